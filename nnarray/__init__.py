@@ -1,0 +1,41 @@
+"""nnarray: device-agnostic n-d arrays (numpy, CUDA, OpenCL) with a thin autograd layer."""
+
+from __future__ import annotations
+
+from . import (
+                      backends,
+                      functions,  # noqa: E402,I001  (binds the operators of NdArray)
+                      registry,
+)
+from .context import (
+                      Context,
+                      context_scope,
+                      device_synchronize,
+                      get_current_context,
+                      set_default_context,
+)
+from .errors import (
+                      BackendError,
+                      BackendUnavailableError,
+                      DTypeError,
+                      GraphError,
+                      KernelNotFoundError,
+                      NnarrayError,
+                      ShapeError,
+                      TransferError,
+)
+from .ndarray import NdArray, array, full, ones, zeros
+from .ops.random import seed  # noqa: E402
+from .registry import fallback_stats, register_kernel, reset_fallback_stats
+from .transfers import reset_transfer_stats, strict_transfers, transfer_stats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendError", "BackendUnavailableError", "Context", "DTypeError", "GraphError",
+    "KernelNotFoundError", "NdArray", "NnarrayError", "ShapeError", "TransferError",
+    "array", "backends", "context_scope", "device_synchronize", "fallback_stats", "full",
+    "functions", "get_current_context", "ones", "register_kernel", "registry",
+    "reset_fallback_stats", "reset_transfer_stats", "seed", "set_default_context",
+    "strict_transfers", "transfer_stats", "zeros",
+]

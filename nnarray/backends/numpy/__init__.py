@@ -1,0 +1,27 @@
+"""The numpy backend: always available; the host every other device copies through."""
+
+from __future__ import annotations
+
+from .device import NumpyDevice
+
+_device = NumpyDevice(0)
+
+
+def why_unavailable() -> str | None:
+    return None
+
+
+def device_count() -> int:
+    return 1
+
+
+def get_device(device_id: int) -> NumpyDevice:
+    return _device
+
+
+def describe_devices() -> list[str]:
+    return [_device.describe()]
+
+
+def load_kernels() -> None:
+    from . import kernels  # noqa: F401  (registers on import)

@@ -1,0 +1,34 @@
+"""The host device."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...device import Device
+from .pool import HostPool
+
+
+class NumpyDevice(Device):
+    backend = "numpy"
+    is_host = True
+
+    def __init__(self, device_id: int = 0) -> None:
+        super().__init__(device_id)
+        self.pool = HostPool()
+        self.empty = self.pool.empty  # type: ignore[method-assign]
+
+    def full(self, shape, dtype, value):
+        a = self.pool.empty(shape, dtype)
+        a.fill(value)
+        return a
+
+    def from_host(self, a, out=None):
+        if out is None:
+            out = self.pool.empty(a.shape, a.dtype)
+        np.copyto(out, a)
+        return out
+
+    to_host = from_host
+
+    def describe(self) -> str:
+        return f"numpy:0 (host CPU, numpy {np.__version__})"

@@ -1,0 +1,118 @@
+"""Contexts: which backend and device run the work, and where to fall back."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
+
+from .errors import BackendError
+
+
+class Context:
+    """Where work runs: ``backend:device_id``, plus the ordered fallback backends.
+
+    Immutable and hashable (the hash is precomputed: contexts key the dispatch cache).
+    """
+
+    __slots__ = ("backend", "device_id", "fallback", "key", "_hash")
+
+    def __init__(self, backend: str = "numpy", device_id: int = 0,
+                 fallback: Sequence[str] = ("numpy",)) -> None:
+        if not isinstance(backend, str) or not backend:
+            raise BackendError(f"Context: backend must be a non-empty string, got {backend!r}")
+        if isinstance(fallback, str):
+            fallback = (fallback,)
+        device_id = int(device_id)
+        if device_id < 0:
+            raise ValueError(f"Context: device_id must be >= 0, got {device_id}")
+        set_ = object.__setattr__
+        set_(self, "backend", backend)
+        set_(self, "device_id", device_id)
+        set_(self, "fallback", tuple(fallback))
+        set_(self, "key", f"{backend}:{device_id}")
+        set_(self, "_hash", hash((backend, device_id, self.fallback)))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Context is immutable")
+
+    @classmethod
+    def parse(cls, spec: str | Context, fallback: Sequence[str] | None = None) -> Context:
+        """``"cuda:1"`` -> ``Context("cuda", 1)``; a Context is returned unchanged."""
+        if isinstance(spec, Context):
+            return spec
+        if not isinstance(spec, str):
+            raise BackendError(f"Context.parse: expected 'backend[:device_id]', got {spec!r}")
+        name, _, dev = spec.strip().partition(":")
+        try:
+            device_id = int(dev) if dev else 0
+        except ValueError:
+            raise BackendError(f"Context.parse: bad device id in {spec!r}") from None
+        if fallback is None:
+            return cls(name, device_id)
+        return cls(name, device_id, fallback)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Context) and self.backend == other.backend
+                and self.device_id == other.device_id and self.fallback == other.fallback)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Context({self.backend!r}, {self.device_id}, fallback={self.fallback!r})"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+def as_context(ctx: Context | str | None) -> Context:
+    """Normalize ``None`` (the current context), a string or a Context."""
+    if ctx is None:
+        return get_current_context()
+    return ctx if type(ctx) is Context else Context.parse(ctx)
+
+
+_default = Context()
+_current: contextvars.ContextVar[Context] = contextvars.ContextVar("nnarray_context")
+
+
+def get_current_context() -> Context:
+    """The context in force: the innermost ``context_scope``, else the process default."""
+    return _current.get(_default)
+
+
+def _check(ctx: Context) -> None:
+    from . import backends
+    backends.get_device(ctx.backend, ctx.device_id)
+
+
+def set_default_context(ctx: Context | str) -> None:
+    """Set the process-wide default context (validated: the backend must be usable)."""
+    global _default
+    ctx = as_context(ctx)
+    _check(ctx)
+    _default = ctx
+
+
+@contextlib.contextmanager
+def context_scope(ctx: Context | str) -> Iterator[Context]:
+    """Make ``ctx`` current inside the block (thread-local, nests, restored on errors).
+
+    An unknown backend raises ``BackendError``; a known but unusable one raises
+    ``BackendUnavailableError``; either way the context stack is unchanged.
+    """
+    ctx = as_context(ctx)
+    _check(ctx)
+    token = _current.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _current.reset(token)
+
+
+def device_synchronize(ctx: Context | str | None = None) -> None:
+    """Wait for all queued work on the context's device."""
+    from . import backends
+    ctx = as_context(ctx)
+    backends.get_device(ctx.backend, ctx.device_id).synchronize()

@@ -1,0 +1,53 @@
+"""The small interface every device implements (after tinygrad's device classes).
+
+Storage invariant: every native array a device holds for an NdArray is C-contiguous with
+exactly the NdArray's shape and dtype, so kernels may reshape natively for free.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class Device:
+    """One device of one backend. Subclasses override the allocation and copy methods."""
+
+    backend: str = ""
+    #: True for the host (numpy) device: the hub every other device copies through.
+    is_host: bool = False
+
+    def __init__(self, device_id: int = 0) -> None:
+        self.device_id = device_id
+        self.key = f"{self.backend}:{device_id}"
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """An uninitialized C-contiguous native array."""
+        raise NotImplementedError
+
+    def full(self, shape: tuple[int, ...], dtype: np.dtype, value: Any) -> Any:
+        """A native array filled with ``value`` (exact for every dtype)."""
+        raise NotImplementedError
+
+    def from_host(self, a: np.ndarray, out: Any = None) -> Any:
+        """Copy a C-contiguous host array to this device (into ``out`` when given)."""
+        raise NotImplementedError
+
+    def to_host(self, x: Any, out: np.ndarray | None = None) -> np.ndarray:
+        """Copy a native array of this device to the host (into ``out`` when given)."""
+        raise NotImplementedError
+
+    def copy_from(self, src: Device, x: Any, out: Any = None) -> Any:
+        """Direct copy from another device, or ``None`` when there is no direct route."""
+        return None
+
+    def synchronize(self) -> None:
+        """Wait for queued work on this device."""
+
+    def describe(self) -> str:
+        """One line naming the hardware."""
+        return self.key
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.key}>"

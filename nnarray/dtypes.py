@@ -1,0 +1,88 @@
+"""Supported dtypes and numpy's promotion rules, with Python scalars weak (NEP 50)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import DTypeError
+
+SUPPORTED: tuple[np.dtype, ...] = tuple(np.dtype(t) for t in (
+    np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_))
+FLOATS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+INTEGERS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.int32, np.int64))
+_SUPPORTED_SET = frozenset(SUPPORTED)
+_names = ", ".join(d.name for d in SUPPORTED)
+_norm_cache: dict[Any, np.dtype] = {}
+_promote_cache: dict[tuple, np.dtype] = {}
+_WEAK = {float: 0.0, int: 0, bool: False}
+
+
+def normalize(dtype: Any, op: str = "dtype", arg: str = "dtype") -> np.dtype:
+    """``np.dtype(dtype)`` restricted to the supported set, else ``DTypeError``."""
+    d = _norm_cache.get(dtype)
+    if d is not None:
+        return d
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        raise DTypeError(f"{op}: argument '{arg}': {dtype!r} is not a dtype") from None
+    if d not in _SUPPORTED_SET:
+        raise DTypeError(f"{op}: argument '{arg}': dtype {d} is not supported "
+                         f"(supported: {_names})")
+    try:
+        _norm_cache[dtype] = d
+    except TypeError:
+        pass
+    return d
+
+
+def is_scalar(x: Any) -> bool:
+    """True for Python and numpy scalars (operands that do not need an array)."""
+    t = type(x)
+    return t is float or t is int or t is bool or isinstance(x, np.generic)
+
+
+def _key(x: Any, op: str, arg: str) -> Any:
+    t = type(x)
+    if t is float or t is int or t is bool:
+        return t
+    d = getattr(x, "dtype", None)
+    if d is None:
+        raise DTypeError(f"{op}: argument '{arg}': expected an array or a real scalar, "
+                         f"got {t.__name__}")
+    if isinstance(x, np.generic) and d not in _SUPPORTED_SET:
+        raise DTypeError(f"{op}: argument '{arg}': scalar dtype {d} is not supported")
+    return d
+
+
+def promote(op: str, *xs: Any, args: tuple[str, ...] = ("a", "b", "c")) -> np.dtype:
+    """numpy's result dtype of ``xs`` (arrays strong, Python scalars weak)."""
+    key = tuple(_key(x, op, a) for x, a in zip(xs, args))
+    d = _promote_cache.get(key)
+    if d is None:
+        parts = [_WEAK[k] if k in _WEAK else k for k in key]
+        if all(k in _WEAK for k in key):
+            d = np.result_type(*[np.asarray(p) for p in parts])
+            if d == np.float64:
+                d = np.dtype(np.float32)
+        else:
+            d = np.result_type(*parts)
+        _promote_cache[key] = d
+    return d
+
+
+def ufunc_dtype(ufunc: np.ufunc, dtype: np.dtype, op: str) -> np.dtype:
+    """The dtype numpy's ``ufunc`` gives for one input of ``dtype`` (cached)."""
+    key = (ufunc, dtype)
+    d = _promote_cache.get(key)
+    if d is None:
+        try:
+            d = ufunc(np.ones(1, dtype)).dtype
+        except TypeError:
+            raise DTypeError(f"{op}: dtype {dtype} is not supported by this op") from None
+        if d not in _SUPPORTED_SET:
+            d = np.dtype(np.float32)
+        _promote_cache[key] = d
+    return d

@@ -1,0 +1,39 @@
+"""One exception hierarchy for nnarray.
+
+Every error names the op (or API call), the argument and the shapes involved, and is
+raised before any kernel runs or any state changes.
+"""
+
+from __future__ import annotations
+
+
+class NnarrayError(Exception):
+    """Base class of every nnarray error."""
+
+
+class BackendError(NnarrayError):
+    """An unknown backend name, or a backend that cannot serve the request."""
+
+
+class BackendUnavailableError(BackendError):
+    """A known backend that cannot run here (library missing, no device, ...)."""
+
+
+class KernelNotFoundError(NnarrayError):
+    """No backend on the context's fallback chain implements the op."""
+
+
+class TransferError(NnarrayError):
+    """An implicit device-to-device transfer inside ``strict_transfers()``."""
+
+
+class ShapeError(NnarrayError, ValueError):
+    """Incompatible or invalid shapes."""
+
+
+class DTypeError(NnarrayError, TypeError):
+    """An unsupported or incompatible dtype."""
+
+
+class GraphError(NnarrayError):
+    """An autograd graph that cannot be evaluated correctly."""

@@ -1,0 +1,153 @@
+"""The public function surface (``import nnarray.functions as F``).
+
+Every function takes NdArrays (runs now on the current context) or graph values such as
+``grad.Variable`` (records a node), validates its inputs before any kernel runs, and
+dispatches through the op registry. The semantics live in ``nnarray.ops``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import ndarray as _ndarray
+from .ops import conv as _conv
+from .ops import elementwise as _ew
+from .ops import linalg as _linalg
+from .ops import normalization as _norm
+from .ops import random as _random
+from .ops import reduction as _red
+from .ops import shape as _shape
+from .ops import softmax as _softmax
+
+# Elementwise (Ops are called directly: the hot path has no wrapper).
+add, sub, mul, div, pow = _ew.add, _ew.sub, _ew.mul, _ew.div, _ew.pow
+maximum, minimum = _ew.maximum, _ew.minimum
+equal, not_equal, less, less_equal, greater, greater_equal = (
+    _ew.equal, _ew.not_equal, _ew.less, _ew.less_equal, _ew.greater, _ew.greater_equal)
+neg, abs, sign, exp, log, sqrt = _ew.neg, _ew.abs, _ew.sign, _ew.exp, _ew.log, _ew.sqrt
+tanh, sigmoid, relu, where = _ew.tanh, _ew.sigmoid, _ew.relu, _ew.where
+inplace, assign = _ew.inplace, _ew.assign
+
+# Shape and linear algebra.
+matmul, affine = _linalg.matmul, _linalg.affine
+concatenate, stack, split = _shape.concatenate, _shape.stack, _shape.split
+slice, getitem = _shape.slice, _shape.getitem
+
+# Neural-network functions composed from primitives, and their primitives.
+softmax_cross_entropy = _softmax.softmax_cross_entropy
+mean_squared_error = _softmax.mean_squared_error
+conv2d, max_pooling, average_pooling = _conv.conv2d, _conv.max_pooling, _conv.average_pooling
+batch_normalization = _norm.batch_normalization
+dropout = _random.dropout
+seed = _random.seed
+
+
+def leaky_relu(x: Any, alpha: float = 0.1) -> Any:
+    """``x`` where positive, ``alpha * x`` elsewhere."""
+    return _ew.leaky_relu(x, alpha=alpha)
+
+
+def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
+    """Limit values to ``[a_min, a_max]`` (either may be ``None``)."""
+    return _ew.clip(x, a_min=a_min, a_max=a_max)
+
+
+def cast(x: Any, dtype: Any) -> Any:
+    """A new array of ``dtype``."""
+    return _ew.cast(x, dtype=dtype)
+
+
+def square(x: Any) -> Any:
+    """``x * x``."""
+    return _ew.mul(x, x)
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Sum over ``axis`` (``None``: every axis)."""
+    return _red.sum(x, axis=axis, keepdims=keepdims)
+
+
+def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Mean over ``axis``."""
+    return _red.mean(x, axis=axis, keepdims=keepdims)
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Maximum over ``axis``."""
+    return _red.max(x, axis=axis, keepdims=keepdims)
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Minimum over ``axis``."""
+    return _red.min(x, axis=axis, keepdims=keepdims)
+
+
+def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Index of the maximum (int64, no gradient)."""
+    return _red.argmax(x, axis=axis, keepdims=keepdims)
+
+
+def argmin(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Index of the minimum (int64, no gradient)."""
+    return _red.argmin(x, axis=axis, keepdims=keepdims)
+
+
+def reshape(x: Any, shape: Any) -> Any:
+    """A new array of ``shape`` (one ``-1`` allowed); works on any input."""
+    return _shape.reshape(x, shape=shape)
+
+
+def transpose(x: Any, axes: Any = None) -> Any:
+    """Permute axes (``None``: reverse them)."""
+    return _shape.transpose(x, axes=axes)
+
+
+def broadcast_to(x: Any, shape: Any) -> Any:
+    """Broadcast to ``shape`` by numpy's rules."""
+    return _shape.broadcast_to(x, shape=shape)
+
+
+def softmax(x: Any, axis: int = -1) -> Any:
+    """``exp(x) / sum(exp(x))`` along ``axis``."""
+    return _softmax.softmax(x, axis=axis)
+
+
+def log_softmax(x: Any, axis: int = -1) -> Any:
+    """``log(softmax(x))`` along ``axis``, computed stably."""
+    return _softmax.log_softmax(x, axis=axis)
+
+
+def one_hot(t: Any, num_classes: int, axis: int = -1, dtype: Any = np.float32) -> Any:
+    """Integer labels to one-hot vectors along a new ``axis``."""
+    return _softmax.one_hot(t, num_classes=num_classes, axis=axis, dtype=dtype)
+
+
+def im2col(x: Any, kernel: Any, stride: Any = 1, pad: Any = 0, dilation: Any = 1,
+           pad_value: float = 0.0) -> Any:
+    """``(N, C, H, W)`` -> ``(N, C*kh*kw, OH*OW)`` sliding windows."""
+    return _conv.im2col(x, kernel=kernel, stride=stride, pad=pad, dilation=dilation,
+                        pad_value=pad_value)
+
+
+def col2im(cols: Any, size: Any, kernel: Any, stride: Any = 1, pad: Any = 0,
+           dilation: Any = 1) -> Any:
+    """The adjoint of ``im2col``: scatter-add windows back to ``(N, C, H, W)``."""
+    return _conv.col2im(cols, size=size, kernel=kernel, stride=stride, pad=pad,
+                        dilation=dilation)
+
+
+def rand(shape: Any, low: float = 0.0, high: float = 1.0, seed: int | None = None,
+         dtype: Any = np.float32) -> Any:
+    """Uniform ``[low, high)`` numbers on the current device."""
+    return _random.rand(shape=shape, low=low, high=high, seed=seed, dtype=dtype)
+
+
+def randn(shape: Any, mu: float = 0.0, sigma: float = 1.0, seed: int | None = None,
+          dtype: Any = np.float32) -> Any:
+    """Normal ``(mu, sigma)`` numbers on the current device."""
+    return _random.randn(shape=shape, mu=mu, sigma=sigma, seed=seed, dtype=dtype)
+
+
+_ndarray.F = __import__(__name__, fromlist=["_"])

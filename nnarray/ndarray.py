@@ -1,0 +1,279 @@
+"""NdArray: a device-agnostic n-d array over synced per-device copies."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import backends, dtypes
+from .context import Context, as_context
+from .errors import DTypeError, ShapeError
+from .synced import _NO_FILL, SyncedArray
+
+#: ``nnarray.functions``, bound when it is imported (operators dispatch through it).
+F: Any = None
+_new = object.__new__
+
+
+def normalize_shape(shape: Any, op: str = "NdArray", arg: str = "shape") -> tuple[int, ...]:
+    """An int or a sequence of non-negative ints -> a tuple of ints."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        out = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise ShapeError(f"{op}: argument '{arg}' must be an int or a sequence of ints, "
+                         f"got {shape!r}") from None
+    if any(s < 0 for s in out):
+        raise ShapeError(f"{op}: argument '{arg}' has a negative dimension: {out}")
+    return out
+
+
+def _device(ctx: Context | str | None):
+    c = as_context(ctx)
+    return backends.get_device(c.backend, c.device_id)
+
+
+class NdArray(SyncedArray):
+    """An n-d array whose data may have current copies on several devices.
+
+    No memory is allocated until first access. ``get_data(mode, ctx)`` gives the
+    backend's native array; operators run eagerly on the current context through ``F``.
+    """
+
+    __slots__ = ()
+    __array_priority__ = 1000  # numpy defers `ndarray op NdArray` to our reflected ops
+
+    def __init__(self, shape: int | Sequence[int] = (), dtype: Any = np.float32) -> None:
+        self._init_empty(normalize_shape(shape), dtypes.normalize(dtype, "NdArray"))
+
+    @staticmethod
+    def _wrap(x: Any, dev: Any, meta: tuple) -> NdArray:
+        """Adopt a fresh native array of ``dev`` (hot path: no validation)."""
+        a = _new(NdArray)
+        a.shape, a.dtype = meta
+        a._copies = {dev: x}
+        a._stale = None
+        a._head = dev
+        a._fill = _NO_FILL
+        a.version = 0
+        return a
+
+    @classmethod
+    def from_numpy_array(cls, a: Any) -> NdArray:
+        """A copy of a numpy array (or array-like); the host copy is current."""
+        a = np.asarray(a)
+        dt = dtypes.normalize(a.dtype, "NdArray.from_numpy_array", "a")
+        host = backends.host_device()
+        return NdArray._wrap(host.from_host(np.ascontiguousarray(a)), host, (a.shape, dt))
+
+    # -- metadata ------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    # -- data access ---------------------------------------------------------------
+    def get_data(self, mode: str = "rw", ctx: Context | str | None = None) -> Any:
+        """The native array on ``ctx`` (default: current context) for ``mode``.
+
+        ``'r'`` syncs and keeps other copies current (a numpy result is read-only);
+        ``'w'`` transfers nothing and makes other copies stale; ``'rw'`` does both.
+        An explicit call like this one is allowed inside ``strict_transfers()``.
+        """
+        dev = _device(ctx)
+        x = self._access(mode, dev, explicit=True)
+        if mode == "r" and dev.is_host:
+            x = x.view()
+            x.flags.writeable = False
+        return x
+
+    @property
+    def data(self) -> np.ndarray:
+        """A writable host numpy array (``get_data("rw", "numpy")``)."""
+        return self._access("rw", backends.host_device(), explicit=True)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        if dtypes.is_scalar(value):
+            self.fill(value)
+            return
+        v = np.asarray(value)
+        if v.shape != self.shape:
+            try:
+                v = np.broadcast_to(v, self.shape)
+            except ValueError:
+                raise ShapeError(f"NdArray.data: value of shape {v.shape} does not match "
+                                 f"the array's shape {self.shape}") from None
+        if v.dtype.kind not in "biuf":
+            raise DTypeError(f"NdArray.data: cannot store values of dtype {v.dtype}")
+        self._access("w", backends.host_device(), explicit=True)[...] = v
+
+    def zero(self) -> None:
+        """Lazily set every element to zero (no allocation, no transfer)."""
+        self._set_fill(self.dtype.type(0).item())
+
+    def fill(self, value: Any) -> None:
+        """Lazily set every element to ``value``, exactly for every dtype."""
+        if not dtypes.is_scalar(value):
+            raise DTypeError(f"NdArray.fill: value must be a scalar, got {type(value).__name__}")
+        self._set_fill(self.dtype.type(value).item())
+
+    def copy_from(self, other: NdArray) -> None:
+        """Copy ``other`` into this array on the current context (casting its dtype)."""
+        if not isinstance(other, NdArray):
+            raise TypeError(f"NdArray.copy_from: expected an NdArray, got {type(other).__name__}")
+        if other.shape != self.shape:
+            raise ShapeError(f"NdArray.copy_from: shape {other.shape} does not match "
+                             f"{self.shape}")
+        F.assign(self, other)
+
+    def astype(self, dtype: Any) -> NdArray:
+        """A new array of ``dtype``."""
+        return F.cast(self, dtype)
+
+    def copy(self) -> NdArray:
+        """A new array with the same contents."""
+        return F.cast(self, self.dtype)
+
+    def numpy(self) -> np.ndarray:
+        """A host copy as a new numpy array."""
+        return np.array(self._access("r", backends.host_device(), explicit=True))
+
+    def item(self) -> Any:
+        if self.size != 1:
+            raise ValueError(f"NdArray.item: only size-1 arrays convert, shape is {self.shape}")
+        return self._access("r", backends.host_device(), explicit=True).item()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self._access("r", backends.host_device(), explicit=True)
+        return np.array(a, dtype=dtype) if dtype is not None or copy else a.view()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError("only integer arrays can be used as an index")
+        return int(self.item())
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d NdArray")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self), separator=", ", prefix="NdArray(")
+        return f"NdArray({body}, dtype={self.dtype}, head={self.head})"
+
+    # -- shape conveniences ------------------------------------------------------------
+    def reshape(self, *shape: Any) -> NdArray:
+        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def transpose(self, *axes: Any) -> NdArray:
+        return F.transpose(self, (axes[0] if len(axes) == 1 else axes) or None)
+
+    @property
+    def T(self) -> NdArray:
+        return F.transpose(self)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> NdArray:
+        return F.sum(self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> NdArray:
+        return F.mean(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> NdArray:
+        return F.max(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> NdArray:
+        return F.min(self, axis, keepdims)
+
+    def argmax(self, axis: Any = None) -> NdArray:
+        return F.argmax(self, axis)
+
+    def __getitem__(self, key: Any) -> NdArray:
+        return F.getitem(self, key)
+
+    # -- operators -----------------------------------------------------------------
+    def __add__(self, o): return F.add(self, o)
+    def __radd__(self, o): return F.add(o, self)
+    def __sub__(self, o): return F.sub(self, o)
+    def __rsub__(self, o): return F.sub(o, self)
+    def __mul__(self, o): return F.mul(self, o)
+    def __rmul__(self, o): return F.mul(o, self)
+    def __truediv__(self, o): return F.div(self, o)
+    def __rtruediv__(self, o): return F.div(o, self)
+    def __pow__(self, o): return F.pow(self, o)
+    def __rpow__(self, o): return F.pow(o, self)
+    def __matmul__(self, o): return F.matmul(self, o)
+    def __rmatmul__(self, o): return F.matmul(o, self)
+    def __neg__(self): return F.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return F.abs(self)
+    def __lt__(self, o): return F.less(self, o)
+    def __le__(self, o): return F.less_equal(self, o)
+    def __gt__(self, o): return F.greater(self, o)
+    def __ge__(self, o): return F.greater_equal(self, o)
+    def __eq__(self, o): return F.equal(self, o)  # type: ignore[override]
+    def __ne__(self, o): return F.not_equal(self, o)  # type: ignore[override]
+    __hash__ = None  # type: ignore[assignment]  (== is elementwise, as in numpy)
+
+    def __iadd__(self, o): return F.inplace(F.add, self, o)
+    def __isub__(self, o): return F.inplace(F.sub, self, o)
+    def __imul__(self, o): return F.inplace(F.mul, self, o)
+    def __itruediv__(self, o): return F.inplace(F.div, self, o)
+    def __ipow__(self, o): return F.inplace(F.pow, self, o)
+
+
+def zeros(shape: Any, dtype: Any = np.float32) -> NdArray:
+    """A lazily zero-filled array (nothing allocated until first access)."""
+    a = NdArray(shape, dtype)
+    a.zero()
+    return a
+
+
+def ones(shape: Any, dtype: Any = np.float32) -> NdArray:
+    """A lazily one-filled array."""
+    return full(shape, 1, dtype)
+
+
+def full(shape: Any, value: Any, dtype: Any = None) -> NdArray:
+    """A lazily filled array; ``dtype=None`` infers float32/int64/bool from ``value``."""
+    if dtype is None:
+        dtype = {bool: np.bool_, int: np.int64}.get(type(value), np.float32)
+        if isinstance(value, np.generic):
+            dtype = value.dtype
+    a = NdArray(shape, dtype)
+    a.fill(value)
+    return a
+
+
+def array(obj: Any, dtype: Any = None) -> NdArray:
+    """An NdArray from a numpy array (dtype kept), an NdArray (copied) or Python data
+    (floats become float32, ints int64, bools bool)."""
+    if isinstance(obj, NdArray):
+        return obj.astype(dtype if dtype is not None else obj.dtype)
+    a = np.asarray(obj, dtype=dtype)
+    if dtype is None and not isinstance(obj, (np.ndarray, np.generic)) and a.dtype == np.float64:
+        a = a.astype(np.float32)
+    return NdArray.from_numpy_array(a)

@@ -1,0 +1,1 @@
+"""Op specs: validation, shape/dtype inference and backward rules, one file per family."""

@@ -1,0 +1,99 @@
+"""Validation helpers shared by the op specs: each error names op, argument and shapes."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import DTypeError, ShapeError
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    """The shape of an array operand; ``()`` for a scalar."""
+    return getattr(x, "shape", ())
+
+
+def broadcast(op: str, xs: tuple, names: tuple[str, ...] = ("a", "b", "c")) -> tuple[int, ...]:
+    """numpy broadcasting of the operands' shapes, else ``ShapeError``."""
+    shapes = [shape_of(x) for x in xs]
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return first
+    nd = max(len(s) for s in shapes)
+    out = [1] * nd
+    for s in shapes:
+        for i, d in enumerate(s, nd - len(s)):
+            if d != 1:
+                if out[i] != 1 and out[i] != d:
+                    desc = ", ".join(f"'{n}' {s}" for n, s in zip(names, shapes))
+                    raise ShapeError(f"{op}: operands cannot be broadcast together: {desc}")
+                out[i] = d
+    return tuple(out)
+
+
+def broadcast_to_shape(op: str, src: tuple[int, ...], dst: tuple[int, ...]) -> None:
+    """Raise unless ``src`` broadcasts to exactly ``dst``."""
+    if len(src) > len(dst) or any(s != 1 and s != d for s, d in zip(src[::-1], dst[::-1])):
+        raise ShapeError(f"{op}: cannot broadcast shape {src} to {dst}")
+
+
+def require_array(op: str, arg: str, x: Any) -> None:
+    if not hasattr(x, "shape") or dtypes.is_scalar(x):
+        raise TypeError(f"{op}: argument '{arg}' must be an NdArray or Variable, "
+                        f"got {type(x).__name__}")
+
+
+def require_float(op: str, arg: str, x: Any) -> None:
+    require_array(op, arg, x)
+    if x.dtype not in dtypes.FLOATS:
+        raise DTypeError(f"{op}: argument '{arg}' must be floating point, got {x.dtype} "
+                         f"(shape {x.shape})")
+
+
+def require_int(op: str, arg: str, x: Any) -> None:
+    require_array(op, arg, x)
+    if x.dtype not in dtypes.INTEGERS:
+        raise DTypeError(f"{op}: argument '{arg}' must be int32 or int64, got {x.dtype} "
+                         f"(shape {x.shape})")
+
+
+def norm_axis(op: str, axis: Any, ndim: int, arg: str = "axis") -> int:
+    """One axis, negative allowed, checked against ``ndim``."""
+    try:
+        a = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{op}: argument '{arg}' must be an int, got {axis!r}") from None
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{op}: {arg} {a} is out of range for an array of {ndim} dimension(s)")
+    return a % ndim
+
+
+def norm_axes(op: str, axis: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``None`` (all), an int or a sequence -> a sorted tuple of distinct axes."""
+    nd = len(shape)
+    if axis is None:
+        return tuple(range(nd))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    axes = tuple(sorted(norm_axis(op, a, nd) for a in axis))
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op}: repeated axis in {tuple(axis)} for shape {shape}")
+    return axes
+
+
+def pair(op: str, arg: str, v: Any, minimum: int = 0) -> tuple[int, int]:
+    """An int or a pair of ints -> a pair, each at least ``minimum``."""
+    if isinstance(v, (int, np.integer)):
+        v = (v, v)
+    try:
+        p = tuple(operator.index(i) for i in v)
+    except TypeError:
+        raise TypeError(f"{op}: argument '{arg}' must be an int or a pair of ints, "
+                        f"got {v!r}") from None
+    if len(p) != 2 or any(i < minimum for i in p):
+        raise ValueError(f"{op}: argument '{arg}' must be {'an int' if minimum else 'ints'} "
+                         f">= {minimum} (one or a pair), got {v!r}")
+    return p  # type: ignore[return-value]

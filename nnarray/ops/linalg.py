@@ -1,0 +1,72 @@
+"""Matrix products.
+
+Kernel contract: ``matmul(a, b)`` with numpy's rules (1-D promotion, batched broadcast).
+``affine`` is composed from ``reshape``, ``matmul`` and ``add``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ShapeError
+from .common import require_array
+from .elementwise import add
+from .op import Op
+from .shape import reshape
+
+
+def matmul_shape(op: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]:
+    """numpy matmul's output shape, else ``ShapeError`` naming both shapes."""
+    if not sa or not sb:
+        raise ShapeError(f"{op}: operands must be at least 1-D, got {sa} and {sb}")
+    a2 = (1,) + sa if len(sa) == 1 else sa
+    b2 = sb + (1,) if len(sb) == 1 else sb
+    if a2[-1] != b2[-2]:
+        raise ShapeError(f"{op}: inner dimensions differ: 'a' {sa} and 'b' {sb}")
+    try:
+        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    except ValueError:
+        raise ShapeError(f"{op}: batch dimensions of 'a' {sa} and 'b' {sb} do not "
+                         "broadcast") from None
+    out = batch + (a2[-2],) * (len(sa) > 1) + (b2[-1],) * (len(sb) > 1)
+    return tuple(out)
+
+
+def _infer_matmul(inputs, attrs):
+    a, b = inputs
+    require_array("matmul", "a", a)
+    require_array("matmul", "b", b)
+    d = dtypes.promote("matmul", a, b)
+    if d == np.bool_:
+        d = np.dtype(np.bool_)
+    return ((matmul_shape("matmul", a.shape, b.shape), d),)
+
+
+matmul = Op("matmul", _infer_matmul)
+
+
+def affine(x: Any, W: Any, b: Any = None) -> Any:
+    """``x.reshape(N, -1) @ W + b``."""
+    for n, v in (("x", x), ("W", W)):
+        require_array("affine", n, v)
+    if x.ndim < 1 or W.ndim != 2:
+        raise ShapeError(f"affine: need x of >= 1 dims and a 2-D W, got x {x.shape}, "
+                         f"W {W.shape}")
+    n = x.shape[0]
+    k = 1
+    for s in x.shape[1:]:
+        k *= s
+    if k != W.shape[0]:
+        raise ShapeError(f"affine: x {x.shape} flattens to ({n}, {k}) but W is {W.shape}")
+    if b is not None:
+        require_array("affine", "b", b)
+        if b.shape not in ((W.shape[1],), (1, W.shape[1])):
+            raise ShapeError(f"affine: b has shape {b.shape}, expected ({W.shape[1]},) for "
+                             f"W {W.shape}")
+    if x.ndim != 2:
+        x = reshape(x, shape=(n, k))
+    y = matmul(x, W)
+    return y if b is None else add(y, b)

@@ -1,0 +1,84 @@
+"""Batch normalization: one graph node whose forward is composed from F on NdArrays
+(so every backend has it) and which updates the running statistics in training."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ShapeError
+from ..registry import register_composite
+from .common import norm_axis, require_float
+from .op import Op
+
+
+def param_shapes(x_shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[tuple, tuple]:
+    """The broadcastable ``(1, C, 1, 1)`` and compact ``(C,)`` parameter shapes."""
+    full = tuple(s if i in axes else 1 for i, s in enumerate(x_shape))
+    return full, tuple(x_shape[a] for a in axes)
+
+
+def _infer(inputs, attrs):
+    x, gamma, beta, rmean, rvar = inputs
+    require_float("batch_normalization", "x", x)
+    ax = attrs.get("axes", (1,))
+    ax = (ax,) if isinstance(ax, int) else ax
+    axes = attrs["axes"] = tuple(sorted(norm_axis("batch_normalization", a, x.ndim, "axes")
+                                        for a in ax))
+    decay = attrs["decay"] = float(attrs.get("decay", 0.9))
+    eps = attrs["eps"] = float(attrs.get("eps", 1e-5))
+    attrs["training"] = bool(attrs.get("training", True))
+    if not 0.0 <= decay <= 1.0 or eps <= 0:
+        raise ValueError(f"batch_normalization: need 0 <= decay <= 1 and eps > 0, got "
+                         f"decay={decay}, eps={eps}")
+    ok = param_shapes(x.shape, axes)
+    for name, p in (("gamma", gamma), ("beta", beta), ("running_mean", rmean),
+                    ("running_var", rvar)):
+        require_float("batch_normalization", name, p)
+        if p.shape not in ok:
+            raise ShapeError(f"batch_normalization: {name} has shape {p.shape}, expected "
+                             f"{ok[0]} or {ok[1]} for x {x.shape} with axes {axes}")
+    return ((x.shape, x.dtype),)
+
+
+batch_normalization_op = Op("batch_normalization", _infer)
+
+
+def batch_norm_statistics(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, int]:
+    """Batch mean and biased variance (broadcastable shapes) and the reduced count."""
+    from .. import functions as F
+    red = tuple(i for i in range(x.ndim) if i not in axes)
+    m = 1
+    for i in red:
+        m *= x.shape[i]
+    mu = F.mean(x, axis=red, keepdims=True)
+    xc = x - mu
+    return mu, F.mean(xc * xc, axis=red, keepdims=True), m
+
+
+def _compose(x, gamma, beta, rmean, rvar, axes, decay, eps, training):
+    from .. import functions as F
+    full, _ = param_shapes(x.shape, axes)
+
+    def b(p):
+        return p if p.shape == full else F.reshape(p, full)
+
+    if training:
+        mu, var, m = batch_norm_statistics(x, axes)
+        unbiased = var * (m / max(m - 1, 1))
+        F.assign(rmean, F.reshape(b(rmean) * decay + mu * (1.0 - decay), rmean.shape))
+        F.assign(rvar, F.reshape(b(rvar) * decay + unbiased * (1.0 - decay), rvar.shape))
+    else:
+        mu, var = b(rmean), b(rvar)
+    return (x - mu) / F.sqrt(var + eps) * b(gamma) + b(beta)
+
+
+register_composite("batch_normalization", _compose)
+
+
+def batch_normalization(x: Any, gamma: Any, beta: Any, running_mean: Any, running_var: Any,
+                        axes: Any = (1,), decay: float = 0.9, eps: float = 1e-5,
+                        training: bool = True) -> Any:
+    """Normalize over every axis but ``axes``; in training, use batch statistics and
+    update ``running_mean``/``running_var`` in place (unbiased variance)."""
+    return batch_normalization_op(x, gamma, beta, running_mean, running_var, axes=axes,
+                                  decay=decay, eps=eps, training=training)

@@ -1,0 +1,63 @@
+"""Reductions over axes.
+
+Kernel contract: ``sum/mean/max/min(x, axis: tuple[int, ...], keepdims: bool)`` with
+``axis`` sorted, non-negative and never empty unless ``x`` is 0-d; ``argmax/argmin(x,
+axis: int | None, keepdims: bool)`` -> int64 (``None``: over the flattened array).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeError
+from .common import norm_axes, norm_axis, require_array
+from .op import Op
+
+_I64 = np.dtype(np.int64)
+_F64 = np.dtype(np.float64)
+
+
+def _out_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _infer_reduce(name: str):
+    def infer(inputs, attrs):
+        (x,) = inputs
+        require_array(name, "x", x)
+        axes = attrs["axis"] = norm_axes(name, attrs.get("axis"), x.shape)
+        keep = attrs["keepdims"] = bool(attrs.get("keepdims", False))
+        if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
+            raise ValueError(f"{name}: zero-size reduction over axis {axes} of shape {x.shape}")
+        d = x.dtype
+        if name == "sum" and d.kind in "bi":
+            d = _I64
+        elif name == "mean" and d.kind in "bi":
+            d = _F64
+        return ((_out_shape(x.shape, axes, keep), d),)
+    return infer
+
+
+def _infer_arg(name: str):
+    def infer(inputs, attrs):
+        (x,) = inputs
+        require_array(name, "x", x)
+        if x.dtype == np.bool_:
+            raise DTypeError(f"{name}: bool input is not supported (shape {x.shape})")
+        axis = attrs.get("axis")
+        keep = attrs["keepdims"] = bool(attrs.get("keepdims", False))
+        if x.size == 0:
+            raise ValueError(f"{name}: empty input of shape {x.shape}")
+        if axis is None:
+            attrs["axis"] = None
+            return (((1,) * x.ndim if keep else (), _I64),)
+        a = attrs["axis"] = norm_axis(name, axis, x.ndim)
+        return ((_out_shape(x.shape, (a,), keep), _I64),)
+    return infer
+
+
+sum, mean, max, min = (Op(n, _infer_reduce(n)) for n in ("sum", "mean", "max", "min"))
+argmax = Op("argmax", _infer_arg("argmax"), differentiable=False)
+argmin = Op("argmin", _infer_arg("argmin"), differentiable=False)

@@ -1,0 +1,228 @@
+"""Shape ops. Storage is always C-contiguous, so every output is a fresh array.
+
+Kernel contract: ``reshape(x, shape)``; ``transpose(x, axes)`` (a full permutation);
+``broadcast_to(x, shape)``; ``concatenate(*xs, axis)`` (same dtype, spec-cast);
+``slice(x, start, step, count, shape)``: per axis of ``x``, element ``i`` of the output
+comes from index ``start + i * step`` (``count`` elements, ``step`` may be negative);
+the gathered block of shape ``count`` is then reshaped to ``shape``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ShapeError
+from ..ndarray import normalize_shape
+from .common import broadcast_to_shape, norm_axis, require_array
+from .op import Op
+
+
+def _infer_reshape(inputs, attrs):
+    (x,) = inputs
+    require_array("reshape", "x", x)
+    shape = attrs.get("shape")
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(operator.index(s) for s in shape)
+    size = 1
+    for s in x.shape:
+        size *= s
+    if shape.count(-1) > 1 or any(s < -1 for s in shape):
+        raise ShapeError(f"reshape: invalid target shape {shape} for input shape {x.shape}")
+    if -1 in shape:
+        known = 1
+        for s in shape:
+            if s != -1:
+                known *= s
+        if known == 0 or size % known:
+            raise ShapeError(f"reshape: cannot reshape {x.shape} (size {size}) to {shape}")
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    n = 1
+    for s in shape:
+        n *= s
+    if n != size:
+        raise ShapeError(f"reshape: cannot reshape {x.shape} (size {size}) to {shape} "
+                         f"(size {n})")
+    attrs["shape"] = shape
+    return ((shape, x.dtype),)
+
+
+def _infer_transpose(inputs, attrs):
+    (x,) = inputs
+    require_array("transpose", "x", x)
+    axes = attrs.get("axes")
+    if axes is None:
+        axes = tuple(range(x.ndim))[::-1]
+    else:
+        axes = tuple(norm_axis("transpose", a, x.ndim, "axes") for a in axes)
+        if sorted(axes) != list(range(x.ndim)):
+            raise ValueError(f"transpose: axes {tuple(attrs['axes'])} are not a permutation "
+                             f"for shape {x.shape}")
+    attrs["axes"] = axes
+    return ((tuple(x.shape[a] for a in axes), x.dtype),)
+
+
+def _infer_broadcast_to(inputs, attrs):
+    (x,) = inputs
+    require_array("broadcast_to", "x", x)
+    shape = attrs["shape"] = normalize_shape(attrs.get("shape"), "broadcast_to")
+    broadcast_to_shape("broadcast_to", x.shape, shape)
+    return ((shape, x.dtype),)
+
+
+def _infer_concatenate(inputs, attrs):
+    if not inputs:
+        raise ValueError("concatenate: need at least one array")
+    for i, x in enumerate(inputs):
+        require_array("concatenate", f"xs[{i}]", x)
+    x0 = inputs[0]
+    if x0.ndim == 0:
+        raise ShapeError("concatenate: zero-dimensional arrays cannot be concatenated")
+    axis = attrs["axis"] = norm_axis("concatenate", attrs.get("axis", 0), x0.ndim)
+    for i, x in enumerate(inputs):
+        if x.ndim != x0.ndim or any(a != b for k, (a, b) in enumerate(zip(x.shape, x0.shape))
+                                    if k != axis):
+            raise ShapeError(f"concatenate: xs[{i}] has shape {x.shape}, incompatible with "
+                             f"xs[0] {x0.shape} along axis {axis}")
+    d = inputs[0].dtype
+    for x in inputs[1:]:
+        d = np.promote_types(d, x.dtype)
+    attrs["dtype"] = d
+    shape = list(x0.shape)
+    shape[axis] = builtins_sum(x.shape[axis] for x in inputs)
+    return ((tuple(shape), d),)
+
+
+builtins_sum = builtins.sum
+_pyslice = builtins.slice
+
+
+def _infer_slice(inputs, attrs):
+    (x,) = inputs
+    require_array("slice", "x", x)
+    for k in ("start", "step", "count", "shape"):
+        attrs[k] = tuple(attrs[k])
+    return ((attrs["shape"], x.dtype),)
+
+
+reshape = Op("reshape", _infer_reshape)
+transpose = Op("transpose", _infer_transpose)
+broadcast_to = Op("broadcast_to", _infer_broadcast_to)
+concatenate_op = Op("concatenate", _infer_concatenate)
+slice_op = Op("slice", _infer_slice)
+
+
+def slice_plan(op: str, shape: tuple[int, ...], key: Any) -> dict:
+    """Normalize a basic-indexing key (ints, slices, ``...``, ``None``) against ``shape``
+    into the ``slice`` kernel's ``start/step/count/shape`` attributes."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_real = len([k for k in key if k is not None and k is not Ellipsis])
+    if builtins_sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis")
+    if n_real > len(shape):
+        raise IndexError(f"{op}: too many indices ({n_real}) for shape {shape}")
+    expanded: list[Any] = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([_pyslice(None)] * (len(shape) - n_real))
+        else:
+            expanded.append(k)
+    n_axes = builtins_sum(1 for k in expanded if k is not None)
+    expanded.extend([_pyslice(None)] * (len(shape) - n_axes))
+    start, step, count, out = [], [], [], []
+    ax = 0
+    for k in expanded:
+        if k is None:
+            out.append(1)
+            continue
+        dim = shape[ax]
+        if isinstance(k, _pyslice):
+            b, e, s = k.indices(dim)
+            n = len(range(b, e, s))
+            start.append(b if n else 0)
+            step.append(s)
+            count.append(n)
+            out.append(n)
+        else:
+            try:
+                i = operator.index(k)
+            except TypeError:
+                raise IndexError(f"{op}: only integers, slices, ... and None are valid "
+                                 f"indices, got {type(k).__name__}") from None
+            if not -dim <= i < dim:
+                raise IndexError(f"{op}: index {i} is out of bounds for axis {ax} with "
+                                 f"size {dim} (shape {shape})")
+            start.append(i % dim)
+            step.append(1)
+            count.append(1)
+        ax += 1
+    return {"start": tuple(start), "step": tuple(step), "count": tuple(count),
+            "shape": tuple(out)}
+
+
+def getitem(x: Any, key: Any) -> Any:
+    """Basic indexing ``x[key]`` as a new array."""
+    require_array("getitem", "x", x)
+    return slice_op(x, **slice_plan("getitem", x.shape, key))
+
+
+def slice(x: Any, start: Any = None, stop: Any = None, step: Any = None) -> Any:
+    """``x[start[0]:stop[0]:step[0], ...]`` (per-axis sequences; missing axes whole)."""
+    require_array("slice", "x", x)
+    seqs = [s if s is None or isinstance(s, (tuple, list)) else (s,) for s in (start, stop, step)]
+    n = max(len(s) for s in seqs if s is not None) if any(s is not None for s in seqs) else 0
+    if n > x.ndim:
+        raise ValueError(f"slice: {n} axes given for an array of shape {x.shape}")
+    key = tuple(_pyslice(*(None if s is None or i >= len(s) else s[i] for s in seqs))
+                for i in range(n))
+    return slice_op(x, **slice_plan("slice", x.shape, key))
+
+
+def concatenate(xs: Any, axis: int = 0) -> Any:
+    """Join arrays along an existing axis."""
+    if not isinstance(xs, (list, tuple)):
+        raise TypeError("concatenate: argument 'xs' must be a list or tuple of arrays")
+    return concatenate_op(*xs, axis=axis)
+
+
+def stack(xs: Any, axis: int = 0) -> Any:
+    """Join arrays along a new axis (all shapes equal)."""
+    if not isinstance(xs, (list, tuple)) or not xs:
+        raise ValueError("stack: argument 'xs' must be a non-empty list or tuple of arrays")
+    for i, x in enumerate(xs):
+        require_array("stack", f"xs[{i}]", x)
+        if x.shape != xs[0].shape:
+            raise ShapeError(f"stack: xs[{i}] has shape {x.shape}, xs[0] has {xs[0].shape}")
+    a = norm_axis("stack", axis, xs[0].ndim + 1)
+    shape = xs[0].shape[:a] + (1,) + xs[0].shape[a:]
+    return concatenate_op(*[reshape(x, shape=shape) for x in xs], axis=a)
+
+
+def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    """numpy.split: ``n`` equal sections, or cut points along ``axis``."""
+    require_array("split", "x", x)
+    a = norm_axis("split", axis, x.ndim)
+    dim = x.shape[a]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        n = int(indices_or_sections)
+        if n <= 0 or dim % n:
+            raise ValueError(f"split: axis {a} of shape {x.shape} cannot be split into {n} "
+                             "equal sections")
+        cuts = [dim // n * i for i in range(1, n)]
+    else:
+        cuts = [operator.index(i) for i in indices_or_sections]
+    bounds = [0, *[min(max(c if c >= 0 else c + dim, 0), dim) for c in cuts], dim]
+    out = []
+    for b, e in zip(bounds[:-1], bounds[1:]):
+        key = (_pyslice(None),) * a + (_pyslice(b, max(b, e)),)
+        out.append(slice_op(x, **slice_plan("split", x.shape, key)))
+    return out
+
+__all__ = ["reshape", "transpose", "broadcast_to", "concatenate", "stack", "split", "slice",
+           "getitem", "dtypes"]

@@ -1,0 +1,88 @@
+"""Softmax family and classification losses.
+
+Kernel contract: ``softmax(x, axis)``, ``log_softmax(x, axis)`` (``axis`` non-negative);
+``softmax_cross_entropy(x, t, axis)`` -> per-sample ``-log_softmax(x)[t]`` with ``t``
+integer of ``x.shape`` minus ``axis``; ``one_hot(t, num_classes, axis, dtype)`` inserts
+a class axis at ``axis`` (out-of-range labels give an all-zero row).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ShapeError
+from .common import norm_axis, require_float, require_int
+from .elementwise import sub
+from .op import Op
+from .reduction import mean
+
+
+def _infer_softmax(name: str):
+    def infer(inputs, attrs):
+        (x,) = inputs
+        require_float(name, "x", x)
+        if x.ndim == 0:
+            raise ShapeError(f"{name}: input must be at least 1-D, got shape ()")
+        attrs["axis"] = norm_axis(name, attrs.get("axis", -1), x.ndim)
+        return ((x.shape, x.dtype),)
+    return infer
+
+
+def _infer_sce(inputs, attrs):
+    x, t = inputs
+    require_float("softmax_cross_entropy", "x", x)
+    require_int("softmax_cross_entropy", "t", t)
+    if x.ndim == 0:
+        raise ShapeError("softmax_cross_entropy: x must be at least 1-D, got shape ()")
+    a = attrs["axis"] = norm_axis("softmax_cross_entropy", attrs.get("axis", -1), x.ndim)
+    out = x.shape[:a] + x.shape[a + 1:]
+    if t.shape != out:
+        raise ShapeError(f"softmax_cross_entropy: t has shape {t.shape}, expected {out} for "
+                         f"x {x.shape} with axis {a}")
+    return ((out, x.dtype),)
+
+
+def _infer_one_hot(inputs, attrs):
+    (t,) = inputs
+    require_int("one_hot", "t", t)
+    n = int(attrs["num_classes"])
+    if n <= 0:
+        raise ValueError(f"one_hot: num_classes must be positive, got {n}")
+    a = attrs["axis"] = norm_axis("one_hot", attrs.get("axis", -1), t.ndim + 1)
+    d = attrs["dtype"] = dtypes.normalize(attrs.get("dtype", np.float32), "one_hot")
+    return ((t.shape[:a] + (n,) + t.shape[a:], d),)
+
+
+softmax = Op("softmax", _infer_softmax("softmax"))
+log_softmax = Op("log_softmax", _infer_softmax("log_softmax"))
+_sce = Op("softmax_cross_entropy", _infer_sce)
+one_hot = Op("one_hot", _infer_one_hot, differentiable=False)
+
+
+def softmax_cross_entropy(x: Any, t: Any, axis: int = -1) -> Any:
+    """Per-sample cross entropy of logits ``x`` against integer labels ``t``.
+
+    ``t`` has the shape of ``x`` without ``axis``; a size-1 ``axis`` kept in ``t``
+    (nnabla's ``(N, 1)`` labels) is accepted too.
+    """
+    from .shape import reshape
+    require_float("softmax_cross_entropy", "x", x)
+    require_int("softmax_cross_entropy", "t", t)
+    if x.ndim and t.ndim == x.ndim:
+        a = norm_axis("softmax_cross_entropy", axis, x.ndim)
+        if t.shape[a] == 1:
+            t = reshape(t, shape=t.shape[:a] + t.shape[a + 1:])
+    return _sce(x, t, axis=axis)
+
+
+def mean_squared_error(x: Any, t: Any) -> Any:
+    """The mean of ``(x - t) ** 2`` over every element (a 0-d array)."""
+    require_float("mean_squared_error", "x", x)
+    if getattr(t, "shape", None) != x.shape:
+        raise ShapeError(f"mean_squared_error: x has shape {x.shape}, t has shape "
+                         f"{getattr(t, 'shape', ())}")
+    d = sub(x, t)
+    return mean(d * d)

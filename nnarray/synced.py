@@ -1,0 +1,185 @@
+"""The per-device copy state machine (after nnabla's SyncedArray).
+
+An array's data may have copies on several devices. ``_copies`` maps each device whose
+copy is current to that copy; ``_stale`` keeps buffers of out-of-date copies for reuse.
+``_head`` is the device of the latest write. A lazy ``fill`` stores the value only; any
+device that reads it materializes the value itself, so filling never transfers.
+
+Access modes: ``'r'`` syncs the copy and leaves others current; ``'w'`` transfers
+nothing and makes every other copy stale; ``'rw'`` syncs, then makes others stale.
+Every write bumps ``version`` (autograd checks it for in-place modification).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import transfers
+from .device import Device
+
+_NO_FILL = object()
+
+
+class SyncedArray:
+    """Shape, dtype and the device copies of one array."""
+
+    __slots__ = ("shape", "dtype", "_copies", "_stale", "_head", "_fill", "version",
+                 "__weakref__")
+
+    def _init_empty(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self._copies: dict[Device, Any] = {}
+        self._stale: dict[Device, Any] | None = None
+        self._head: Device | None = None
+        self._fill: Any = _NO_FILL
+        self.version = 0
+
+    # -- reading and writing -------------------------------------------------------
+    def _read(self, dev: Device, explicit: bool = False) -> Any:
+        """The current native copy on ``dev`` (hot path: one dict lookup on a hit)."""
+        x = self._copies.get(dev)
+        if x is not None:
+            return x
+        return self._sync(dev, explicit)
+
+    def _access(self, mode: str, dev: Device, explicit: bool = False) -> Any:
+        """The native copy on ``dev`` for ``mode`` in ``'r'``, ``'w'``, ``'rw'``."""
+        if mode == "r":
+            return self._read(dev, explicit)
+        if mode == "w":
+            x = self._copies.get(dev)
+            if x is None:
+                x = self._take_buffer(dev)
+                if self._fill is not _NO_FILL:
+                    x = self._materialize(dev, x)
+        elif mode == "rw":
+            x = self._read(dev, explicit)
+        else:
+            raise ValueError(f"get_data: mode must be 'r', 'w' or 'rw', got {mode!r}")
+        self._become_head(dev, x)
+        return x
+
+    def _become_head(self, dev: Device, x: Any) -> None:
+        copies = self._copies
+        if len(copies) > 1 or dev not in copies:
+            stale = self._stale
+            if stale is None:
+                stale = self._stale = {}
+            for d, y in copies.items():
+                if d is not dev:
+                    stale[d] = y
+            stale.pop(dev, None)
+            self._copies = {dev: x}
+        self._head = dev
+        self._fill = _NO_FILL
+        self.version += 1
+
+    def _set_native(self, dev: Device, x: Any) -> None:
+        """Adopt ``x`` (a fresh C-contiguous native array) as the only current copy."""
+        self._copies = {dev: x}
+        self._stale = None
+        self._head = dev
+        self._fill = _NO_FILL
+        self.version += 1
+
+    def _set_fill(self, value: Any) -> None:
+        """Lazy fill: no allocation, no transfer; every copy becomes stale."""
+        if self._copies:
+            stale = self._stale if self._stale is not None else {}
+            stale.update(self._copies)
+            self._stale = stale
+            self._copies = {}
+        self._head = None
+        self._fill = value
+        self.version += 1
+
+    # -- synchronization -----------------------------------------------------------
+    def _take_buffer(self, dev: Device) -> Any:
+        stale = self._stale
+        if stale:
+            x = stale.pop(dev, None)
+            if x is not None:
+                return x
+        return dev.empty(self.shape, self.dtype)
+
+    def _materialize(self, dev: Device, buf: Any = None) -> Any:
+        if buf is None:
+            return dev.full(self.shape, self.dtype, self._fill)
+        if dev.is_host:
+            buf[...] = self._fill
+            return buf
+        return dev.full(self.shape, self.dtype, self._fill)
+
+    def _sync(self, dev: Device, explicit: bool) -> Any:
+        copies = self._copies
+        if self._fill is not _NO_FILL or not copies:
+            # Lazily filled (or never written: reads as zeros): materialize here, no transfer.
+            if self._fill is _NO_FILL:
+                self._fill = 0
+            x = self._materialize(dev, self._stale.pop(dev, None) if self._stale else None)
+            copies[dev] = x
+            return x
+        src, sx = self._pick_source(dev)
+        nbytes = self.nbytes
+        out = self._stale.pop(dev, None) if self._stale else None
+        if src.is_host or dev.is_host:
+            transfers.check_allowed(src.key, dev.key, self.shape, explicit)
+            x = dev.from_host(sx, out) if src.is_host else src.to_host(sx, out)
+            transfers.record(src.key, dev.key, nbytes)
+        else:
+            transfers.check_allowed(src.key, dev.key, self.shape, explicit)
+            x = dev.copy_from(src, sx, out)
+            if x is not None:
+                transfers.record(src.key, dev.key, nbytes)
+            else:
+                x = self._via_host(src, sx, dev, out)
+        copies[dev] = x
+        return x
+
+    def _pick_source(self, dev: Device) -> tuple[Device, Any]:
+        copies = self._copies
+        if dev.is_host:
+            h = self._head
+            return (h, copies[h]) if h in copies else next(iter(copies.items()))
+        for d, x in copies.items():
+            if d.backend == dev.backend:
+                return d, x
+        for d, x in copies.items():
+            if d.is_host:
+                return d, x
+        h = self._head
+        return (h, copies[h]) if h in copies else next(iter(copies.items()))
+
+    def _via_host(self, src: Device, sx: Any, dev: Device, out: Any) -> Any:
+        """No direct route: src -> host -> dev, counted as two transfers; the host copy
+        it leaves behind is current too."""
+        from .backends import host_device
+        host = host_device()
+        hout = self._stale.pop(host, None) if self._stale else None
+        h = src.to_host(sx, hout)
+        transfers.record(src.key, host.key, self.nbytes)
+        self._copies[host] = h
+        x = dev.from_host(h, out)
+        transfers.record(host.key, dev.key, self.nbytes)
+        return x
+
+    # -- metadata --------------------------------------------------------------------
+    @property
+    def nbytes(self) -> int:
+        n = self.dtype.itemsize
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def head(self) -> str | None:
+        """The context string of the latest write, or ``None``."""
+        return None if self._head is None else self._head.key
+
+    @property
+    def devices(self) -> list[str]:
+        """Context strings whose copies are current."""
+        return [d.key for d in self._copies]

@@ -1,0 +1,225 @@
+"""Kernels for any numpy-compatible array module (numpy on the host, CuPy on CUDA).
+
+``register_xp_kernels(backend, xp, empty, big)`` registers one kernel per primitive op
+of ``nnarray.ops``. Outputs are fresh C-contiguous arrays; results of ``big`` elements
+or more are written into ``empty(...)`` buffers so a caching allocator can serve them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .registry import register_kernel
+
+
+def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> None:
+    """Register the primitive kernels of ``nnarray.ops`` for ``backend``."""
+    nd = xp.ndarray
+
+    def reg(name: str) -> Callable:
+        return register_kernel(name, backend)
+
+    def fresh(r: Any) -> Any:
+        return r if type(r) is nd else xp.asarray(r)
+
+    def copy(view: Any) -> Any:
+        out = empty(view.shape, view.dtype)
+        xp.copyto(out, view)
+        return out
+
+    def size(a: Any) -> int:
+        return getattr(a, "size", 0)
+
+    def binary(name: str, uf: Any) -> None:
+        def k(a, b, out=None):
+            if out is None:
+                if size(a) < big and size(b) < big:
+                    return fresh(uf(a, b))
+                out = empty(np.broadcast_shapes(np.shape(a), np.shape(b)),
+                            xp.result_type(a, b))
+            uf(a, b, out=out)
+            return out
+        reg(name)(k)
+
+    def unary(name: str, uf: Any) -> None:
+        def k(x, out=None):
+            if out is None:
+                if x.size < big:
+                    return fresh(uf(x))
+                out = empty(x.shape, uf(x.reshape(-1)[:1]).dtype)
+            uf(x, out=out)
+            return out
+        reg(name)(k)
+
+    for name, uf in (("add", xp.add), ("sub", xp.subtract), ("mul", xp.multiply),
+                     ("div", xp.true_divide), ("pow", xp.power), ("maximum", xp.maximum),
+                     ("minimum", xp.minimum), ("equal", xp.equal),
+                     ("not_equal", xp.not_equal), ("less", xp.less),
+                     ("less_equal", xp.less_equal), ("greater", xp.greater),
+                     ("greater_equal", xp.greater_equal)):
+        binary(name, uf)
+    for name, uf in (("neg", xp.negative), ("abs", xp.absolute), ("sign", xp.sign),
+                     ("exp", xp.exp), ("log", xp.log), ("sqrt", xp.sqrt), ("tanh", xp.tanh)):
+        unary(name, uf)
+
+    def _relu(x, out=None):
+        if x.dtype == np.bool_:
+            return x.copy() if out is None else _assign(out, x)
+        return xp.maximum(x, x.dtype.type(0), **({} if out is None else {"out": out}))
+
+    def _sigmoid(x, out=None):
+        if x.dtype.kind != "f":
+            x = x.astype(xp.exp(x.reshape(-1)[:0]).dtype)
+        if out is None:
+            out = empty(x.shape, x.dtype)
+        # 0.5 * tanh(x / 2) + 0.5: stable for any x, one transcendental per element.
+        xp.multiply(x, 0.5, out=out)
+        xp.tanh(out, out=out)
+        xp.multiply(out, 0.5, out=out)
+        xp.add(out, 0.5, out=out)
+        return out
+
+    unary("relu", _relu)
+    unary("sigmoid", _sigmoid)
+
+    def _assign(out, x):
+        xp.copyto(out, x, casting="unsafe")
+        return out
+
+    @reg("leaky_relu")
+    def leaky_relu(x, alpha):
+        return fresh(xp.where(x > 0, x, x * alpha))
+
+    @reg("clip")
+    def clip(x, a_min, a_max):
+        return fresh(xp.clip(x, a_min, a_max))
+
+    @reg("cast")
+    def cast(x, dtype, out=None):
+        return _assign(empty(x.shape, dtype) if out is None else out, x)
+
+    @reg("where")
+    def where(c, x, y):
+        return fresh(xp.where(c, x, y))
+
+    for name, fn in (("sum", xp.sum), ("mean", xp.mean), ("max", xp.max), ("min", xp.min)):
+        def red(x, axis, keepdims, _fn=fn):
+            return fresh(_fn(x, axis=axis, keepdims=keepdims))
+        reg(name)(red)
+
+    for name, fn in (("argmax", xp.argmax), ("argmin", xp.argmin)):
+        def arg(x, axis, keepdims, _fn=fn):
+            r = _fn(x, axis=axis)
+            if keepdims:
+                r = xp.reshape(r, (1,) * x.ndim if axis is None else
+                               x.shape[:axis] + (1,) + x.shape[axis + 1:])
+            return copy(xp.asarray(r).astype(np.int64, copy=False))
+        reg(name)(arg)
+
+    @reg("reshape")
+    def reshape(x, shape):
+        return copy(x.reshape(shape))
+
+    @reg("transpose")
+    def transpose(x, axes):
+        return copy(x.transpose(axes))
+
+    @reg("broadcast_to")
+    def broadcast_to(x, shape):
+        return copy(xp.broadcast_to(x, shape))
+
+    @reg("concatenate")
+    def concatenate(*xs, axis, dtype):
+        return fresh(xp.concatenate([x.astype(dtype, copy=False) for x in xs], axis=axis))
+
+    @reg("slice")
+    def slice_(x, start, step, count, shape):
+        idx = []
+        for s, st, n in zip(start, step, count):
+            stop = s + st * (n - 1) + (1 if st > 0 else -1)
+            idx.append(slice(s, s, 1) if n == 0 else slice(s, None if stop < 0 else stop, st))
+        out = empty(shape, x.dtype)
+        xp.copyto(out.reshape(count), x[tuple(idx)])
+        return out
+
+    @reg("matmul")
+    def matmul(a, b):
+        return fresh(xp.matmul(a, b))
+
+    def _log_softmax(x, axis):
+        z = x - x.max(axis=axis, keepdims=True)
+        return z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
+
+    @reg("softmax")
+    def softmax(x, axis):
+        e = xp.exp(x - x.max(axis=axis, keepdims=True))
+        e /= e.sum(axis=axis, keepdims=True)
+        return e
+
+    reg("log_softmax")(lambda x, axis: fresh(_log_softmax(x, axis)))
+
+    @reg("softmax_cross_entropy")
+    def softmax_cross_entropy(x, t, axis):
+        ls = _log_softmax(x, axis)
+        picked = xp.take_along_axis(ls, xp.expand_dims(t.astype(np.int64), axis), axis=axis)
+        return fresh(-xp.squeeze(picked, axis=axis))
+
+    @reg("one_hot")
+    def one_hot(t, num_classes, axis, dtype):
+        shape = [1] * (t.ndim + 1)
+        shape[axis] = num_classes
+        classes = xp.arange(num_classes).reshape(shape)
+        return fresh((xp.expand_dims(t, axis) == classes).astype(dtype))
+
+    def _windows(kernel, stride, dilation, oh, ow):
+        (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+        for i in range(kh):
+            for j in range(kw):
+                yield i, j, (slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+                             slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+
+    def _out_hw(h, w, kernel, stride, pad, dilation):
+        return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1
+                     for s, k, st, p, d in zip((h, w), kernel, stride, pad, dilation))
+
+    @reg("im2col")
+    def im2col(x, kernel, stride, pad, dilation, pad_value):
+        n, c, h, w = x.shape
+        oh, ow = _out_hw(h, w, kernel, stride, pad, dilation)
+        ph, pw = pad
+        if ph or pw:
+            xp_ = xp.full((n, c, h + 2 * ph, w + 2 * pw), pad_value, dtype=x.dtype)
+            xp_[:, :, ph:ph + h, pw:pw + w] = x
+            x = xp_
+        cols = empty((n, c, kernel[0], kernel[1], oh, ow), x.dtype)
+        for i, j, (si, sj) in _windows(kernel, stride, dilation, oh, ow):
+            cols[:, :, i, j] = x[:, :, si, sj]
+        return cols.reshape(n, c * kernel[0] * kernel[1], oh * ow)
+
+    @reg("col2im")
+    def col2im(cols, size, kernel, stride, pad, dilation):
+        c, h, w = size
+        n = cols.shape[0]
+        oh, ow = _out_hw(h, w, kernel, stride, pad, dilation)
+        ph, pw = pad
+        img = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=cols.dtype)
+        c6 = cols.reshape(n, c, kernel[0], kernel[1], oh, ow)
+        for i, j, (si, sj) in _windows(kernel, stride, dilation, oh, ow):
+            img[:, :, si, sj] += c6[:, :, i, j]
+        return copy(img[:, :, ph:ph + h, pw:pw + w])
+
+    def _gen_dtype(dtype):
+        return dtype if np.dtype(dtype) != np.float16 else np.float32
+
+    @reg("rand")
+    def rand(shape, low, high, seed, dtype):
+        u = xp.random.default_rng(seed).random(shape, dtype=_gen_dtype(dtype))
+        return fresh((u * (high - low) + low).astype(dtype, copy=False))
+
+    @reg("randn")
+    def randn(shape, mu, sigma, seed, dtype):
+        z = xp.random.default_rng(seed).standard_normal(shape, dtype=_gen_dtype(dtype))
+        return fresh((z * sigma + mu).astype(dtype, copy=False))
