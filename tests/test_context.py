@@ -1,0 +1,112 @@
+"""Contexts: parsing, scopes (thread-local, nesting, exceptions), backend errors."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import nnarray as nna
+from nnarray import Context
+
+
+def test_parse_and_string_forms():
+    assert Context.parse("cuda:1") == Context("cuda", 1)
+    assert Context.parse("opencl").key == "opencl:0"
+    assert str(Context("numpy")) == "numpy:0"
+    assert Context("opencl", fallback=()).fallback == ()
+    assert Context("opencl").fallback == ("numpy",)
+    with pytest.raises(nna.BackendError, match="bad device id"):
+        Context.parse("cuda:x")
+
+
+def test_context_is_immutable_and_hashable():
+    c = Context("numpy", 0)
+    with pytest.raises(AttributeError):
+        c.backend = "cuda"
+    assert len({c, Context("numpy", 0), Context("numpy", 0, ())}) == 2
+
+
+def test_registered_lists_every_backend_package():
+    names = nna.backends.registered()
+    assert names[0] == "numpy"
+    assert set(names) >= {"numpy"}
+    assert nna.backends.why_unavailable("numpy") is None
+    assert any(n == "numpy" for n, _ in nna.backends.available())
+
+
+def test_scope_nests_and_restores_on_exception():
+    outer = nna.get_current_context()
+    with nna.context_scope("numpy:0") as c1:
+        assert nna.get_current_context() is c1
+        with pytest.raises(RuntimeError):
+            with nna.context_scope(Context("numpy", 0, fallback=())):
+                assert nna.get_current_context().fallback == ()
+                raise RuntimeError("boom")
+        assert nna.get_current_context() is c1
+    assert nna.get_current_context() == outer
+
+
+def test_unknown_backend_lists_registered_and_leaves_stack_unchanged():
+    before = nna.get_current_context()
+    with pytest.raises(nna.BackendError, match=r"registered backends: \['numpy'"):
+        with nna.context_scope("tpu"):
+            pass
+    assert nna.get_current_context() is before
+
+
+def test_unavailable_backend_raises_with_reason():
+    before = nna.get_current_context()
+    missing = [n for n in nna.backends.registered() if nna.backends.why_unavailable(n)]
+    for name in missing:
+        with pytest.raises(nna.BackendUnavailableError, match="unavailable"):
+            with nna.context_scope(name):
+                pass
+        assert nna.get_current_context() is before
+    with pytest.raises(nna.BackendUnavailableError, match="no such device"):
+        with nna.context_scope("numpy:3"):
+            pass
+    assert nna.get_current_context() is before
+
+
+def test_set_default_context_validates():
+    with pytest.raises(nna.BackendError):
+        nna.set_default_context("nope")
+    nna.set_default_context("numpy")
+    assert nna.get_current_context() == Context("numpy")
+
+
+def test_scopes_are_thread_local():
+    """Two threads interleave scopes; each sees only its own."""
+    names = [n for n, _ in nna.backends.available()]
+    other = names[1] if len(names) > 1 else "numpy"
+    seen: dict[str, list] = {"a": [], "b": []}
+    step_a, step_b = threading.Event(), threading.Event()
+
+    def a():
+        with nna.context_scope(Context("numpy", 0, fallback=())):
+            step_b.set()
+            step_a.wait(5)
+            seen["a"].append(nna.get_current_context())
+        seen["a"].append(nna.get_current_context())
+
+    def b():
+        step_b.wait(5)
+        with nna.context_scope(other):
+            step_a.set()
+            seen["b"].append(nna.get_current_context())
+        seen["b"].append(nna.get_current_context())
+
+    ts = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(10)
+    assert seen["a"][0] == Context("numpy", 0, fallback=())
+    assert seen["b"][0] == Context.parse(other)
+    assert seen["a"][1] == seen["b"][1] == nna.get_current_context()
+
+
+def test_device_synchronize_accepts_strings(backend):
+    nna.device_synchronize()
+    nna.device_synchronize(backend)

@@ -1,0 +1,75 @@
+"""The op registry: kernels per backend, fallback chains and their accounting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray import registry
+
+
+def test_ops_and_kernels_listing():
+    ops = registry.ops()
+    for name in ("add", "matmul", "conv2d" if "conv2d" in ops else "im2col", "softmax"):
+        assert name in ops
+    assert registry.kernels("add")[0] == "numpy"
+    assert "batch_normalization" in ops  # composite ops are listed too
+
+
+def test_register_kernel_overrides_and_dispatches(monkeypatch):
+    calls = []
+    original = registry._kernels["relu"]["numpy"]
+    monkeypatch.setitem(registry._kernels, "relu", dict(registry._kernels["relu"]))
+
+    @nna.register_kernel("relu", backend="numpy")
+    def relu(x, out=None):
+        calls.append(x.shape)
+        return original(x, out)
+
+    y = F.relu(nna.array([-1.0, 2.0]))
+    assert calls == [(2,)]
+    np.testing.assert_array_equal(y.data, [0.0, 2.0])
+    registry._cache.clear()
+
+
+def test_no_kernel_and_fallback_off_raises_naming_everything(monkeypatch):
+    monkeypatch.setitem(registry._kernels, "tanh", {})
+    registry._cache.clear()
+    x = nna.array([1.0])
+    with nna.context_scope(nna.Context("numpy", fallback=())):
+        with pytest.raises(nna.KernelNotFoundError, match=r"'tanh'.*tried \['numpy'\]"):
+            F.tanh(x)
+    registry._cache.clear()
+
+
+def _other_backends():
+    return [n for n, _ in nna.backends.available() if n != "numpy"]
+
+
+@pytest.mark.parametrize("name", _other_backends() or
+                         [pytest.param("opencl", marks=pytest.mark.skip("no second backend"))])
+def test_fallback_moves_data_through_synced_storage(name, monkeypatch):
+    nna.backends.ensure_loaded(name)
+    kernels = dict(registry._kernels["tanh"])
+    kernels.pop(name, None)
+    monkeypatch.setitem(registry._kernels, "tanh", kernels)
+    registry._cache.clear()
+    x = nna.array(np.linspace(-1, 1, 6, dtype=np.float32))
+    with nna.context_scope(name):
+        x.get_data("w")  # the only current copy now lives on the device
+        x.fill(0.5)
+        x.get_data("rw")
+        nna.reset_transfer_stats()
+        y = F.tanh(x)
+        assert nna.fallback_stats() == {("tanh", name, "numpy"): 1}
+        assert nna.transfer_stats()["count"] == 1  # x: device -> host
+        assert y.head == "numpy:0"
+        with nna.strict_transfers():
+            x2 = nna.array(np.ones(3, np.float32))
+            x2.get_data("rw", name)
+            with pytest.raises(nna.TransferError, match="implicit transfer"):
+                F.tanh(x2)
+    np.testing.assert_allclose(y.data, np.tanh(np.full(6, 0.5, np.float32)), rtol=1e-6)
+    registry._cache.clear()
