@@ -1,0 +1,1 @@
+"""pytest-benchmark suite (run: see README.md in this folder)."""

@@ -1,0 +1,179 @@
+"""Shared machinery for the benchmark suite.
+
+Every workload runs once per registered nnarray backend (``backend`` fixture, skipped with
+the reason where unavailable) and once per reference implementation (``ref`` fixture: raw
+numpy, torch on CPU and CUDA, CuPy), all in one pytest-benchmark group so a single table
+compares them. ``measure`` times one call including a device synchronization, after an
+untimed first call whose duration (kernel compilation included) goes to
+``extra_info["first_call_s"]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("NNARRAY_DEBUG", "0")  # no output checking inside timed regions
+
+import pytest  # noqa: E402
+
+import nnarray as nna  # noqa: E402
+
+BACKENDS = nna.backends.registered()
+REFERENCES = ["numpy", "torch-cpu", "torch-cuda", "cupy"]
+
+
+def _is_gpu(backend: str) -> bool:
+    if backend == "cuda":
+        return True
+    return any("gpu" in d.lower() for d in nna.backends.module(backend).describe_devices())
+
+
+def gpu_present() -> bool:
+    """Whether any nnarray backend, torch or CuPy can run on a GPU here."""
+    for b in BACKENDS:
+        if nna.backends.why_unavailable(b) is None and _is_gpu(b):
+            return True
+    return _torch_cuda_reason() is None or _cupy_reason() is None
+
+
+def _torch_cuda_reason() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "torch not installed"
+    return None if torch.cuda.is_available() else "torch: no CUDA device"
+
+
+def _cupy_reason() -> str | None:
+    try:
+        import cupy
+    except ImportError:
+        return "cupy not installed"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001  (any CUDA runtime failure means "no device")
+        return f"cupy: no usable CUDA device ({str(e).split(':')[0]})"
+    return None if n > 0 else "cupy: no CUDA device"
+
+
+class Backend:
+    """An nnarray backend under test: its name, whether it is a GPU, how to synchronize."""
+
+    reference = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.gpu = _is_gpu(name)
+        self.label = f"nnarray-{name}"
+
+    def sync(self) -> None:
+        nna.device_synchronize()
+
+
+class Reference:
+    """A reference implementation: ``numpy``, ``torch-cpu``, ``torch-cuda`` or ``cupy``.
+
+    ``xp`` is the array module (numpy, torch or cupy); ``device`` the torch device.
+    """
+
+    reference = True
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.label = name
+        self.gpu = name in ("torch-cuda", "cupy")
+        self.device: str | None = None
+        if name == "numpy":
+            import numpy
+            self.xp: Any = numpy
+        elif name.startswith("torch"):
+            import torch
+            self.xp = torch
+            self.device = "cuda" if name == "torch-cuda" else "cpu"
+        else:
+            import cupy
+            self.xp = cupy
+
+    def asarray(self, a: Any) -> Any:
+        """A host numpy array as this implementation's array."""
+        if self.name == "numpy":
+            return a.copy()
+        if self.name == "cupy":
+            return self.xp.asarray(a)
+        return self.xp.from_numpy(a.copy()).to(self.device)
+
+    def sync(self) -> None:
+        if self.name == "torch-cuda":
+            self.xp.cuda.synchronize()
+        elif self.name == "cupy":
+            self.xp.cuda.Device().synchronize()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> Backend:
+    """An available nnarray backend, made the current context for the test."""
+    reason = nna.backends.why_unavailable(request.param)
+    if reason is not None:
+        pytest.skip(f"{request.param} unavailable: {reason}")
+    with nna.context_scope(request.param):
+        yield Backend(request.param)
+
+
+@pytest.fixture(params=REFERENCES)
+def ref(request) -> Reference:
+    """A reference implementation, skipped with the reason where it cannot run."""
+    name = request.param
+    if name.startswith("torch"):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            pytest.skip("torch not installed")
+        if name == "torch-cuda" and _torch_cuda_reason():
+            pytest.skip(_torch_cuda_reason())
+    elif name == "cupy" and _cupy_reason():
+        pytest.skip(_cupy_reason())
+    return Reference(name)
+
+
+def require(module: str, *attrs: str) -> Any:
+    """Import ``module`` or skip: for the layers (grad, nn, solvers) that may not have landed."""
+    try:
+        m = importlib.import_module(module)
+    except ImportError as e:
+        pytest.skip(f"{module} not importable: {e}")
+    missing = [a for a in attrs if not hasattr(m, a)]
+    if missing:
+        pytest.skip(f"{module} has no {', '.join(missing)} yet")
+    return m
+
+
+def small(benchmark: Any) -> bool:
+    """True under ``--benchmark-disable`` (the CI smoke run): workloads shrink."""
+    return bool(benchmark.disabled)
+
+
+def measure(benchmark: Any, impl: Backend | Reference, fn: Callable[[], Any],
+            baseline: bool = False, label: str | None = None, **info: Any) -> Any:
+    """Benchmark ``fn`` on ``impl``, synchronizing inside the timed region.
+
+    The first call runs untimed (compilation, allocation pools, first transfers) and its
+    duration is recorded as ``first_call_s``. ``baseline`` marks the row the ratio table
+    divides by; ``label`` names the column (default: the implementation's label).
+    """
+    sync = impl.sync
+
+    def call() -> Any:
+        r = fn()
+        sync()
+        return r
+
+    benchmark.extra_info.update(impl=label or impl.label, baseline=baseline, **info)
+    if not benchmark.disabled:
+        t0 = time.perf_counter()
+        call()
+        benchmark.extra_info["first_call_s"] = time.perf_counter() - t0
+    return benchmark(call)
