@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .dtypes import promote
 from .registry import register_kernel
 
 
@@ -103,7 +104,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
 
     @reg("where")
     def where(c, x, y):
-        return fresh(xp.where(c, x, y))
+        # two Python scalars give nnarray's dtype (float32 for floats), not numpy's float64
+        return fresh(xp.where(c, x, y).astype(promote("where", x, y), copy=False))
 
     for name, fn in (("sum", xp.sum), ("mean", xp.mean), ("max", xp.max), ("min", xp.min)):
         def red(x, axis, keepdims, _fn=fn):
