@@ -68,7 +68,7 @@ class NdArray(SyncedArray):
         a = np.asarray(a)
         dt = dtypes.normalize(a.dtype, "NdArray.from_numpy_array", "a")
         host = backends.host_device()
-        return NdArray._wrap(host.from_host(np.ascontiguousarray(a)), host, (a.shape, dt))
+        return NdArray._wrap(host.from_host(np.asarray(a, order="C")), host, (a.shape, dt))
 
     # -- metadata ------------------------------------------------------------------
     @property
