@@ -1,0 +1,106 @@
+"""Compute-bound workloads: an axis reduction, SGEMM and a 2-D convolution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nnarray as nna
+import nnarray.functions as F
+
+from .conftest import Reference, gpu_present, measure, small
+
+
+def _rand(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+# -- sum over axis 1 -------------------------------------------------------------------
+def _rows(benchmark) -> int:
+    return 256 if small(benchmark) else 4096
+
+
+@pytest.mark.benchmark(group="sum axis=1 4096x4096 f32")
+def test_sum_axis_nnarray(benchmark, backend):
+    n = _rows(benchmark)
+    x = nna.NdArray.from_numpy_array(_rand(n, n))
+    measure(benchmark, backend, lambda: F.sum(x, axis=1))
+
+
+@pytest.mark.benchmark(group="sum axis=1 4096x4096 f32")
+def test_sum_axis_reference(benchmark, ref):
+    n = _rows(benchmark)
+    x = ref.asarray(_rand(n, n))
+    measure(benchmark, ref, lambda: x.sum(axis=1), baseline=ref.name == "numpy")
+
+
+# -- SGEMM ------------------------------------------------------------------------------
+def _gemm(benchmark, impl: Any, n: int) -> int:
+    """The group for an n^3 SGEMM and the size actually run; 4096^3 runs on GPUs only
+    (and its numpy baseline only where some GPU is present)."""
+    benchmark.group = f"sgemm {n}^3 f32"
+    if n > 1024 and not impl.gpu and not (impl.reference and impl.name == "numpy"
+                                          and gpu_present()):
+        pytest.skip(f"{n}^3 SGEMM runs only on GPUs")
+    return n // 8 if small(benchmark) else n
+
+
+@pytest.mark.parametrize("n", [1024, 4096])
+def test_sgemm_nnarray(benchmark, backend, n):
+    n = _gemm(benchmark, backend, n)
+    a, b = (nna.NdArray.from_numpy_array(_rand(n, n, seed=s)) for s in (0, 1))
+    measure(benchmark, backend, lambda: F.matmul(a, b), gflop=2 * n**3 / 1e9)
+
+
+@pytest.mark.parametrize("n", [1024, 4096])
+def test_sgemm_reference(benchmark, ref, n):
+    n = _gemm(benchmark, ref, n)
+    a, b = (ref.asarray(_rand(n, n, seed=s)) for s in (0, 1))
+    mm = ref.xp.matmul
+    measure(benchmark, ref, lambda: mm(a, b), baseline=ref.name == "numpy",
+            gflop=2 * n**3 / 1e9)
+
+
+# -- conv2d -------------------------------------------------------------------------------
+CONV = "conv2d 64x3x32x32 -> 32ch 3x3 pad1 f32"
+
+
+def _conv_inputs(benchmark) -> list[np.ndarray]:
+    n = 4 if small(benchmark) else 64
+    return [_rand(n, 3, 32, 32), _rand(32, 3, 3, 3, seed=1), _rand(32, seed=2)]
+
+
+def conv2d_xp(xp: Any, x: Any, w: Any, b: Any, pad: int) -> Any:
+    """Stride-1 NCHW convolution by im2col (sliding windows) and one tensordot."""
+    kh, kw = w.shape[2:]
+    xp_ = xp.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    win = xp.lib.stride_tricks.sliding_window_view(xp_, (kh, kw), axis=(2, 3))
+    y = xp.tensordot(win, w, axes=((1, 4, 5), (1, 2, 3)))  # (N, OH, OW, O)
+    return xp.ascontiguousarray(y.transpose(0, 3, 1, 2)) + b[:, None, None]
+
+
+@pytest.mark.benchmark(group=CONV)
+def test_conv2d_nnarray(benchmark, backend):
+    x, w, b = (nna.NdArray.from_numpy_array(v) for v in _conv_inputs(benchmark))
+    measure(benchmark, backend, lambda: F.conv2d(x, w, b, pad=1))
+
+
+@pytest.mark.benchmark(group=CONV)
+def test_conv2d_reference(benchmark, ref: Reference):
+    x, w, b = (ref.asarray(v) for v in _conv_inputs(benchmark))
+    if ref.name.startswith("torch"):
+        conv = ref.xp.nn.functional.conv2d
+        fn = lambda: conv(x, w, b, padding=1)  # noqa: E731
+    else:
+        fn = lambda: conv2d_xp(ref.xp, x, w, b, 1)  # noqa: E731
+    measure(benchmark, ref, fn, baseline=ref.name == "numpy")
+
+
+def test_conv2d_reference_is_right():
+    """The hand-written reference agrees with nnarray's conv2d on the host."""
+    x, w, b = (_rand(2, 3, 6, 5), _rand(4, 3, 3, 3, seed=1), _rand(4, seed=2))
+    got = conv2d_xp(np, x, w, b, 1)
+    want = F.conv2d(*(nna.NdArray.from_numpy_array(v) for v in (x, w, b)), pad=1)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-4, atol=1e-4)
