@@ -119,7 +119,9 @@ def _pool(op: str, x: Any, kernel: Any, stride: Any, pad: Any, reduce: Any,
 
 def max_pooling(x: Any, kernel: Any, stride: Any = None, pad: Any = 0) -> Any:
     """Max over ``kernel`` windows of the last two axes (padding never wins)."""
-    lowest = float("-inf") if getattr(x, "dtype", np.float32).kind == "f" else -2.0 ** 31
+    d = np.dtype(getattr(x, "dtype", np.float32))
+    lowest = (float("-inf") if d.kind == "f" else float(np.iinfo(d).min) if d.kind in "iu"
+              else 0.0)
     return _pool("max_pooling", x, kernel, stride, pad, rmax, lowest)
 
 
