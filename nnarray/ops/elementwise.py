@@ -60,12 +60,20 @@ def _infer_div(inputs, attrs):
     return ((broadcast("div", inputs), d),)
 
 
-def _infer_pow(inputs, attrs):
-    (meta,) = _infer_binary("pow")(inputs, attrs)
-    if meta[1] == _BOOL:
-        raise DTypeError(f"pow: bool operands are not supported (shapes "
-                         f"{getattr(inputs[0], 'shape', ())}, {getattr(inputs[1], 'shape', ())})")
-    return (meta,)
+def _infer_no_bool(name: str):
+    base = _infer_binary(name)
+
+    def infer(inputs, attrs):
+        (meta,) = base(inputs, attrs)
+        if meta[1] == _BOOL:  # numpy refuses bool ``-`` and ``**`` too
+            raise DTypeError(f"{name}: bool operands are not supported (shapes "
+                             f"{getattr(inputs[0], 'shape', ())}, "
+                             f"{getattr(inputs[1], 'shape', ())})")
+        return (meta,)
+    return infer
+
+
+_infer_pow = _infer_no_bool("pow")
 
 
 def _infer_same(name: str, allow_bool: bool = True):
@@ -169,10 +177,11 @@ class BinaryOp(Op):
         return execute(self.name, (a, b), {}, metas)
 
 
-_BINARY = ("add", "sub", "mul", "maximum", "minimum")
+_BINARY = ("add", "mul", "maximum", "minimum")
 _COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 
-add, sub, mul, maximum, minimum = (BinaryOp(n, _infer_binary(n)) for n in _BINARY)
+add, mul, maximum, minimum = (BinaryOp(n, _infer_binary(n)) for n in _BINARY)
+sub = BinaryOp("sub", _infer_no_bool("sub"))
 div = BinaryOp("div", _infer_div)
 pow = BinaryOp("pow", _infer_pow)
 equal, not_equal, less, less_equal, greater, greater_equal = (
