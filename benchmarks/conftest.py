@@ -11,6 +11,7 @@ untimed first call whose duration (kernel compilation included) goes to
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import time
 from collections.abc import Callable
@@ -161,7 +162,9 @@ def measure(benchmark: Any, impl: Backend | Reference, fn: Callable[[], Any],
     """Benchmark ``fn`` on ``impl``, synchronizing inside the timed region.
 
     The first call runs untimed (compilation, allocation pools, first transfers) and its
-    duration is recorded as ``first_call_s``. ``baseline`` marks the row the ratio table
+    duration is recorded as ``first_call_s``; for nnarray, a second untimed call records
+    the device transfers and kernel fallbacks one warm call makes (``transfers``,
+    ``fallbacks``). ``baseline`` marks the row the ratio table
     divides by; ``label`` names the column (default: the implementation's label).
     """
     sync = impl.sync
@@ -176,4 +179,35 @@ def measure(benchmark: Any, impl: Backend | Reference, fn: Callable[[], Any],
         t0 = time.perf_counter()
         call()
         benchmark.extra_info["first_call_s"] = time.perf_counter() - t0
+        if not impl.reference:  # what one warm call moves between devices or falls back
+            nna.reset_transfer_stats()
+            nna.reset_fallback_stats()
+            call()
+            benchmark.extra_info["transfers"] = nna.transfer_stats()["count"]
+            benchmark.extra_info["fallbacks"] = sum(nna.fallback_stats().values())
     return benchmark(call)
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def pytest_benchmark_update_machine_info(config: Any, machine_info: dict) -> None:
+    """Record library versions and the devices each backend sees in the saved JSON."""
+    import numpy
+    versions = {"numpy": numpy.__version__}
+    for dist in ("pyopencl", "pocl-binary-distribution", "torch", "cupy-cuda12x"):
+        versions[dist] = _version(dist)
+    try:
+        import pyopencl
+        versions["opencl platforms"] = [p.version.split("  ")[0]
+                                        for p in pyopencl.get_platforms()]
+    except Exception:  # noqa: BLE001  (no pyopencl, no ICD)
+        pass
+    machine_info["versions"] = versions
+    machine_info["nnarray_backends"] = {
+        b: nna.backends.why_unavailable(b) or nna.backends.module(b).describe_devices()
+        for b in BACKENDS}

@@ -1,0 +1,231 @@
+"""Training steps: the Chainer-tutorial MLP and a small CNN on 8x8 digits-sized input.
+
+nnarray runs them through ``nnarray.grad``/``nn``/``solvers`` (define-by-run); the
+baseline is a hand-written numpy forward + backward + SGD update of the same network.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nnarray.functions as F
+
+from .conftest import Reference, measure, require
+
+LR = 0.01
+MLP = "mlp step 64x1000-100-10 relu mse sgd"
+CNN = "cnn step 64x1x8x8 conv16-pool-fc10 softmax-ce sgd"
+
+
+def _rand(*shape: int, seed: int, scale: float = 1.0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+# -- data and initial parameters shared by every implementation ---------------------------
+def mlp_data() -> tuple[np.ndarray, np.ndarray]:
+    return _rand(64, 1000, seed=0), _rand(64, 10, seed=1)
+
+
+def mlp_params() -> dict[str, np.ndarray]:
+    return {"l1.W": _rand(1000, 100, seed=2, scale=1000**-0.5), "l1.b": np.zeros(100, "f4"),
+            "l2.W": _rand(100, 10, seed=3, scale=0.1), "l2.b": np.zeros(10, "f4")}
+
+
+def cnn_data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.random((64, 1, 8, 8), dtype=np.float32) * 16, rng.integers(0, 10, 64)
+
+
+def cnn_params() -> dict[str, np.ndarray]:
+    return {"conv.W": _rand(16, 1, 3, 3, seed=2, scale=1 / 3), "conv.b": np.zeros(16, "f4"),
+            "fc.W": _rand(256, 10, seed=3, scale=1 / 16), "fc.b": np.zeros(10, "f4")}
+
+
+# -- hand-written references (numpy or cupy) -----------------------------------------------
+class MLPReference:
+    """64x1000 -> Linear 100 -> relu -> Linear 10 -> MSE -> SGD, backprop by hand."""
+
+    def __init__(self, xp: Any, asarray: Any) -> None:
+        self.xp = xp
+        self.p = {k: asarray(v) for k, v in mlp_params().items()}
+        self.x, self.t = (asarray(v) for v in mlp_data())
+
+    def step(self) -> Any:
+        p, x = self.p, self.x
+        h = x @ p["l1.W"] + p["l1.b"]
+        a = self.xp.maximum(h, 0)
+        d = a @ p["l2.W"] + p["l2.b"] - self.t
+        gy = d * (2.0 / d.size)
+        g = {"l2.W": a.T @ gy, "l2.b": gy.sum(0)}
+        gh = (gy @ p["l2.W"].T) * (h > 0)
+        g["l1.W"], g["l1.b"] = x.T @ gh, gh.sum(0)
+        for k, v in g.items():
+            p[k] -= LR * v
+        return (d * d).mean()
+
+
+class CNNReference:
+    """conv 1->16 3x3 pad 1 -> relu -> 2x2 max pool -> Linear 256->10 -> softmax CE -> SGD."""
+
+    def __init__(self, xp: Any, asarray: Any) -> None:
+        self.xp = xp
+        self.p = {k: asarray(v) for k, v in cnn_params().items()}
+        x, t = cnn_data()
+        n = len(x)
+        xp_ = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        win = np.lib.stride_tricks.sliding_window_view(xp_, (3, 3), axis=(2, 3))
+        cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, 9, 64)  # input needs no gradient
+        self.cols, self.t = asarray(np.ascontiguousarray(cols)), asarray(t)
+        self.onehot = asarray(np.eye(10, dtype=np.float32)[t])
+
+    def step(self) -> Any:
+        xp, p, cols = self.xp, self.p, self.cols
+        n = cols.shape[0]
+        h = xp.matmul(p["conv.W"].reshape(16, 9), cols) + p["conv.b"][:, None]  # (n,16,64)
+        a = xp.maximum(h, 0).reshape(n, 16, 4, 2, 4, 2)
+        pooled = a.max(axis=(3, 5))
+        mask = a == pooled[:, :, :, None, :, None]
+        flat = pooled.reshape(n, 256)
+        z = flat @ p["fc.W"] + p["fc.b"]
+        z = z - z.max(axis=1, keepdims=True)
+        e = xp.exp(z)
+        s = e.sum(axis=1, keepdims=True)
+        loss = (xp.log(s[:, 0]) - (z * self.onehot).sum(1)).mean()
+        gz = (e / s - self.onehot) / n
+        g = {"fc.W": flat.T @ gz, "fc.b": gz.sum(0)}
+        gp = (gz @ p["fc.W"].T).reshape(n, 16, 4, 1, 4, 1)
+        gh = (mask * gp).reshape(n, 16, 64) * (h > 0)
+        g["conv.W"] = xp.tensordot(gh, cols, axes=((0, 2), (0, 2))).reshape(16, 1, 3, 3)
+        g["conv.b"] = gh.sum(axis=(0, 2))
+        for k, v in g.items():
+            p[k] -= LR * v
+        return loss
+
+
+# -- nnarray ------------------------------------------------------------------------------
+def _layers() -> tuple[Any, Any, Any]:
+    grad = require("nnarray.grad", "Variable", "auto_forward")
+    nn = require("nnarray.nn", "Module", "Linear", "Conv2d")
+    solvers = require("nnarray.solvers", "SGD")
+    return grad, nn, solvers
+
+
+def build_mlp(nn: Any) -> Any:
+    class MLPNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.l1 = nn.Linear(1000, 100)
+            self.l2 = nn.Linear(100, 10)
+
+        def forward(self, x: Any) -> Any:
+            return self.l2(F.relu(self.l1(x)))
+
+    return MLPNet()
+
+
+def build_cnn(nn: Any) -> Any:
+    class CNNNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(1, 16, 3, pad=1)
+            self.fc = nn.Linear(256, 10)
+
+        def forward(self, x: Any) -> Any:
+            h = F.max_pooling(F.relu(self.conv(x)), 2)
+            return self.fc(F.reshape(h, (h.shape[0], -1)))
+
+    return CNNNet()
+
+
+def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None) -> tuple[Any, Any]:
+    """``(model, step)``: one define-by-run training step of the MLP or CNN on the current
+    context; ``params`` overrides the initial parameters."""
+    grad, nn, solvers = _layers()
+    model = build_mlp(nn) if kind == "mlp" else build_cnn(nn)
+    for name, value in (params or {}).items():
+        model.parameters()[name].d = value
+    xs, ts = mlp_data() if kind == "mlp" else cnn_data()
+    x, t = grad.Variable.from_numpy_array(xs), grad.Variable.from_numpy_array(ts)
+    solver = solvers.SGD(LR)
+    solver.set_parameters(model.parameters())
+
+    def step() -> Any:
+        solver.zero_grad()
+        with grad.auto_forward():
+            y = model(x)
+            loss = (F.mean_squared_error(y, t) if kind == "mlp"
+                    else F.mean(F.softmax_cross_entropy(y, t)))
+        loss.backward()
+        solver.update()
+        return loss
+
+    return model, step
+
+
+def torch_step(kind: str, ref: Reference) -> Any:
+    torch = ref.xp
+    nn = torch.nn
+    if kind == "mlp":
+        model = nn.Sequential(nn.Linear(1000, 100), nn.ReLU(), nn.Linear(100, 10))
+        loss_fn, (xs, ts) = nn.MSELoss(), mlp_data()
+    else:
+        model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Linear(256, 10))
+        loss_fn, (xs, ts) = nn.CrossEntropyLoss(), cnn_data()
+    model.to(ref.device)
+    x, t = ref.asarray(xs), ref.asarray(ts)
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+
+    def step() -> Any:
+        opt.zero_grad()
+        loss = loss_fn(model(x), t)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def reference_step(kind: str, ref: Reference) -> Any:
+    if ref.name.startswith("torch"):
+        return torch_step(kind, ref)
+    net = (MLPReference if kind == "mlp" else CNNReference)(ref.xp, ref.asarray)
+    return net.step
+
+
+@pytest.mark.benchmark(group=MLP)
+def test_mlp_step_nnarray(benchmark, backend):
+    measure(benchmark, backend, nnarray_step("mlp")[1])
+
+
+@pytest.mark.benchmark(group=MLP)
+def test_mlp_step_reference(benchmark, ref):
+    measure(benchmark, ref, reference_step("mlp", ref), baseline=ref.name == "numpy")
+
+
+@pytest.mark.benchmark(group=CNN)
+def test_cnn_step_nnarray(benchmark, backend):
+    measure(benchmark, backend, nnarray_step("cnn")[1])
+
+
+@pytest.mark.benchmark(group=CNN)
+def test_cnn_step_reference(benchmark, ref):
+    measure(benchmark, ref, reference_step("cnn", ref), baseline=ref.name == "numpy")
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_step_matches_numpy_reference(kind, backend):
+    """Two steps from the same parameters: nnarray and the hand-written reference agree
+    (so the benchmark compares equal work)."""
+    params = mlp_params() if kind == "mlp" else cnn_params()
+    model, step = nnarray_step(kind, params)
+    ref = (MLPReference if kind == "mlp" else CNNReference)(np, np.array)
+    for _ in range(2):
+        loss = step()
+        want = ref.step()
+    np.testing.assert_allclose(float(loss.d), want, rtol=1e-4)
+    for name, p in model.parameters().items():
+        np.testing.assert_allclose(p.d, ref.p[name], rtol=1e-3, atol=1e-5, err_msg=name)
