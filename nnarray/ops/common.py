@@ -76,8 +76,8 @@ def norm_axes(op: str, axis: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
     nd = len(shape)
     if axis is None:
         return tuple(range(nd))
-    if isinstance(axis, (int, np.integer)):
-        axis = (axis,)
+    if not isinstance(axis, (tuple, list)):
+        axis = (axis,)  # an int, or a bad value that norm_axis reports naming the op
     axes = tuple(sorted(norm_axis(op, a, nd) for a in axis))
     if len(set(axes)) != len(axes):
         raise ValueError(f"{op}: repeated axis in {tuple(axis)} for shape {shape}")
