@@ -1,0 +1,143 @@
+"""Reductions (sum mean max min argmax argmin) against numpy, on every backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import tol
+
+import nnarray as nna
+import nnarray.functions as F
+
+DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
+AXES = [None, 0, 1, -1, (0, 2), (-1, -3), (2, 0, 1), [1]]
+REDUCE = {"sum": (F.sum, np.sum), "mean": (F.mean, np.mean), "max": (F.max, np.max),
+          "min": (F.min, np.min)}
+
+
+def A(a) -> nna.NdArray:
+    return nna.NdArray.from_numpy_array(np.asarray(a))
+
+
+def check(got, want) -> None:
+    want = np.asarray(want)
+    assert isinstance(got, nna.NdArray)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(np.asarray(got), want, **tol(want.dtype))
+    else:
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def sample(shape, dtype, lo=-3, hi=3, seed=0) -> np.ndarray:
+    """Quarters for floats (sums are exact, even in float16), small ints, or bools."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "i":
+        return rng.integers(lo, hi + 1, shape).astype(dtype)
+    return (rng.integers(lo * 4, hi * 4 + 1, shape) / 4).astype(dtype)
+
+
+def axis_arg(axis):
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", list(REDUCE))
+def test_reduce(backend, name, dtype, axis, keepdims):
+    fn, ref = REDUCE[name]
+    x = sample((2, 3, 4), dtype)
+    check(fn(A(x), axis=axis, keepdims=keepdims), ref(x, axis=axis_arg(axis), keepdims=keepdims))
+
+
+@pytest.mark.parametrize("shape, axis", [((37, 129), 0), ((37, 129), 1), ((37, 129), None),
+                                         ((3, 1000), -1), ((1025,), 0), ((2, 64, 65), (0, 2))],
+                         ids=str)
+@pytest.mark.parametrize("name", list(REDUCE))
+def test_reduce_larger(backend, name, shape, axis):
+    x = sample(shape, np.float32, -8, 8, seed=1)
+    fn, ref = REDUCE[name]
+    check(fn(A(x), axis=axis), ref(x, axis=axis))
+
+
+@pytest.mark.parametrize("name", list(REDUCE))
+def test_reduce_zero_dim_and_size_one(backend, name):
+    fn, ref = REDUCE[name]
+    s = np.array(2.5, np.float32)
+    check(fn(A(s)), ref(s))
+    check(fn(A(s), keepdims=True), ref(s, keepdims=True))
+    x = sample((1, 3, 1), np.float32)
+    check(fn(A(x), axis=(0, 2)), ref(x, axis=(0, 2)))
+
+
+def test_reduce_empty_axis_tuple(backend):
+    """``axis=()`` reduces nothing (numpy): values kept, dtype as for a reduction."""
+    x = sample((2, 3), np.int32)
+    check(F.sum(A(x), axis=()), np.sum(x, axis=()))
+    check(F.max(A(x), axis=()), np.max(x, axis=()))
+
+
+def test_sum_over_empty_axis(backend):
+    x = np.zeros((0, 3), np.float32)
+    check(F.sum(A(x), axis=0), np.zeros(3, np.float32))
+    check(F.sum(A(x)), np.float32(0))
+
+
+def test_max_min_with_infinities(backend):
+    x = np.array([[-np.inf, 1, 2], [3, np.inf, -1]], np.float32)
+    check(F.max(A(x), axis=1), x.max(axis=1))
+    check(F.min(A(x), axis=0), x.min(axis=0))
+    n = -np.ones((2, 3), np.float32) * 1e30  # all-negative: a 0 initial value would be wrong
+    check(F.max(A(n), axis=1), n.max(axis=1))
+
+
+ARG = {"argmax": (F.argmax, np.argmax), "argmin": (F.argmin, np.argmin)}
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1, -3], ids=str)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", list(ARG))
+def test_argmax_argmin(backend, name, dtype, axis, keepdims):
+    fn, ref = ARG[name]
+    x = sample((3, 4, 5), dtype, -2, 2)  # few distinct values: ties pick the first index
+    check(fn(A(x), axis=axis, keepdims=keepdims), ref(x, axis=axis, keepdims=keepdims))
+
+
+@pytest.mark.parametrize("shape, axis", [((37, 129), 0), ((37, 129), 1), ((37, 129), None),
+                                         ((2, 1000), -1)], ids=str)
+def test_argmax_larger(backend, shape, axis):
+    x = np.random.default_rng(2).permutation(np.prod(shape)).reshape(shape).astype(np.float32)
+    check(F.argmax(A(x), axis=axis), np.argmax(x, axis=axis))
+    check(F.argmin(A(x), axis=axis), np.argmin(x, axis=axis))
+
+
+def test_argmax_zero_dim(backend):
+    check(F.argmax(A(np.array(3.0, np.float32))), np.int64(0))
+
+
+def test_ndarray_methods(backend):
+    x = sample((3, 4), np.float32, seed=3)
+    a = A(x)
+    check(a.sum(), x.sum())
+    check(a.sum(1), x.sum(1))
+    check(a.mean(axis=0, keepdims=True), x.mean(axis=0, keepdims=True))
+    check(a.max(-1), x.max(-1))
+    check(a.min(), x.min())
+    check(a.argmax(1), x.argmax(1))
+    check(a.argmax(), np.int64(x.argmax()))
+
+
+def test_reductions_do_not_modify_input(backend):
+    x = sample((3, 4), np.float32)
+    a = A(x)
+    v = a.version
+    for fn in (F.sum, F.mean, F.max, F.min, F.argmax):
+        fn(a, axis=0)
+    assert a.version == v
+    check(a, x)
