@@ -1,0 +1,41 @@
+"""The CUDA backend: NVIDIA GPUs through CuPy (``pip install nnarray[cuda]``).
+
+Importing this package does not import CuPy; ``why_unavailable()`` does, once.
+"""
+
+from __future__ import annotations
+
+from .probe import why_unavailable
+
+_devices: dict = {}
+_count: list[int] = []
+
+__all__ = ["describe_devices", "device_count", "get_device", "load_kernels",
+           "why_unavailable"]
+
+
+def device_count() -> int:
+    """GPUs visible to CuPy (0 when the backend is unavailable)."""
+    if not _count:
+        if why_unavailable() is not None:
+            return 0
+        import cupy
+        _count.append(cupy.cuda.runtime.getDeviceCount())
+    return _count[0]
+
+
+def get_device(device_id: int):
+    """The ``CudaDevice`` for ``device_id`` (one object per GPU)."""
+    dev = _devices.get(device_id)
+    if dev is None:
+        from .device import CudaDevice
+        dev = _devices[device_id] = CudaDevice(device_id)
+    return dev
+
+
+def describe_devices() -> list[str]:
+    return [get_device(i).describe() for i in range(device_count())]
+
+
+def load_kernels() -> None:
+    from . import kernels  # noqa: F401  (registers on import)

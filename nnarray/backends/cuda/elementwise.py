@@ -1,0 +1,109 @@
+"""Elementwise overrides of the shared CuPy kernels.
+
+Scalars: numpy 2 promotes Python scalars weakly (NEP 50: ``float32_array * 0.1`` stays
+float32); CuPy versions differ on scalar promotion. So every scalar operand is first
+turned into a numpy scalar of numpy's result dtype (casting the array operand up where
+numpy would), which every CuPy version promotes the same way. ``sigmoid`` is one fused
+``ElementwiseKernel`` instead of four passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ... import dtypes
+from .scope import register
+
+_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
+           "pow": "power", "maximum": "maximum", "minimum": "minimum", "equal": "equal",
+           "not_equal": "not_equal", "less": "less", "less_equal": "less_equal",
+           "greater": "greater", "greater_equal": "greater_equal"}
+_WEAK = {float: 0.0, int: 0, bool: False}
+_result: dict[tuple, np.dtype] = {}
+
+
+def result_dtype(dtype: np.dtype, *scalars: Any) -> np.dtype:
+    """numpy's result dtype of an array of ``dtype`` with ``scalars`` (cached)."""
+    key = (dtype, *(type(s) if type(s) in _WEAK else s.dtype for s in scalars))
+    d = _result.get(key)
+    if d is None:
+        d = _result[key] = np.result_type(
+            dtype, *(_WEAK[type(s)] if type(s) in _WEAK else s.dtype for s in scalars))
+    return d
+
+
+def coerce(a: Any, b: Any) -> tuple[Any, Any]:
+    """``(a, b)`` with a scalar operand made a numpy scalar of the result dtype."""
+    if dtypes.is_scalar(b):
+        d = result_dtype(a.dtype, b)
+        return (a if a.dtype == d else a.astype(d)), d.type(b)
+    if dtypes.is_scalar(a):
+        d = result_dtype(b.dtype, a)
+        return d.type(a), (b if b.dtype == d else b.astype(d))
+    return a, b
+
+
+def _binary(uf: Callable) -> Callable:
+    def k(a, b, out=None):
+        a, b = coerce(a, b)
+        if out is None:
+            return uf(a, b)
+        uf(a, b, out=out)
+        return out
+    return k
+
+
+_SIGMOID_F = "y = (T)(0.5f * tanhf(0.5f * (float)x) + 0.5f)"
+_SIGMOID_D = "y = (T)(0.5 * tanh(0.5 * (double)x) + 0.5)"
+
+
+def register_elementwise(xp: Any) -> None:
+    for name, uf in _BINARY.items():
+        register(name)(_binary(getattr(xp, uf)))
+
+    sig_f = xp.ElementwiseKernel("T x", "T y", _SIGMOID_F, "nna_sigmoid_f")
+    sig_d = xp.ElementwiseKernel("T x", "T y", _SIGMOID_D, "nna_sigmoid_d")
+
+    @register("sigmoid")
+    def sigmoid(x, out=None):
+        if x.dtype.kind != "f":
+            x = x.astype(np.float16 if x.dtype == np.bool_ else np.float64)
+        kern = sig_d if x.dtype == np.float64 else sig_f
+        if out is None:
+            return kern(x)
+        if out.dtype == x.dtype:
+            kern(x, out)
+        else:
+            out[...] = kern(x)
+        return out
+
+    @register("leaky_relu")
+    def leaky_relu(x, alpha):
+        d = result_dtype(x.dtype, float(alpha))
+        x = x.astype(d, copy=False)
+        return xp.where(x > 0, x, x * d.type(alpha))
+
+    @register("clip")
+    def clip(x, a_min, a_max):
+        bounds = [v for v in (a_min, a_max) if v is not None]
+        d = result_dtype(x.dtype, *bounds)
+        y = x.astype(d, copy=True)
+        if a_min is not None:
+            xp.maximum(y, d.type(a_min), out=y)
+        if a_max is not None:
+            xp.minimum(y, d.type(a_max), out=y)
+        return y
+
+    @register("where")
+    def where(c, x, y):
+        arrays = [v.dtype for v in (x, y) if not dtypes.is_scalar(v)]
+        scalars = [v for v in (x, y) if dtypes.is_scalar(v)]
+        if not arrays:  # both scalars: make one a 0-d array so the dtype is explicit
+            d = dtypes.promote("where", x, y)
+            return xp.where(c, xp.full((), x, d), d.type(y))
+        d = result_dtype(np.result_type(*arrays), *scalars)
+        x, y = (d.type(v) if dtypes.is_scalar(v) else v.astype(d, copy=False) for v in (x, y))
+        return xp.where(c, x, y)
