@@ -14,6 +14,7 @@ from .context import (
                       get_current_context,
                       set_default_context,
 )
+from .dlpack import from_dlpack
 from .errors import (
                       BackendError,
                       BackendUnavailableError,
@@ -34,8 +35,9 @@ __version__ = "0.1.0"
 __all__ = [
     "BackendError", "BackendUnavailableError", "Context", "DTypeError", "GraphError",
     "KernelNotFoundError", "NdArray", "NnarrayError", "ShapeError", "TransferError",
-    "array", "backends", "context_scope", "device_synchronize", "fallback_stats", "full",
-    "functions", "get_current_context", "ones", "register_kernel", "registry",
+    "array", "backends", "context_scope", "device_synchronize", "fallback_stats",
+    "from_dlpack", "full", "functions", "get_current_context", "ones", "register_kernel",
+    "registry",
     "reset_fallback_stats", "reset_transfer_stats", "seed", "set_default_context",
     "strict_transfers", "transfer_stats", "zeros",
 ]

@@ -158,6 +158,18 @@ class NdArray(SyncedArray):
         a = self._access("r", backends.host_device(), explicit=True)
         return np.array(a, dtype=dtype) if dtype is not None or copy else a.view()
 
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule sharing this array's buffer on one device (host or CUDA);
+        see ``nnarray.dlpack`` for which copy is exported and what stays shared."""
+        from .dlpack import export
+        return export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(device_type, device_id)`` of the buffer ``__dlpack__`` exports."""
+        from .dlpack import dlpack_device
+        return dlpack_device(self)
+
     def __float__(self) -> float:
         return float(self.item())
 
