@@ -100,7 +100,8 @@ def _infer_leaky_relu(inputs, attrs):
     alpha = attrs.setdefault("alpha", 0.1)
     if not isinstance(alpha, (int, float)):
         raise TypeError(f"leaky_relu: argument 'alpha' must be a number, got {alpha!r}")
-    return ((x.shape, _promote("leaky_relu", x, float(alpha))),)
+    alpha = attrs["alpha"] = float(alpha)  # an int alpha must not keep an int x integral
+    return ((x.shape, _promote("leaky_relu", x, alpha)),)
 
 
 def _infer_clip(inputs, attrs):
