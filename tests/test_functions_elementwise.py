@@ -208,10 +208,11 @@ def test_unary_extreme_values(backend):
 
 
 @pytest.mark.parametrize("dtype", NUMERIC, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("alpha", [None, 0.2, 0.0], ids=repr)
+@pytest.mark.parametrize("alpha", [None, 0.2, 0.0, 0, 2], ids=repr)
 def test_leaky_relu(backend, dtype, alpha):
+    """``alpha`` is a float attribute: an int ``alpha`` still gives a float result."""
     x = sample((3, 4), dtype)
-    al = 0.1 if alpha is None else alpha
+    al = 0.1 if alpha is None else float(alpha)
     want = np.where(x > 0, x, x * al)
     check(F.leaky_relu(A(x)) if alpha is None else F.leaky_relu(A(x), alpha), want)
 
