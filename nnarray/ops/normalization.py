@@ -69,7 +69,8 @@ def _compose(x, gamma, beta, rmean, rvar, axes, decay, eps, training):
         F.assign(rvar, F.reshape(b(rvar) * decay + unbiased * (1.0 - decay), rvar.shape))
     else:
         mu, var = b(rmean), b(rvar)
-    return (x - mu) / F.sqrt(var + eps) * b(gamma) + b(beta)
+    y = (x - mu) / F.sqrt(var + eps) * b(gamma) + b(beta)
+    return y if y.dtype == x.dtype else F.cast(y, x.dtype)  # the spec: x's dtype
 
 
 register_composite("batch_normalization", _compose)
