@@ -298,6 +298,24 @@ def test_batch_normalization_defaults(backend):
     check(va, 0.9 + 0.1 * x.var(axis=(0, 2, 3), ddof=1))
 
 
+@pytest.mark.parametrize("xd, pd", [(np.float16, np.float32), (np.float64, np.float32),
+                                    (np.float32, np.float64)], ids=str)
+def test_batch_normalization_mixed_precision(backend, xd, pd):
+    """The output has x's dtype whatever the parameters' (float16 activations with float32
+    statistics); the statistics keep theirs."""
+    x = randn(6, 3, 2, seed=19).astype(xd)
+    ra, va = A(np.zeros(3, pd)), A(np.ones(3, pd))
+    y = F.batch_normalization(A(x), A(np.ones(3, pd)), A(np.zeros(3, pd)), ra, va)
+    x64 = x.astype(np.float64)
+    mu, var = x64.mean(axis=(0, 2), keepdims=True), x64.var(axis=(0, 2), keepdims=True)
+    check(y, (x64 - mu) / np.sqrt(var + 1e-5), xd)
+    assert ra.dtype == np.dtype(pd) and va.dtype == np.dtype(pd)
+    np.testing.assert_allclose(np.asarray(ra), 0.1 * mu.reshape(3), **tol(np.float16))
+    y = F.batch_normalization(A(x), A(np.ones(3, pd)), A(np.zeros(3, pd)), ra, va,
+                              training=False)
+    assert y.dtype == np.dtype(xd)
+
+
 # -- cast and random -----------------------------------------------------------------------
 def test_cast_function(backend):
     x = np.array([[1.7, -1.7, 0.0], [2.5, -0.2, 300.0]], np.float32)
