@@ -151,6 +151,8 @@ def slice_plan(op: str, shape: tuple[int, ...], key: Any) -> dict:
             out.append(n)
         else:
             try:
+                if isinstance(k, (bool, np.bool_)):  # numpy: a mask, not the index 0/1
+                    raise TypeError
                 i = operator.index(k)
             except TypeError:
                 raise IndexError(f"{op}: only integers, slices, ... and None are valid "
