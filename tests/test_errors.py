@@ -96,6 +96,7 @@ CASES = [  # id, call, exception, message regex
     ("index-ellipsis", lambda: A((4, 3))[..., ...], IndexError, S("single ellipsis")),
     ("index-float", lambda: A((4, 3))[1.5], IndexError, S("getitem", "float")),
     ("index-list", lambda: A((4, 3))[[0, 1]], IndexError, S("getitem", "list")),
+    ("index-bool", lambda: A((4, 3))[True], IndexError, S("getitem", "bool")),
     ("slice-axes", lambda: F.slice(A((4, 3)), (0, 0, 0)), ValueError, S("slice", "3 axes",
                                                                          "(4, 3)")),
     # nn
