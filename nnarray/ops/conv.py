@@ -129,3 +129,21 @@ def average_pooling(x: Any, kernel: Any, stride: Any = None, pad: Any = 0) -> An
     """Mean over ``kernel`` windows of the last two axes (padding counted as zeros)."""
     require_float("average_pooling", "x", x)
     return _pool("average_pooling", x, kernel, stride, pad, rmean, 0.0)
+
+
+# -- backward rules -------------------------------------------------------------------
+from .backward import backward as _backward  # noqa: E402
+
+
+@_backward(im2col)
+def _im2col_grad(c, g):
+    a = c.attrs
+    return (col2im(g, size=c.in_meta[0][0][1:], kernel=a["kernel"], stride=a["stride"],
+                   pad=a["pad"], dilation=a["dilation"]),)
+
+
+@_backward(col2im)
+def _col2im_grad(c, g):
+    a = c.attrs
+    return (im2col(g, kernel=a["kernel"], stride=a["stride"], pad=a["pad"],
+                   dilation=a["dilation"]),)

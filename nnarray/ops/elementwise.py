@@ -236,3 +236,99 @@ def assign(dst: Any, src: Any) -> None:
     fn, dev, _, _ = resolve("cast", get_current_context())
     sn = src._read(dev) if type(src) is NdArray else src
     fn(sn, dst.dtype, out=dst._access("w", dev))
+
+
+# -- backward rules (written with F, so every backend differentiates) ------------------
+from .backward import F as _F  # noqa: E402
+from .backward import backward as _backward  # noqa: E402
+from .backward import fit as _fit  # noqa: E402
+
+
+@_backward(add)
+def _add_grad(c, g):
+    return (_fit(c, 0, g) if c.need[0] else None, _fit(c, 1, g) if c.need[1] else None)
+
+
+@_backward(sub)
+def _sub_grad(c, g):
+    return (_fit(c, 0, g) if c.need[0] else None, _fit(c, 1, -g) if c.need[1] else None)
+
+
+@_backward(mul, inputs=(0, 1))
+def _mul_grad(c, g):
+    a, b = c.inputs
+    return (_fit(c, 0, g * b) if c.need[0] else None,
+            _fit(c, 1, g * a) if c.need[1] else None)
+
+
+@_backward(div, inputs=(0, 1))
+def _div_grad(c, g):
+    a, b = c.inputs
+    ga = g / b
+    return (_fit(c, 0, ga) if c.need[0] else None,
+            _fit(c, 1, -(ga * a) / b) if c.need[1] else None)
+
+
+@_backward(pow, inputs=(0, 1), outputs=(0,))
+def _pow_grad(c, g):
+    a, b = c.inputs
+    ga = _fit(c, 0, g * (b * a ** (b - 1))) if c.need[0] else None
+    gb = _fit(c, 1, g * c.outputs[0] * _F.log(a)) if c.need[1] else None
+    return ga, gb
+
+
+def _select_grad(pick_a):
+    def rule(c, g):
+        a, b = c.inputs
+        m = pick_a(a, b)
+        return (_fit(c, 0, where(m, g, 0.0)) if c.need[0] else None,
+                _fit(c, 1, where(m, 0.0, g)) if c.need[1] else None)
+    return rule
+
+
+_backward(maximum, inputs=(0, 1))(_select_grad(greater_equal))
+_backward(minimum, inputs=(0, 1))(_select_grad(less_equal))
+_backward(neg)(lambda c, g: (-g,))
+_backward(abs, inputs=(0,))(lambda c, g: (g * sign(c.inputs[0]),))
+_backward(exp, outputs=(0,))(lambda c, g: (_fit(c, 0, g * c.outputs[0]),))
+_backward(log, inputs=(0,))(lambda c, g: (_fit(c, 0, g / c.inputs[0]),))
+_backward(sqrt, outputs=(0,))(lambda c, g: (_fit(c, 0, g * 0.5 / c.outputs[0]),))
+_backward(relu, outputs=(0,))(lambda c, g: (where(greater(c.outputs[0], 0), g, 0.0),))
+
+
+@_backward(tanh, outputs=(0,))
+def _tanh_grad(c, g):
+    y = c.outputs[0]
+    return (_fit(c, 0, g * (1.0 - y * y)),)
+
+
+@_backward(sigmoid, outputs=(0,))
+def _sigmoid_grad(c, g):
+    y = c.outputs[0]
+    return (_fit(c, 0, g * (y * (1.0 - y))),)
+
+
+@_backward(leaky_relu, inputs=(0,))
+def _leaky_relu_grad(c, g):
+    return (_fit(c, 0, where(greater(c.inputs[0], 0), g, g * c.attrs["alpha"])),)
+
+
+@_backward(clip, inputs=(0,))
+def _clip_grad(c, g):
+    x = c.inputs[0]
+    lo, hi = c.attrs.get("a_min"), c.attrs.get("a_max")
+    if lo is not None:
+        g = where(less(x, lo), 0.0, g)
+    if hi is not None:
+        g = where(greater(x, hi), 0.0, g)
+    return (_fit(c, 0, g),)
+
+
+_backward(cast)(lambda c, g: (_fit(c, 0, g),))
+
+
+@_backward(where, inputs=(0,))
+def _where_grad(c, g):
+    m = c.inputs[0]
+    return (None, _fit(c, 1, where(m, g, 0.0)) if c.need[1] else None,
+            _fit(c, 2, where(m, 0.0, g)) if c.need[2] else None)

@@ -70,3 +70,34 @@ def affine(x: Any, W: Any, b: Any = None) -> Any:
         x = reshape(x, shape=(n, k))
     y = matmul(x, W)
     return y if b is None else add(y, b)
+
+
+# -- backward rules -------------------------------------------------------------------
+from .backward import backward as _backward  # noqa: E402
+from .backward import fit as _fit  # noqa: E402
+from .backward import sum_to as _sum_to  # noqa: E402
+from .shape import transpose as _transpose  # noqa: E402
+
+
+def _swap(x: Any) -> Any:
+    """Swap the last two axes."""
+    n = x.ndim
+    return _transpose(x, axes=tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+@_backward(matmul, inputs=(0, 1))
+def _matmul_grad(c, g):
+    a, b = c.inputs
+    sa, sb = c.in_meta[0][0], c.in_meta[1][0]
+    a2 = reshape(a, shape=(1,) + sa) if len(sa) == 1 else a
+    b2 = reshape(b, shape=sb + (1,)) if len(sb) == 1 else b
+    g2 = reshape(g, shape=matmul_shape("matmul", a2.shape, b2.shape)) \
+        if len(sa) == 1 or len(sb) == 1 else g
+    ga = gb = None
+    if c.need[0]:
+        ga = _sum_to(matmul(g2, _swap(b2)), a2.shape)
+        ga = _fit(c, 0, reshape(ga, shape=sa) if ga.shape != sa else ga)
+    if c.need[1]:
+        gb = _sum_to(matmul(_swap(a2), g2), b2.shape)
+        gb = _fit(c, 1, reshape(gb, shape=sb) if gb.shape != sb else gb)
+    return ga, gb

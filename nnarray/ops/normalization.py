@@ -83,3 +83,44 @@ def batch_normalization(x: Any, gamma: Any, beta: Any, running_mean: Any, runnin
     update ``running_mean``/``running_var`` in place (unbiased variance)."""
     return batch_normalization_op(x, gamma, beta, running_mean, running_var, axes=axes,
                                   decay=decay, eps=eps, training=training)
+
+
+# -- backward rules -------------------------------------------------------------------
+from .backward import F as _F  # noqa: E402
+from .backward import backward as _backward  # noqa: E402
+from .backward import fit as _fit  # noqa: E402
+
+
+def _bn_retained(attrs: dict) -> tuple[int, ...]:
+    return (0, 1) if attrs["training"] else (0, 1, 3, 4)
+
+
+@_backward(batch_normalization_op, inputs=_bn_retained)
+def _batch_normalization_grad(c, g):
+    """Training: through the batch statistics; evaluation: the running ones are
+    constants. The running statistics get no gradient."""
+    x, gamma = c.inputs[0], c.inputs[1]
+    axes, eps = c.attrs["axes"], c.attrs["eps"]
+    full, _ = param_shapes(x.shape, axes)
+    red = tuple(i for i in range(x.ndim) if i not in axes)
+
+    def b(p):
+        return p if p.shape == full else _F.reshape(p, full)
+
+    if c.attrs["training"]:
+        mu, var, _ = batch_norm_statistics(x, axes)
+    else:
+        mu, var = b(c.inputs[3]), b(c.inputs[4])
+    inv = 1.0 / _F.sqrt(var + eps)
+    xhat = (x - mu) * inv
+    gx = ggamma = gbeta = None
+    if c.need[0]:
+        gxhat = g * b(gamma)
+        if c.attrs["training"]:
+            gxhat = gxhat - _F.mean(gxhat, red, True) - xhat * _F.mean(gxhat * xhat, red, True)
+        gx = _fit(c, 0, gxhat * inv)
+    if c.need[1]:
+        ggamma = _fit(c, 1, _F.reshape(_F.sum(g * xhat, red, True), c.in_meta[1][0]))
+    if c.need[2]:
+        gbeta = _fit(c, 2, _F.reshape(_F.sum(g, red, True), c.in_meta[2][0]))
+    return gx, ggamma, gbeta, None, None

@@ -83,3 +83,10 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
         require_float("dropout", "x", x)
         return x
     return dropout_op(x, p=p, seed=seed)[0]
+
+
+# -- backward rules -------------------------------------------------------------------
+from .backward import backward as _backward  # noqa: E402
+
+# The mask (second output) is not differentiable; x's gradient is g * mask.
+_backward(dropout_op, outputs=(1,))(lambda c, g: (g * c.outputs[1],))

@@ -7,6 +7,8 @@ axis: int | None, keepdims: bool)`` -> int64 (``None``: over the flattened array
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ..errors import DTypeError
@@ -61,3 +63,39 @@ def _infer_arg(name: str):
 sum, mean, max, min = (Op(n, _infer_reduce(n)) for n in ("sum", "mean", "max", "min"))
 argmax = Op("argmax", _infer_arg("argmax"), differentiable=False)
 argmin = Op("argmin", _infer_arg("argmin"), differentiable=False)
+
+
+# -- backward rules -------------------------------------------------------------------
+from .backward import F as _F  # noqa: E402
+from .backward import backward as _backward  # noqa: E402
+from .backward import fit as _fit  # noqa: E402
+from .backward import unreduce as _unreduce  # noqa: E402
+
+
+@_backward(sum)
+def _sum_grad(c, g):
+    shape = c.in_meta[0][0]
+    g = _unreduce(g, shape, c.attrs["axis"], c.attrs["keepdims"])
+    return (_fit(c, 0, _F.broadcast_to(g, shape)),)
+
+
+@_backward(mean)
+def _mean_grad(c, g):
+    shape = c.in_meta[0][0]
+    axes = c.attrs["axis"]
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    g = _unreduce(g * (1.0 / builtins.max(n, 1)), shape, axes, c.attrs["keepdims"])
+    return (_fit(c, 0, _F.broadcast_to(g, shape)),)
+
+
+def _extremum_grad(c, g):
+    x, y = c.inputs[0], c.outputs[0]
+    axes, keep = c.attrs["axis"], c.attrs["keepdims"]
+    hit = _F.equal(x, _unreduce(y, x.shape, axes, keep))
+    return (_fit(c, 0, _F.where(hit, _unreduce(g, x.shape, axes, keep), 0.0)),)
+
+
+_backward(max, inputs=(0,), outputs=(0,))(_extremum_grad)
+_backward(min, inputs=(0,), outputs=(0,))(_extremum_grad)

@@ -228,3 +228,75 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concatenate", "stack", "split", "slice",
            "getitem", "dtypes"]
+
+
+# -- backward rules -------------------------------------------------------------------
+from .backward import backward as _backward  # noqa: E402
+from .backward import fit as _fit  # noqa: E402
+from .backward import sum_to as _sum_to  # noqa: E402
+
+_backward(reshape)(lambda c, g: (reshape(g, shape=c.in_meta[0][0]),))
+_backward(broadcast_to)(lambda c, g: (_sum_to(g, c.in_meta[0][0]),))
+
+
+@_backward(transpose)
+def _transpose_grad(c, g):
+    return (transpose(g, axes=tuple(int(i) for i in np.argsort(c.attrs["axes"]))),)
+
+
+def _cut(g: Any, axis: int, begin: int, end: int) -> Any:
+    key = (_pyslice(None),) * axis + (_pyslice(begin, end),)
+    return slice_op(g, **slice_plan("slice", g.shape, key))
+
+
+@_backward(concatenate_op)
+def _concatenate_grad(c, g):
+    axis, out, off = c.attrs["axis"], [], 0
+    for i, (shape, _) in enumerate(c.in_meta):
+        n = shape[axis]
+        out.append(_fit(c, i, _cut(g, axis, off, off + n)) if c.need[i] else None)
+        off += n
+    return tuple(out)
+
+
+def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+    from ..ndarray import zeros
+    return zeros(shape, dtype)
+
+
+def _spread(g: Any, axis: int, step: int) -> Any:
+    """Insert ``step - 1`` zeros after each element along ``axis`` (trimmed at the end)."""
+    shape = g.shape
+    n = shape[axis]
+    g = reshape(g, shape=shape[:axis + 1] + (1,) + shape[axis + 1:])
+    z = _zeros(shape[:axis + 1] + (step - 1,) + shape[axis + 1:], g.dtype)
+    g = reshape(concatenate_op(g, z, axis=axis + 1), shape=shape[:axis] + (n * step,) +
+                shape[axis + 1:])
+    return _cut(g, axis, 0, (n - 1) * step + 1)
+
+
+@_backward(slice_op)
+def _slice_grad(c, g):
+    """The adjoint of a strided gather: undo negative steps, spread by the step, pad."""
+    xshape, dtype = c.in_meta[0]
+    count = c.attrs["count"]
+    if 0 in count:
+        return (_zeros(xshape, dtype),)
+    if g.shape != count:
+        g = reshape(g, shape=count)
+    for k, (size, s, st, n) in enumerate(zip(xshape, c.attrs["start"], c.attrs["step"], count)):
+        if st < 0:
+            key = (_pyslice(None),) * k + (_pyslice(None, None, -1),)
+            g = slice_op(g, **slice_plan("slice", g.shape, key))
+            s, st = s + (n - 1) * st, -st
+        if st > 1 and n > 1:
+            g = _spread(g, k, st)
+        after = size - s - g.shape[k]
+        if s or after:
+            parts = [g]
+            if s:
+                parts.insert(0, _zeros(g.shape[:k] + (s,) + g.shape[k + 1:], dtype))
+            if after:
+                parts.append(_zeros(g.shape[:k] + (after,) + g.shape[k + 1:], dtype))
+            g = concatenate_op(*parts, axis=k)
+    return (g,)

@@ -86,3 +86,29 @@ def mean_squared_error(x: Any, t: Any) -> Any:
                          f"{getattr(t, 'shape', ())}")
     d = sub(x, t)
     return mean(d * d)
+
+
+# -- backward rules -------------------------------------------------------------------
+from .backward import F as _F  # noqa: E402
+from .backward import backward as _backward  # noqa: E402
+
+
+@_backward(softmax, outputs=(0,))
+def _softmax_grad(c, g):
+    y, axis = c.outputs[0], c.attrs["axis"]
+    gy = g * y
+    return (gy - y * _F.sum(gy, axis, True),)
+
+
+@_backward(log_softmax, outputs=(0,))
+def _log_softmax_grad(c, g):
+    y, axis = c.outputs[0], c.attrs["axis"]
+    return (g - _F.exp(y) * _F.sum(g, axis, True),)
+
+
+@_backward(_sce, inputs=(0, 1))
+def _sce_grad(c, g):
+    x, t = c.inputs
+    axis = c.attrs["axis"]
+    p = softmax(x, axis=axis) - one_hot(t, num_classes=x.shape[axis], axis=axis, dtype=x.dtype)
+    return (p * _F.reshape(g, x.shape[:axis] + (1,) + x.shape[axis + 1:]), None)

@@ -1,0 +1,323 @@
+"""The graph engine: recording (the ops' graph hook), static forward replay and backward.
+
+Recording: an op called with a Variable reaches ``record``, which (static mode) adds a
+node whose outputs have inferred shapes, or (``auto_forward``) runs the op now and adds a
+node only where a gradient can flow, or (``no_grad``) runs it and records nothing.
+
+Replay: ``forward`` runs the nodes in topological order with each node's kernel resolved
+once per context and no re-validation. ``backward`` walks nodes by descending rank; each
+input gets ``propagate_down`` (``need``); an intermediate's gradient is written on first
+visit and accumulated after; a leaf's accumulates into its ``.grad`` across calls.
+Plans (the orders, what to free) are cached on the output variable until the graph's
+``need_grad`` flags change.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from .. import context as _context
+from .. import dtypes
+from ..context import _current
+from ..errors import GraphError
+from ..ndarray import NdArray, full
+from ..ops import op as _op
+from ..ops.op import DEBUG, _check, execute
+from ..registry import _fallbacks, resolve
+from ..synced import _NO_FILL
+from . import modes
+from .node import Node
+from .variable import Variable, _make
+
+_mode = modes.mode
+_FLOATS = dtypes.FLOATS
+_stamps = itertools.count(1)
+_generation = 0
+_wref = __import__("weakref").ref
+
+
+def invalidate_plans() -> None:
+    """Forget every cached plan (``need_grad`` changed somewhere)."""
+    global _generation
+    _generation += 1
+
+
+# -- recording -----------------------------------------------------------------------
+def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
+    """The ops' graph hook: see the module docstring."""
+    m = _mode.get()
+    need = False
+    rank = 0
+    if m == modes.STATIC:
+        for x in inputs:
+            if isinstance(x, Variable):
+                if x._need_grad:
+                    need = True
+                p = x._parent
+                if p is not None and p.rank >= rank:
+                    rank = p.rank + 1
+        need = need and op.differentiable
+        node = Node(op, inputs, attrs, metas, rank)
+        outs = [_make(s, d, None, None, need, node) for s, d in metas]
+        node.outs = tuple([_wref(v) for v in outs])
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    datas = []
+    for x in inputs:
+        if isinstance(x, Variable):
+            if x._need_grad:
+                need = True
+                p = x._parent
+                if p is not None and p.rank >= rank:
+                    rank = p.rank + 1
+            d = x._data
+            datas.append(d if d is not None else x.data)
+        else:
+            datas.append(x)
+    res = execute(op.name, datas, attrs, metas)
+    single = len(metas) == 1
+    outs = (res,) if single else res
+    if m == modes.NO_GRAD or not need or not op.differentiable:
+        vs = [_make(o.shape, o.dtype, o, None, False) for o in outs]
+    else:
+        node = Node(op, tuple(inputs), attrs, metas, rank)
+        node.save(datas, outs)
+        vs = [_make(o.shape, o.dtype, o, None, True, node) for o in outs]
+        node.outs = tuple([_wref(v) for v in vs])
+    return vs[0] if single else tuple(vs)
+
+
+# -- plans -----------------------------------------------------------------------------
+class Plan:
+    """Everything about one output's graph that does not change between iterations."""
+
+    __slots__ = ("generation", "order", "release", "bwd", "bwd_release")
+
+    def __init__(self, root: Variable) -> None:
+        self.generation = _generation
+        self.order = _topological(root)
+        self.release = _forward_release(self.order, root)
+        self.bwd: Any = None
+        self.bwd_release: Any = None
+
+    def backward_order(self) -> list:
+        """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
+        if self.bwd is None:
+            req: dict[int, bool] = {}
+
+            def requires(v: Any) -> bool:
+                if not isinstance(v, Variable) or v.dtype not in _FLOATS:
+                    return False
+                p = v._parent
+                if p is None:
+                    return v._need_grad
+                return req.get(id(p), False) and (v._need_grad or not v._explicit)
+
+            out = []
+            for n in self.order:
+                need = tuple([requires(a) for a in n.args])
+                diff = n.op.differentiable if type(n) is Node else True
+                req[id(n)] = r = diff and any(need)
+                if r:
+                    out.append((n, need))
+            out.sort(key=lambda e: -e[0].rank)
+            self.bwd = out
+        return self.bwd
+
+
+def _topological(root: Variable) -> list:
+    """The nodes behind ``root`` in an order where producers precede consumers."""
+    start = root._parent
+    if start is None:
+        return []
+    order, seen, stack = [], {id(start)}, [(start, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            order.append(n)
+            continue
+        stack.append((n, True))
+        for a in reversed(n.args):
+            p = getattr(a, "_parent", None) if isinstance(a, Variable) else None
+            if p is not None and id(p) not in seen:
+                seen.add(id(p))
+                stack.append((p, False))
+    return order
+
+
+def _forward_release(order: list, root: Variable) -> list:
+    """Per node: the intermediate variables whose last consumer it is (clear_buffer)."""
+    last: dict[int, tuple[int, Variable]] = {}
+    for i, n in enumerate(order):
+        for a in n.args:
+            if isinstance(a, Variable) and a._parent is not None and a is not root:
+                last[id(a)] = (i, a)
+    rel: list[list] = [[] for _ in order]
+    for i, a in last.values():
+        rel[i].append(a)
+    return rel
+
+
+def plan_of(root: Variable) -> Plan:
+    p = root._plan
+    if p is None or p.generation != _generation:
+        p = root._plan = Plan(root)
+    return p
+
+
+# -- forward -----------------------------------------------------------------------------
+def forward(root: Variable, clear_buffer: bool = False) -> None:
+    """Run the graph behind ``root`` (kernels resolved once per node and context)."""
+    plan = plan_of(root)
+    ctx = _current.get(_context._default)
+    release = plan.release if clear_buffer else None
+    for i, n in enumerate(plan.order):
+        if type(n) is Node:
+            _run(n, ctx)
+        else:
+            n.run()
+        if release is not None:
+            for v in release[i]:
+                v._data = None
+
+
+def _run(n: Node, ctx: Any) -> None:
+    k = n._kern
+    if k is None or k[0] is not ctx:
+        k = n._kern = (ctx, *resolve(n.op.name, ctx))
+    elif k[3] is not None:
+        _fallbacks[k[3]] = _fallbacks.get(k[3], 0) + 1
+    fn, dev = k[1], k[2]
+    datas = [(a._data if a._data is not None else a.data) if isinstance(a, Variable) else a
+             for a in n.args]
+    metas = n.metas
+    if k[4]:
+        res = fn(*datas, **n.attrs)
+        outs = (res,) if len(metas) == 1 else res
+    else:
+        r = fn(*[d._read(dev) if type(d) is NdArray else d for d in datas], **n.attrs)
+        rs = (r,) if len(metas) == 1 else r
+        if DEBUG:
+            for x, m in zip(rs, metas):
+                _check(n.op.name, dev, x, m)
+        outs = []
+        for ref, x, m in zip(n.outs, rs, metas):
+            v = ref()
+            nd = v._data if v is not None else None
+            if nd is None:
+                nd = NdArray._wrap(x, dev, m)
+                if v is not None:
+                    v._data = nd
+            else:
+                nd._set_native(dev, x)
+            outs.append(nd)
+        n.save(datas, outs)
+        return
+    for ref, o in zip(n.outs, outs):
+        v = ref()
+        if v is not None:
+            v._data = o
+    n.save(datas, outs)
+
+
+# -- backward ----------------------------------------------------------------------------
+def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
+    """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf."""
+    from .. import functions as F
+    g = _seed(root, grad)
+    if root._parent is None:
+        if root._need_grad and root.dtype in _FLOATS:
+            _accumulate_leaf(root, g, True)
+        return
+    plan = plan_of(root)
+    stamp = next(_stamps)
+    root._grad = g
+    root._gstamp = stamp
+    for n, need in plan.backward_order():
+        if type(n) is not Node:
+            n.run_backward(stamp, need)
+            _after(n, root, clear_buffer)
+            continue
+        v = n.outs[0]()
+        gy = v._grad if v is not None and v._gstamp == stamp else None
+        if gy is None:
+            continue
+        rule = n.op.backward
+        if rule is None:
+            raise GraphError(f"{n.name}: no backward rule is declared for this op")
+        n.check()
+        n.need = need
+        gxs = rule.fn(n, gy)
+        for i, gx in enumerate(gxs):
+            if gx is None or not need[i]:
+                continue
+            x = n.args[i]
+            if x._parent is None:
+                _accumulate_leaf(x, gx, _shared(gx, i, gy, gxs, n))
+            elif x._gstamp != stamp:
+                x._grad = gx
+                x._gstamp = stamp
+            else:
+                x._grad = F.add(x._grad, gx)
+        _after(n, root, clear_buffer)
+
+
+def _after(n: Any, root: Variable, clear_buffer: bool) -> None:
+    if clear_buffer:
+        n.release()
+        for r in n.outs:
+            v = r()
+            if v is not None and v is not root:
+                v._grad = None
+                v._data = None
+
+
+def _seed(root: Variable, grad: Any) -> NdArray:
+    if grad is None:
+        return root.grad
+    if isinstance(grad, NdArray):
+        g = grad
+    elif dtypes.is_scalar(grad):
+        return full(root.shape, grad, root.dtype)
+    else:
+        g = NdArray.from_numpy_array(grad)
+    if g.shape != root.shape:
+        raise GraphError(f"backward: grad has shape {g.shape}, the output has {root.shape}")
+    return g if g.dtype == root.dtype else g.astype(root.dtype)
+
+
+def _shared(gx: NdArray, i: int, gy: Any, gxs: tuple, n: Node) -> bool:
+    """Whether ``gx`` may be referenced elsewhere (then a leaf copies it)."""
+    if gx is gy:
+        return True
+    for j, o in enumerate(gxs):
+        if o is gx and j != i:
+            return True
+    for d in n.inputs or ():
+        if d is gx:
+            return True
+    for d in n.outputs or ():
+        if d is gx:
+            return True
+    return False
+
+
+def _accumulate_leaf(x: Variable, gx: NdArray, shared: bool) -> None:
+    """``x.grad += gx``; a lazily zero (or absent) gradient adopts or copies ``gx``."""
+    from .. import functions as F
+    gl = x._grad
+    if gl is None:
+        x._grad = F.cast(gx, x.dtype) if shared else gx
+        return
+    if not gl._copies and (gl._fill is _NO_FILL or gl._fill == 0):
+        c = gx._copies
+        if not shared and len(c) == 1 and gx._fill is _NO_FILL:
+            for dev, arr in c.items():
+                gl._set_native(dev, arr)
+        else:
+            F.assign(gl, gx)
+        return
+    F.inplace(F.add, gl, gx)
+
+
+_op.graph_hook = record

@@ -1,0 +1,51 @@
+"""Graph-building modes, thread-local (contextvars): static (default), define-by-run
+(``auto_forward``) and ``no_grad`` (run now, record nothing, retain nothing)."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
+STATIC, AUTO, NO_GRAD = 0, 1, 2
+
+#: The mode in force; ``NO_GRAD`` wins over ``AUTO``.
+mode: contextvars.ContextVar[int] = contextvars.ContextVar("nnarray_grad_mode", default=STATIC)
+_auto: contextvars.ContextVar[bool] = contextvars.ContextVar("nnarray_auto", default=False)
+_nograd: contextvars.ContextVar[bool] = contextvars.ContextVar("nnarray_nograd", default=False)
+
+
+def _set(auto: bool, nograd: bool) -> list:
+    return [_auto.set(auto), _nograd.set(nograd),
+            mode.set(NO_GRAD if nograd else AUTO if auto else STATIC)]
+
+
+def _reset(tokens: list) -> None:
+    _auto.reset(tokens[0])
+    _nograd.reset(tokens[1])
+    mode.reset(tokens[2])
+
+
+@contextlib.contextmanager
+def auto_forward(enabled: bool = True) -> Iterator[None]:
+    """Define-by-run inside the block: every function runs as it is called."""
+    tokens = _set(bool(enabled), _nograd.get())
+    try:
+        yield
+    finally:
+        _reset(tokens)
+
+
+@contextlib.contextmanager
+def no_grad() -> Iterator[None]:
+    """Inside the block functions on Variables run now and record no graph."""
+    tokens = _set(_auto.get(), True)
+    try:
+        yield
+    finally:
+        _reset(tokens)
+
+
+def is_auto_forward() -> bool:
+    """True inside ``auto_forward()`` (or ``no_grad()``: both run functions now)."""
+    return mode.get() != STATIC

@@ -1,0 +1,261 @@
+"""Variable: a graph value holding ``data`` and ``grad`` NdArrays."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import backends, dtypes
+from .. import functions as F
+from ..ndarray import NdArray, normalize_shape
+from ..ops.op import GraphValue
+from . import modes
+
+_new = object.__new__
+
+
+class Variable(GraphValue):
+    """A node of the computation graph: ``data`` and ``grad`` (NdArrays, allocated on
+    first use), ``need_grad`` and the ``parent`` function that produced it.
+
+    Every ``F`` function and operator accepts Variables; NdArrays and scalars mixed in
+    are constants. In static mode (the default) calling a function infers shapes now and
+    ``forward()`` computes; under ``auto_forward()`` it computes at once.
+    """
+
+    __slots__ = ("shape", "dtype", "_data", "_grad", "_need_grad", "_explicit", "_parent",
+                 "_gstamp", "_plan", "__weakref__")
+    __array_ufunc__ = None  # numpy defers `ndarray op Variable` to our reflected ops
+
+    def __init__(self, shape: int | Sequence[int] = (), need_grad: bool = False,
+                 dtype: Any = np.float32) -> None:
+        self.shape = normalize_shape(shape, "Variable")
+        self.dtype = dtypes.normalize(dtype, "Variable")
+        self._data: NdArray | None = None
+        self._grad: NdArray | None = None
+        self._need_grad = bool(need_grad)
+        self._explicit = False
+        self._parent: Any = None
+        self._gstamp = 0
+        self._plan: Any = None
+
+    @classmethod
+    def from_numpy_array(cls, a: Any, need_grad: bool = False) -> Variable:
+        """A leaf holding a copy of ``a`` (its dtype kept)."""
+        return cls.from_ndarray(NdArray.from_numpy_array(a), need_grad)
+
+    @classmethod
+    def from_ndarray(cls, data: NdArray, need_grad: bool = False) -> Variable:
+        """A leaf whose ``data`` is ``data`` (shared, not copied)."""
+        v = _make(data.shape, data.dtype, data, None, bool(need_grad))
+        return v
+
+    # -- data and gradient -----------------------------------------------------------
+    @property
+    def data(self) -> NdArray:
+        """The values (an NdArray, shared)."""
+        d = self._data
+        if d is None:
+            d = self._data = NdArray(self.shape, self.dtype)
+        return d
+
+    @data.setter
+    def data(self, value: NdArray) -> None:
+        self._data = _checked(value, self, "data")
+
+    @property
+    def grad(self) -> NdArray:
+        """The gradient (an NdArray; reads zeros until something is written)."""
+        g = self._grad
+        if g is None:
+            g = self._grad = NdArray(self.shape, self.dtype)
+        return g
+
+    @grad.setter
+    def grad(self, value: NdArray) -> None:
+        self._grad = _checked(value, self, "grad")
+
+    @property
+    def d(self) -> np.ndarray:
+        """The values as a writable host numpy array. Reading does not count as an
+        in-place write for the graph's check (like ``torch.Tensor.numpy()``); writes
+        through ``.d = v``, ``.data`` or in-place ops do."""
+        nd = self.data
+        v = nd.version
+        a = nd._access("rw", backends.host_device(), explicit=True)
+        nd.version = v
+        return a
+
+    @d.setter
+    def d(self, value: Any) -> None:
+        self.data.data = value
+
+    @property
+    def g(self) -> np.ndarray:
+        """The gradient as a writable host numpy array."""
+        return self.grad.data
+
+    @g.setter
+    def g(self, value: Any) -> None:
+        self.grad.data = value
+
+    # -- graph ---------------------------------------------------------------------
+    @property
+    def need_grad(self) -> bool:
+        """Whether gradients flow to (and through) this variable."""
+        return self._need_grad
+
+    @need_grad.setter
+    def need_grad(self, value: bool) -> None:
+        from .engine import invalidate_plans
+        self._need_grad = bool(value)
+        self._explicit = self._parent is not None
+        invalidate_plans()
+
+    @property
+    def parent(self) -> Any:
+        """The function node that produced this variable (``None`` for a leaf)."""
+        return self._parent
+
+    def unlinked(self, need_grad: bool | None = None) -> Variable:
+        """A leaf sharing this variable's data and grad, cut from the graph."""
+        v = _make(self.shape, self.dtype, self.data, self._grad,
+                  self._need_grad if need_grad is None else bool(need_grad))
+        return v
+
+    def reset_shape(self, shape: Sequence[int], force: bool = False) -> None:
+        """Give the variable a new shape; its data and grad are reallocated."""
+        shape = normalize_shape(shape, "Variable.reset_shape")
+        if force or shape != self.shape:
+            self.shape = shape
+            self._data = self._grad = None
+
+    def forward(self, clear_buffer: bool = False) -> None:
+        """Run the graph up to this variable (static mode)."""
+        from .engine import forward
+        forward(self, clear_buffer)
+
+    def backward(self, grad: Any = 1, clear_buffer: bool = False) -> None:
+        """Accumulate gradients of this variable (seeded with ``grad``; ``None``: the
+        current ``.grad``) into every ``need_grad`` leaf's ``.grad``."""
+        from .engine import backward
+        backward(self, grad, clear_buffer)
+
+    # -- metadata ------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d Variable")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        p = "" if self._parent is None else f", parent={self._parent.name}"
+        return (f"Variable(shape={self.shape}, dtype={self.dtype}, "
+                f"need_grad={self._need_grad}{p})")
+
+    __hash__ = object.__hash__  # identity: Variables key dicts (== is elementwise)
+
+    # -- shape conveniences ------------------------------------------------------------
+    def reshape(self, *shape: Any) -> Variable:
+        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def transpose(self, *axes: Any) -> Variable:
+        return F.transpose(self, (axes[0] if len(axes) == 1 else axes) or None)
+
+    @property
+    def T(self) -> Variable:
+        return F.transpose(self)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Variable:
+        return F.sum(self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Variable:
+        return F.mean(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Variable:
+        return F.max(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Variable:
+        return F.min(self, axis, keepdims)
+
+    def __getitem__(self, key: Any) -> Variable:
+        return F.getitem(self, key)
+
+    # -- operators -----------------------------------------------------------------
+    def __add__(self, o): return F.add(self, o)
+    def __radd__(self, o): return F.add(o, self)
+    def __sub__(self, o): return F.sub(self, o)
+    def __rsub__(self, o): return F.sub(o, self)
+    def __mul__(self, o): return F.mul(self, o)
+    def __rmul__(self, o): return F.mul(o, self)
+    def __truediv__(self, o): return F.div(self, o)
+    def __rtruediv__(self, o): return F.div(o, self)
+    def __pow__(self, o): return F.pow(self, o)
+    def __rpow__(self, o): return F.pow(o, self)
+    def __matmul__(self, o): return F.matmul(self, o)
+    def __rmatmul__(self, o): return F.matmul(o, self)
+    def __neg__(self): return F.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return F.abs(self)
+    def __lt__(self, o): return F.less(self, o)
+    def __le__(self, o): return F.less_equal(self, o)
+    def __gt__(self, o): return F.greater(self, o)
+    def __ge__(self, o): return F.greater_equal(self, o)
+    def __eq__(self, o): return F.equal(self, o)  # type: ignore[override]
+    def __ne__(self, o): return F.not_equal(self, o)  # type: ignore[override]
+
+    def __iadd__(self, o): return F.inplace(F.add, self, o)
+    def __isub__(self, o): return F.inplace(F.sub, self, o)
+    def __imul__(self, o): return F.inplace(F.mul, self, o)
+    def __itruediv__(self, o): return F.inplace(F.div, self, o)
+    def __ipow__(self, o): return F.inplace(F.pow, self, o)
+
+    def _inplace(self, op: Any, o: Any) -> Variable:
+        """``self op= o``: under ``no_grad()`` written into ``data`` (returns ``self``);
+        otherwise recorded out of place like any function (the name is rebound)."""
+        if modes.mode.get() == modes.NO_GRAD:
+            F.inplace(op, self.data, o.data if isinstance(o, Variable) else o)
+            return self
+        return op(self, o)
+
+
+def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | None,
+          need_grad: bool, parent: Any = None) -> Variable:
+    """A Variable without validation (the engine's hot path)."""
+    v = _new(Variable)
+    v.shape = shape
+    v.dtype = dtype
+    v._data = data
+    v._grad = grad
+    v._need_grad = need_grad
+    v._explicit = False
+    v._parent = parent
+    v._gstamp = 0
+    v._plan = None
+    return v
+
+
+def _checked(value: Any, var: Variable, what: str) -> NdArray:
+    from ..errors import DTypeError, ShapeError
+    if not isinstance(value, NdArray):
+        raise TypeError(f"Variable.{what}: expected an NdArray, got {type(value).__name__} "
+                        f"(use .{what[0]} = ... for numpy values)")
+    if value.shape != var.shape:
+        raise ShapeError(f"Variable.{what}: shape {value.shape} does not match the "
+                         f"variable's shape {var.shape}")
+    if value.dtype != var.dtype:
+        raise DTypeError(f"Variable.{what}: dtype {value.dtype} does not match the "
+                         f"variable's dtype {var.dtype}")
+    return value

@@ -1,0 +1,89 @@
+"""Backward-rule plumbing for the op specs (PyTorch's ``derivatives.yaml``, "pattern B").
+
+Each differentiable op declares its rule once, beside its spec, written with ``F``
+functions so that every backend differentiates with no backend-specific code::
+
+    @backward(mul, inputs=(0, 1))
+    def _mul_grad(c, g):
+        a, b = c.inputs
+        return (fit(c, 0, g * b) if c.need[0] else None,
+                fit(c, 1, g * a) if c.need[1] else None)
+
+A rule receives the graph node ``c`` and ``g``, the gradient of the op's first output
+(the only differentiable one of every primitive), and returns one gradient (or ``None``)
+per input. ``c`` offers ``inputs`` / ``outputs`` (the retained data: the indices named in
+``inputs=`` / ``outputs=``, ``None`` elsewhere; scalars are always kept), ``attrs``,
+``need`` (``propagate_down`` per input) and ``in_meta`` (``(shape, dtype)`` per input).
+Declaring what a rule retains lets the graph keep only that (Chainer's
+``retain_inputs``/``retain_outputs``) and check it for in-place modification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .op import Op
+
+
+class _LazyF:
+    """``nnarray.functions``, bound on first use (the op specs are imported before it)."""
+
+    def __getattr__(self, name: str) -> Any:
+        from .. import functions
+        value = getattr(functions, name)
+        setattr(self, name, value)
+        return value
+
+
+F: Any = _LazyF()
+
+
+class Rule:
+    """A backward rule and what it retains; ``inputs`` may be ``attrs -> indices``."""
+
+    __slots__ = ("fn", "inputs", "outputs")
+
+    def __init__(self, fn: Callable, inputs: Any = (), outputs: tuple[int, ...] = ()) -> None:
+        self.fn = fn
+        self.inputs = inputs
+        self.outputs = tuple(outputs)
+
+    def retained_inputs(self, attrs: dict) -> tuple[int, ...]:
+        return self.inputs(attrs) if callable(self.inputs) else self.inputs
+
+
+def backward(op: Op, inputs: Any = (), outputs: tuple[int, ...] = ()) -> Callable:
+    """Decorator: the backward rule of ``op``, retaining ``inputs`` and ``outputs``."""
+    def deco(fn: Callable) -> Callable:
+        op.backward = Rule(fn, tuple(inputs) if not callable(inputs) else inputs, outputs)
+        return fn
+    return deco
+
+
+def sum_to(g: Any, shape: tuple[int, ...]) -> Any:
+    """Sum ``g`` over the axes broadcasting added, so that it has ``shape``."""
+    gs = g.shape
+    if gs == shape:
+        return g
+    lead = len(gs) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
+                                      if s == 1 and gs[i + lead] != 1)
+    if axes:
+        g = F.sum(g, axes, True)
+    return g if g.shape == shape else F.reshape(g, shape)
+
+
+def fit(c: Any, i: int, g: Any) -> Any:
+    """``g`` reduced to input ``i``'s shape and cast to its dtype."""
+    shape, dtype = c.in_meta[i]
+    g = sum_to(g, shape)
+    return g if g.dtype == dtype else F.cast(g, dtype)
+
+
+def unreduce(g: Any, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Any:
+    """A reduction's output gradient reshaped to keep the reduced axes as size 1."""
+    if keepdims:
+        return g
+    keep = tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return g if g.shape == keep else F.reshape(g, keep)
