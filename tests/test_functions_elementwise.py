@@ -207,6 +207,19 @@ def test_unary_extreme_values(backend):
         check(F.exp(A(np.array([-200, 100], np.float32))), np.array([0, np.inf], np.float32))
 
 
+def test_nan_propagates(backend):
+    """numpy semantics: maximum/minimum/relu/clip propagate NaN (unlike C's fmax)."""
+    x = np.array([np.nan, 1.0, -2.0, np.nan], np.float32)
+    y = np.array([0.0, np.nan, 5.0, np.nan], np.float32)
+    check(F.maximum(A(x), A(y)), np.maximum(x, y))
+    check(F.minimum(A(x), A(y)), np.minimum(x, y))
+    check(F.maximum(A(x), 0.0), np.maximum(x, 0.0))
+    check(F.relu(A(x)), np.array([np.nan, 1, 0, np.nan], np.float32))
+    check(F.clip(A(x), -1.0, 0.5), np.clip(x, -1.0, 0.5))
+    check(A(x) < A(y), x < y)
+    check(A(x) != A(x), x != x)
+
+
 @pytest.mark.parametrize("dtype", NUMERIC, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("alpha", [None, 0.2, 0.0, 0, 2], ids=repr)
 def test_leaky_relu(backend, dtype, alpha):

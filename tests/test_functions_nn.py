@@ -84,6 +84,10 @@ def test_softmax_default_axis_and_stability(backend):
     check(F.softmax(A(x)), np.exp(ls), np.float32)
     check(F.log_softmax(A(x)), ls, np.float32)
     assert np.isfinite(np.asarray(F.log_softmax(A(x)))).all()
+    m = np.array([[-np.inf, 0.0, 1.0], [2.0, -np.inf, -np.inf]], np.float32)  # masked logits
+    z = m - m.max(-1, keepdims=True)
+    check(F.softmax(A(m)), np.exp(z) / np.exp(z).sum(-1, keepdims=True))
+    check(F.log_softmax(A(m)), z - np.log(np.exp(z).sum(-1, keepdims=True)))
 
 
 def _sce_ref(x, t, axis):

@@ -95,6 +95,18 @@ def test_max_min_with_infinities(backend):
     check(F.max(A(n), axis=1), n.max(axis=1))
 
 
+def test_nan_propagates(backend):
+    """numpy semantics: max/min/sum of a NaN are NaN; argmax/argmin pick the first NaN."""
+    x = np.array([[1.0, np.nan, 3.0, np.nan], [4.0, 5.0, -1.0, 0.0]], np.float32)
+    for name in ("sum", "mean", "max", "min"):
+        fn, ref = REDUCE[name]
+        check(fn(A(x), axis=1), ref(x, axis=1))
+        check(fn(A(x)), ref(x))
+    check(F.argmax(A(x), axis=1), np.argmax(x, axis=1))
+    check(F.argmin(A(x), axis=1), np.argmin(x, axis=1))
+    check(F.argmax(A(x)), np.argmax(x))
+
+
 ARG = {"argmax": (F.argmax, np.argmax), "argmin": (F.argmin, np.argmin)}
 
 
