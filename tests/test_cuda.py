@@ -1,0 +1,259 @@
+"""The CUDA backend. CPU-side tests (availability reasons, context errors, import
+cost, kernel sources compiling with NVRTC) run everywhere; device tests skip with the
+backend's reason where no GPU is usable (never a fake device)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray.backends.cuda import probe
+
+REASON = nna.backends.why_unavailable("cuda")
+gpu = pytest.mark.skipif(REASON is not None, reason=f"cuda unavailable: {REASON}")
+
+
+def _gpus() -> int:
+    return nna.backends.module("cuda").device_count()
+
+
+two_gpus = pytest.mark.skipif(REASON is not None or _gpus() < 2, reason="needs 2 GPUs")
+
+
+@pytest.fixture
+def reprobe():
+    """Re-run the probe inside the test; restore the real cached reason afterwards."""
+    probe.reset()
+    yield probe
+    probe.reset()
+    probe.why_unavailable()
+
+
+# -- availability, without a GPU -----------------------------------------------------
+def test_registered_and_lazy_import():
+    assert "cuda" in nna.backends.registered()
+    code = ("import sys, nnarray as nna; nna.backends.registered(); "
+            "import nnarray.functions; assert 'cupy' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reason_when_cupy_missing(reprobe, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` fail
+    assert reprobe.why_unavailable() == "cupy not installed"
+
+
+def test_reason_when_cupy_import_breaks(reprobe, monkeypatch):
+    def broken(name, *a, **k):
+        raise ImportError("libcudart.so.12: cannot open shared object file")
+    monkeypatch.setattr(probe.importlib, "import_module", broken)
+    r = reprobe.why_unavailable()
+    assert r.startswith("cupy failed to import: ImportError: libcudart.so.12")
+
+
+def test_reason_is_cached_and_never_raises(reprobe, monkeypatch):
+    calls = []
+
+    def weird(name, *a, **k):
+        calls.append(name)
+        raise RuntimeError("boom")
+    monkeypatch.setattr(probe.importlib, "import_module", weird)
+    first = reprobe.why_unavailable()
+    assert first == "cupy failed to import: RuntimeError: boom"
+    assert reprobe.why_unavailable() is first and calls == ["cupy"]
+
+
+class _RuntimeError(RuntimeError):
+    pass
+
+
+def _runtime(count=None, error=None, driver=0, runtime=12090):
+    def get_count():
+        if error:
+            raise _RuntimeError(error)
+        return count
+    return types.SimpleNamespace(getDeviceCount=get_count, driverGetVersion=lambda: driver,
+                                 runtimeGetVersion=lambda: runtime)
+
+
+def test_diagnose_messages():
+    d = probe.diagnose
+    insufficient = "cudaErrorInsufficientDriver: CUDA driver version is insufficient"
+    assert d(_runtime(count=2)) is None
+    assert d(_runtime(count=0)) == "no CUDA device: the driver reports 0 devices"
+    r = d(_runtime(error="cudaErrorNoDevice: no CUDA-capable device is detected"))
+    assert r.startswith("no CUDA device: ") and "cudaErrorNoDevice" in r
+    r = d(_runtime(error=insufficient, driver=0))
+    assert r.startswith("no CUDA device: no NVIDIA driver found")
+    r = d(_runtime(error=insufficient, driver=11040), "13.0.0")
+    assert r.startswith("CUDA driver too old for this CuPy: the driver supports CUDA 11.4, "
+                        "CuPy 13.0.0 needs CUDA 12.9")
+
+
+@pytest.mark.skipif(REASON is None, reason="a GPU is usable here")
+def test_unavailable_context_errors():
+    before = nna.get_current_context()
+    for spec in ("cuda", "cuda:1", nna.Context("cuda", 0)):
+        with pytest.raises(nna.BackendUnavailableError, match="cuda") as e:
+            with nna.context_scope(spec):
+                pass
+        assert REASON in str(e.value)
+        assert nna.get_current_context() == before
+    with pytest.raises(nna.BackendUnavailableError):
+        nna.set_default_context("cuda")
+    assert nna.get_current_context() == before
+    assert "cuda" not in dict(nna.backends.available())
+    assert nna.backends.module("cuda").device_count() == 0
+
+
+def test_kernel_sources_compile_with_nvrtc():
+    """Every raw kernel, specialized for each dtype, compiles (NVRTC needs no GPU)."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+        nvrtc.getVersion()
+    except Exception as e:  # no CuPy or no NVRTC library here
+        pytest.skip(f"NVRTC unavailable: {type(e).__name__}: {e}")
+    from nnarray.backends.cuda import conv, raw, softmax
+    from nnarray.backends.cuda import random as rnd
+    sources = [(raw.source(s, dt), s) for s in (softmax._SRC, conv._COL2IM, rnd._SRC)
+               for dt in raw.CTYPES]
+    sources += [(raw.specialize(conv._IM2COL, c, c, ""), None) for c, _ in raw.UTYPES.values()]
+    for code, _ in sources:
+        prog = nvrtc.createProgram(code, "k.cu", [], [])
+        try:
+            nvrtc.compileProgram(prog, ["-arch=compute_70"])
+        except Exception:
+            pytest.fail(nvrtc.getProgramLog(prog))
+
+
+# -- on a GPU ----------------------------------------------------------------------
+@gpu
+def test_devices_and_describe():
+    n = _gpus()
+    assert n >= 1
+    descs = dict(nna.backends.available())["cuda"]
+    assert len(descs) == n and descs[0].startswith("cuda:0 (")
+    nna.device_synchronize("cuda")
+
+
+@gpu
+def test_transfers_are_counted_and_lazy_fill_is_free():
+    import cupy
+    a = nna.NdArray.from_numpy_array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    x = a.get_data("r", "cuda")
+    assert isinstance(x, cupy.ndarray) and x.flags.c_contiguous
+    st = nna.transfer_stats()
+    assert st["by_route"][("numpy:0", "cuda:0")] == (1, 24)
+    with nna.context_scope("cuda"):
+        b = a * 2
+        z = nna.zeros((1000,))
+        z += 1
+    assert b.head == "cuda:0" and z.head == "cuda:0"
+    assert nna.transfer_stats()["count"] == 1  # fill materialized on the device
+    np.testing.assert_array_equal(b.numpy(), a.numpy() * 2)
+    assert nna.transfer_stats()["by_route"][("cuda:0", "numpy:0")][0] == 1
+
+
+@gpu
+def test_large_host_copies_are_pinned_and_correct():
+    import cupy
+    with nna.context_scope("cuda"):
+        a = F.rand((1024, 1024), seed=3)
+    h = a.numpy()
+    dev = nna.backends.get_device("cuda", 0)
+    buf = dev.to_host(a.get_data("r", "cuda"))
+    attrs = cupy.cuda.runtime.pointerGetAttributes(buf.ctypes.data)
+    assert attrs.type == cupy.cuda.runtime.memoryTypeHost
+    np.testing.assert_array_equal(buf, h)
+
+
+@gpu
+def test_strict_transfers_on_cuda():
+    a = nna.array([1.0, 2.0])
+    with nna.context_scope("cuda"), nna.strict_transfers():
+        with pytest.raises(nna.TransferError):
+            F.exp(a)
+        x = a.get_data("r")  # explicit is fine
+        assert x.shape == (2,)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
+def test_fused_kernels_match_numpy(dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((4, 3, 6, 5)) * 3).astype(dtype)
+    t = rng.integers(0, 5, (4, 3, 6))
+    W = rng.standard_normal((2, 3, 3, 3)).astype(dtype)
+
+    def run(ctx):
+        with nna.context_scope(ctx):
+            xa, ta, wa = nna.array(x), nna.array(t), nna.array(W)
+            out = [F.sigmoid(xa), F.relu(xa), xa * 0.5, 2 + xa, xa > 1.5,
+                   F.where(xa > 0, xa, 0), F.clip(xa, -1, 2), F.im2col(xa, (3, 2), 1, 1),
+                   F.max_pooling(xa, 2), F.sum(xa, axis=(1, 3)), F.argmax(xa, 2)]
+            if np.dtype(dtype).kind == "f":
+                out += [F.softmax(xa), F.log_softmax(xa, axis=1),
+                        F.softmax_cross_entropy(xa, ta), F.conv2d(xa, wa, pad=1, stride=2),
+                        F.col2im(F.im2col(xa, (3, 3), 2, 1), (3, 6, 5), (3, 3), 2, 1),
+                        F.average_pooling(xa, 2)]
+            return [o.numpy() for o in out]
+
+    tol = {"rtol": 2e-2, "atol": 2e-2} if dtype == np.float16 else {"rtol": 1e-5, "atol": 1e-5}
+    for got, want in zip(run("cuda"), run("numpy")):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), **tol)
+
+
+@gpu
+def test_random_is_seeded_and_dropout_matches_rand():
+    with nna.context_scope("cuda"):
+        a, b, c = (F.rand((500, 40), seed=s).numpy() for s in (1, 1, 2))
+        n = F.randn((100000,), mu=1, sigma=2, seed=5, dtype=np.float64).numpy()
+        x = nna.array(np.ones((64, 64), np.float32))
+        y = F.dropout(x, 0.25, seed=9).numpy()
+        keep = F.rand((64, 64), seed=9).numpy() >= 0.25
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c) and 0 <= a.min() and a.max() < 1
+    assert abs(n.mean() - 1) < 0.05 and abs(n.std() - 2) < 0.05
+    np.testing.assert_array_equal(y, keep / np.float32(0.75))
+
+
+@gpu
+def test_dlpack_with_cupy():
+    import cupy
+    with nna.context_scope("cuda"):
+        a = nna.array(np.arange(6, dtype=np.float32).reshape(2, 3)) * 1
+    assert a.__dlpack_device__() == (2, 0)
+    c = cupy.from_dlpack(a)
+    assert c.data.ptr == a.get_data("r", "cuda").data.ptr  # shared
+    c[0, 0] = 10
+    assert a.numpy()[0, 0] == 10
+    src = cupy.arange(12, dtype=cupy.float64).reshape(3, 4)
+    b = nna.from_dlpack(src)
+    assert b.head == "cuda:0" and b.get_data("r", "cuda").data.ptr == src.data.ptr
+    s = nna.from_dlpack(src[:, ::2])
+    assert s.get_data("r", "cuda").flags.c_contiguous
+    np.testing.assert_array_equal(s.numpy(), cupy.asnumpy(src[:, ::2]))
+    np.testing.assert_array_equal(np.from_dlpack(nna.from_dlpack(src)), cupy.asnumpy(src))
+
+
+@two_gpus
+def test_second_gpu_scoping_and_peer_copy():
+    import cupy
+    with cupy.cuda.Device(0):  # CuPy's current device must not matter
+        with nna.context_scope("cuda:1"):
+            a = F.rand((256, 256), seed=1) + 1
+            r = F.softmax(a)
+    assert a.get_data("r", "cuda:1").data.device_id == 1
+    assert r.head == "cuda:1"
+    nna.reset_transfer_stats()
+    x = a.get_data("r", "cuda:0")
+    assert x.data.device_id == 0
+    assert nna.transfer_stats()["by_route"] == {("cuda:1", "cuda:0"): (1, a.nbytes)}
+    np.testing.assert_array_equal(cupy.asnumpy(x), a.numpy())
+    assert a.__dlpack_device__()[0] == 2
