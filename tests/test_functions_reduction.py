@@ -10,7 +10,9 @@ import nnarray as nna
 import nnarray.functions as F
 
 DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
-AXES = [None, 0, 1, -1, (0, 2), (-1, -3), (2, 0, 1), [1]]
+AXES = [(None, False), (None, True), (0, False), (1, True), (-1, False), (-1, True),
+        ((0, 2), False), ((0, 2), True), ((-1, -3), True), ((2, 0, 1), False),
+        ((2, 0, 1), True), ([1], False)]  # (axis, keepdims)
 REDUCE = {"sum": (F.sum, np.sum), "mean": (F.mean, np.mean), "max": (F.max, np.max),
           "min": (F.min, np.min)}
 
@@ -44,8 +46,7 @@ def axis_arg(axis):
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-@pytest.mark.parametrize("keepdims", [False, True])
-@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("axis, keepdims", AXES, ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("name", list(REDUCE))
 def test_reduce(backend, name, dtype, axis, keepdims):
