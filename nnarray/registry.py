@@ -48,6 +48,11 @@ def kernels(op: str) -> list[str]:
     return sorted(_kernels.get(op, {}), key=lambda n: (n != "numpy", n))
 
 
+def backend_kernels(backend: str) -> dict[str, Callable]:
+    """``{op: kernel}`` registered so far for ``backend`` (without loading anything)."""
+    return {op: impls[backend] for op, impls in _kernels.items() if backend in impls}
+
+
 def fallback_stats() -> dict[tuple[str, str, str], int]:
     """``{(op, from_backend, to_backend): count}`` of dispatches that fell back."""
     return dict(_fallbacks)

@@ -58,8 +58,8 @@ def register(op: str) -> Callable[[Callable], Callable]:
 
 
 def registered() -> dict[str, Callable]:
-    """The kernels registered for CUDA so far (read from the registry's table)."""
-    return {op: impls[BACKEND] for op, impls in registry._kernels.items() if BACKEND in impls}
+    """The kernels registered for CUDA so far."""
+    return registry.backend_kernels(BACKEND)
 
 
 def scope_all(kernels: dict[str, Callable]) -> None:
