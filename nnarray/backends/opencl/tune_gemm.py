@@ -1,0 +1,127 @@
+"""Measure gemm kernel parameter sets on the first OpenCL device that builds programs.
+
+``python -m nnarray.backends.opencl.tune_gemm [--dtype float|double] [--shape M,N,K ...]
+[--rounds R] [--tiles MRxNV ...]`` prints GFLOP/s per configuration (best over rounds; rounds
+interleave the configurations so that load from other processes spreads evenly) and numpy's
+figures before and after the OpenCL runs. Each configuration's result is checked first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from .gemm import CPU_PARAMS, GPU_PARAMS, Gemm
+
+
+def first_working_device() -> cl.Device:
+    """The first device whose platform compiles a trivial kernel."""
+    for platform in cl.get_platforms():
+        for dev in platform.get_devices():
+            try:
+                cl.Program(cl.Context([dev]), "__kernel void f(__global int* a) { a[0] = 1; }"
+                           ).build()
+                return dev
+            except cl.Error:
+                continue
+    raise RuntimeError("no OpenCL device can build programs")
+
+
+def candidates(dtype: str, cpu: bool) -> list[dict[str, Any]]:
+    """Parameter sets to try: register tiles that fit 32 vector registers, a few local sizes."""
+    if not cpu:
+        return [dict(GPU_PARAMS[dtype], tm=tm, tn=tn, tk=tk, wm=w, wn=w)
+                for tm, tn, tk, w in [(64, 64, 16, 4), (128, 128, 16, 8), (32, 32, 16, 2),
+                                      (64, 64, 8, 4)]]
+    vw = 16 if dtype == "float" else 8
+    out = [CPU_PARAMS[dtype]]
+    for mr, nv in itertools.product((4, 5, 6, 7, 8, 10, 12, 14), (1, 2, 3, 4)):
+        if 20 <= mr * nv <= 28 or (nv == 1 and mr >= 8):
+            out.append({"kind": "reg", "mr": mr, "vw": vw, "nv": nv, "lx": 1, "ly": 1})
+    out += [dict(p, rows_first=True) for p in out]
+    for ly in (4, 16):
+        out.append(dict(CPU_PARAMS[dtype], ly=ly))
+    seen, uniq = set(), []
+    for p in out:
+        key = tuple(sorted(p.items()))
+        if key not in seen:
+            seen.add(key)
+            uniq.append(p)
+    return uniq
+
+
+def measure(gemm: Gemm, queue: cl.CommandQueue, params: dict[str, Any], dtype: str,
+            shape: tuple[int, int, int], reps: int = 3) -> float:
+    """Best-of-``reps`` GFLOP/s of one product with ``params`` (queue.finish() timed)."""
+    m, n, k = shape
+    dt = np.float32 if dtype == "float" else np.float64
+    rng = np.random.default_rng(0)
+    a = cla.to_device(queue, rng.standard_normal((m, k)).astype(dt))
+    b = cla.to_device(queue, rng.standard_normal((k, n)).astype(dt))
+    c = cla.empty(queue, (m, n), dt)
+    gemm.params_for = lambda *_: params  # type: ignore[method-assign]
+    gemm(queue, a, b, c, 1, m, n, k, 0, 0)
+    ref = a.get().astype(np.float64) @ b.get().astype(np.float64)
+    if not np.allclose(c.get(), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k)):
+        return float("nan")
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        gemm(queue, a, b, c, 1, m, n, k, 0, 0)
+        queue.finish()
+        best = min(best, time.perf_counter() - t)
+    return 2 * m * n * k / best / 1e9
+
+
+def numpy_gflops(dtype: str, shape: tuple[int, int, int], reps: int = 5) -> float:
+    m, n, k = shape
+    dt = np.float32 if dtype == "float" else np.float64
+    a, b = np.ones((m, k), dt), np.ones((k, n), dt)
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * m * n * k / best / 1e9
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dtype", default="float", choices=["float", "double"])
+    ap.add_argument("--shape", nargs="*", default=["1024,1024,1024", "64,100,1000"])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--tiles", nargs="*", help="only these register tiles, as MRxNV (CPU)")
+    args = ap.parse_args()
+    shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape]
+    before = [numpy_gflops(args.dtype, s) for s in shapes]  # before pocl's threads exist
+    dev = first_working_device()
+    ctx = cl.Context([dev])
+    queue = cl.CommandQueue(ctx)
+    cpu = bool(dev.type & cl.device_type.CPU)
+    gemm = Gemm(ctx, dev)
+    cands = candidates(args.dtype, cpu)
+    if args.tiles:
+        tiles = {tuple(int(x) for x in t.split("x")) for t in args.tiles}
+        cands = [p for p in cands if (p.get("mr"), p.get("nv")) in tiles and p.get("ly", 1) == 1]
+    print(f"device: {dev.name} ({dev.platform.version}); {len(cands)} candidates")
+    best: dict[int, list[float]] = {i: [0.0] * len(shapes) for i in range(len(cands))}
+    for _ in range(args.rounds):
+        for i, p in enumerate(cands):
+            for s, shape in enumerate(shapes):
+                best[i][s] = max(best[i][s], measure(gemm, queue, p, args.dtype, shape))
+    print("GFLOP/s for M,N,K = " + "  ".join(args.shape))
+    for i in sorted(best, key=lambda i: -best[i][0]):
+        p = {key: v for key, v in cands[i].items() if key != "kind"}
+        print("  ".join(f"{g:7.1f}" for g in best[i]), p)
+    print("  ".join(f"{g:7.1f}" for g in before), "numpy, before the OpenCL runs")
+    print("  ".join(f"{numpy_gflops(args.dtype, s):7.1f}" for s in shapes), "numpy, after")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""The OpenCL batched GEMM (nnarray/backends/opencl/gemm.py) against numpy, on the first OpenCL
+device that can build programs: every kernel kind (the register-blocked CPU kernel, the tiled
+GPU kernel run here for correctness, the naive one), edges, tiny and MLP-sized shapes, k = 0,
+broadcast batches, array offsets and float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+cl = pytest.importorskip("pyopencl")
+cla = pytest.importorskip("pyopencl.array")
+
+from nnarray.backends.opencl import gemm as G  # noqa: E402
+
+
+def _working_device():
+    """(device, None) for the first device that compiles a trivial kernel, else (None, why)."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as e:
+        return None, f"no OpenCL platform ({e})"
+    why = "no OpenCL device"
+    for platform in platforms:
+        for dev in platform.get_devices():
+            try:
+                cl.Program(cl.Context([dev]), "__kernel void f(__global int* a) { a[0] = 1; }"
+                           ).build()
+                return dev, None
+            except cl.Error as e:
+                why = f"{dev.name} cannot build OpenCL programs: {str(e).strip()[-160:]}"
+    return None, why
+
+
+@pytest.fixture(scope="module")
+def env():
+    dev, why = _working_device()
+    if dev is None:
+        pytest.skip(why)
+    ctx = cl.Context([dev])
+    return ctx, cl.CommandQueue(ctx), G.Gemm(ctx, dev)
+
+
+RNG = np.random.default_rng(1234)
+
+
+def _check(env, batch, m, n, k, dtype=np.float32, a_bcast=False, b_bcast=False, params=None,
+           offset=0):
+    ctx, queue, gemm = env
+    if dtype == np.float64 and not gemm.fp64:
+        pytest.skip("device has no cl_khr_fp64")
+    a = RNG.standard_normal((1 if a_bcast else batch, m, k)).astype(dtype)
+    b = RNG.standard_normal((1 if b_bcast else batch, k, n)).astype(dtype)
+    if offset:  # views starting `offset` matrices into bigger buffers
+        da = cla.to_device(queue, np.concatenate([np.zeros((offset, m, k), dtype), a]))[offset:]
+        db = cla.to_device(queue, np.concatenate([np.zeros((offset, k, n), dtype), b]))[offset:]
+        dc = cla.zeros(queue, (offset + batch, m, n), dtype)[offset:]
+        assert da.offset and db.offset and dc.offset
+    else:
+        da, db = cla.to_device(queue, a), cla.to_device(queue, b)
+        dc = cla.empty(queue, (batch, m, n), dtype)
+        dc.fill(np.nan)
+    if params is not None:  # force a kernel (built kernels stay cached on `gemm`)
+        gemm.params_for = lambda *_: params
+        gemm._plans.clear()
+    try:
+        gemm(queue, da, db, dc, batch, m, n, k, 0 if a_bcast else m * k,
+             0 if b_bcast else k * n)
+    finally:
+        if params is not None:
+            del gemm.params_for
+            gemm._plans.clear()
+    got = dc.get()
+    ref = np.broadcast_to(np.matmul(a.astype(np.float64), b.astype(np.float64)), (batch, m, n))
+    rtol, scale = (1e-4, 1e-5) if dtype == np.float32 else (1e-10, 1e-13)
+    np.testing.assert_allclose(got, ref, rtol=rtol, atol=scale * np.sqrt(max(k, 1)))
+
+
+SHAPES = [  # (batch, m, n, k)
+    (1, 1, 1, 1), (1, 2, 4, 3), (1, 3, 2, 5), (2, 1, 7, 9), (1, 9, 1, 33), (1, 5, 3, 100),
+    (1, 7, 64, 16), (1, 8, 65, 12), (1, 14, 128, 3), (1, 15, 129, 31), (1, 13, 100, 33),
+    (3, 17, 18, 19), (2, 31, 47, 64), (1, 70, 10, 41), (1, 40, 200, 1), (5, 6, 30, 8),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_float32_shapes(env, shape):
+    _check(env, *shape)
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 4, 3), (1, 15, 129, 31), (2, 9, 20, 17),
+                                   (1, 70, 10, 41)], ids=lambda s: "x".join(map(str, s)))
+def test_float64(env, shape):
+    _check(env, *shape, dtype=np.float64)
+
+
+def test_mlp_shapes(env):
+    for m, n, k in [(64, 100, 1000), (64, 1000, 100), (100, 64, 64), (64, 10, 100)]:
+        _check(env, 1, m, n, k)
+
+
+def test_k_zero_gives_zeros(env):
+    _check(env, 2, 9, 70, 0)
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_broadcast_batch_stride_zero(env, side):
+    _check(env, 4, 11, 37, 13, a_bcast=side == "a", b_bcast=side == "b")
+
+
+def test_offsets_are_honoured(env):
+    _check(env, 2, 5, 21, 6, offset=1)
+    _check(env, 2, 16, 80, 20, dtype=np.float64, offset=2)
+
+
+def test_empty_output_enqueues_nothing(env):
+    ctx, queue, _ = env
+    gemm = G.Gemm(ctx, ctx.devices[0])
+    z = cla.empty(queue, (0,), np.float32)
+    for batch, m, n in [(0, 3, 3), (2, 0, 3), (2, 3, 0)]:
+        gemm(queue, z, z, z, batch, m, n, 4, 0, 0)
+    assert not gemm._plans
+
+
+def test_rejects_other_dtypes(env):
+    ctx, queue, gemm = env
+    x = cla.zeros(queue, (2, 2), np.int32)
+    with pytest.raises(TypeError):
+        gemm(queue, x, x, x, 1, 2, 2, 2, 0, 0)
+
+
+KINDS = {
+    "naive": G.NAIVE,
+    "reg_tuned": G.CPU_PARAMS["float"],
+    "reg_rows_first": dict(G.CPU_PARAMS["float"], mr=3, vw=4, nv=2, rows_first=True),
+    "reg_scalar": dict(G.CPU_PARAMS["float"], mr=2, vw=1, nv=3),
+    "tiled_gpu": G.GPU_PARAMS["float"],
+    "tiled_small": dict(G.GPU_PARAMS["float"], tm=16, tn=32, tk=8, wm=2, wn=4),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kernel_kind(env, kind):
+    """Each kernel, forced, on shapes with edges in every dimension (the GPU kernel too)."""
+    params = KINDS[kind]
+    vw = params.get("vw", 1)
+    for batch, m, n, k in [(1, 1, vw, 1), (2, 19, 70, 23), (1, 64, 129, 40)]:
+        _check(env, batch, m, n, k, params=params)
+    _check(env, 3, 10, 33, 17, a_bcast=True, params=params)
+    if "vw" not in params:  # same kernel source for float64
+        _check(env, 1, 21, 35, 19, dtype=np.float64, params=params)
+
+
+def test_params_shrink_to_small_matrices(env):
+    _, _, gemm = env
+    if not gemm.is_cpu:
+        pytest.skip("register tiles are the CPU kernel")
+    p = gemm.params_for("float", 2, 3, 4)
+    assert (p["mr"], p["vw"], p["nv"]) == (2, 2, 2)
+    big = gemm.params_for("float", 1024, 1024, 1024)
+    assert big == G.CPU_PARAMS["float"]
+
+
+def test_uses_the_given_builder(env):
+    ctx, queue, _ = env
+    seen = []
+
+    def build(source, options):
+        seen.append(source)
+        return cl.Program(ctx, source).build(options)
+
+    gemm = G.Gemm(ctx, ctx.devices[0], build=build)
+    a = cla.to_device(queue, np.ones((1, 3, 4), np.float32))
+    b = cla.to_device(queue, np.ones((1, 4, 5), np.float32))
+    c = cla.empty(queue, (1, 3, 5), np.float32)
+    for _ in range(3):
+        gemm(queue, a, b, c, 1, 3, 5, 4, 12, 20)
+    np.testing.assert_array_equal(c.get(), np.full((1, 3, 5), 4.0, np.float32))
+    assert len(seen) == 1 and "__kernel void gemm" in seen[0]
+
+
+def test_sources_generate_for_all_parameter_sets():
+    """Source generation needs no device (covers the GPU parameters where no GPU exists)."""
+    for t in ("float", "double"):
+        for p in (G.CPU_PARAMS[t], G.GPU_PARAMS[t], G.NAIVE):
+            src = G.gemm_source(t, p)
+            assert "__kernel" in src and "void gemm(" in src and src.count("{") == src.count("}")
