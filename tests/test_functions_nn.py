@@ -14,6 +14,16 @@ def A(a) -> nna.NdArray:
     return nna.NdArray.from_numpy_array(np.asarray(a))
 
 
+def ids(v) -> str:
+    """Readable test ids: dtype names, not ``<class 'numpy.float32'>`` (keeps ``-k numpy``
+    selecting the numpy backend only)."""
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return np.dtype(v).name
+    if isinstance(v, (tuple, list)):
+        return "(" + ",".join(ids(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return str(v).replace(" ", "")
+
+
 def check(got, want, dtype=None) -> None:
     want = np.asarray(want)
     if dtype is not None:
@@ -37,7 +47,7 @@ MATMUL_SHAPES = [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)),
                  ((1, 1), (1, 1)), ((33, 65), (65, 17)), ((3, 0), (0, 2))]
 
 
-@pytest.mark.parametrize("sa, sb", MATMUL_SHAPES, ids=str)
+@pytest.mark.parametrize("sa, sb", MATMUL_SHAPES, ids=ids)
 def test_matmul(backend, sa, sb):
     a, b = randn(*sa, seed=1), randn(*sb, seed=2)
     check(F.matmul(A(a), A(b)), np.matmul(a, b))
@@ -46,7 +56,7 @@ def test_matmul(backend, sa, sb):
 
 @pytest.mark.parametrize("da, db", [(np.float64, np.float64), (np.float16, np.float16),
                                     (np.int32, np.int32), (np.int64, np.int64),
-                                    (np.float32, np.float64), (np.int32, np.float32)], ids=str)
+                                    (np.float32, np.float64), (np.int32, np.float32)], ids=ids)
 def test_matmul_dtypes(backend, da, db):
     rng = np.random.default_rng(3)
     a = rng.integers(-3, 4, (2, 3, 5)).astype(da)  # small ints: exact in every dtype
@@ -55,7 +65,7 @@ def test_matmul_dtypes(backend, da, db):
 
 
 @pytest.mark.parametrize("xs, bias", [((4, 6), "vec"), ((4, 2, 3), "vec"), ((4, 2, 3), None),
-                                      ((4, 1, 2, 3), "row"), ((1, 6), "vec")], ids=str)
+                                      ((4, 1, 2, 3), "row"), ((1, 6), "vec")], ids=ids)
 def test_affine(backend, xs, bias):
     x, W = randn(*xs, seed=1), randn(6, 5, seed=2)
     b = {"vec": randn(5, seed=3), "row": randn(1, 5, seed=3), None: None}[bias]
@@ -65,9 +75,9 @@ def test_affine(backend, xs, bias):
 
 # -- softmax family and losses -----------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16],
-                         ids=lambda d: np.dtype(d).name)
+                         ids=ids)
 @pytest.mark.parametrize("shape, axis", [((4, 7), -1), ((4, 7), 0), ((2, 3, 5), 1),
-                                         ((2, 3, 5), -3), ((6,), 0), ((3, 1000), 1)], ids=str)
+                                         ((2, 3, 5), -3), ((6,), 0), ((3, 1000), 1)], ids=ids)
 def test_softmax_and_log_softmax(backend, dtype, shape, axis):
     x = randn(*shape, seed=4).astype(np.float64) * 3
     z = x - x.max(axis=axis, keepdims=True)
@@ -97,11 +107,11 @@ def _sce_ref(x, t, axis):
     return -np.squeeze(np.take_along_axis(ls, np.expand_dims(t, axis), axis=axis), axis)
 
 
-@pytest.mark.parametrize("tdtype", [np.int32, np.int64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("tdtype", [np.int32, np.int64], ids=ids)
 @pytest.mark.parametrize("xs, axis, labels", [((5, 4), -1, "plain"), ((5, 4), 1, "nnabla"),
                                               ((2, 4, 3), 1, "plain"), ((2, 3, 4), -1, "plain"),
                                               ((4, 2, 3), 0, "plain"), ((6,), 0, "plain")],
-                         ids=str)
+                         ids=ids)
 def test_softmax_cross_entropy(backend, tdtype, xs, axis, labels):
     x = randn(*xs, seed=5) * 2
     a = axis % x.ndim
@@ -118,8 +128,8 @@ def test_softmax_cross_entropy_default_axis(backend):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16],
-                         ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("shape", [(4, 3), (7,), (2, 3, 4)], ids=str)
+                         ids=ids)
+@pytest.mark.parametrize("shape", [(4, 3), (7,), (2, 3, 4)], ids=ids)
 def test_mean_squared_error(backend, dtype, shape):
     x, t = randn(*shape, seed=8), randn(*shape, seed=9)
     got = F.mean_squared_error(A(x.astype(dtype)), A(t.astype(dtype)))
@@ -166,8 +176,8 @@ CONV_CASES = [  # x shape, W shape, kwargs
 ]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("xs, ws, kw", CONV_CASES, ids=lambda v: str(v).replace(" ", ""))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=ids)
+@pytest.mark.parametrize("xs, ws, kw", CONV_CASES, ids=ids)
 def test_conv2d(backend, dtype, xs, ws, kw):
     kw = dict(kw)
     x, W = randn(*xs, dtype=dtype, seed=10), randn(*ws, dtype=dtype, seed=11)
@@ -205,7 +215,7 @@ POOL_CASES = [((2, 3, 6, 6), 2, None, 0), ((2, 3, 7, 5), 2, None, 0), ((1, 2, 7,
 
 
 @pytest.mark.parametrize("mode", ["max", "average"])
-@pytest.mark.parametrize("xs, k, s, p", POOL_CASES, ids=lambda v: str(v).replace(" ", ""))
+@pytest.mark.parametrize("xs, k, s, p", POOL_CASES, ids=ids)
 def test_pooling(backend, mode, xs, k, s, p):
     x = randn(*xs, seed=13) - 3  # mostly negative: zero padding must not win a max
     fn = F.max_pooling if mode == "max" else F.average_pooling
@@ -214,7 +224,7 @@ def test_pooling(backend, mode, xs, k, s, p):
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16, np.float64],
-                         ids=lambda d: np.dtype(d).name)
+                         ids=ids)
 def test_max_pooling_dtypes(backend, dtype):
     x = (np.random.default_rng(14).integers(-50, 50, (1, 2, 4, 4)) - 2**40 *
          (np.dtype(dtype) == np.int64)).astype(dtype)
@@ -233,7 +243,7 @@ def test_dropout_scaling_and_ratio(backend):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
-                         ids=lambda d: np.dtype(d).name)
+                         ids=ids)
 def test_dropout_seed_and_identity(backend, dtype):
     x = randn(64, 32, dtype=dtype, seed=16)
     a = A(x)
@@ -255,7 +265,7 @@ def test_dropout_seed_and_identity(backend, dtype):
                                               ((8, 3, 4, 5), (1,), "full"),
                                               ((16, 6), (1,), "compact"),
                                               ((4, 5, 3), (2,), "full"),
-                                              ((4, 3, 5), (1, 2), "compact")], ids=str)
+                                              ((4, 3, 5), (1, 2), "compact")], ids=ids)
 def test_batch_normalization(backend, xs, axes, pshape):
     rng = np.random.default_rng(17)
     x = (rng.standard_normal(xs) * 2 + 1).astype(np.float32)
@@ -303,7 +313,7 @@ def test_batch_normalization_defaults(backend):
 
 
 @pytest.mark.parametrize("xd, pd", [(np.float16, np.float32), (np.float64, np.float32),
-                                    (np.float32, np.float64)], ids=str)
+                                    (np.float32, np.float64)], ids=ids)
 def test_batch_normalization_mixed_precision(backend, xd, pd):
     """The output has x's dtype whatever the parameters' (float16 activations with float32
     statistics); the statistics keep theirs."""
@@ -329,7 +339,7 @@ def test_cast_function(backend):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16],
-                         ids=lambda d: np.dtype(d).name)
+                         ids=ids)
 def test_rand(backend, dtype):
     a = F.rand((200, 50), low=-2.0, high=3.0, seed=5, dtype=dtype)
     assert a.shape == (200, 50) and a.dtype == np.dtype(dtype)
@@ -344,7 +354,7 @@ def test_rand(backend, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16],
-                         ids=lambda d: np.dtype(d).name)
+                         ids=ids)
 def test_randn(backend, dtype):
     a = F.randn((100, 100), mu=1.5, sigma=2.0, seed=9, dtype=dtype)
     assert a.shape == (100, 100) and a.dtype == np.dtype(dtype)

@@ -21,6 +21,16 @@ def A(a) -> nna.NdArray:
     return nna.NdArray.from_numpy_array(np.asarray(a))
 
 
+def ids(v) -> str:
+    """Readable test ids: dtype names, not ``<class 'numpy.float32'>`` (keeps ``-k numpy``
+    selecting the numpy backend only)."""
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return np.dtype(v).name
+    if isinstance(v, (tuple, list)):
+        return "(" + ",".join(ids(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return str(v).replace(" ", "")
+
+
 def check(got, want) -> None:
     want = np.asarray(want)
     assert isinstance(got, nna.NdArray)
@@ -46,8 +56,8 @@ def axis_arg(axis):
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-@pytest.mark.parametrize("axis, keepdims", AXES, ids=str)
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("axis, keepdims", AXES, ids=ids)
+@pytest.mark.parametrize("dtype", DTYPES, ids=ids)
 @pytest.mark.parametrize("name", list(REDUCE))
 def test_reduce(backend, name, dtype, axis, keepdims):
     fn, ref = REDUCE[name]
@@ -57,7 +67,7 @@ def test_reduce(backend, name, dtype, axis, keepdims):
 
 @pytest.mark.parametrize("shape, axis", [((37, 129), 0), ((37, 129), 1), ((37, 129), None),
                                          ((3, 1000), -1), ((1025,), 0), ((2, 64, 65), (0, 2))],
-                         ids=str)
+                         ids=ids)
 @pytest.mark.parametrize("name", list(REDUCE))
 def test_reduce_larger(backend, name, shape, axis):
     x = sample(shape, np.float32, -8, 8, seed=1)
@@ -112,9 +122,9 @@ ARG = {"argmax": (F.argmax, np.argmax), "argmin": (F.argmin, np.argmin)}
 
 
 @pytest.mark.parametrize("keepdims", [False, True])
-@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1, -3], ids=str)
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1, -3], ids=ids)
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64],
-                         ids=lambda d: np.dtype(d).name)
+                         ids=ids)
 @pytest.mark.parametrize("name", list(ARG))
 def test_argmax_argmin(backend, name, dtype, axis, keepdims):
     fn, ref = ARG[name]
@@ -123,7 +133,7 @@ def test_argmax_argmin(backend, name, dtype, axis, keepdims):
 
 
 @pytest.mark.parametrize("shape, axis", [((37, 129), 0), ((37, 129), 1), ((37, 129), None),
-                                         ((2, 1000), -1)], ids=str)
+                                         ((2, 1000), -1)], ids=ids)
 def test_argmax_larger(backend, shape, axis):
     x = np.random.default_rng(2).permutation(np.prod(shape)).reshape(shape).astype(np.float32)
     check(F.argmax(A(x), axis=axis), np.argmax(x, axis=axis))
