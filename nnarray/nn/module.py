@@ -1,0 +1,145 @@
+"""``Module``: a container of parameters, state arrays and sub-modules (Chainer's Link).
+
+Attributes register themselves by type when assigned: a ``grad.Variable`` with
+``need_grad=True`` is a parameter, any other Variable or an ``NdArray`` is state (e.g.
+batch-norm running statistics), a ``Module`` is a child. Names are dotted paths in
+assignment order; ``save``/``load`` cover parameters and state.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .. import grad
+from ..context import Context
+from ..ndarray import NdArray
+from . import parameter as _p
+from . import serialization as _io
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, (NdArray, grad.Variable))
+
+
+class Module:
+    """Base class of layers and models: assign parameters and sub-modules as attributes,
+    implement ``forward``, call the module like a function."""
+
+    training: bool
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Module:
+        self = super().__new__(cls)
+        object.__setattr__(self, "_arrays", {})
+        object.__setattr__(self, "_children", {})
+        object.__setattr__(self, "training", True)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._arrays.pop(name, None)
+        self._children.pop(name, None)
+        if isinstance(value, Module):
+            self._children[name] = value
+        elif _is_array(value):
+            self._arrays[name] = value
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._arrays.pop(name, None)
+        self._children.pop(name, None)
+        object.__delattr__(self, name)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # -- traversal -------------------------------------------------------------------
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """Direct sub-modules in registration order."""
+        yield from self._children.items()
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """This module and every descendant, with dotted names (``""`` for self)."""
+        yield prefix, self
+        for name, child in self._children.items():
+            yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def named_arrays(self) -> dict[str, Any]:
+        """Every parameter and state array, ``{dotted_name: Variable or NdArray}``."""
+        out: dict[str, Any] = {}
+        for prefix, m in self.named_modules():
+            for name, a in m._arrays.items():
+                out[f"{prefix}.{name}" if prefix else name] = a
+        return out
+
+    def parameters(self) -> dict[str, Any]:
+        """Ordered ``{dotted_name: Variable}`` of the trainable (``need_grad``) Variables."""
+        return {k: v for k, v in self.named_arrays().items()
+                if isinstance(v, grad.Variable) and v.need_grad}
+
+    def state(self) -> dict[str, Any]:
+        """The non-trainable arrays (running statistics and the like)."""
+        params = self.parameters()
+        return {k: v for k, v in self.named_arrays().items() if k not in params}
+
+    # -- modes and gradients ---------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        """Set ``.training`` on this module and every descendant; returns self."""
+        for _, m in self.named_modules():
+            object.__setattr__(m, "training", bool(mode))
+        return self
+
+    def eval(self) -> Module:
+        """Evaluation mode (dropout off, batch norm uses running statistics)."""
+        return self.train(False)
+
+    def zero_grad(self) -> None:
+        """Zero every parameter's gradient (lazily: no allocation, no transfer)."""
+        for p in self.parameters().values():
+            g = p.grad
+            if g is not None:
+                g.zero()
+
+    def to(self, ctx: Context | str) -> Module:
+        """Move every parameter and state array to ``ctx`` (explicit transfers)."""
+        for a in self.named_arrays().values():
+            _p.place(_p.storage(a), ctx)
+        return self
+
+    # -- checkpoints -----------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write every parameter and state array to an ``.npz`` file, atomically."""
+        _io.save_npz(path, {k: _p.to_host(a) for k, a in self.named_arrays().items()})
+
+    def load(self, path: str | os.PathLike) -> None:
+        """Read a checkpoint written by ``save``.
+
+        Every entry is checked (missing, extra, shape, dtype) before anything is
+        assigned: on ``CheckpointError`` the module is unchanged. Values go back to the
+        device that held each array.
+        """
+        arrays = self.named_arrays()
+        found = _io.load_checked(path, array_summary(arrays))
+        for k, a in arrays.items():
+            _p.write(a, found[k])
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        for name, child in self._children.items():
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return lines[0] + ")" if len(lines) == 1 else "\n".join(lines) + "\n)"
+
+    def extra_repr(self) -> str:
+        """Arguments shown by ``repr``."""
+        return ""
+
+
+def array_summary(arrays: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """``{name: (shape, dtype)}`` of a dict of Variables / NdArrays."""
+    return {k: (tuple(a.shape), _p.storage(a).dtype) for k, a in arrays.items()}

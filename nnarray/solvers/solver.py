@@ -1,0 +1,134 @@
+"""``Solver``: the base of the optimizers; keeps parameters, per-parameter state and the
+step count, and runs each update on the device that holds the parameter.
+
+Updates are NdArray in-place ops and ``F`` calls on the parameter's device, so a step
+moves no data between devices. State arrays are created lazily zero-filled: they
+materialize on the parameter's device at the first update, with no transfer.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import grad
+from ..context import Context, context_scope, get_current_context
+from ..ndarray import NdArray, zeros
+from ..nn import parameter as _p
+from ..nn import serialization as _io
+
+
+def _as_dict(params: Mapping[str, Any] | Iterable[Any]) -> dict[str, Any]:
+    if isinstance(params, Mapping):
+        items = dict(params)
+    else:
+        items = {str(i): p for i, p in enumerate(params)}
+    for name, p in items.items():
+        if not isinstance(p, grad.Variable):
+            raise TypeError(f"set_parameters: {name!r} is a {type(p).__name__}, expected a "
+                            "grad.Variable")
+    return items
+
+
+class Solver(ABC):
+    """Base class: ``set_parameters``, ``zero_grad``, ``weight_decay``, ``update``,
+    ``save_states``/``load_states``. Subclasses name their state (``state_names``) and
+    implement ``update_one``."""
+
+    state_names: tuple[str, ...] = ()
+
+    def __init__(self, lr: float) -> None:
+        if lr < 0:
+            raise ValueError(f"{type(self).__name__}: lr must be >= 0, got {lr}")
+        self.lr = float(lr)
+        self.t = 0
+        self.params: dict[str, Any] = {}
+        self.states: dict[str, dict[str, NdArray]] = {}
+        self._contexts: dict[str, Context] = {}
+
+    def set_parameters(self, params: Mapping[str, Any] | Iterable[Any]) -> None:
+        """Take ``{name: Variable}`` (e.g. ``module.parameters()``) or a sequence of
+        Variables; new parameters get fresh state, known ones keep theirs."""
+        items = _as_dict(params)
+        old, self.params, self.states = self.states, items, {}
+        for k, p in items.items():
+            st = old.get(k)
+            if st is None or any(a.shape != p.shape for a in st.values()):
+                st = {s: zeros(p.shape, p.data.dtype) for s in self.state_names}
+            self.states[k] = st
+
+    def zero_grad(self) -> None:
+        """Zero every parameter's gradient (lazily)."""
+        for p in self.params.values():
+            if p.grad is not None:
+                p.grad.zero()
+
+    def weight_decay(self, rate: float) -> None:
+        """``grad += rate * data`` for every parameter (call before ``update``)."""
+        if rate == 0:
+            return
+        for p in self._trainable():
+            g = p.grad
+            with self._scope(p):
+                g += p.data * rate
+
+    def update(self) -> None:
+        """One optimization step for every parameter with a gradient."""
+        self.t += 1
+        for name, p in self.params.items():
+            if p.need_grad and p.grad is not None:
+                with self._scope(p):
+                    self.update_one(p.data, p.grad, self.states[name])
+
+    @abstractmethod
+    def update_one(self, w: NdArray, g: NdArray, state: dict[str, NdArray]) -> None:
+        """Update the parameter data ``w`` in place from its gradient ``g``."""
+
+    def learning_rate(self) -> float:
+        return self.lr
+
+    def set_learning_rate(self, lr: float) -> None:
+        self.lr = float(lr)
+
+    # -- state checkpoints -------------------------------------------------------------
+    def save_states(self, path: str | os.PathLike) -> None:
+        """Write the step count and every state array to an ``.npz`` file, atomically."""
+        arrays = {f"{k}/{s}": _p.to_host(a) for k, st in self.states.items()
+                  for s, a in st.items()}
+        arrays["t"] = np.array(self.t, np.int64)
+        _io.save_npz(path, arrays)
+
+    def load_states(self, path: str | os.PathLike) -> None:
+        """Read ``save_states`` output for the same parameters; validated before any
+        state changes (``nn.CheckpointError`` naming the offending entries)."""
+        expected = {f"{k}/{s}": (a.shape, a.dtype) for k, st in self.states.items()
+                    for s, a in st.items()}
+        expected["t"] = ((), np.dtype(np.int64))
+        found = _io.load_checked(path, expected)
+        for k, st in self.states.items():
+            where = self.params[k].data.head
+            for s, a in st.items():
+                _p.write(a, found[f"{k}/{s}"], where)
+        self.t = int(found["t"])
+
+    # -- helpers -------------------------------------------------------------------
+    def _trainable(self) -> Iterable[Any]:
+        return (p for p in self.params.values() if p.need_grad and p.grad is not None)
+
+    def _scope(self, p: Any):
+        """A context scope on the device that holds ``p``'s data."""
+        cur = get_current_context()
+        head = p.data.head
+        if head is None or head == cur.key:
+            return context_scope(cur)
+        ctx = self._contexts.get(head)
+        if ctx is None:
+            ctx = self._contexts[head] = Context.parse(head, cur.fallback)
+        return context_scope(ctx)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(lr={self.lr}, t={self.t}, params={len(self.params)})"

@@ -1,0 +1,195 @@
+"""A small training loop in the spirit of Chainer's Trainer.
+
+``Trainer(model, solver).fit((x, t), epochs, val=(xv, tv))`` iterates seeded, shuffled
+minibatches of numpy datasets, uploads each batch explicitly to the current context, runs
+forward/backward/update there, shows a tqdm progress bar, prints one report line per epoch
+(loss, accuracy, elapsed) and can append each report to a JSON-lines log. Loss and
+accuracy accumulate on the device and are read once per epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
+
+import numpy as np
+from tqdm import tqdm
+
+from . import functions as F
+from . import grad
+from .ndarray import NdArray, zeros
+from .nn.module import Module
+from .nn.parameter import place
+from .solvers.solver import Solver
+
+
+def minibatches(n: int, batch_size: int, shuffle: bool = True,
+                rng: np.random.Generator | None = None,
+                drop_last: bool = False) -> Iterator[np.ndarray]:
+    """Index arrays covering ``range(n)`` in batches (a seeded permutation if ``shuffle``)."""
+    if batch_size <= 0:
+        raise ValueError(f"minibatches: batch_size must be positive, got {batch_size}")
+    order = (rng or np.random.default_rng()).permutation(n) if shuffle else np.arange(n)
+    stop = n - n % batch_size if drop_last else n
+    for i in range(0, stop, batch_size):
+        yield order[i:i + batch_size]
+
+
+def variable(a: np.ndarray) -> Any:
+    """A no-grad ``grad.Variable`` holding ``a`` on the current context (explicit upload)."""
+    v = grad.Variable.from_numpy_array(np.ascontiguousarray(a), need_grad=False)
+    place(v.data)
+    return v
+
+
+def softmax_cross_entropy_loss(y: Any, t: Any) -> Any:
+    """Mean cross entropy of logits ``y`` against integer labels ``t``."""
+    return F.mean(F.softmax_cross_entropy(y, t))
+
+
+def _count_correct(y: NdArray, t: NdArray) -> NdArray | None:
+    """Number of rows whose argmax equals the label (on the device), or None when the
+    output is not a classification."""
+    if y.ndim != 2 or t.ndim != 1 or t.dtype.kind not in "iu":
+        return None
+    hit = F.equal(F.argmax(y, axis=1), F.cast(t, np.int64))
+    return F.sum(F.cast(hit, np.float32))
+
+
+class _Meter:
+    """Running sums of loss and correct predictions kept on the device."""
+
+    def __init__(self) -> None:
+        self.loss: NdArray = zeros(())
+        self.correct: NdArray | None = zeros(())
+        self.n = 0
+
+    def add(self, loss: NdArray, y: NdArray, t: NdArray) -> None:
+        n = y.shape[0] if y.ndim else 1
+        self.loss += F.cast(loss, np.float32) * float(n)
+        c = _count_correct(y, t) if self.correct is not None else None
+        if c is None:
+            self.correct = None
+        else:
+            self.correct += c
+        self.n += n
+
+    def read(self) -> dict[str, float]:
+        n = max(self.n, 1)
+        out = {"loss": float(self.loss.get_data("r", "numpy")) / n}
+        if self.correct is not None:
+            out["accuracy"] = float(self.correct.get_data("r", "numpy")) / n
+        return out
+
+
+class Trainer:
+    """Trains ``model`` with ``solver`` on numpy datasets under the current context.
+
+    ``loss_fn(y, t)`` returns a scalar (default: mean softmax cross entropy); ``seed``
+    seeds the shuffling; ``log_path`` appends one JSON object per epoch; ``progress``
+    shows a tqdm bar; ``report`` prints one line per epoch to ``out``.
+    """
+
+    def __init__(self, model: Module, solver: Solver,
+                 loss_fn: Callable[[Any, Any], Any] = softmax_cross_entropy_loss,
+                 batch_size: int = 32, shuffle: bool = True, seed: int = 0,
+                 weight_decay: float = 0.0, log_path: str | os.PathLike | None = None,
+                 progress: bool = True, report: bool = True, out: TextIO | None = None) -> None:
+        self.model, self.solver, self.loss_fn = model, solver, loss_fn
+        self.batch_size, self.shuffle = int(batch_size), bool(shuffle)
+        self.rng = np.random.default_rng(seed)
+        self.decay = float(weight_decay)
+        self.log_path = log_path
+        self.progress, self.report = progress, report
+        self.out = out or sys.stdout
+        self.epoch = 0
+        self.iteration = 0
+        self.history: list[dict[str, Any]] = []
+        if not solver.params:
+            solver.set_parameters(model.parameters())
+
+    def step(self, x: np.ndarray, t: np.ndarray) -> tuple[Any, Any, Any]:
+        """One iteration on a batch: forward, backward, update. Returns ``(loss, y, t)``
+        Variables; nothing moves between devices but the explicit batch upload."""
+        xv, tv = variable(x), variable(t)
+        self.model.train()
+        self.solver.zero_grad()
+        with grad.auto_forward():
+            y = self.model(xv)
+            loss = self.loss_fn(y, tv)
+        loss.backward()
+        if self.decay:
+            self.solver.weight_decay(self.decay)
+        self.solver.update()
+        self.iteration += 1
+        return loss, y, tv
+
+    def evaluate(self, x: np.ndarray, t: np.ndarray,
+                 batch_size: int | None = None) -> dict[str, float]:
+        """Loss (and accuracy for classifiers) in evaluation mode without a graph."""
+        was_training = self.model.training
+        self.model.eval()
+        meter = _Meter()
+        try:
+            with grad.no_grad(), grad.auto_forward():
+                for idx in minibatches(len(x), batch_size or self.batch_size, shuffle=False):
+                    tv = variable(t[idx])
+                    y = self.model(variable(x[idx]))
+                    meter.add(self.loss_fn(y, tv).data, y.data, tv.data)
+        finally:
+            self.model.train(was_training)
+        return meter.read()
+
+    def fit(self, train: tuple[np.ndarray, np.ndarray], epochs: int,
+            val: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict[str, Any]]:
+        """Train for ``epochs`` epochs; returns (and keeps in ``history``) one record per
+        epoch: ``epoch``, ``iteration``, ``loss``, ``accuracy``, ``val/...``, ``elapsed``."""
+        x, t = train
+        if len(x) != len(t):
+            raise ValueError(f"Trainer.fit: {len(x)} inputs but {len(t)} targets")
+        per_epoch = -(-len(x) // self.batch_size)
+        start = time.perf_counter()
+        bar = tqdm(total=epochs * per_epoch, disable=not self.progress, leave=False,
+                   unit="it", file=self.out, dynamic_ncols=True)
+        try:
+            for _ in range(epochs):
+                rec = self._epoch(x, t, bar)
+                if val is not None:
+                    rec.update({f"val/{k}": v for k, v in self.evaluate(*val).items()})
+                rec["elapsed"] = time.perf_counter() - start
+                self._record(rec, bar)
+        finally:
+            bar.close()
+        return self.history
+
+    def _epoch(self, x: np.ndarray, t: np.ndarray, bar: Any) -> dict[str, Any]:
+        meter = _Meter()
+        self.epoch += 1
+        bar.set_description(f"epoch {self.epoch}")
+        for idx in minibatches(len(x), self.batch_size, self.shuffle, self.rng):
+            loss, y, tv = self.step(x[idx], t[idx])
+            meter.add(loss.data, y.data, tv.data)
+            bar.update(1)
+        return {"epoch": self.epoch, "iteration": self.iteration, **meter.read()}
+
+    def _record(self, rec: dict[str, Any], bar: Any) -> None:
+        self.history.append(rec)
+        if self.report:
+            bar.write(format_report(rec), file=self.out)
+        if self.log_path is not None:
+            with open(self.log_path, "a") as f:
+                f.write(json.dumps(rec) + "\n")
+
+
+def format_report(rec: dict[str, Any]) -> str:
+    """One line: ``epoch 3  iter 120  loss 0.1234  accuracy 0.9650  ...  elapsed 1.2s``."""
+    parts = [f"epoch {rec['epoch']:>3}", f"iter {rec['iteration']:>6}"]
+    for k, v in rec.items():
+        if k not in ("epoch", "iteration", "elapsed"):
+            parts.append(f"{k} {v:.4f}")
+    parts.append(f"elapsed {rec['elapsed']:.1f}s")
+    return "  ".join(parts)

@@ -1,0 +1,245 @@
+"""nn: parameter registration, layers, train/eval switching, initializers, checkpoints."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray import grad, nn
+from nnarray.nn import initializers as I
+
+
+class Net(nn.Module):
+    def __init__(self, rng=None):
+        self.l1 = nn.Linear(4, 3, rng=rng)
+        self.bn = nn.BatchNorm(3)
+        self.head = nn.Sequential(nn.Linear(3, 2, rng=rng), nn.relu, nn.Dropout(0.5))
+
+    def forward(self, x):
+        return self.head(nn.relu(self.bn(self.l1(x))))
+
+
+def host(a) -> np.ndarray:
+    return np.array((a if isinstance(a, nna.NdArray) else a.data).get_data("r", "numpy"))
+
+
+def run_step(model, x):
+    with grad.auto_forward():
+        loss = F.sum(model(grad.Variable.from_numpy_array(x)))
+    loss.backward()
+    return loss
+
+
+# -- registration ---------------------------------------------------------------------
+def test_parameters_are_ordered_dotted_names():
+    m = Net()
+    assert list(m.parameters()) == ["l1.W", "l1.b", "bn.gamma", "bn.beta", "head.0.W",
+                                    "head.0.b"]
+    assert all(isinstance(v, grad.Variable) and v.need_grad for v in m.parameters().values())
+    assert list(m.state()) == ["bn.running_mean", "bn.running_var"]
+    assert [n for n, _ in m.named_modules()] == ["", "l1", "bn", "head", "head.0", "head.2"]
+
+
+def test_attribute_kinds_and_reassignment():
+    m = nn.Module()
+    m.w = grad.Variable((2,), need_grad=True)
+    m.frozen = grad.Variable((2,), need_grad=False)
+    m.buf = nna.zeros(3)
+    m.plain = np.zeros(3)
+    assert list(m.parameters()) == ["w"]
+    assert list(m.state()) == ["frozen", "buf"]
+    m.w = None
+    del m.buf
+    assert m.parameters() == {} and list(m.state()) == ["frozen"]
+    m.frozen.need_grad = True
+    assert list(m.parameters()) == ["frozen"]
+
+
+def test_call_is_forward_and_missing_forward_is_clear():
+    class Twice(nn.Module):
+        def forward(self, x):
+            return x * 2
+    assert float(Twice()(nna.array(3.0))) == 6.0
+    with pytest.raises(NotImplementedError, match="Module does not define forward"):
+        nn.Module()(1)
+
+
+def test_activations_are_the_F_functions():
+    assert nn.relu is F.relu and nn.sigmoid is F.sigmoid and nn.tanh is F.tanh
+    assert nn.softmax is F.softmax and nn.leaky_relu is F.leaky_relu
+
+
+# -- layers ---------------------------------------------------------------------------
+def test_linear_shapes_device_and_forward(backend):
+    lin = nn.Linear(5, 3, rng=np.random.default_rng(0))
+    assert lin.W.shape == (5, 3) and lin.b.shape == (3,)
+    assert lin.W.data.head == f"{backend}:0"
+    x = np.random.default_rng(1).standard_normal((2, 5)).astype(np.float32)
+    with grad.auto_forward():
+        y = lin(grad.Variable.from_numpy_array(x))
+    np.testing.assert_allclose(host(y), x @ host(lin.W) + host(lin.b), rtol=1e-5, atol=1e-5)
+    assert list(nn.Linear(5, 3, bias=False).parameters()) == ["W"]
+
+
+def test_conv2d_shapes_and_forward():
+    conv = nn.Conv2d(2, 4, 3, stride=1, pad=1, rng=np.random.default_rng(0))
+    assert conv.W.shape == (4, 2, 3, 3) and conv.b.shape == (4,)
+    x = nna.array(np.random.default_rng(1).standard_normal((1, 2, 5, 5)).astype(np.float32))
+    with grad.auto_forward():
+        y = conv(grad.Variable.from_ndarray(x))
+    ref = F.conv2d(x, conv.W.data, conv.b.data, stride=1, pad=1)
+    np.testing.assert_array_equal(host(y), host(ref))
+    assert nn.Conv2d(1, 1, (3, 2), bias=False).W.shape == (1, 1, 3, 2)
+
+
+def test_train_eval_propagates_to_children():
+    m = Net()
+    assert all(mod.training for _, mod in m.named_modules())
+    assert m.eval() is m
+    assert not any(mod.training for _, mod in m.named_modules())
+    m.train()
+    assert m.head[2].training
+
+
+def test_dropout_only_in_training():
+    d = nn.Dropout(0.5)
+    x = nna.ones((100, 100))
+    y = host(d(x))
+    assert set(np.unique(y)) == {0.0, 2.0} and 0.4 < (y == 0).mean() < 0.6
+    d.eval()
+    np.testing.assert_array_equal(host(d(x)), 1.0)
+    with pytest.raises(ValueError, match="p must be"):
+        nn.Dropout(1.0)
+
+
+def test_batchnorm_training_updates_statistics_eval_uses_them():
+    bn = nn.BatchNorm(3, decay=0.9)
+    x = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32) * 2 + 1
+    with grad.auto_forward():
+        y = bn(grad.Variable.from_numpy_array(x))
+    np.testing.assert_allclose(host(y).mean(0), 0, atol=1e-5)
+    np.testing.assert_allclose(host(bn.running_mean), 0.1 * x.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(host(bn.running_var), 0.9 + 0.1 * x.var(0, ddof=1), rtol=1e-5)
+    bn.eval()
+    rm, rv = host(bn.running_mean), host(bn.running_var)
+    with grad.auto_forward():
+        y = bn(grad.Variable.from_numpy_array(x))
+    np.testing.assert_allclose(host(y), (x - rm) / np.sqrt(rv + 1e-5), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(host(bn.running_mean), rm)  # eval leaves them alone
+
+
+def test_zero_grad():
+    m = Net()
+    run_step(m, np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32))
+    assert np.abs(host(m.l1.W.grad)).sum() > 0
+    m.zero_grad()
+    assert all(np.all(host(p.grad) == 0) for p in m.parameters().values())
+
+
+# -- initializers ---------------------------------------------------------------------
+def test_initializers_are_seeded_and_scaled():
+    a = I.glorot_uniform((100, 50), 100, 50, np.random.default_rng(3))
+    b = I.glorot_uniform((100, 50), 100, 50, np.random.default_rng(3))
+    np.testing.assert_array_equal(a, b)
+    assert a.dtype == np.float32 and np.abs(a).max() <= np.sqrt(6 / 150)
+    he = I.he_normal((400, 400), 400, 400, np.random.default_rng(0))
+    assert abs(he.std() - np.sqrt(2 / 400)) < 0.01 * np.sqrt(2 / 400) * 10
+    assert np.abs(I.HeUniform()((10, 10), 10, 10)).max() <= np.sqrt(6 / 10)
+    assert abs(I.GlorotNormal()((300, 300), 300, 300).std() - np.sqrt(1 / 300)) < 5e-3
+    np.testing.assert_array_equal(I.Constant(0.5)((2, 2)), 0.5)
+    I.seed(7)
+    w1 = nn.Linear(3, 3).W.d.copy()
+    I.seed(7)
+    np.testing.assert_array_equal(nn.Linear(3, 3).W.d, w1)
+
+
+# -- checkpoints ----------------------------------------------------------------------
+def trained_net(seed):
+    m = Net(np.random.default_rng(seed))
+    run_step(m, np.random.default_rng(seed).standard_normal((6, 4)).astype(np.float32))
+    return m
+
+
+def snapshot(m):
+    return {k: host(a).tobytes() for k, a in m.named_arrays().items()}
+
+
+def test_save_load_round_trip_is_bit_exact(backend, tmp_path):
+    src, dst = trained_net(0), trained_net(1)
+    path = tmp_path / "net.npz"
+    src.save(path)
+    assert snapshot(src) != snapshot(dst)
+    nna.reset_transfer_stats()
+    dst.load(path)
+    assert snapshot(dst) == snapshot(src)
+    for a in dst.named_arrays().values():
+        assert (a if isinstance(a, nna.NdArray) else a.data).head == f"{backend}:0"
+    assert [n for n in os.listdir(tmp_path)] == ["net.npz"]  # no temporary left behind
+
+
+def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch):
+    path = tmp_path / "net.npz"
+    m = Net()
+    m.save(path)
+    before = path.read_bytes()
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(np, "savez", boom)
+    with pytest.raises(OSError, match="disk full"):
+        Net().save(path)
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["net.npz"]
+
+
+def _write(path, arrays):
+    np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize("case, match", [
+    ("missing", r"missing entries \['head.0.b'\]"),
+    ("extra", r"unexpected entries \['bogus'\]"),
+    ("shape", r"entry 'l1.W' has shape \(3, 4\), expected \(4, 3\)"),
+    ("dtype", r"entry 'bn.running_var' has dtype float64, expected float32"),
+])
+def test_load_rejects_bad_entries_and_changes_nothing(tmp_path, case, match):
+    good = {k: host(a) for k, a in trained_net(0).named_arrays().items()}
+    if case == "missing":
+        del good["head.0.b"]
+    elif case == "extra":
+        good["bogus"] = np.zeros(1)
+    elif case == "shape":
+        good["l1.W"] = good["l1.W"].T.copy()
+    else:
+        good["bn.running_var"] = good["bn.running_var"].astype(np.float64)
+    path = tmp_path / "bad.npz"
+    _write(path, good)
+    m = trained_net(1)
+    before = snapshot(m)
+    with pytest.raises(nn.CheckpointError, match=match):
+        m.load(path)
+    assert snapshot(m) == before
+
+
+@pytest.mark.parametrize("content", [b"not a zip file at all", b"PK\x03\x04garbage"])
+def test_load_rejects_corrupt_files(tmp_path, content):
+    path = tmp_path / "corrupt.npz"
+    path.write_bytes(content)
+    m = Net()
+    before = snapshot(m)
+    with pytest.raises(nn.CheckpointError, match="corrupt.npz.*corrupt"):
+        m.load(path)
+    assert snapshot(m) == before
+
+
+def test_load_rejects_truncated_file_and_missing_path(tmp_path):
+    path = tmp_path / "net.npz"
+    Net().save(path)
+    path.write_bytes(path.read_bytes()[:-40])
+    with pytest.raises(nn.CheckpointError, match="corrupt"):
+        Net().load(path)
+    with pytest.raises(FileNotFoundError, match="nope.npz"):
+        Net().load(tmp_path / "nope.npz")

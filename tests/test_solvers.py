@@ -1,0 +1,148 @@
+"""Solvers: updates against hand-computed references, weight decay, state checkpoints,
+and updates that stay on the parameters' device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nnarray as nna
+from nnarray import grad, nn, solvers
+
+W0 = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)
+GRADS = [np.array([[0.1, -0.2], [0.3, 0.4]], np.float32),
+         np.array([[-0.5, 0.1], [0.0, 2.0]], np.float32),
+         np.array([[0.2, 0.2], [-0.1, -1.0]], np.float32)]
+
+
+def param(value=W0):
+    v = grad.Variable.from_numpy_array(value.copy(), need_grad=True)
+    v.data.get_data("rw")  # onto the current context
+    return v
+
+
+def host(a) -> np.ndarray:
+    return np.array(a.get_data("r", "numpy"))
+
+
+def run(solver, steps, decay=0.0):
+    w = param()
+    solver.set_parameters({"w": w})
+    for g in GRADS[:steps]:
+        solver.zero_grad()
+        w.grad.data = g
+        w.grad.get_data("rw")
+        if decay:
+            solver.weight_decay(decay)
+        solver.update()
+    return w
+
+
+def test_sgd_matches_reference(backend):
+    w = run(solvers.SGD(0.1), 3)
+    ref = W0.astype(np.float64) - 0.1 * sum(g.astype(np.float64) for g in GRADS)
+    np.testing.assert_allclose(host(w.data), ref, rtol=1e-6)
+    assert w.data.head == f"{backend}:0"
+
+
+def test_momentum_matches_reference(backend):
+    w = run(solvers.Momentum(0.1, 0.9), 3)
+    ref, v = W0.astype(np.float64), 0.0
+    for g in GRADS:
+        v = 0.9 * v - 0.1 * g
+        ref = ref + v
+    np.testing.assert_allclose(host(w.data), ref, rtol=1e-6)
+
+
+def test_adam_matches_reference_with_bias_correction(backend):
+    lr, b1, b2, eps = 0.01, 0.9, 0.999, 1e-8
+    w = run(solvers.Adam(lr, b1, b2, eps), 3)
+    ref, m, v = W0.astype(np.float64), 0.0, 0.0
+    for t, g in enumerate(GRADS, 1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        ref = ref - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+    np.testing.assert_allclose(host(w.data), ref, rtol=1e-5, atol=1e-7)
+    # the first step moves every weight by lr (bias correction makes m/sqrt(v) = sign(g))
+    w1 = run(solvers.Adam(lr), 1)
+    np.testing.assert_allclose(host(w1.data), W0 - lr * np.sign(GRADS[0]), rtol=1e-5)
+
+
+def test_weight_decay_adds_rate_times_weights():
+    w = run(solvers.SGD(0.1), 1, decay=0.5)
+    np.testing.assert_allclose(host(w.data), W0 - 0.1 * (GRADS[0] + 0.5 * W0), rtol=1e-6)
+
+
+def test_zero_grad_and_frozen_parameters():
+    a, b = param(), param()
+    opt = solvers.SGD(1.0)
+    opt.set_parameters([a, b])
+    a.grad.data = np.ones_like(W0)
+    b.grad.data = np.ones_like(W0)
+    b.need_grad = False
+    opt.update()
+    np.testing.assert_array_equal(host(a.data), W0 - 1)
+    np.testing.assert_array_equal(host(b.data), W0)
+    opt.zero_grad()
+    assert not host(a.grad).any()
+
+
+def test_set_parameters_validates_and_takes_module_parameters():
+    with pytest.raises(TypeError, match="'x' is a ndarray, expected a grad.Variable"):
+        solvers.SGD(0.1).set_parameters({"x": np.zeros(2)})
+    with pytest.raises(ValueError, match="lr must be"):
+        solvers.SGD(-1)
+    with pytest.raises(ValueError, match="beta1"):
+        solvers.Adam(beta1=1.0)
+    opt = solvers.Momentum(0.1)
+    opt.set_parameters(nn.Linear(3, 2).parameters())
+    assert list(opt.params) == ["W", "b"] and opt.states["b"]["v"].shape == (2,)
+
+
+def test_updates_move_nothing_between_devices(backend):
+    opt = solvers.Adam(0.01)
+    w = param()
+    opt.set_parameters({"w": w})
+    w.grad.data = GRADS[0]
+    w.grad.get_data("rw")
+    nna.reset_transfer_stats()
+    with nna.strict_transfers():
+        opt.weight_decay(1e-4)
+        opt.update()
+        opt.zero_grad()
+    assert nna.transfer_stats()["count"] == 0
+    assert w.data.head == f"{backend}:0"
+    assert opt.states["w"]["m"].head == f"{backend}:0"
+
+
+def test_state_round_trip_continues_identically(backend, tmp_path):
+    a, b = solvers.Adam(0.01), solvers.Adam(0.01)
+    wa, wb = param(), param()
+    a.set_parameters({"w": wa})
+    b.set_parameters({"w": wb})
+    for g in GRADS[:2]:
+        wa.grad.data = g
+        a.update()
+    a.save_states(tmp_path / "adam.npz")
+    b.load_states(tmp_path / "adam.npz")
+    assert b.t == 2
+    wb.data.data = host(wa.data)
+    wb.data.get_data("rw")
+    for s in ("m", "v"):
+        assert host(b.states["w"][s]).tobytes() == host(a.states["w"][s]).tobytes()
+        assert b.states["w"][s].head == f"{backend}:0"
+    for opt, w in ((a, wa), (b, wb)):
+        w.grad.data = GRADS[2]
+        opt.update()
+    assert host(wa.data).tobytes() == host(wb.data).tobytes()
+
+
+def test_state_load_rejects_other_parameters(tmp_path):
+    a = solvers.Adam()
+    a.set_parameters({"w": param()})
+    a.save_states(tmp_path / "s.npz")
+    b = solvers.Adam()
+    b.set_parameters({"v": param()})
+    with pytest.raises(nn.CheckpointError, match=r"missing entries \['v/m', 'v/v'\]"):
+        b.load_states(tmp_path / "s.npz")
+    assert b.t == 0
