@@ -1,0 +1,71 @@
+"""The examples and ``python -m nnarray`` run end to end with their smallest settings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nnarray as nna
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+BACKENDS = [b for b in ("numpy", "opencl")
+            if b in nna.backends.registered() and nna.backends.why_unavailable(b) is None]
+
+
+def env() -> dict:
+    """The examples import this checkout; one BLAS thread each (2-core CI, busy machines:
+    threaded BLAS under contention is many times slower)."""
+    e = dict(os.environ, PYTHONPATH=str(ROOT))
+    e.setdefault("OPENBLAS_NUM_THREADS", "1")
+    e.setdefault("OMP_NUM_THREADS", "1")
+    return e
+
+
+def run(*args: str, timeout: float = 60) -> str:
+    p = subprocess.run([sys.executable, *args], cwd=ROOT, env=env(), capture_output=True,
+                       text=True, timeout=timeout)
+    assert p.returncode == 0, f"{args} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
+    return p.stdout
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_chainer_mlp_stages_agree(backend):
+    out = run(str(EXAMPLES / "chainer_mlp.py"), "--backend", backend, "--iters", "20",
+              "--no-progress")
+    assert out.count("loss@19") == 5 and "all stages agree with numpy" in out
+
+
+def test_custom_functions():
+    out = run(str(EXAMPLES / "custom_functions.py"), "--backend", "numpy")
+    assert out.count("ok") >= 3 and "FAIL" not in out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_digits_cnn_two_short_epochs(backend, tmp_path):
+    pytest.importorskip("sklearn")
+    log = tmp_path / "log.jsonl"
+    out = run(str(EXAMPLES / "digits_cnn.py"), "--backend", backend, "--epochs", "2",
+              "--train-size", "600", "--min-accuracy", "0.6", "--no-progress", "--log", str(log),
+              "--save", str(tmp_path / "cnn.npz"))
+    assert "epoch   2" in out and "test accuracy" in out
+    assert len(log.read_text().splitlines()) == 2 and (tmp_path / "cnn.npz").exists()
+
+
+def test_unavailable_backend_is_reported():
+    if nna.backends.why_unavailable("cuda") is None:
+        pytest.skip("cuda is available here")
+    p = subprocess.run([sys.executable, str(EXAMPLES / "chainer_mlp.py"), "--backend", "cuda"],
+                       cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "cuda unavailable" in p.stderr
+
+
+def test_python_m_nnarray_trains_on_every_backend():
+    out = run("-m", "nnarray", timeout=120)
+    for b in BACKENDS:
+        assert any(line.strip().startswith(b) and "ms/iteration" in line
+                   for line in out.splitlines()), out
