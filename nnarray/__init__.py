@@ -41,3 +41,11 @@ __all__ = [
     "reset_fallback_stats", "reset_transfer_stats", "seed", "set_default_context",
     "strict_transfers", "transfer_stats", "zeros",
 ]
+
+
+def __getattr__(name: str):
+    """``nna.grad``, ``nna.nn``, ``nna.solvers``, ``nna.training`` import on first use."""
+    if name in ("grad", "nn", "solvers", "training"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
