@@ -1,0 +1,95 @@
+"""numpy dtypes as OpenCL C types: storage type, compute type, loads, stores, conversions.
+
+float16 is stored as ``half`` but read and written only through ``vload_half`` /
+``vstore_half_rte`` (core OpenCL, no ``cl_khr_fp16`` needed) and computed in ``float``, so
+it works on every device. bool is stored as ``uchar`` (0 or 1, like numpy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import DTypeError
+
+
+@dataclass(frozen=True)
+class CLType:
+    """How one numpy dtype appears in kernel source."""
+
+    dtype: np.dtype
+    storage: str  #: C type of a buffer element
+    calc: str  #: C type values are computed in
+    scalar: type  #: numpy type of a scalar kernel argument of the compute type
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype.kind == "f"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.dtype.kind == "b"
+
+    def load(self, ptr: str, idx: str) -> str:
+        """Expression reading element ``idx`` of ``ptr`` as the compute type."""
+        if self.storage == "half":
+            return f"vload_half({idx}, {ptr})"
+        return f"{ptr}[{idx}]"
+
+    def store(self, ptr: str, idx: str, value: str) -> str:
+        """Statement writing ``value`` (already of the compute type) to ``ptr[idx]``."""
+        if self.storage == "half":
+            return f"vstore_half_rte({value}, {idx}, {ptr});"
+        return f"{ptr}[{idx}] = {value};"
+
+    def lowest(self) -> str:
+        """The identity of ``max`` in the compute type."""
+        if self.is_float:
+            return "(-INFINITY)"
+        return {"uchar": "0", "int": "INT_MIN", "long": "LONG_MIN"}[self.calc]
+
+    def highest(self) -> str:
+        """The identity of ``min`` in the compute type."""
+        if self.is_float:
+            return "INFINITY"
+        return {"uchar": "1", "int": "INT_MAX", "long": "LONG_MAX"}[self.calc]
+
+
+_TABLE = {np.dtype(d): CLType(np.dtype(d), s, c, t) for d, s, c, t in (
+    (np.float16, "half", "float", np.float32),
+    (np.float32, "float", "float", np.float32),
+    (np.float64, "double", "double", np.float64),
+    (np.int32, "int", "int", np.int32),
+    (np.int64, "long", "long", np.int64),
+    (np.bool_, "uchar", "uchar", np.uint8),
+)}
+
+
+def cltype(dtype: np.dtype) -> CLType:
+    """The ``CLType`` of a supported numpy dtype."""
+    t = _TABLE.get(np.dtype(dtype))
+    if t is None:
+        raise DTypeError(f"opencl: dtype {dtype} is not supported")
+    return t
+
+
+def convert(expr: str, src: CLType, dst: CLType) -> str:
+    """``expr`` (of ``src``'s compute type) converted like numpy's unsafe cast."""
+    if src.calc == dst.calc and src.is_bool == dst.is_bool:
+        return expr
+    if dst.is_bool:
+        return f"(uchar)(({expr}) != 0)"
+    return f"({dst.calc})({expr})"
+
+
+def header(*types: CLType) -> str:
+    """Pragmas a source needs for ``types`` (fp64)."""
+    if any(t.calc == "double" for t in types):
+        return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    return ""
+
+
+def index_type(*sizes: int) -> str:
+    """``int`` index arithmetic when every element offset fits, else ``long``."""
+    return "int" if max(sizes, default=0) < 2**31 - 1 else "long"

@@ -1,0 +1,236 @@
+"""OpenCL devices: discovery across platforms, one context + queue + memory pool each.
+
+``opencl:N`` numbers the usable devices of every platform in platform order. A device is
+usable when it compiles a probe kernel: a driver can list a device it cannot compile for
+(pocl's LLVM 14 build rejects CPUs newer than LLVM knows with "unknown target CPU"), and
+such a device is skipped with its reason. ``NNARRAY_OPENCL_DEVICES`` chooses and orders
+devices: a comma-separated list of indices into all listed devices, or case-insensitive
+substrings of "platform name / device name" (``NNARRAY_OPENCL_DEVICES=basic,pthread``).
+
+Buffers are padded to a multiple of ``LOCAL`` elements (bytes beyond the array's own
+belong to it), so contiguous elementwise kernels run on whole work-groups without a
+bounds check: the check stops pocl vectorizing and halves their throughput.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ...device import Device
+from ...errors import DTypeError
+
+_PROBE = "__kernel void probe(__global float* x) { x[get_global_id(0)] *= 2.0f; }"
+
+
+class OpenCLDevice(Device):
+    """One OpenCL device with its context, in-order queue, memory pool and programs."""
+
+    backend = "opencl"
+
+    def __init__(self, device_id: int, cl_device: Any, context: Any = None) -> None:
+        import pyopencl as cl
+        import pyopencl.array as cla
+        import pyopencl.tools as clt
+
+        from .programs import LOCAL, ProgramCache
+
+        super().__init__(device_id)
+        self.cl_device = cl_device
+        self.context = context if context is not None else cl.Context([cl_device])
+        self.queue = cl.CommandQueue(self.context, cl_device)
+        self.pool = clt.MemoryPool(clt.ImmediateAllocator(self.queue))
+        self.programs = ProgramCache(self.context, cl_device)
+        self.fp64 = "cl_khr_fp64" in cl_device.extensions
+        #: Per-device caches of launch plans, keyed by each kernel module.
+        self.plans: dict[Any, Any] = {}
+        self._array = cla.Array
+        self._alloc = self.pool.allocate
+        self._pad = LOCAL
+        self._strides: dict[tuple, tuple] = {}
+        self._copy = cl.enqueue_copy
+        _by_queue[id(self.queue)] = self
+
+    # -- allocation -------------------------------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """A C-contiguous ``pyopencl.array.Array`` from the pool, padded (see module doc)."""
+        dtype = np.dtype(dtype)
+        key = (shape, dtype)
+        st = self._strides.get(key)
+        if st is None:
+            st = self._strides[key] = _layout(shape, dtype.itemsize)
+        size, strides = st
+        nbytes = -(-max(size, 1) // self._pad) * self._pad * dtype.itemsize
+        # pyopencl's ``_fast`` constructor skips ~15 us of argument checking per array.
+        return self._array(None, shape, dtype, allocator=self.pool, data=self._alloc(nbytes),
+                           strides=strides, _fast=True, _size=size, _context=self.context,
+                           _queue=self.queue)
+
+    def full(self, shape: tuple[int, ...], dtype: np.dtype, value: Any) -> Any:
+        import pyopencl as cl
+        x = self.empty(shape, dtype)
+        if x.size:
+            pattern = np.array(value).astype(x.dtype)  # exact, int64 included
+            cl.enqueue_fill_buffer(self.queue, x.base_data, pattern, 0, x.nbytes)
+        return x
+
+    # -- copies -------------------------------------------------------------------------
+    def from_host(self, a: np.ndarray, out: Any = None) -> Any:
+        if out is None:
+            out = self.empty(a.shape, a.dtype)
+        if a.size:
+            # Blocking: the host array may be written as soon as this returns.
+            self._copy(self.queue, out.base_data, np.ascontiguousarray(a), is_blocking=True)
+        return out
+
+    def to_host(self, x: Any, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            out = np.empty(x.shape, x.dtype)
+        if x.size:
+            self._copy(self.queue, out, x.base_data, is_blocking=True)
+        return out
+
+    def copy_from(self, src: Device, x: Any, out: Any = None) -> Any:
+        """Device-to-device copy within one context; ``None`` otherwise (via the host)."""
+        if not isinstance(src, OpenCLDevice) or src.context != self.context:
+            return None
+        if out is None:
+            out = self.empty(x.shape, x.dtype)
+        if x.size:
+            src.synchronize()
+            self._copy(self.queue, out.base_data, x.base_data, byte_count=x.nbytes)
+        return out
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
+    # -- facts --------------------------------------------------------------------------
+    def check_dtype(self, dtype: np.dtype, op: str) -> None:
+        """``DTypeError`` when kernels of ``dtype`` cannot run here (float64 without fp64)."""
+        if np.dtype(dtype) == np.float64 and not self.fp64:
+            raise DTypeError(f"{op}: float64 is not supported on {self.key} "
+                             f"({self.cl_device.name}: no cl_khr_fp64)")
+
+    def describe(self) -> str:
+        d = self.cl_device
+        return (f"{self.key} ({d.name.strip()} on {d.platform.name.strip()}, "
+                f"{d.version.split('HSTR')[0].strip()}, fp64 {'yes' if self.fp64 else 'no'})")
+
+
+#: Devices by ``id()`` of their queue: kernels find the device of an input array here.
+_by_queue: dict[int, OpenCLDevice] = {}
+
+
+def device_of(x: Any) -> OpenCLDevice:
+    """The device that owns native array ``x``."""
+    return _by_queue[id(x.queue)]
+
+
+def _layout(shape: tuple[int, ...], itemsize: int) -> tuple[int, tuple[int, ...]]:
+    size = 1
+    strides = []
+    for s in reversed(shape):
+        strides.append(size * itemsize)
+        size *= s
+    return size, tuple(reversed(strides))
+
+
+# -- discovery --------------------------------------------------------------------------
+class Discovery:
+    """The usable devices (with their probe contexts) and why the others are not."""
+
+    def __init__(self) -> None:
+        self.devices: list[tuple[Any, Any]] = []  # (cl.Device, cl.Context)
+        self.skipped: list[str] = []
+        self.reason: str | None = None
+        try:
+            self._discover()
+        except Exception as e:  # a driver can fail in any way; never raise from here
+            self.devices = []
+            self.reason = f"OpenCL initialization failed: {type(e).__name__}: {e}"
+
+    def _discover(self) -> None:
+        try:
+            import pyopencl as cl
+        except ImportError:
+            self.reason = "pyopencl not installed"
+            return
+        try:
+            platforms = cl.get_platforms()
+        except cl.Error as e:
+            self.reason = f"no OpenCL platform found ({e})"
+            return
+        if not platforms:
+            self.reason = "no OpenCL platform found"
+            return
+        listed = [(p, d) for p in platforms for d in _devices_of(p)]
+        if not listed:
+            self.reason = "no OpenCL device found on platforms " + ", ".join(
+                p.name.strip() for p in platforms)
+            return
+        chosen = _choose(listed, os.environ.get("NNARRAY_OPENCL_DEVICES", ""))
+        if not chosen:
+            self.reason = ("NNARRAY_OPENCL_DEVICES=" + os.environ["NNARRAY_OPENCL_DEVICES"]
+                           + " matches none of: " + "; ".join(_label(p, d) for p, d in listed))
+            return
+        for p, d in chosen:
+            why, ctx = _probe(d)
+            if why is None:
+                self.devices.append((d, ctx))
+            else:
+                self.skipped.append(f"{_label(p, d)}: {why}")
+        if not self.devices:
+            self.reason = "no usable OpenCL device: " + "; ".join(self.skipped)
+
+
+def _devices_of(platform: Any) -> list[Any]:
+    import pyopencl as cl
+    try:
+        return platform.get_devices()
+    except cl.Error:
+        return []
+
+
+def _label(platform: Any, device: Any) -> str:
+    return f"{platform.name.strip()} / {device.name.strip()}"
+
+
+def _choose(listed: list[tuple[Any, Any]], spec: str) -> list[tuple[Any, Any]]:
+    """Apply ``NNARRAY_OPENCL_DEVICES`` (indices or name substrings, in order)."""
+    spec = spec.strip()
+    if not spec:
+        return listed
+    chosen: list[tuple[Any, Any]] = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        if item.isdigit():
+            hits = [listed[int(item)]] if int(item) < len(listed) else []
+        else:
+            hits = [pd for pd in listed if item.lower() in _label(*pd).lower()]
+        chosen.extend(pd for pd in hits if pd not in chosen)
+    return chosen
+
+
+def _probe(device: Any) -> tuple[str | None, Any]:
+    """``(None, context)`` when ``device`` builds and runs a kernel, else ``(reason, None)``."""
+    import pyopencl as cl
+
+    from .programs import ProgramCache
+    try:
+        ctx = cl.Context([device])
+        k = ProgramCache(ctx, device).kernel(_PROBE, "probe")
+        q = cl.CommandQueue(ctx, device)
+        buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4)
+        cl.enqueue_copy(q, buf, np.ones(1, np.float32), is_blocking=True)
+        k(q, (1,), None, buf)
+        got = np.empty(1, np.float32)
+        cl.enqueue_copy(q, got, buf, is_blocking=True)
+        if got[0] != 2.0:
+            return f"probe kernel computed {got[0]} instead of 2.0", None
+        return None, ctx
+    except Exception as e:
+        lines = [ln.strip() for ln in str(e).splitlines() if "error" in ln.lower()]
+        return "cannot compile kernels: " + (lines[-1] if lines else str(e).strip()[:200]), None

@@ -1,0 +1,292 @@
+"""Elementwise kernels with numpy broadcasting and weak Python scalars.
+
+We write our own kernels rather than use ``pyopencl.elementwise``/``pyopencl.array``
+arithmetic: those ignore strides, cannot broadcast and launch a fixed small grid.
+
+One kernel source per (op, operand dtypes, scalar positions, output dtype, rank, index
+type). Rank 0 is the contiguous case (every array operand has the output's shape): one
+work-item per element with no bounds check (buffers are padded, see ``device.py``), so
+pocl vectorizes it. Otherwise dimensions are coalesced and each operand's offset comes
+from its strides (0 where broadcast). A launch plan (kernel + index arguments) is cached
+per (op, operand dtypes and shapes, output dtype) on the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyopencl.array as cla
+
+from ...dtypes import promote, ufunc_dtype
+from ...registry import register_kernel
+from .cltypes import CLType, cltype, convert, header, index_type
+from .device import OpenCLDevice, device_of
+from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
+from .programs import launch
+
+_Array = cla.Array
+_BOOL = np.dtype(np.bool_)
+_F64 = np.dtype(np.float64)
+#: An expression builder: (operand value names, compute type) -> C expression.
+Expr = Callable[[list[str], CLType], str]
+
+_IPOW = """
+static long ipow(long b, long e) {
+  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);
+  long r = 1;
+  while (e) { if (e & 1) r *= b; b *= b; e >>= 1; }
+  return r;
+}
+"""
+
+
+class Plan:
+    """One launch shape of one elementwise kernel."""
+
+    __slots__ = ("kernel", "n", "shape", "dtype", "scalars", "consts")
+
+    def __init__(self, kernel: Any, n: int, shape: tuple[int, ...], dtype: np.dtype,
+                 scalars: list, consts: list) -> None:
+        self.kernel = kernel
+        self.n = n
+        self.shape = shape
+        self.dtype = dtype
+        self.scalars = scalars  #: per operand: None (array) or the numpy scalar type
+        self.consts = consts
+
+    def run(self, dev: OpenCLDevice, xs: tuple, out: Any = None) -> Any:
+        if out is None:
+            out = dev.empty(self.shape, self.dtype)
+        if self.n:
+            args = [out.base_data]
+            for x, s in zip(xs, self.scalars):
+                args.append(x.base_data if s is None else s(x))
+            args += self.consts
+            launch(dev.queue, self.kernel, self.n, args)
+        return out
+
+
+def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType, rank: int,
+           idx: str, helpers: str = "") -> str:
+    """Kernel ``map``: ``out[i] = expr(v0, v1, ...)``; operand ``k`` is ``(is_array, its
+    type, the type it is converted to as v{k})``; rank 0 means all arrays contiguous."""
+    n_arr = sum(1 for a, _, _ in operands if a)
+    params = [f"__global {out_t.storage}* out"]
+    loads = []
+    j = 0
+    for k, (is_arr, t, ct) in enumerate(operands):
+        if is_arr:
+            params.append(f"__global const {t.storage}* restrict a{k}")
+            pos = "i" if rank == 0 else f"o{j}"
+            loads.append(f"const {ct.calc} v{k} = {convert(t.load(f'a{k}', pos), t, ct)};")
+            j += 1
+        else:
+            params.append(f"const {ct.calc} v{k}")
+    body = [f"const {idx} i = get_global_id(0);"]
+    if rank:
+        params.append(f"const {idx} n")
+        if rank > 1 or n_arr:
+            params.append(index_params(rank, n_arr, idx))
+        body += ["if (i >= n) return;", offsets_code(rank, n_arr, idx)]
+    types = [out_t] + [t for _, t, _ in operands] + [ct for _, _, ct in operands]
+    return (header(*types) + helpers + "__kernel void map(" + ", ".join(params) + ") {\n    "
+            + "\n    ".join(body + loads + [out_t.store("out", "i", expr)]) + "\n}\n")
+
+
+def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
+         shape: tuple[int, ...], out_dtype: np.dtype, helpers: str = "") -> Plan:
+    """Build the launch plan of ``expr`` over operands ``xs`` (arrays or scalars)."""
+    out_t = cltype(out_dtype)
+    for t in {out_t.dtype, *(c.dtype for c in cts)}:
+        dev.check_dtype(t, op)
+    arrays = [x for x in xs if type(x) is _Array]
+    n = 1
+    for s in shape:
+        n *= s
+    if all(x.shape == shape for x in arrays):
+        rank, dims, strides, idx = 0, (), [], index_type(n)
+    else:
+        dims, strides = coalesce(shape, [broadcast_strides(x.shape, shape) for x in arrays])
+        rank = max(len(dims), 1)
+        if not dims:
+            dims, strides = (1,), [(0,) for _ in arrays]
+        idx = index_type(span(dims, strides))
+    operands = [(type(x) is _Array, cltype(x.dtype) if type(x) is _Array else ct, ct)
+                for x, ct in zip(xs, cts)]
+    src = source(expr, operands, out_t, rank, idx, helpers)
+    kernel = dev.programs.kernel(src, "map")
+    consts: list = []
+    if rank:
+        t = np.int32 if idx == "int" else np.int64
+        consts = [t(n)] + (index_args(dims, strides, idx) if rank > 1 or arrays else [])
+    scalars = [None if type(x) is _Array else ct.scalar for x, ct in zip(xs, cts)]
+    return Plan(kernel, n, shape, out_dtype, scalars, consts)
+
+
+def _key(x: Any) -> Any:
+    return (x.dtype, x.shape) if type(x) is _Array else type(x)
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return x.shape if type(x) is _Array else ()
+
+
+def broadcast_shape(*xs: Any) -> tuple[int, ...]:
+    return np.broadcast_shapes(*(_shape(x) for x in xs))
+
+
+# -- op expressions -----------------------------------------------------------------------
+def _binary_expr(name: str, ct: CLType) -> tuple[str, str]:
+    """(expression of v0, v1 in ``ct``, helpers)."""
+    if ct.is_bool:
+        if name == "sub":
+            raise TypeError("sub: numpy boolean subtract is not supported; use logical_xor")
+        return {"add": "v0 | v1", "mul": "v0 & v1", "maximum": "v0 | v1",
+                "minimum": "v0 & v1"}[name], ""
+    if name == "pow":
+        if ct.is_float:
+            return "pow(v0, v1)", ""
+        return f"({ct.calc})ipow((long)v0, (long)v1)", _IPOW
+    if name in ("maximum", "minimum"):
+        if not ct.is_float:
+            return f"{name[:3]}(v0, v1)", ""
+        cmp = ">" if name == "maximum" else "<"
+        return f"(v0 {cmp} v1 || isnan(v0)) ? v0 : v1", ""
+    return "v0 " + {"add": "+", "sub": "-", "mul": "*", "div": "/"}[name] + " v1", ""
+
+
+_COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
+            "greater": ">", "greater_equal": ">="}
+
+
+def _register_binary(name: str) -> None:
+    compare = name in _COMPARE
+
+    @register_kernel(name, "opencl")
+    def kernel(a, b, out=None):
+        xs = (a, b)
+        dev = device_of(a if type(a) is _Array else b)
+        key = (name, _key(a), _key(b), None if out is None else out.dtype)
+        p = dev.plans.get(key)
+        if p is None:
+            d = promote(name, a, b)
+            if name == "div" and d.kind != "f":
+                d = _F64
+            ct = cltype(d)
+            if compare:
+                expr, helpers, res = f"v0 {_COMPARE[name]} v1", "", _BOOL
+            else:
+                (expr, helpers), res = _binary_expr(name, ct), d
+            rt = cltype(res)
+            out_d = res if out is None else out.dtype
+            p = dev.plans[key] = plan(dev, name, convert(expr, rt, cltype(out_d)), xs, [ct, ct],
+                                      broadcast_shape(a, b), out_d, helpers)
+        return p.run(dev, xs, out)
+
+
+for _n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", *_COMPARE):
+    _register_binary(_n)
+
+
+def _unary_expr(name: str, ct: CLType) -> str:
+    if name == "neg":
+        return "-v0"
+    if name == "abs":
+        return "v0" if ct.is_bool else ("fabs(v0)" if ct.is_float else "(v0 < 0 ? -v0 : v0)")
+    if name == "sign":
+        s = f"({ct.calc})((v0 > 0) - (v0 < 0))"
+        return f"(isnan(v0) ? v0 : {s})" if ct.is_float else s
+    if name == "relu":
+        if ct.is_bool:
+            return "v0"
+        return f"((v0 > 0{' || isnan(v0)' if ct.is_float else ''}) ? v0 : ({ct.calc})0)"
+    if name == "sigmoid":  # 0.5 * tanh(x / 2) + 0.5: stable for any x
+        return f"({ct.calc})0.5 * tanh(({ct.calc})0.5 * v0) + ({ct.calc})0.5"
+    return f"{name}(v0)"  # exp log sqrt tanh
+
+
+_FLOAT_UFUNCS = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh,
+                 "sigmoid": np.exp}
+
+
+def _register_unary(name: str) -> None:
+    uf = _FLOAT_UFUNCS.get(name)
+
+    @register_kernel(name, "opencl")
+    def kernel(x, out=None):
+        dev = device_of(x)
+        key = (name, x.dtype, x.shape, None if out is None else out.dtype)
+        p = dev.plans.get(key)
+        if p is None:
+            d = x.dtype if uf is None else ufunc_dtype(uf, x.dtype, name)
+            out_d = d if out is None else out.dtype
+            ct = cltype(d)
+            expr = convert(_unary_expr(name, ct), ct, cltype(out_d))
+            p = dev.plans[key] = plan(dev, name, expr, (x,), [ct], x.shape, out_d)
+        return p.run(dev, (x,), out)
+
+
+for _n in ("neg", "abs", "sign", "relu", "exp", "log", "sqrt", "tanh", "sigmoid"):
+    _register_unary(_n)
+
+
+@register_kernel("cast", "opencl")
+def cast(x, dtype, out=None):
+    dev = device_of(x)
+    dtype = np.dtype(dtype if out is None else out.dtype)
+    key = ("cast", x.dtype, x.shape, dtype)
+    p = dev.plans.get(key)
+    if p is None:
+        xt = cltype(x.dtype)
+        p = dev.plans[key] = plan(dev, "cast", convert("v0", xt, cltype(dtype)), (x,), [xt],
+                                  x.shape, dtype)
+    return p.run(dev, (x,), out)
+
+
+@register_kernel("leaky_relu", "opencl")
+def leaky_relu(x, alpha):
+    dev = device_of(x)
+    alpha = float(alpha)
+    key = ("leaky_relu", x.dtype, x.shape)
+    p = dev.plans.get(key)
+    if p is None:
+        ct = cltype(promote("leaky_relu", x, alpha))
+        p = dev.plans[key] = plan(dev, "leaky_relu", "v0 > 0 ? v0 : v0 * v1", (x, alpha),
+                                  [ct, ct], x.shape, ct.dtype)
+    return p.run(dev, (x, alpha))
+
+
+@register_kernel("clip", "opencl")
+def clip(x, a_min, a_max):
+    dev = device_of(x)
+    xs = tuple(v for v in (x, a_min, a_max) if v is not None)
+    key = ("clip", x.dtype, x.shape, _key(a_min) if a_min is not None else None,
+           _key(a_max) if a_max is not None else None)
+    p = dev.plans.get(key)
+    if p is None:
+        d = promote("clip", x, *xs[1:])
+        ct = cltype(d)
+        expr = "v0"
+        if a_min is not None:
+            expr = f"(({expr}) < v1 ? v1 : ({expr}))"
+        if a_max is not None:
+            hi = "v2" if a_min is not None else "v1"
+            expr = f"(({expr}) > {hi} ? {hi} : ({expr}))"
+        p = dev.plans[key] = plan(dev, "clip", expr, xs, [ct] * len(xs), x.shape, d)
+    return p.run(dev, xs)
+
+
+@register_kernel("where", "opencl")
+def where(c, x, y):
+    dev = device_of(c)
+    xs = (c, x, y)
+    key = ("where", c.shape, _key(x), _key(y))
+    p = dev.plans.get(key)
+    if p is None:
+        d = promote("where", x, y)
+        ct = cltype(d)
+        p = dev.plans[key] = plan(dev, "where", "v0 ? v1 : v2", xs, [cltype(_BOOL), ct, ct],
+                                  broadcast_shape(c, x, y), d)
+    return p.run(dev, xs)

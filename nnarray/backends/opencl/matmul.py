@@ -1,0 +1,103 @@
+"""matmul with numpy's rules, reduced to one batched GEMM call.
+
+1-D operands are promoted (and the added axis dropped from the result's shape, which is
+free for a C-contiguous result); batch dimensions broadcast. An operand whose batch is
+all ones is passed with batch stride 0; one broadcast only partly is materialized first.
+Floats go to ``gemm.Gemm`` (float16 through float32); int and bool products use a
+simple kernel of ours, one work-item per output element.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...dtypes import promote
+from ...registry import register_kernel
+from .cltypes import CLType, cltype, header
+from .device import OpenCLDevice, device_of
+from .elementwise import cast
+from .gemm import Gemm
+from .programs import launch
+from .shape import broadcast_to
+
+_F32 = np.dtype(np.float32)
+
+_INT = """{hdr}__kernel void imatmul(__global const {s}* restrict A, __global const {s}* restrict B,
+                      __global {s}* C, const long m, const long n, const long k,
+                      const long sa, const long sb, const long total) {{
+    const long g = get_global_id(0);
+    if (g >= total) return;
+    const long j = g % n, q = g / n, i = q % m, bt = q / m;
+    {s} acc = 0;
+    for (long p = 0; p < k; ++p) {{
+      const {s} x = A[bt * sa + i * k + p], y = B[bt * sb + p * n + j];
+      {step}
+    }}
+    C[g] = acc;
+}}
+"""
+
+
+def _gemm(dev: OpenCLDevice) -> Gemm:
+    g = dev.plans.get("gemm")
+    if g is None:
+        g = dev.plans["gemm"] = Gemm(dev.context, dev.cl_device, dev.programs.build)
+    return g
+
+
+def _batched(x: Any, lead: tuple[int, ...], batch: tuple[int, ...], mat: tuple[int, int]
+             ) -> tuple[Any, int]:
+    """``x`` laid out for a batch of ``batch`` and its batch stride in elements."""
+    if int(np.prod(lead, dtype=np.int64)) == 1:
+        return x, 0
+    full = (1,) * (len(batch) - len(lead)) + lead
+    if full != batch:
+        x = broadcast_to(x.reshape(full + mat), batch + mat)
+    return x, mat[0] * mat[1]
+
+
+def _int_matmul(dev: OpenCLDevice, t: CLType, a, b, out, batch, m, n, k, sa, sb) -> None:
+    step = "acc |= x & y;" if t.is_bool else "acc += x * y;"
+    src = _INT.format(hdr=header(t), s=t.storage, step=step)
+    L = np.int64
+    launch(dev.queue, dev.programs.kernel(src, "imatmul"), out.size,
+           [a.base_data, b.base_data, out.base_data, L(m), L(n), L(k), L(sa), L(sb),
+            L(out.size)])
+
+
+@register_kernel("matmul", "opencl")
+def matmul(a, b):
+    dev = device_of(a)
+    d = promote("matmul", a, b)
+    dev.check_dtype(d, "matmul")
+    sa = (1,) + a.shape if a.ndim == 1 else a.shape
+    sb = b.shape + (1,) if b.ndim == 1 else b.shape
+    m, k, n = sa[-2], sa[-1], sb[-1]
+    batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    shape = batch + (m,) * (a.ndim > 1) + (n,) * (b.ndim > 1)
+    out = dev.empty(shape, d)
+    if out.size == 0:
+        return out
+    if k == 0:
+        return dev.full(shape, d, 0)
+    t = cltype(d)
+    work = d if d.kind != "f" or d.itemsize >= 4 else _F32  # float16 runs as float32
+    if a.dtype != work:
+        a = cast(a, work)
+    if b.dtype != work:
+        b = cast(b, work)
+    a, stride_a = _batched(a, sa[:-2], batch, (m, k))
+    b, stride_b = _batched(b, sb[:-2], batch, (k, n))
+    nb = int(np.prod(batch, dtype=np.int64))
+    if d.kind != "f":
+        _int_matmul(dev, t, a, b, out, nb, m, n, k, stride_a, stride_b)
+        return out
+    if work == d:
+        _gemm(dev)(dev.queue, a, b, out, nb, m, n, k, stride_a, stride_b)
+        return out
+    tmp = dev.empty(shape, work)
+    _gemm(dev)(dev.queue, a, b, tmp, nb, m, n, k, stride_a, stride_b)
+    return cast(tmp, d, out)
+

@@ -1,0 +1,107 @@
+"""Built OpenCL programs, cached in-process and on disk, and kernel launching.
+
+Compiling a program on pocl costs 0.3-1.5 s, so every program is built once per process
+(keyed by source and options) and its device binary is kept on disk: a later process
+loads the binary instead of compiling. The on-disk cache is our own (not pyopencl's) so
+that ``stats`` can say exactly what happened: ``compiled`` counts source compiles,
+``loaded`` binary loads. Directory: ``$NNARRAY_OPENCL_CACHE_DIR``, else
+``$XDG_CACHE_HOME/nnarray/opencl`` (``~/.cache/...``); set the variable to ``off`` to
+disable it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from typing import Any
+
+import pyopencl as cl
+
+#: Work-group size of every 1-D launch: fixed, because pocl compiles a work-group
+#: function per distinct local size (~40 ms each) and a size it picks varies with n.
+LOCAL = 256
+
+_enqueue = cl.enqueue_nd_range_kernel
+
+
+def cache_dir() -> str | None:
+    """The on-disk binary cache directory, or ``None`` when disabled."""
+    d = os.environ.get("NNARRAY_OPENCL_CACHE_DIR")
+    if d is not None:
+        return None if d.lower() in ("", "off", "0", "none") else d
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "nnarray", "opencl")
+
+
+class ProgramCache:
+    """Programs of one context/device: ``build(source, options)`` and ``kernel(...)``."""
+
+    def __init__(self, context: cl.Context, device: cl.Device) -> None:
+        self.context = context
+        self.device = device
+        self._programs: dict[tuple[str, str], cl.Program] = {}
+        self._kernels: dict[tuple[str, str, str], cl.Kernel] = {}
+        self._identity = "|".join((device.platform.name, device.platform.version, device.name,
+                                   device.version, device.driver_version, cl.VERSION_TEXT))
+        #: ``compiled``: programs compiled from source; ``loaded``: from the disk cache.
+        self.stats = {"compiled": 0, "loaded": 0}
+
+    def build(self, source: str, options: str = "") -> cl.Program:
+        """The built program for ``source`` (cached in-process and on disk)."""
+        key = (source, options)
+        prg = self._programs.get(key)
+        if prg is None:
+            prg = self._programs[key] = self._load_or_compile(source, options)
+        return prg
+
+    def kernel(self, source: str, name: str, options: str = "") -> cl.Kernel:
+        """Kernel ``name`` of the program ``source`` (one object per kernel, reused)."""
+        key = (source, name, options)
+        k = self._kernels.get(key)
+        if k is None:
+            k = self._kernels[key] = cl.Kernel(self.build(source, options), name)
+        return k
+
+    def _path(self, source: str, options: str) -> str | None:
+        d = cache_dir()
+        if d is None:
+            return None
+        h = hashlib.sha256(f"{self._identity}\0{options}\0{source}".encode()).hexdigest()
+        return os.path.join(d, h[:2], h + ".bin")
+
+    def _load_or_compile(self, source: str, options: str) -> cl.Program:
+        path = self._path(source, options)
+        if path is not None and os.path.exists(path):
+            try:
+                with open(path, "rb") as f:
+                    binary = f.read()
+                prg = cl.Program(self.context, [self.device], [binary]).build(options)
+                self.stats["loaded"] += 1
+                return prg
+            except (OSError, cl.Error):
+                pass  # unreadable or stale binary: compile again and overwrite it
+        prg = cl.Program(self.context, source).build(options, cache_dir=False)
+        self.stats["compiled"] += 1
+        if path is not None:
+            _store(path, prg.get_info(cl.program_info.BINARIES)[0])
+        return prg
+
+
+def _store(path: str, binary: bytes) -> None:
+    """Write ``binary`` atomically (a concurrent process may be writing the same file)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(binary)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only or full cache directory only costs compile time
+
+
+def launch(queue: cl.CommandQueue, kernel: cl.Kernel, n: int, args: Any) -> None:
+    """Run ``kernel`` on ``ceil(n / LOCAL) * LOCAL`` work-items (kernels guard ``n`` or
+    rely on padded buffers)."""
+    kernel.set_args(*args)
+    _enqueue(queue, kernel, (-(-n // LOCAL) * LOCAL,), (LOCAL,))

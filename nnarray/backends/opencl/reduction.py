@@ -1,0 +1,228 @@
+"""Axis reductions: sum mean max min argmax argmin (pyopencl only reduces whole arrays).
+
+The input's dimensions are coalesced into kept and reduced groups. Work-item ``g`` takes
+output ``g / nchunk`` and reduces chunk ``g % nchunk`` of its reduced elements, walking
+them with an odometer (adds, no divisions per element). When the outputs are few and
+the reductions long, chunks run in parallel into a partials array that a second pass
+reduces; chunked sums are also more accurate than one serial sum. float32 sums and means
+accumulate in double where the device has fp64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...registry import register_kernel
+from .cltypes import CLType, cltype, convert, header
+from .device import OpenCLDevice, device_of
+from .indexing import c_strides
+from .programs import launch
+
+_I64 = np.dtype(np.int64)
+_F64 = np.dtype(np.float64)
+#: Work-items a reduction aims to occupy; each chunk covers at least ``_MIN_CHUNK``.
+_ITEMS, _MIN_CHUNK = 8192, 256
+
+Dims = list[tuple[int, int]]  # (size, stride) per coalesced dimension
+
+
+def _groups(shape: tuple[int, ...], axes: set[int]) -> tuple[Dims, Dims]:
+    """(kept, reduced) coalesced dimensions of a C-contiguous ``shape``."""
+    kept: Dims = []
+    red: Dims = []
+    last = None
+    for d, (s, st) in enumerate(zip(shape, c_strides(shape))):
+        if s == 1:
+            continue
+        r = d in axes
+        grp = red if r else kept
+        if last is r:
+            grp[-1] = (grp[-1][0] * s, st)
+        else:
+            grp.append((s, st))
+        last = r
+    return kept, red
+
+
+def _odometer(d: int) -> str:
+    if d == 0:
+        return "++c0; off += rs0;"
+    return (f"if (++c{d} == rd{d}) {{ c{d} = 0; off -= (rd{d} - 1) * rs{d}; "
+            f"{_odometer(d - 1)} }} else off += rs{d};")
+
+
+def _combine(op: str, t: CLType) -> str:
+    if op == "sum":
+        return "acc += v;"
+    cmp = ">" if op in ("max", "argmax") else "<"
+    if op.startswith("arg"):
+        nan = " || (isnan(v) && !isnan(acc))" if t.is_float else ""
+        return f"if (r == r0 || v {cmp} acc{nan}) {{ acc = v; bi = r; }}"
+    if t.is_bool:
+        return "acc = acc " + ("|" if op == "max" else "&") + " v;"
+    if t.is_float:
+        return f"acc = (v {cmp} acc || isnan(v)) ? v : acc;"
+    return f"acc = {op}(acc, v);"
+
+
+def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLType,
+            scaled: bool, partial: bool) -> str:
+    arg = op.startswith("arg")
+    init = {"sum": "0", "max": acc_t.lowest(), "min": acc_t.highest()}.get(op, "0")
+    params = [f"__global const {in_t.storage}* restrict x", f"__global {out_t.storage}* out"]
+    if arg and partial:
+        params.append("__global long* outi")
+    params += ["const long nout", "const long R", "const long chunk", "const long nchunk",
+               f"const {acc_t.calc} scale"]
+    params += [f"const long kd{d}" for d in range(1, kr)]
+    params += [f"const long ks{d}" for d in range(kr)]
+    params += [f"const long rd{d}" for d in range(rr)] + [f"const long rs{d}" for d in range(rr)]
+    body = ["const long g = get_global_id(0);", "if (g >= nout * nchunk) return;",
+            "const long o = g / nchunk;", "const long r0 = (g - o * nchunk) * chunk;",
+            "const long r1 = min(R, r0 + chunk);", "long base = 0, q = o;"]
+    for d in range(kr - 1, 0, -1):
+        body.append(f"base += (q % kd{d}) * ks{d}; q /= kd{d};")
+    if kr:
+        body.append("base += q * ks0;")
+    body.append("q = r0; long off = 0;")
+    for d in range(rr - 1, -1, -1):
+        body.append(f"long c{d} = q % rd{d}; q /= rd{d}; off += c{d} * rs{d};"
+                    if d else "long c0 = q; off += c0 * rs0;")
+    body.append(f"{acc_t.calc} acc = {init};" + (" long bi = r0;" if arg else ""))
+    step = _odometer(rr - 1) if rr else ""
+    body.append("for (long r = r0; r < r1; ++r) {\n      const "
+                f"{acc_t.calc} v = {convert(in_t.load('x', 'base + off'), in_t, acc_t)};\n"
+                f"      {_combine(op, acc_t)}\n      {step}\n    }}")
+    if arg:
+        body.append(out_t.store("out", "g", "acc") + " outi[g] = bi;" if partial
+                    else "out[g] = bi;")
+    else:
+        val = "acc * scale" if scaled else "acc"
+        body.append(out_t.store("out", "g", convert(val, acc_t, out_t)))
+    return (header(in_t, acc_t, out_t) + "__kernel void reduce(" + ", ".join(params)
+            + ") {\n    " + "\n    ".join(body) + "\n}\n")
+
+
+_PICK = """__kernel void pick(__global const {t}* restrict v, __global const long* restrict vi,
+                   __global long* out, const long nout, const long n) {{
+    const long o = get_global_id(0);
+    if (o >= nout) return;
+    {t} acc = v[o * n]; long bi = vi[o * n];
+    for (long c = 1; c < n; ++c) {{
+      const {t} x = v[o * n + c];
+      if (x {cmp} acc{nan}) {{ acc = x; bi = vi[o * n + c]; }}
+    }}
+    out[o] = bi;
+}}
+"""
+
+
+def _chunks(nout: int, R: int) -> tuple[int, int]:
+    nchunk = max(1, min(-(-R // _MIN_CHUNK), -(-_ITEMS // max(nout, 1))))
+    chunk = max(1, -(-R // nchunk))
+    return chunk, -(-R // chunk) if R else 1
+
+
+def _launch(dev: OpenCLDevice, src: str, x: Any, outs: list, nout: int, R: int, chunk: int,
+            nchunk: int, scale: Any, kept: Dims, red: Dims) -> None:
+    L = np.int64
+    args = [x.base_data, *(o.base_data for o in outs), L(nout), L(R), L(chunk), L(nchunk),
+            scale]
+    args += [L(s) for s, _ in kept[1:]] + [L(st) for _, st in kept]
+    args += [L(s) for s, _ in red] + [L(st) for _, st in red]
+    launch(dev.queue, dev.programs.kernel(src, "reduce"), nout * nchunk, args)
+
+
+def _reduce(dev: OpenCLDevice, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
+            acc_t: CLType, out: Any, scale: float | None) -> None:
+    """Reduce ``x`` (``in_t``) into ``out``; ``scale`` multiplies the final value (mean)."""
+    nout = int(np.prod([s for s, _ in kept], dtype=np.int64))
+    R = int(np.prod([s for s, _ in red], dtype=np.int64))
+    chunk, nchunk = _chunks(nout, R)
+    out_t = cltype(out.dtype)
+    sc = acc_t.scalar(1 if scale is None else scale)
+    if nchunk == 1:
+        src = _source(op, len(kept), len(red), in_t, acc_t, out_t, scale is not None, False)
+        _launch(dev, src, x, [out], nout, R, chunk, 1, sc, kept, red)
+        return
+    part = dev.empty((nout, nchunk), acc_t.dtype)
+    src = _source(op, len(kept), len(red), in_t, acc_t, acc_t, False, False)
+    _launch(dev, src, x, [part], nout, R, chunk, nchunk, acc_t.scalar(1), kept, red)
+    _reduce(dev, part, acc_t, [(nout, nchunk)] if nout > 1 else [], [(nchunk, 1)], op, acc_t,
+            out, scale)
+
+
+def _acc_type(dev: OpenCLDevice, op: str, t: CLType) -> CLType:
+    if op in ("max", "min"):
+        return t
+    if t.is_float:
+        return cltype(_F64) if dev.fp64 else cltype(np.float32) if t.calc == "float" else t
+    return cltype(_F64) if op == "mean" else cltype(_I64)
+
+
+def _out_shape(shape: tuple[int, ...], axes: set[int], keepdims: bool) -> tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _register(op: str) -> None:
+    @register_kernel(op, "opencl")
+    def kernel(x, axis, keepdims):
+        dev = device_of(x)
+        axes = set(axis)
+        in_t = cltype(x.dtype)
+        out_d = x.dtype
+        if x.dtype.kind in "bi" and op in ("sum", "mean"):
+            out_d = _I64 if op == "sum" else _F64
+        acc_t = _acc_type(dev, op, in_t)
+        for d in (x.dtype, out_d, acc_t.dtype):
+            dev.check_dtype(d, op)
+        out = dev.empty(_out_shape(x.shape, axes, keepdims), out_d)
+        if out.size == 0:
+            return out
+        kept, red = _groups(x.shape, axes)
+        R = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+        scale = (1.0 / R if R else float("nan")) if op == "mean" else None
+        _reduce(dev, x, in_t, kept, red, "sum" if op == "mean" else op, acc_t, out, scale)
+        return out
+
+
+for _op in ("sum", "mean", "max", "min"):
+    _register(_op)
+
+
+def _register_arg(op: str) -> None:
+    @register_kernel(op, "opencl")
+    def kernel(x, axis, keepdims):
+        dev = device_of(x)
+        dev.check_dtype(x.dtype, op)
+        axes = set(range(x.ndim)) if axis is None else {axis}
+        shape = (1,) * x.ndim if axis is None and keepdims else _out_shape(x.shape, axes,
+                                                                            keepdims)
+        out = dev.empty(shape, _I64)
+        kept, red = _groups(x.shape, axes)
+        nout = out.size
+        R = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+        chunk, nchunk = _chunks(nout, R)
+        t = cltype(x.dtype)
+        pt = cltype(np.float32) if t.storage == "half" else t  # partial values, plain loads
+        src = _source(op, len(kept), len(red), t, pt, pt if nchunk > 1 else cltype(_I64),
+                      False, nchunk > 1)
+        if nchunk == 1:
+            _launch(dev, src, x, [out], nout, R, chunk, 1, t.scalar(1), kept, red)
+            return out
+        vals, idxs = dev.empty((nout, nchunk), pt.dtype), dev.empty((nout, nchunk), _I64)
+        _launch(dev, src, x, [vals, idxs], nout, R, chunk, nchunk, t.scalar(1), kept, red)
+        nan = " || (isnan(x) && !isnan(acc))" if t.is_float else ""
+        pick = header(pt) + _PICK.format(t=pt.calc, cmp=">" if op == "argmax" else "<", nan=nan)
+        launch(dev.queue, dev.programs.kernel(pick, "pick"), nout,
+               [vals.base_data, idxs.base_data, out.base_data, np.int64(nout),
+                np.int64(nchunk)])
+        return out
+
+
+for _op in ("argmax", "argmin"):
+    _register_arg(_op)
