@@ -110,3 +110,5 @@ def test_training_step_under_strict_transfers_on_opencl():
     routes = nna.transfer_stats()["by_route"]
     assert set(routes) <= {("numpy:0", "opencl:0"), ("opencl:0", "numpy:0")}
     assert routes.get(("numpy:0", "opencl:0"), (0, 0))[0] == 3  # x, t and eval x uploads
+    with nna.context_scope("opencl"), nna.strict_transfers():  # a whole epoch + evaluation
+        trainer.fit((x, t), 1, val=(x, t))
