@@ -1,0 +1,290 @@
+"""The OpenCL backend: discovery, availability reasons, transfers, the on-disk program
+cache, dtype support and kernels' corner cases (broadcasting, strides, chunked
+reductions, random streams). Skips with the reason where OpenCL is unavailable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray.backends import opencl
+
+REASON = opencl.why_unavailable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"opencl unavailable: {REASON}")
+
+
+def _run(code: str, **env: str) -> str:
+    """Run ``code`` in a fresh interpreter with extra environment; return its stdout."""
+    e = dict(os.environ, **env)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def on_cl(*arrays):
+    return [nna.NdArray.from_numpy_array(np.asarray(a)) for a in arrays]
+
+
+@pytest.fixture
+def cl():
+    with nna.context_scope("opencl"):
+        yield nna.backends.get_device("opencl", 0)
+
+
+# -- discovery and availability -----------------------------------------------------------
+def test_devices_are_listed_and_described():
+    assert opencl.device_count() >= 1
+    names = dict(nna.backends.available())["opencl"]
+    assert names[0].startswith("opencl:0 (")
+    dev = nna.backends.get_device("opencl", 0)
+    assert dev.cl_device.name.strip() in dev.describe()
+
+
+def test_why_unavailable_is_cached_and_none_here():
+    assert opencl.why_unavailable() is None
+    assert opencl.why_unavailable() is opencl.why_unavailable()
+
+
+def test_device_beyond_count_is_unavailable():
+    with pytest.raises(nna.BackendUnavailableError, match="no such device"):
+        with nna.context_scope(f"opencl:{opencl.device_count()}"):
+            pass
+
+
+def test_reason_without_pyopencl():
+    code = ("import sys; sys.modules['pyopencl'] = None\n"
+            "import nnarray as nna\n"
+            "print(nna.backends.why_unavailable('opencl'))\n"
+            "print('opencl' in dict(nna.backends.available()))")
+    assert _run(code).split("\n")[:2] == ["pyopencl not installed", "False"]
+
+
+def test_device_selection_by_name_and_no_match():
+    name = nna.backends.get_device("opencl", 0).cl_device.name.strip()
+    code = ("import nnarray as nna\nfrom nnarray.backends import opencl\n"
+            "print(opencl.why_unavailable()); print(opencl.device_count())")
+    out = _run(code, NNARRAY_OPENCL_DEVICES=name[:6].lower()).split("\n")
+    assert out[0] == "None" and int(out[1]) >= 1
+    out = _run(code, NNARRAY_OPENCL_DEVICES="no-such-device-xyz").split("\n")
+    assert out[0].startswith("NNARRAY_OPENCL_DEVICES=no-such-device-xyz matches none of:")
+    assert out[1] == "0"
+
+
+def test_unusable_devices_are_skipped_with_a_reason():
+    for line in opencl.skipped_devices():
+        assert ": " in line  # "platform / device: reason"
+
+
+# -- transfers ------------------------------------------------------------------------------
+def test_transfers_are_counted_by_route(cl):
+    a = nna.NdArray.from_numpy_array(np.arange(6, dtype=np.float32))
+    nna.reset_transfer_stats()
+    b = a * 2  # host -> opencl once
+    assert nna.transfer_stats()["by_route"] == {("numpy:0", "opencl:0"): (1, 24)}
+    np.testing.assert_array_equal(b.get_data("r", "numpy"), np.arange(6) * 2)  # one copy
+    s = nna.transfer_stats()
+    assert s["count"] == 2 and s["by_route"][("opencl:0", "numpy:0")] == (1, 24)
+    c = b + a  # both current on the device now: nothing moves
+    assert nna.transfer_stats()["count"] == 2
+    assert c.head == "opencl:0"
+
+
+def test_strict_transfers_refuse_implicit_copies(cl):
+    a = nna.NdArray.from_numpy_array(np.ones(3, np.float32))
+    with nna.strict_transfers(), pytest.raises(nna.TransferError):
+        F.add(a, a)
+
+
+def test_lazy_fill_materializes_on_device_without_transfer(cl):
+    a = nna.NdArray((2, 3), np.int64)
+    a.fill(2**62 + 1)
+    nna.reset_transfer_stats()
+    b = a + 0
+    assert nna.transfer_stats()["count"] == 0
+    assert b.data[1, 2] == 2**62 + 1
+
+
+# -- the program cache ----------------------------------------------------------------------
+def test_second_process_loads_programs_instead_of_compiling(tmp_path):
+    code = ("import numpy as np, nnarray as nna, nnarray.functions as F, json\n"
+            "from nnarray.backends import opencl\n"
+            "with nna.context_scope('opencl'):\n"
+            "    x = nna.NdArray.from_numpy_array(np.arange(12, dtype=np.float32).reshape(4, 3))\n"
+            "    y = F.sum(F.exp(x) * 0.5 + x[:, ::-2].reshape(8, 1)[:4], axis=1)\n"
+            "    v = y.data.tolist()\n"
+            "print(json.dumps([opencl.build_stats(), v]))")
+    env = {"NNARRAY_OPENCL_CACHE_DIR": str(tmp_path)}
+    first, v1 = json.loads(_run(code, **env))
+    second, v2 = json.loads(_run(code, **env))
+    assert first["compiled"] >= 4 and first["loaded"] == 0
+    assert second == {"compiled": 0, "loaded": first["compiled"]}
+    assert v1 == v2
+
+
+def test_programs_are_built_once_per_process(cl):
+    a, = on_cl(np.ones((5, 7), np.float32))
+    F.tanh(a)
+    before = opencl.build_stats()
+    for _ in range(3):
+        F.tanh(a)
+    F.tanh(on_cl(np.ones((2, 2), np.float32))[0])  # another shape, same contiguous kernel
+    assert opencl.build_stats() == before
+
+
+# -- dtypes -----------------------------------------------------------------------------------
+def test_fp64_flag_matches_the_device(cl):
+    assert cl.fp64 == ("cl_khr_fp64" in cl.cl_device.extensions)
+
+
+@pytest.mark.skipif(REASON is None and not nna.backends.get_device("opencl").fp64,
+                    reason="device has no fp64")
+def test_float64_computes_in_double(cl):
+    x = np.array([1e-300, 1.0 + 1e-15, 3.0])
+    a, = on_cl(x)
+    r = F.sqrt(a * a)
+    assert r.dtype == np.float64
+    np.testing.assert_array_equal(r.data, np.sqrt(x * x))
+
+
+def test_float64_on_a_device_without_fp64_names_the_device(cl):
+    cl.fp64 = False
+    try:
+        a, = on_cl(np.ones((3, 1, 7), np.float64))
+        with pytest.raises(nna.DTypeError, match="opencl:0.*cl_khr_fp64"):
+            F.exp(a)
+    finally:
+        cl.fp64 = "cl_khr_fp64" in cl.cl_device.extensions
+
+
+def test_float16_is_stored_as_half_and_computed_in_float(cl):
+    x = np.linspace(-3, 3, 11).astype(np.float16)
+    a, = on_cl(x)
+    np.testing.assert_array_equal((a * 1.5).data, x * np.float16(1.5))
+    np.testing.assert_allclose(F.exp(a).data, np.exp(x), rtol=1e-3)
+    np.testing.assert_allclose(F.sum(a).data, x.astype(np.float32).sum(), atol=1e-2)
+    assert int(F.argmax(a).data) == 10
+
+
+def test_int_pow_and_true_division(cl):
+    a, b = on_cl(np.array([2, -3, 5, 0], np.int32), np.array([3, 3, 0, 2], np.int64))
+    r = a ** b
+    assert r.dtype == np.int64
+    np.testing.assert_array_equal(r.data, [8, -27, 1, 0])
+    np.testing.assert_array_equal((a / 2).data, np.array([2, -3, 5, 0]) / 2)
+
+
+# -- random -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_random_is_deterministic_per_seed_and_position(cl, dtype):
+    a = F.rand((1001,), low=-2, high=3, seed=2**63 - 5, dtype=dtype).data
+    b = F.rand((1001,), low=-2, high=3, seed=2**63 - 5, dtype=dtype).data
+    np.testing.assert_array_equal(a, b)
+    prefix = F.rand((7,), low=-2, high=3, seed=2**63 - 5, dtype=dtype).data
+    np.testing.assert_array_equal(prefix, a[:7])  # position, not launch geometry
+    assert not np.array_equal(a, F.rand((1001,), low=-2, high=3, seed=1, dtype=dtype).data)
+    assert a.min() >= -2 and a.max() <= 3 and a.dtype == dtype
+    z = F.randn((20000,), mu=1.0, sigma=2.0, seed=7, dtype=dtype).data.astype(np.float64)
+    assert abs(z.mean() - 1.0) < 0.05 and abs(z.std() - 2.0) < 0.05
+    np.testing.assert_array_equal(z, F.randn((20000,), mu=1.0, sigma=2.0, seed=7,
+                                             dtype=dtype).data.astype(np.float64))
+
+
+def test_uniform_is_uniform(cl):
+    u = F.rand((100000,), seed=3).data
+    hist, _ = np.histogram(u, bins=10, range=(0, 1))
+    assert np.all(np.abs(hist - 10000) < 500)
+
+
+# -- broadcasting, strides, padding ---------------------------------------------------------
+def test_broadcast_patterns_match_numpy(cl):
+    rng = np.random.default_rng(0)
+    shapes = [((4, 1, 3), (5, 1)), ((), (2, 3)), ((1,), (3, 1, 2)), ((2, 0, 3), (1, 3)),
+              ((3, 1, 4, 1), (1, 2, 1, 5)), ((1, 1), (1, 1))]
+    for sa, sb in shapes:
+        x, y = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb)
+        a, b = on_cl(x, y)
+        for f, g in ((F.add, np.add), (F.maximum, np.maximum), (F.less, np.less)):
+            r = f(a, b)
+            assert r.shape == g(x, y).shape and r.dtype == g(x, y).dtype
+            np.testing.assert_allclose(r.data, g(x, y), rtol=1e-6)
+
+
+def test_inplace_with_broadcast_operand_and_scalar(cl):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a, b = on_cl(x, np.array([1, 2, 3, 4], np.float64))
+    a += b  # float64 result stored in float32 (same_kind)
+    a *= 0.5
+    np.testing.assert_array_equal(a.data, ((x + [1, 2, 3, 4]) * 0.5).astype(np.float32))
+
+
+def test_contiguous_kernels_leave_neighbouring_buffers_alone(cl):
+    a, b = on_cl(np.ones(5, np.float32), np.full(300, 7, np.float32))
+    for _ in range(3):
+        a = a * 2
+    np.testing.assert_array_equal(b.data, 7)
+    np.testing.assert_array_equal(a.data, 8)
+
+
+def test_slices_with_negative_steps_and_transposes(cl):
+    x = np.arange(2 * 3 * 5 * 4, dtype=np.int64).reshape(2, 3, 5, 4)
+    a, = on_cl(x)
+    np.testing.assert_array_equal(a[::-1, 1:, ::-2, 3].data, x[::-1, 1:, ::-2, 3])
+    np.testing.assert_array_equal(a[:, :0].data, x[:, :0])
+    t = F.transpose(a, (2, 0, 3, 1))
+    np.testing.assert_array_equal(F.reshape(t, (-1, 6)).data, x.transpose(2, 0, 3, 1)
+                                  .reshape(-1, 6))
+    np.testing.assert_array_equal(F.broadcast_to(a[:, :1, :1], (3, 2, 3, 5, 4)).data,
+                                  np.broadcast_to(x[:, :1, :1], (3, 2, 3, 5, 4)))
+    c = F.concatenate([a, F.cast(a, np.int32)[:, :2]], axis=1)
+    np.testing.assert_array_equal(c.data, np.concatenate([x, x[:, :2]], axis=1))
+
+
+def test_long_reductions_take_the_chunked_path(cl):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 200001)).astype(np.float32)
+    x[1, 123456] = 50.0
+    x[2, 7] = x[2, 150000] = 60.0  # a tie: the first index wins
+    a, = on_cl(x)
+    np.testing.assert_allclose(F.sum(a, axis=1).data, x.sum(axis=1, dtype=np.float64),
+                               rtol=1e-5)
+    np.testing.assert_allclose(F.mean(a).data, x.mean(dtype=np.float64), rtol=1e-4,
+                               atol=1e-6)
+    np.testing.assert_array_equal(F.argmax(a, axis=1).data, [x[0].argmax(), 123456, 7])
+    np.testing.assert_array_equal(F.max(a, axis=(0, 1)).data, 60.0)
+    y = x.copy()
+    y[0, 199999] = np.nan
+    b, = on_cl(y)
+    assert int(F.argmax(b).data) == 199999
+    assert np.isnan(F.max(b, axis=1).data[0])
+
+
+def test_reduction_over_separated_axes(cl):
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.int32).reshape(2, 3, 4, 5)
+    a, = on_cl(x)
+    r = F.sum(a, axis=(0, 2), keepdims=True)
+    assert r.dtype == np.int64
+    np.testing.assert_array_equal(r.data, x.sum(axis=(0, 2), keepdims=True))
+    np.testing.assert_array_equal(F.min(a, axis=(1, 3)).data, x.min(axis=(1, 3)))
+    np.testing.assert_allclose(F.mean(a, axis=(0, 1, 3)).data, x.mean(axis=(0, 1, 3)))
+
+
+def test_matmul_batch_broadcast_that_needs_materializing(cl):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 1, 4, 3)).astype(np.float32)
+    y = rng.standard_normal((1, 3, 3, 5)).astype(np.float32)
+    a, b = on_cl(x, y)
+    np.testing.assert_allclose(F.matmul(a, b).data, x @ y, rtol=1e-5, atol=1e-5)
+    i, j = on_cl(np.arange(6, dtype=np.int32).reshape(2, 3), np.arange(3, dtype=np.int64))
+    np.testing.assert_array_equal(F.matmul(i, j).data, np.arange(6).reshape(2, 3) @ np.arange(3))
+    h, = on_cl(x.astype(np.float16))
+    r = F.matmul(h, b)
+    assert r.dtype == np.float32
+    np.testing.assert_allclose(r.data, x.astype(np.float16).astype(np.float32) @ y, rtol=1e-4)
