@@ -28,9 +28,11 @@ from ..registry import _fallbacks, resolve
 from ..synced import _NO_FILL
 from . import modes
 from .node import Node
+from .program import replay, tape, trace
 from .variable import Variable, _make
 
 _mode = modes.mode
+_tape = tape
 _FLOATS = dtypes.FLOATS
 _stamps = itertools.count(1)
 _generation = 0
@@ -61,6 +63,9 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
         node = Node(op, inputs, attrs, metas, rank)
         outs = [_make(s, d, None, None, need, node) for s, d in metas]
         node.outs = tuple([_wref(v) for v in outs])
+        t = _tape.get()
+        if t is not None:
+            t.append(node)
         return outs[0] if len(outs) == 1 else tuple(outs)
     datas = []
     for x in inputs:
@@ -81,6 +86,7 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
         vs = [_make(o.shape, o.dtype, o, None, False) for o in outs]
     else:
         node = Node(op, tuple(inputs), attrs, metas, rank)
+        node.dynamic = True
         node.save(datas, outs)
         vs = [_make(o.shape, o.dtype, o, None, True, node) for o in outs]
         node.outs = tuple([_wref(v) for v in vs])
@@ -91,14 +97,14 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
 class Plan:
     """Everything about one output's graph that does not change between iterations."""
 
-    __slots__ = ("generation", "order", "release", "bwd", "bwd_release")
+    __slots__ = ("generation", "order", "release", "bwd", "program")
 
     def __init__(self, root: Variable) -> None:
         self.generation = _generation
         self.order = _topological(root)
         self.release = _forward_release(self.order, root)
         self.bwd: Any = None
-        self.bwd_release: Any = None
+        self.program: Any = None
 
     def backward_order(self) -> list:
         """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
@@ -181,43 +187,69 @@ def forward(root: Variable, clear_buffer: bool = False) -> None:
                 v._data = None
 
 
-def _run(n: Node, ctx: Any) -> None:
+def _run(n: Node, ctx: Any, save: bool = True) -> None:
+    """Run one node's kernel (resolved once per context) and store its outputs."""
     k = n._kern
     if k is None or k[0] is not ctx:
         k = n._kern = (ctx, *resolve(n.op.name, ctx))
     elif k[3] is not None:
         _fallbacks[k[3]] = _fallbacks.get(k[3], 0) + 1
     fn, dev = k[1], k[2]
-    datas = [(a._data if a._data is not None else a.data) if isinstance(a, Variable) else a
-             for a in n.args]
+    datas = []
+    for a in n.args:
+        if type(a) is Variable or isinstance(a, Variable):
+            d = a._data
+            datas.append(d if d is not None else a.data)
+        else:
+            datas.append(a)
     metas = n.metas
     if k[4]:
         res = fn(*datas, **n.attrs)
         outs = (res,) if len(metas) == 1 else res
-    else:
-        r = fn(*[d._read(dev) if type(d) is NdArray else d for d in datas], **n.attrs)
-        rs = (r,) if len(metas) == 1 else r
-        if DEBUG:
-            for x, m in zip(rs, metas):
-                _check(n.op.name, dev, x, m)
-        outs = []
-        for ref, x, m in zip(n.outs, rs, metas):
+        for ref, o in zip(n.outs, outs):
             v = ref()
-            nd = v._data if v is not None else None
-            if nd is None:
-                nd = NdArray._wrap(x, dev, m)
-                if v is not None:
-                    v._data = nd
-            else:
-                nd._set_native(dev, x)
-            outs.append(nd)
-        n.save(datas, outs)
+            if v is not None:
+                v._data = o
+        if save:
+            n.save(datas, outs)
         return
-    for ref, o in zip(n.outs, outs):
+    xs = []
+    for d in datas:
+        if type(d) is NdArray:
+            x = d._copies.get(dev)
+            xs.append(x if x is not None else d._read(dev))
+        else:
+            xs.append(d)
+    r = fn(*xs, **n.attrs)
+    if len(metas) == 1:
+        if DEBUG:
+            _check(n.op.name, dev, r, metas[0])
+        v = n.outs[0]()
+        nd = v._data if v is not None else None
+        if nd is None:
+            nd = NdArray._wrap(r, dev, metas[0])
+            if v is not None:
+                v._data = nd
+        else:
+            nd._set_native(dev, r)
+        if save:
+            n.save(datas, (nd,))
+        return
+    outs = []
+    for ref, x, m in zip(n.outs, r, metas):
+        if DEBUG:
+            _check(n.op.name, dev, x, m)
         v = ref()
-        if v is not None:
-            v._data = o
-    n.save(datas, outs)
+        nd = v._data if v is not None else None
+        if nd is None:
+            nd = NdArray._wrap(x, dev, m)
+            if v is not None:
+                v._data = nd
+        else:
+            nd._set_native(dev, x)
+        outs.append(nd)
+    if save:
+        n.save(datas, outs)
 
 
 # -- backward ----------------------------------------------------------------------------
@@ -230,6 +262,16 @@ def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
             _accumulate_leaf(root, g, True)
         return
     plan = plan_of(root)
+    if not root._parent.dynamic:
+        prog = plan.program
+        if prog is None:
+            prog = plan.program = trace(root, plan.backward_order())
+        replay(prog, g, _current.get(_context._default), _run, clear_buffer)
+        root._grad = g
+        if clear_buffer:
+            for n in plan.order:
+                _after(n, root, True)
+        return
     stamp = next(_stamps)
     root._grad = g
     root._gstamp = stamp

@@ -18,7 +18,7 @@ class Node:
     """A function application in the graph; the backward rule's context."""
 
     __slots__ = ("op", "args", "attrs", "metas", "outs", "rank", "inputs", "outputs",
-                 "versions", "need", "_in_meta", "_kern", "__weakref__")
+                 "versions", "need", "dynamic", "_in_meta", "_kern", "__weakref__")
 
     def __init__(self, op: Any, args: tuple, attrs: dict, metas: tuple, rank: int) -> None:
         self.op = op
@@ -31,6 +31,7 @@ class Node:
         self.outputs: Any = None
         self.versions: Any = None
         self.need: tuple = ()
+        self.dynamic = False  # recorded under auto_forward (backward runs the rules eagerly)
         self._in_meta: Any = None
         self._kern: Any = None
 

@@ -71,6 +71,7 @@ class PythonFunction:
             o._need_grad = need
         node.outs = tuple([_wref(o) for o in outs])
         if m != modes.STATIC:
+            node.dynamic = True
             node.save_all(outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 

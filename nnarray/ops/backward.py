@@ -67,10 +67,10 @@ def sum_to(g: Any, shape: tuple[int, ...]) -> Any:
     if gs == shape:
         return g
     lead = len(gs) - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
-                                      if s == 1 and gs[i + lead] != 1)
-    if axes:
-        g = F.sum(g, axes, True)
+    inner = tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+    if not inner:
+        return F.sum(g, tuple(range(lead)), False)
+    g = F.sum(g, tuple(range(lead)) + inner, True)
     return g if g.shape == shape else F.reshape(g, shape)
 
 
@@ -82,8 +82,9 @@ def fit(c: Any, i: int, g: Any) -> Any:
 
 
 def unreduce(g: Any, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Any:
-    """A reduction's output gradient reshaped to keep the reduced axes as size 1."""
-    if keepdims:
+    """A reduction's output gradient, shaped to broadcast against the input (the reduced
+    axes kept as size 1 unless they lead, where broadcasting restores them anyway)."""
+    if keepdims or axes == tuple(range(len(axes))):
         return g
     keep = tuple(1 if i in axes else s for i, s in enumerate(shape))
     return g if g.shape == keep else F.reshape(g, keep)

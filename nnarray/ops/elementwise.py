@@ -209,7 +209,20 @@ def inplace(op: Op, a: Any, b: Any) -> Any:
     from ..registry import resolve
     if type(a) is not NdArray:
         return a._inplace(op, b)  # graph values define their own in-place semantics
+    if type(b) is NdArray and b.shape == a.shape and isinstance(op, BinaryOp) and \
+            op._pcache.get((a.dtype, b.dtype)) == a.dtype:
+        # Fast path (solver updates): same shape, result dtype already a's, cached kernel.
+        t = _dispatch_cache.get(_current.get(_context._default))
+        e = t.get(op.name) if t is not None else None
+        if e is not None and e[2] is None and not e[3]:
+            bn = b._copies.get(e[1])
+            if bn is not None:
+                an = a._access("rw", e[1])
+                e[0](an, bn, out=an)
+                return a
     ((shape, dt),) = op.infer((a, b), {})
+    if type(b) is NdArray and b.shape == a.shape and isinstance(op, BinaryOp):
+        op._pcache[(a.dtype, b.dtype)] = dt
     if shape != a.shape:
         raise ShapeError(f"{op.name} (in place): result shape {shape} differs from the "
                          f"target's shape {a.shape}")
@@ -257,6 +270,8 @@ def _sub_grad(c, g):
 @_backward(mul, inputs=(0, 1))
 def _mul_grad(c, g):
     a, b = c.inputs
+    if c.args[0] is c.args[1] and c.need[0]:  # x * x: one gradient, 2 * g * x
+        return _fit(c, 0, g * (a * 2.0)), None
     return (_fit(c, 0, g * b) if c.need[0] else None,
             _fit(c, 1, g * a) if c.need[1] else None)
 
@@ -293,7 +308,7 @@ _backward(abs, inputs=(0,))(lambda c, g: (g * sign(c.inputs[0]),))
 _backward(exp, outputs=(0,))(lambda c, g: (_fit(c, 0, g * c.outputs[0]),))
 _backward(log, inputs=(0,))(lambda c, g: (_fit(c, 0, g / c.inputs[0]),))
 _backward(sqrt, outputs=(0,))(lambda c, g: (_fit(c, 0, g * 0.5 / c.outputs[0]),))
-_backward(relu, outputs=(0,))(lambda c, g: (where(greater(c.outputs[0], 0), g, 0.0),))
+_backward(relu, outputs=(0,))(lambda c, g: (g * greater(c.outputs[0], 0),))
 
 
 @_backward(tanh, outputs=(0,))

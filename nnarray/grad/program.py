@@ -1,0 +1,265 @@
+"""The static backward program: a static graph's backward pass, traced once and replayed.
+
+The first ``backward()`` of a static graph runs every backward rule on Variables instead
+of NdArrays: the rules' ``F`` calls record nodes on a tape (they are ordinary graph nodes,
+so the rules need nothing special). Retained forward data enter through proxy variables
+bound to each node's saved arrays at replay; the output gradient enters through a seed
+variable. Replaying the tape runs each step's kernel, resolved once, with no validation.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+from ..errors import GraphError
+from ..ndarray import NdArray
+from . import modes
+from .node import Node
+from .variable import Variable, _make
+
+#: The tape the static recorder appends new nodes to while a program is traced.
+tape: contextvars.ContextVar[list | None] = contextvars.ContextVar("nnarray_tape", default=None)
+
+
+class _TraceCtx:
+    """What a rule sees while traced: the node's attributes, proxies for its data."""
+
+    __slots__ = ("node", "inputs", "outputs", "attrs", "need", "in_meta", "args")
+
+    def __init__(self, n: Node, need: tuple, prog: Program) -> None:
+        rule = n.op.backward
+        self.node, self.attrs, self.need, self.args = n, n.attrs, need, n.args
+        self.in_meta = n.in_meta
+        self.inputs = [None] * len(n.args) if n.inputs else ()
+        for i in rule.retained_inputs(n.attrs):
+            a = n.args[i]
+            self.inputs[i] = prog.proxy(n, i, a) if isinstance(a, Variable) else a
+        self.outputs = [None] * len(n.metas) if rule.outputs else ()
+        for j in rule.outputs:
+            self.outputs[j] = prog.proxy(n, -1 - j, n.outputs[j])
+
+
+class PyGradStep:
+    """A PythonFunction's ``backward_impl`` as one step of a program (accum=False)."""
+
+    __slots__ = ("node", "gys", "need", "grads", "__weakref__")
+
+    def __init__(self, n: Any, gys: list, need: tuple) -> None:
+        self.node, self.gys, self.need = n, gys, need
+        self.grads = [_make(a.shape, a.dtype, None, None, False) if pd else None
+                      for a, pd in zip(n.args, need)]
+
+    def run(self) -> None:
+        n = self.node
+        outs = n._outputs(n.outputs)
+        for v, gv in zip(outs, self.gys):
+            if gv is not None:
+                v._grad = gv._data
+            else:
+                v._grad = NdArray(v.shape, v.dtype)
+                v._grad.zero()
+        ins = list(n.args)
+        old = [a._grad for a in ins]
+        for a, d in zip(ins, n.inputs):
+            a._data = d
+        accum, seen = [], set()
+        for a, pd in zip(ins, self.need):
+            if pd and id(a) not in seen:
+                seen.add(id(a))
+                a._grad = NdArray(a.shape, a.dtype)
+                a._grad.zero()
+                accum.append(False)
+            else:
+                accum.append(bool(pd))
+        try:
+            with modes.no_grad():
+                n.op.backward_impl(ins, outs, list(self.need), accum)
+            for a, gv in zip(ins, self.grads):
+                if gv is not None:
+                    gv._data = a._grad
+        finally:
+            for a, g in zip(ins, old):
+                a._grad = g
+
+
+class Program:
+    """A traced backward pass of one output variable."""
+
+    __slots__ = ("seed", "binds", "checks", "steps", "leaves", "inter", "release", "inv_proxies",
+                 "inv_last", "inv_steps", "__weakref__")
+
+    def __init__(self, root: Variable) -> None:
+        self.seed = _make(root.shape, root.dtype, None, None, False)
+        self.binds: list[tuple[Variable, Node, int]] = []
+        self.checks: list[Node] = []
+        self.steps: list[Any] = []
+        self.leaves: list[tuple[Variable, Variable, bool]] = []
+        self.inter: list[tuple[Variable, Variable]] = []
+        self.release: list[list] = []
+        self.inv_proxies: list[Variable] = []
+        self.inv_last: list[Any] = []
+        self.inv_steps: list[tuple[int, Variable, frozenset]] = []
+
+    def proxy(self, n: Node, i: int, like: Any) -> Variable:
+        """A variable bound at replay to node ``n``'s saved input ``i`` (output ``-1-i``)."""
+        v = _make(like.shape, like.dtype, None, None, False)
+        self.binds.append((v, n, i))
+        return v
+
+
+def trace(root: Variable, order: list) -> Program:
+    """Run the rules of ``order`` (``[(node, need)]``, descending rank) on Variables."""
+    from .. import functions as F
+    prog = Program(root)
+    grads: dict[int, Any] = {id(root): prog.seed}
+    keep: dict[int, Variable] = {}
+    tokens = (tape.set(prog.steps), modes.mode.set(modes.STATIC))
+    try:
+        for n, need in order:
+            if type(n) is Node:
+                v = n.outs[0]()
+                gy = grads.get(id(v)) if v is not None else None
+                if gy is None:
+                    continue
+                rule = n.op.backward
+                if rule is None:
+                    raise GraphError(f"{n.name}: no backward rule is declared for this op")
+                n.check()
+                gxs = rule.fn(_TraceCtx(n, need, prog), gy)
+            else:
+                gys = [grads.get(id(v)) if v is not None else None
+                       for v in (r() for r in n.outs)]
+                if all(g is None for g in gys):
+                    continue
+                n.check()
+                step = PyGradStep(n, gys, need)
+                prog.steps.append(step)
+                gxs = step.grads
+            prog.checks.append(n)
+            for i, gx in enumerate(gxs):
+                if gx is None or not need[i]:
+                    continue
+                if not isinstance(gx, Variable):
+                    gx = _make(gx.shape, gx.dtype, gx, None, False)
+                x = n.args[i]
+                prev = grads.get(id(x))
+                grads[id(x)] = gx if prev is None else F.add(prev, gx)
+                keep[id(x)] = x
+    finally:
+        tape.reset(tokens[0])
+        modes.mode.reset(tokens[1])
+    outs = [(x, grads[k]) for k, x in keep.items()]
+    uses: dict[int, int] = {}
+    for _, gv in outs:
+        uses[id(gv)] = uses.get(id(gv), 0) + 1
+    for x, gv in outs:
+        if x._parent is None:
+            shared = gv._parent is None or uses[id(gv)] > 1
+            prog.leaves.append((x, gv, shared))
+        else:
+            prog.inter.append((x, gv))
+    _plan_release(prog, {id(gv) for _, gv in outs})
+    _plan_invariants(prog)
+    return prog
+
+
+def _plan_invariants(prog: Program) -> None:
+    """Steps that read only constant leaf data (and scalars), directly or through other
+    such steps, e.g. the transpose of a fixed input in ``x @ W``'s backward: replay skips
+    them while that data is the same array at the same version (loop-invariant code)."""
+    leaf = {}
+    for v, n, i in prog.binds:
+        if i >= 0 and n.args[i]._parent is None:
+            leaf[id(v)] = v
+    deps: dict[int, frozenset] = {}
+    for s, step in enumerate(prog.steps):
+        if type(step) is not Node or len(step.outs) != 1:
+            continue
+        d: set = set()
+        ok = True
+        for a in step.args:
+            if isinstance(a, Variable):
+                if id(a) in leaf:
+                    d.add(id(a))
+                elif id(a) in deps:
+                    d |= deps[id(a)]
+                else:
+                    ok = False
+            elif isinstance(a, NdArray):
+                ok = False
+        out = step.outs[0]()
+        if ok and d and out is not None:
+            deps[id(out)] = frozenset(d)
+            prog.inv_steps.append((s, out, frozenset(d)))
+    used = set().union(*[d for _, _, d in prog.inv_steps]) if prog.inv_steps else set()
+    prog.inv_proxies = [leaf[k] for k in used]
+    prog.inv_last = [None] * len(prog.inv_proxies)
+
+
+def _skipped(prog: Program) -> set:
+    """Invariant steps whose inputs are unchanged since the last replay."""
+    changed = set()
+    for j, v in enumerate(prog.inv_proxies):
+        d, last = v._data, prog.inv_last[j]
+        if last is None or last[0] is not d or last[1] != d.version:
+            changed.add(id(v))
+            prog.inv_last[j] = (d, d.version)
+    return {s for s, out, d in prog.inv_steps if out._data is not None and not (d & changed)}
+
+
+def _plan_release(prog: Program, results: set) -> None:
+    """Per step, the program variables (and bound nodes) whose last reader it is."""
+    last: dict[int, tuple[int, Any]] = {}
+    bound = {id(v): n for v, n, _ in prog.binds}
+    for s, step in enumerate(prog.steps):
+        args = step.args if type(step) is Node else [g for g in step.gys if g is not None]
+        for a in args:
+            if isinstance(a, Variable) and id(a) not in results:
+                last[id(a)] = (s, a)
+    rel: list[list] = [[] for _ in prog.steps]
+    for s, a in last.values():
+        rel[s].append(a)
+        n = bound.get(id(a))
+        if n is not None:
+            rel[s].append(n)
+    prog.release = rel
+
+
+def replay(prog: Program, seed: NdArray, ctx: Any, run: Any, clear_buffer: bool) -> None:
+    """Run a traced program: check and bind saved data, run the steps, deliver grads."""
+    from .engine import _accumulate_leaf
+    for n in prog.checks:
+        n.check()
+    for v, n, i in prog.binds:
+        v._data = n.inputs[i] if i >= 0 else n.outputs[-1 - i]
+    prog.seed._data = seed
+    release = prog.release if clear_buffer else None
+    skip = _skipped(prog) if prog.inv_steps else ()
+    for s, step in enumerate(prog.steps):
+        if s in skip:
+            pass
+        elif type(step) is Node:
+            run(step, ctx, False)
+        else:
+            step.run()
+        if release is not None:
+            for a in release[s]:
+                if type(a) is Variable:
+                    a._data = None
+                else:
+                    a.release()
+    for x, gv, shared in prog.leaves:
+        _accumulate_leaf(x, gv._data, shared)
+    if not clear_buffer:
+        for x, gv in prog.inter:
+            x._grad = gv._data
+    else:
+        for x, gv in prog.inter:
+            x._grad = None
+            gv._data = None
+        for _, gv, _ in prog.leaves:
+            gv._data = None
+        for v, _, _ in prog.binds:
+            v._data = None
+        prog.seed._data = None
