@@ -39,3 +39,11 @@ def _reset_counters():
     nna.reset_transfer_stats()
     nna.reset_fallback_stats()
     yield
+
+
+@pytest.fixture
+def no_fallback():
+    """Fail a test whose ops fell back to another backend: it would not test its own."""
+    yield
+    fb = nna.fallback_stats()
+    assert not fb, f"ops fell back to another backend (op, from, to): {fb}"

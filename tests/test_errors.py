@@ -12,6 +12,8 @@ import nnarray as nna
 import nnarray.functions as F
 from nnarray import DTypeError, ShapeError
 
+pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
+
 
 def A(shape=(2, 3), dtype=np.float32) -> nna.NdArray:
     n = int(np.prod(shape))

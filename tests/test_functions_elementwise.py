@@ -11,6 +11,8 @@ from conftest import tol
 import nnarray as nna
 import nnarray.functions as F
 
+pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
+
 FLOATS = [np.float16, np.float32, np.float64]
 INTS = [np.int32, np.int64]
 NUMERIC = FLOATS + INTS

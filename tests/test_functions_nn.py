@@ -9,6 +9,8 @@ from conftest import tol
 import nnarray as nna
 import nnarray.functions as F
 
+pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
+
 
 def A(a) -> nna.NdArray:
     return nna.NdArray.from_numpy_array(np.asarray(a))

@@ -9,6 +9,8 @@ from conftest import tol
 import nnarray as nna
 import nnarray.functions as F
 
+pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
+
 DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
 AXES = [(None, False), (None, True), (0, False), (1, True), (-1, False), (-1, True),
         ((0, 2), False), ((0, 2), True), ((-1, -3), True), ((2, 0, 1), False),

@@ -8,6 +8,8 @@ import pytest
 import nnarray as nna
 import nnarray.functions as F
 
+pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
+
 DTYPES = [np.float32, np.float16, np.int64, np.bool_]
 
 

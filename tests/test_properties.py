@@ -4,6 +4,7 @@ random shapes/axes/keepdims for reductions, random basic-indexing keys."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from conftest import tol
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,8 @@ from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
 import nnarray as nna
 import nnarray.functions as F
+
+pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
 
 DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
 SETTINGS = settings(max_examples=40, deadline=None,
