@@ -214,6 +214,10 @@ INPLACE_ERRORS = [  # target, method, other, exception, regex
     (lambda: A((2, 3), I64), "__iadd__", lambda: A((3,), np.float16), DTypeError,
      S("add (in place)", "float64", "int64")),
     (lambda: A((2, 3), B), "__isub__", lambda: A((2, 3), B), DTypeError, S("sub", "bool")),
+    (lambda: A((2, 3), I32), "__iadd__", lambda: A((2, 3)), DTypeError,
+     S("add (in place)", "float64", "int32")),
+    (lambda: A((2, 3), I32), "__iadd__", lambda: A((2, 3)), DTypeError,  # again: cache warm
+     S("add (in place)", "float64", "int32")),
     (lambda: A((2, 3), B), "__iadd__", lambda: 1, DTypeError, S("add (in place)", "int64",
                                                                 "bool")),
 ]

@@ -338,6 +338,21 @@ def test_inplace_dtypes(backend, dtype, b):
     check(a, want)
 
 
+@pytest.mark.parametrize("method, ref", INPLACE[:4], ids=[m for m, _ in INPLACE[:4]])
+def test_inplace_repeated(backend, method, ref):
+    """Repeated same-shape updates (the solvers' pattern, a cached fast path): each one
+    writes in place and bumps the version."""
+    x, y = sample((4, 5), np.float32, 1, 3, seed=10), sample((4, 5), np.float32, 1, 2, seed=11)
+    a, b = A(x), A(y)
+    for _ in range(3):
+        v = a.version
+        assert getattr(a, method)(b) is a
+        assert a.version > v
+        x = ref(x, y)
+        check(a, x)
+    check(b, y)
+
+
 def test_inplace_on_lazy_array(backend):
     z = nna.zeros((2, 3))
     z += 1.5
