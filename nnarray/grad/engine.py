@@ -17,6 +17,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import numpy as np
+
 from .. import context as _context
 from .. import dtypes
 from ..context import _current
@@ -24,6 +26,7 @@ from ..errors import GraphError
 from ..ndarray import NdArray, full
 from ..ops import op as _op
 from ..ops.op import DEBUG, _check, execute
+from ..registry import _cache as _dispatch_cache
 from ..registry import _fallbacks, resolve
 from ..synced import _NO_FILL
 from . import modes
@@ -52,6 +55,7 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
     need = False
     rank = 0
     if m == modes.STATIC:
+        args = []
         for x in inputs:
             if isinstance(x, Variable):
                 if x._need_grad:
@@ -59,8 +63,11 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
                 p = x._parent
                 if p is not None and p.rank >= rank:
                     rank = p.rank + 1
+            elif type(x) is np.ndarray:  # a numpy operand is a constant
+                x = NdArray.from_numpy_array(x)
+            args.append(x)
         need = need and op.differentiable
-        node = Node(op, inputs, attrs, metas, rank)
+        node = Node(op, tuple(args), attrs, metas, rank)
         outs = [_make(s, d, None, None, need, node) for s, d in metas]
         node.outs = tuple([_wref(v) for v in outs])
         t = _tape.get()
@@ -68,6 +75,7 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
             t.append(node)
         return outs[0] if len(outs) == 1 else tuple(outs)
     datas = []
+    np_seen = False
     for x in inputs:
         if isinstance(x, Variable):
             if x._need_grad:
@@ -77,6 +85,9 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
                     rank = p.rank + 1
             d = x._data
             datas.append(d if d is not None else x.data)
+        elif type(x) is np.ndarray:  # a numpy operand is a constant
+            np_seen = True
+            datas.append(NdArray.from_numpy_array(x))
         else:
             datas.append(x)
     res = execute(op.name, datas, attrs, metas)
@@ -85,12 +96,63 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
     if m == modes.NO_GRAD or not need or not op.differentiable:
         vs = [_make(o.shape, o.dtype, o, None, False) for o in outs]
     else:
-        node = Node(op, tuple(inputs), attrs, metas, rank)
+        args = tuple([d if type(x) is np.ndarray else x for x, d in zip(inputs, datas)]) \
+            if np_seen else tuple(inputs)
+        node = Node(op, args, attrs, metas, rank)
         node.dynamic = True
         node.save(datas, outs)
         vs = [_make(o.shape, o.dtype, o, None, True, node) for o in outs]
         node.outs = tuple([_wref(v) for v in vs])
     return vs[0] if single else tuple(vs)
+
+
+_binary_metas: dict[tuple, tuple] = {}
+
+
+def record_binary(op: Any, a: Any, b: Any) -> Any:
+    """``graph_binary``: ``record`` with the op's inference cached by shapes and dtypes
+    (Python scalars by type), which is all a two-operand elementwise op depends on."""
+    ta, tb = type(a), type(b)
+    if ta is Variable:
+        kb = (b.shape, b.dtype) if tb is Variable else tb if tb is float or tb is int else None
+        key = (op, a.shape, a.dtype, kb) if kb is not None else None
+    else:
+        key = (op, ta, b.shape, b.dtype) if tb is Variable and (ta is float or ta is int) \
+            else None
+    metas = _binary_metas.get(key) if key is not None else None
+    if metas is None:
+        metas = op.infer((a, b), {})
+        if key is not None and len(_binary_metas) < 4096:
+            _binary_metas[key] = metas
+    if key is None or _mode.get() != modes.AUTO:
+        return record(op, (a, b), {}, metas)
+    # define-by-run hot path: the cached kernel on the inputs' current copies
+    da = (a._data if a._data is not None else a.data) if ta is Variable else a
+    db = (b._data if b._data is not None else b.data) if tb is Variable else b
+    t = _dispatch_cache.get(_current.get(_context._default))
+    e = t.get(op.name) if t is not None else None
+    if e is None or e[2] is not None or e[3]:
+        return record(op, (a, b), {}, metas)
+    dev = e[1]
+    xa = da._copies.get(dev) if ta is Variable else a
+    xb = db._copies.get(dev) if tb is Variable else b
+    if xa is None or xb is None:
+        return record(op, (a, b), {}, metas)
+    out = NdArray._wrap(e[0](xa, xb), dev, metas[0])
+    if not ((ta is Variable and a._need_grad) or (tb is Variable and b._need_grad)) or \
+            not op.differentiable:
+        return _make(out.shape, out.dtype, out, None, False)
+    rank = 0
+    if ta is Variable and a._parent is not None:
+        rank = a._parent.rank + 1
+    if tb is Variable and b._parent is not None and b._parent.rank >= rank:
+        rank = b._parent.rank + 1
+    node = Node(op, (a, b), {}, metas, rank)
+    node.dynamic = True
+    node.save((da, db), (out,))
+    v = _make(out.shape, out.dtype, out, None, True, node)
+    node.outs = (_wref(v),)
+    return v
 
 
 # -- plans -----------------------------------------------------------------------------
@@ -136,17 +198,19 @@ def _topological(root: Variable) -> list:
     start = root._parent
     if start is None:
         return []
-    order, seen, stack = [], {id(start)}, [(start, False)]
+    order, seen, stack = [], set(), [(start, False)]
     while stack:
         n, done = stack.pop()
         if done:
             order.append(n)
             continue
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
         stack.append((n, True))
         for a in reversed(n.args):
-            p = getattr(a, "_parent", None) if isinstance(a, Variable) else None
+            p = a._parent if isinstance(a, Variable) else None
             if p is not None and id(p) not in seen:
-                seen.add(id(p))
                 stack.append((p, False))
     return order
 
@@ -363,3 +427,4 @@ def _accumulate_leaf(x: Variable, gx: NdArray, shared: bool) -> None:
 
 
 _op.graph_hook = record
+_op.graph_binary = record_binary

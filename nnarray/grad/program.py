@@ -47,8 +47,12 @@ class PyGradStep:
 
     def __init__(self, n: Any, gys: list, need: tuple) -> None:
         self.node, self.gys, self.need = n, gys, need
-        self.grads = [_make(a.shape, a.dtype, None, None, False) if pd else None
-                      for a, pd in zip(n.args, need)]
+        seen: set = set()
+        self.grads = []  # one per distinct input (a repeated input's share is accumulated)
+        for a, pd in zip(n.args, need):
+            first = pd and id(a) not in seen
+            seen.add(id(a))
+            self.grads.append(_make(a.shape, a.dtype, None, None, False) if first else None)
 
     def run(self) -> None:
         n = self.node

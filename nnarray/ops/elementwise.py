@@ -19,6 +19,7 @@ from ..context import _current
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
 from ..registry import _cache as _dispatch_cache
+from . import op as _opmod
 from .common import broadcast, require_array
 from .op import GraphValue, Op, execute
 
@@ -164,6 +165,8 @@ class BinaryOp(Op):
                     cb = b._copies.get(dev) if tb is NdArray else b
                     if ca is not None and cb is not None:
                         return NdArray._wrap(e[0](ca, cb), dev, (a.shape, d))
+        if isinstance(a, GraphValue) or isinstance(b, GraphValue):
+            return _opmod.graph_binary(self, a, b)
         metas = self.infer((a, b), {})
         if type(a) is NdArray:
             tb = type(b)

@@ -35,6 +35,15 @@ class GraphValue:
 graph_hook: Callable | None = None
 
 
+def _graph_binary(op: Op, a: Any, b: Any) -> Any:
+    return graph_hook(op, (a, b), {}, op.infer((a, b), {}))
+
+
+#: Two-operand elementwise ops on graph values call ``graph_binary(op, a, b)``, which
+#: validates (``op.infer``; a graph layer may cache it by shapes and dtypes) and records.
+graph_binary: Callable = _graph_binary
+
+
 class Op:
     """Validation + shape inference + backward rule of one op.
 

@@ -1,0 +1,371 @@
+"""nnarray.grad beyond single functions: Variables, modes, the engine's bookkeeping,
+PythonFunction, version checks, memory, gradcheck and DOT output."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+from conftest import tol
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray import grad
+from nnarray.grad import GraphError, PythonFunction, Variable
+
+
+def _v(shape, need_grad=False, seed=0, dtype=np.float64):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    return Variable.from_numpy_array(a, need_grad=need_grad)
+
+
+# -- Variable -------------------------------------------------------------------------------
+def test_variable_basics() -> None:
+    v = Variable((2, 3), need_grad=True)
+    assert (v.shape, v.dtype, v.ndim, v.size, v.need_grad, v.parent) == \
+        ((2, 3), np.float32, 2, 6, True, None)
+    np.testing.assert_array_equal(v.d, 0)
+    v.d = np.arange(6).reshape(2, 3)
+    v.g = 1.0
+    assert isinstance(v.data, nna.NdArray) and isinstance(v.grad, nna.NdArray)
+    np.testing.assert_array_equal(v.data.numpy(), np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(v.g, 1.0)
+    w = Variable.from_numpy_array(np.arange(4, dtype=np.int32))
+    assert w.dtype == np.int32 and not w.need_grad
+    u = v.unlinked()
+    assert u.parent is None and u.data is v.data and u.need_grad
+    with pytest.raises(nna.ShapeError):
+        v.data = nna.NdArray((3, 2))
+
+
+def test_operators_and_constants(backend: str) -> None:
+    a, b = _v((2, 3), seed=1), _v((3,), seed=2)
+    an, bn = a.d.copy(), b.d.copy()
+    c = nna.NdArray.from_numpy_array(np.full((2, 3), 0.5))
+    with grad.auto_forward():
+        cases = {
+            "add": (a + b, an + bn), "radd": (1.0 + a, 1.0 + an), "sub": (a - c, an - 0.5),
+            "rsub": (2 - a, 2 - an), "mul": (a * 3.0, an * 3.0), "rmul": (np.float64(2) * a,
+                                                                         2 * an),
+            "div": (a / 2.0, an / 2.0), "rtruediv": (1.0 / (a * a + 1), 1.0 / (an * an + 1)),
+            "pow": ((a * a) ** 0.5, np.abs(an)), "neg": (-a, -an), "abs": (abs(a), np.abs(an)),
+            "matmul": (a @ _v((3, 2), seed=3), an @ _v((3, 2), seed=3).d),
+            "numpy_left": (np.ones((2, 3)) + a, 1 + an), "getitem": (a[1, ::-1], an[1, ::-1]),
+            "T": (a.T, an.T), "sum": (a.sum(axis=0), an.sum(axis=0)),
+            "lt": (a < b, an < bn), "ge": (a >= 0.0, an >= 0), "eq": (a == a, an == an),
+        }
+    for name, (got, want) in cases.items():
+        assert isinstance(got, Variable), name
+        np.testing.assert_allclose(got.d, want, err_msg=name, **tol(np.float64))
+
+
+def test_inplace_operators() -> None:
+    x = _v((2, 2), need_grad=True, seed=4)
+    x0 = x.d.copy()
+    with grad.no_grad():
+        y = x
+        y += 1.0  # under no_grad: written into x's data
+    assert y is x
+    np.testing.assert_allclose(x.d, x0 + 1)
+    z = x
+    z *= 2.0  # otherwise: recorded out of place, the name is rebound
+    assert z is not x and z.parent is not None
+    z.forward()
+    np.testing.assert_allclose(z.d, (x0 + 1) * 2)
+    z.backward(np.ones((2, 2)))
+    np.testing.assert_allclose(x.g, 2.0)
+
+
+def test_static_build_errors_and_lazy_compute() -> None:
+    a, b = Variable((2, 3)), Variable((4,))
+    with pytest.raises(nna.ShapeError, match="add"):
+        a + b  # noqa: B018  (inference raises at build time)
+    a.d = 1.0
+    y = F.exp(a)
+    assert y.shape == (2, 3) and y.parent.name == "exp"
+    y.forward()
+    np.testing.assert_allclose(y.d, np.e, rtol=1e-6)
+    a.d = 0.0
+    y.forward()  # the static graph is replayed on new data
+    np.testing.assert_allclose(y.d, 1.0)
+
+
+def test_forward_clear_buffer_frees_unneeded_intermediates() -> None:
+    x = _v((3, 3), need_grad=True)
+    h1 = x + 1.0  # add retains nothing: freed once its consumer ran
+    h2 = F.exp(h1)  # exp retains its output: kept for the backward
+    y = F.sum(h2 * 2.0)
+    y.forward(clear_buffer=True)
+    assert h1._data is None
+    y.backward(clear_buffer=True)
+    np.testing.assert_allclose(x.g, 2 * np.exp(x.d + 1))
+
+
+def test_need_grad_flags_and_blocking() -> None:
+    x, w = _v((2, 3), seed=1), _v((3, 2), need_grad=True, seed=2)
+    h = x @ w
+    assert h.need_grad and not (x @ x.T).need_grad
+    y = F.sum(h * h)
+    y.forward()
+    w.need_grad = False  # frozen after building: nothing flows
+    y.backward()
+    np.testing.assert_array_equal(w.g, 0)
+    w.need_grad = True
+    h.need_grad = False  # an intermediate can block propagation too
+    y.backward()
+    np.testing.assert_array_equal(w.g, 0)
+    h.need_grad = True
+    y.backward()
+    np.testing.assert_allclose(w.g, x.d.T @ (2 * (x.d @ w.d)))
+
+
+def test_shared_subexpression_accumulates() -> None:
+    x = _v((4,), need_grad=True)
+    h = F.tanh(x)
+    y = F.sum(h * x + h)  # h feeds two functions: its gradient is written, then added
+    y.forward()
+    y.backward()
+    t = np.tanh(x.d)
+    np.testing.assert_allclose(x.g, (1 - t * t) * (x.d + 1) + t, **tol(np.float64))
+    np.testing.assert_allclose(h.g, x.d + 1, **tol(np.float64))
+
+
+def test_modes_are_thread_local() -> None:
+    seen = {}
+
+    def other():
+        seen["auto"] = grad.is_auto_forward()
+
+    with grad.auto_forward():
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert grad.is_auto_forward()
+    assert seen["auto"] is False and not grad.is_auto_forward()
+
+
+# -- PythonFunction ---------------------------------------------------------------------------
+def _write(var_grad: nna.NdArray, g: nna.NdArray, accum: bool) -> None:
+    if accum:
+        var_grad += g
+    else:
+        var_grad.copy_from(g)
+
+
+class Scale(PythonFunction):
+    def __init__(self, s: float) -> None:
+        super().__init__()
+        self.s = s
+
+    def setup_impl(self, inputs, outputs):
+        outputs[0].reset_shape(inputs[0].shape, True)
+
+    def forward_impl(self, inputs, outputs):
+        outputs[0].data.copy_from(F.mul(inputs[0].data, self.s))  # on the current context
+
+    def backward_impl(self, inputs, outputs, propagate_down, accum):
+        if propagate_down[0]:
+            _write(inputs[0].grad, outputs[0].grad * self.s, accum[0])
+
+
+class GradReverse(PythonFunction):
+    name = "GradReverse"
+
+    def setup_impl(self, inputs, outputs):
+        outputs[0].reset_shape(inputs[0].shape, True)
+
+    def forward_impl(self, inputs, outputs):
+        outputs[0].d = inputs[0].d  # through the host views
+
+    def backward_impl(self, inputs, outputs, propagate_down, accum):
+        if propagate_down[0]:
+            g = -outputs[0].g
+            inputs[0].g = inputs[0].g + g if accum[0] else g
+
+
+class RandomBackward(PythonFunction):
+    """a + 2b forward; backward writes fixed random arrays (ra, rb) times sum(gy)."""
+
+    def __init__(self, shape):
+        super().__init__()
+        rng = np.random.default_rng(5)
+        self.ra, self.rb = rng.standard_normal(shape), rng.standard_normal(shape)
+        self.calls = []
+
+    def min_outputs(self):
+        return 1
+
+    def setup_impl(self, inputs, outputs):
+        assert inputs[0].shape == inputs[1].shape
+        outputs[0].reset_shape(inputs[0].shape, True)
+
+    def forward_impl(self, inputs, outputs):
+        outputs[0].d = inputs[0].d + 2 * inputs[1].d
+
+    def backward_impl(self, inputs, outputs, propagate_down, accum):
+        self.calls.append((list(propagate_down), list(accum)))
+        s = outputs[0].g.sum()
+        for x, r, pd, acc in zip(inputs, (self.ra, self.rb), propagate_down, accum):
+            if pd:
+                x.g = (x.g if acc else 0) + r * s
+
+
+@pytest.mark.parametrize("auto", [False, True])
+def test_python_functions(backend: str, auto: bool) -> None:
+    x, w = _v((2, 3), need_grad=True, seed=1), _v((2, 3), need_grad=True, seed=2)
+    with grad.auto_forward(auto):
+        y = F.sum(GradReverse()(Scale(3.0)(x)) * w)
+    if not auto:
+        y.forward()
+    np.testing.assert_allclose(y.d, 3 * np.sum(x.d * w.d), **tol(np.float64))
+    x.g = 1.0
+    y.backward()
+    np.testing.assert_allclose(x.g, 1 - 3 * w.d, **tol(np.float64))  # scaled, reversed
+    np.testing.assert_allclose(w.g, 3 * x.d, **tol(np.float64))
+
+
+@pytest.mark.parametrize("auto", [False, True])
+def test_python_function_propagate_down_and_accum(backend: str, auto: bool) -> None:
+    a, b = _v((3,), need_grad=True, seed=1), _v((3,), need_grad=False, seed=2)
+    f = RandomBackward((3,))
+    pre_a, pre_b = np.full(3, 0.5), np.full(3, -7.0)
+    a.g, b.g = pre_a, pre_b
+    with grad.auto_forward(auto):
+        y = f(a, b)
+    if not auto:
+        y.forward()
+    np.testing.assert_allclose(y.d, a.d + 2 * b.d)
+    y.backward(np.full(3, 2.0))
+    np.testing.assert_allclose(a.g, pre_a + 6 * f.ra)  # leaf: accumulated
+    np.testing.assert_array_equal(b.g, pre_b)  # need_grad=False: untouched
+    assert f.calls[-1][0] == [True, False]
+    # An intermediate input, used twice: first written (accum=False) and then added.
+    with grad.auto_forward(auto):
+        m = a * 1.0
+        y = f(m, m)
+    if not auto:
+        y.forward()
+    a.grad.zero()
+    m.g = np.full(3, np.nan)
+    y.backward(np.ones(3))
+    np.testing.assert_allclose(m.g, 3 * (f.ra + f.rb))
+    np.testing.assert_allclose(a.g, 3 * (f.ra + f.rb))
+
+
+def test_python_function_on_ndarrays(backend: str) -> None:
+    x = nna.NdArray.from_numpy_array(np.arange(4.0))
+    y = Scale(2.5)(x)
+    assert isinstance(y, nna.NdArray)
+    np.testing.assert_allclose(y.numpy(), np.arange(4.0) * 2.5)
+
+
+# -- version counters ----------------------------------------------------------------------------
+def test_modified_saved_input_raises_naming_the_function() -> None:
+    x, w = _v((2, 2), seed=1), _v((2, 2), need_grad=True, seed=2)
+    y = F.sum(F.mul(x, w))
+    y.forward()
+    print(x.d, w.d)  # reading .d is not a modification
+    y.backward()
+    x.data += 1.0  # in place, after the forward pass
+    with pytest.raises(GraphError, match="mul.*modified in place"):
+        y.backward()
+    y.forward()  # a new forward pass saves the new data
+    y.backward()
+
+
+def test_modified_saved_output_raises_in_auto_forward() -> None:
+    x = _v((3,), need_grad=True)
+    with grad.auto_forward():
+        h = F.exp(x)  # exp keeps its output for the backward
+        y = F.sum(h)
+    h.d = np.zeros(3)
+    with pytest.raises(GraphError, match="exp"):
+        y.backward()
+
+
+def test_modifying_unretained_data_is_fine() -> None:
+    x = _v((3,), need_grad=True)
+    with grad.auto_forward():
+        h = x + 5.0  # add retains nothing; relu retains its output, not h
+        y = F.sum(F.relu(h))
+    h.d = np.zeros(3)
+    y.backward()
+    np.testing.assert_allclose(x.g, 1.0)
+
+
+# -- memory ----------------------------------------------------------------------------------------
+def test_no_grad_loop_memory_is_flat() -> None:
+    x = _v((8, 8), need_grad=True, seed=1)
+    w = _v((8, 8), need_grad=True, seed=2)
+
+    def run(n):
+        with grad.no_grad():
+            for _ in range(n):
+                y = F.sum(F.relu(x @ w) * 0.5)
+        return y
+
+    run(200)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        run(1000)
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        y = run(10_000)
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert y.parent is None and not y.need_grad
+    assert after - before < 16_000, f"traced memory grew by {after - before} bytes"
+
+
+def test_define_by_run_graph_is_freed_with_its_output() -> None:
+    x = _v((4, 5), need_grad=True, seed=1)
+    w = _v((5, 3), need_grad=True, seed=2)
+    for _ in range(3):
+        with grad.auto_forward():
+            h = F.tanh(x @ w)
+            y = F.mean(h * h)
+        y.backward()
+        refs = [weakref.ref(y.parent), weakref.ref(h), weakref.ref(h.parent)]
+        del h, y
+        assert all(r() is None for r in refs)  # by reference counting: no cycles
+    assert x.g.shape == (4, 5)
+
+
+def test_static_graph_is_freed_with_its_output() -> None:
+    x = _v((3,), need_grad=True)
+    y = F.sum(F.exp(x) * x)
+    y.forward()
+    y.backward()
+    r = weakref.ref(y.parent)
+    del y
+    assert r() is None
+
+
+# -- gradcheck and DOT -----------------------------------------------------------------------------
+def test_gradcheck(backend: str) -> None:
+    x = _v((2, 3), need_grad=True, seed=1)
+    w = _v((3, 2), need_grad=True, seed=2)
+    assert grad.gradcheck(lambda a, b: F.softmax(F.tanh(a @ b)), [x, w], eps=1e-5)
+
+    class Wrong(Scale):
+        def backward_impl(self, inputs, outputs, propagate_down, accum):
+            _write(inputs[0].grad, outputs[0].grad * (self.s + 1.0), accum[0])
+
+    with pytest.raises(AssertionError, match="element"):
+        grad.gradcheck(lambda a: Wrong(2.0)(a), [x])
+
+
+def test_to_dot() -> None:
+    x, w = Variable((2, 3)), Variable((3, 4), need_grad=True)
+    y = F.relu(x @ w)
+    dot = grad.to_dot(y)
+    assert dot.startswith("digraph") and dot.rstrip().endswith("}")
+    for word in ("matmul", "relu", "(2, 3)", "need_grad", "->"):
+        assert word in dot
