@@ -49,24 +49,26 @@ class OpenCLDevice(Device):
         self._array = cla.Array
         self._alloc = self.pool.allocate
         self._pad = LOCAL
-        self._strides: dict[tuple, tuple] = {}
+        self._layouts: dict[tuple, tuple] = {}
         self._copy = cl.enqueue_copy
         _by_queue[id(self.queue)] = self
 
     # -- allocation -------------------------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """A C-contiguous ``pyopencl.array.Array`` from the pool, padded (see module doc)."""
-        dtype = np.dtype(dtype)
-        key = (shape, dtype)
-        st = self._strides.get(key)
-        if st is None:
-            st = self._strides[key] = _layout(shape, dtype.itemsize)
-        size, strides = st
-        nbytes = -(-max(size, 1) // self._pad) * self._pad * dtype.itemsize
+        lay = self._layouts.get((shape, dtype))
+        if lay is None:
+            lay = self._layouts[(shape, dtype)] = self._layout(shape, dtype)
+        dt, size, strides, nbytes = lay
         # pyopencl's ``_fast`` constructor skips ~15 us of argument checking per array.
-        return self._array(None, shape, dtype, allocator=self.pool, data=self._alloc(nbytes),
+        return self._array(None, shape, dt, allocator=self.pool, data=self._alloc(nbytes),
                            strides=strides, _fast=True, _size=size, _context=self.context,
                            _queue=self.queue)
+
+    def _layout(self, shape: tuple[int, ...], dtype: Any) -> tuple:
+        dt = np.dtype(dtype)
+        size, strides = _layout(shape, dt.itemsize)
+        return dt, size, strides, -(-max(size, 1) // self._pad) * self._pad * dt.itemsize
 
     def full(self, shape: tuple[int, ...], dtype: np.dtype, value: Any) -> Any:
         import pyopencl as cl

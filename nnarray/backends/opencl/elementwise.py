@@ -17,16 +17,19 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 
 from ...dtypes import promote, ufunc_dtype
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
-from .device import OpenCLDevice, device_of
+from .device import OpenCLDevice, _by_queue, device_of
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
-from .programs import launch
+from .programs import LOCAL
 
 _Array = cla.Array
+_enqueue = cl.enqueue_nd_range_kernel
+_LOCAL = (LOCAL,)
 _BOOL = np.dtype(np.bool_)
 _F64 = np.dtype(np.float64)
 #: An expression builder: (operand value names, compute type) -> C expression.
@@ -45,7 +48,7 @@ static long ipow(long b, long e) {
 class Plan:
     """One launch shape of one elementwise kernel."""
 
-    __slots__ = ("kernel", "n", "shape", "dtype", "scalars", "consts")
+    __slots__ = ("kernel", "n", "shape", "dtype", "scalars", "consts", "grid", "arrays")
 
     def __init__(self, kernel: Any, n: int, shape: tuple[int, ...], dtype: np.dtype,
                  scalars: list, consts: list) -> None:
@@ -55,16 +58,23 @@ class Plan:
         self.dtype = dtype
         self.scalars = scalars  #: per operand: None (array) or the numpy scalar type
         self.consts = consts
+        self.grid = (-(-n // LOCAL) * LOCAL,)
+        self.arrays = not consts and all(s is None for s in scalars)
 
     def run(self, dev: OpenCLDevice, xs: tuple, out: Any = None) -> Any:
         if out is None:
             out = dev.empty(self.shape, self.dtype)
-        if self.n:
+        if not self.n:
+            return out
+        k = self.kernel
+        if self.arrays:  # the hot path: contiguous arrays only
+            k.set_args(out.base_data, *[x.base_data for x in xs])
+        else:
             args = [out.base_data]
             for x, s in zip(xs, self.scalars):
                 args.append(x.base_data if s is None else s(x))
-            args += self.consts
-            launch(dev.queue, self.kernel, self.n, args)
+            k.set_args(*args, *self.consts)
+        _enqueue(dev.queue, k, self.grid, _LOCAL)
         return out
 
 
@@ -167,8 +177,13 @@ def _register_binary(name: str) -> None:
     @register_kernel(name, "opencl")
     def kernel(a, b, out=None):
         xs = (a, b)
-        dev = device_of(a if type(a) is _Array else b)
-        key = (name, _key(a), _key(b), None if out is None else out.dtype)
+        od = None if out is None else out.dtype
+        if type(a) is _Array and type(b) is _Array:  # the hot path: no helper calls
+            dev = _by_queue[id(a.queue)]
+            key = (name, a.dtype, a.shape, b.dtype, b.shape, od)
+        else:
+            dev = device_of(a if type(a) is _Array else b)
+            key = (name, _key(a), _key(b), od)
         p = dev.plans.get(key)
         if p is None:
             d = promote(name, a, b)
