@@ -99,6 +99,21 @@ def test_mlp_shapes(env):
         _check(env, 1, m, n, k)
 
 
+def test_packed_path_batched(env, monkeypatch):
+    """The packed path as params_for picks it (thresholds lowered), batched and broadcast."""
+    monkeypatch.setattr(G, "PACK_WORK", 1)
+    monkeypatch.setattr(G, "PACK_MIN_M", 1)
+    gemm = env[2]
+    gemm._plans.clear()
+    try:
+        _check(env, 2, 70, 130, 600)
+        _check(env, 3, 40, 200, 700, b_bcast=True)
+        _check(env, 2, 33, 64, 2000, dtype=np.float64, a_bcast=True)
+        assert bool(gemm._scratch) == gemm.is_cpu
+    finally:
+        gemm._plans.clear()
+
+
 def test_k_zero_gives_zeros(env):
     _check(env, 2, 9, 70, 0)
 
@@ -134,6 +149,8 @@ KINDS = {
     "reg_tuned": G.CPU_PARAMS["float"],
     "reg_rows_first": dict(G.CPU_PARAMS["float"], mr=3, vw=4, nv=2, rows_first=True),
     "reg_scalar": dict(G.CPU_PARAMS["float"], mr=2, vw=1, nv=3),
+    "reg_packed": dict(G.CPU_PARAMS["float"], mr=3, vw=4, nv=2, packed=True, rows_first=True),
+    "reg_packed_tuned": dict(G.CPU_PARAMS["float"], packed=True),
     "tiled_gpu": G.GPU_PARAMS["float"],
     "tiled_small": dict(G.GPU_PARAMS["float"], tm=16, tn=32, tk=8, wm=2, wn=4),
 }
@@ -147,6 +164,9 @@ def test_every_kernel_kind(env, kind):
     for batch, m, n, k in [(1, 1, vw, 1), (2, 19, 70, 23), (1, 64, 129, 40)]:
         _check(env, batch, m, n, k, params=params)
     _check(env, 3, 10, 33, 17, a_bcast=True, params=params)
+    _check(env, 3, 10, 33, 17, b_bcast=True, params=params)
+    _check(env, 2, 6, 40, 9, offset=1, params=params)
+    _check(env, 2, 6, 40, 0, params=params)
     if "vw" not in params:  # same kernel source for float64
         _check(env, 1, 21, 35, 19, dtype=np.float64, params=params)
 
@@ -157,8 +177,9 @@ def test_params_shrink_to_small_matrices(env):
         pytest.skip("register tiles are the CPU kernel")
     p = gemm.params_for("float", 2, 3, 4)
     assert (p["mr"], p["vw"], p["nv"]) == (2, 2, 2)
-    big = gemm.params_for("float", 1024, 1024, 1024)
-    assert big == G.CPU_PARAMS["float"]
+    assert gemm.params_for("float", 1024, 1024, 1024) == G.CPU_PARAMS["float"]
+    huge = gemm.params_for("float", 2048, 2048, 2048)
+    assert huge == dict(G.CPU_PARAMS["float"], packed=True, rows_first=True)
 
 
 def test_uses_the_given_builder(env):
