@@ -110,6 +110,10 @@ def test_packed_path_batched(env, monkeypatch):
         _check(env, 3, 40, 200, 700, b_bcast=True)
         _check(env, 2, 33, 64, 2000, dtype=np.float64, a_bcast=True)
         assert bool(gemm._scratch) == gemm.is_cpu
+        monkeypatch.setattr(G, "SCRATCH_BYTES", 1)  # one batch entry per chunk
+        _check(env, 3, 20, 70, 30)
+        _check(env, 3, 20, 70, 30, a_bcast=True)
+        _check(env, 3, 20, 70, 30, b_bcast=True, offset=1)
     finally:
         gemm._plans.clear()
 

@@ -59,6 +59,8 @@ SMALL_WORK = 4096
 #: ~1.7x faster packed; up to ~1536^3 the extra pass cost more than it saved.
 PACK_WORK = 1 << 32
 PACK_MIN_M = 512
+#: Packed B of a batch is made (and used) in chunks of at most this many bytes.
+SCRATCH_BYTES = 256 << 20
 
 _ARGS = ("__global const T* restrict A, const long a_off, __global const T* restrict B, "
          "const long b_off, __global T* restrict C, const long c_off, const int m, const int n, "
@@ -323,16 +325,26 @@ class Gemm:
             raise TypeError(f"gemm supports float32 and float64, not {dt}")
         knl, gx, gy, local, pack = self._plans.get((name, m, n, k)) or self._plan(name, m, n, k)
         isz = dt.itemsize
-        b_buf, b_off = b.base_data, b.offset // isz
-        if pack is not None:
-            pack_knl, width, nr = pack
-            nb = batch if b_batch_stride else 1
-            scratch = self._scratch_for(queue, nb * width * k * isz)
-            pack_knl(queue, (width, k, nb), (nr, 1, 1), b_buf, b_off, scratch, n, k,
-                     b_batch_stride)
-            b_buf, b_off, b_batch_stride = scratch, 0, width * k if b_batch_stride else 0
-        knl(queue, (gx, gy, batch), local, a.base_data, a.offset // isz, b_buf, b_off,
-            out.base_data, out.offset // isz, m, n, k, a_batch_stride, b_batch_stride)
+        a_buf, a_off, c_buf, c_off = a.base_data, a.offset // isz, out.base_data, out.offset // isz
+        if pack is None:
+            knl(queue, (gx, gy, batch), local, a_buf, a_off, b.base_data, b.offset // isz,
+                c_buf, c_off, m, n, k, a_batch_stride, b_batch_stride)
+            return
+        pack_knl, width, nr = pack
+        panel = width * k  # elements of one packed B
+        step = max(1, SCRATCH_BYTES // (panel * isz)) if b_batch_stride else batch
+        scratch = self._scratch_for(queue, min(step, batch) * panel * isz if b_batch_stride
+                                    else panel * isz)
+        b_off = b.offset // isz
+        for start in range(0, batch, step):  # batch chunks that fit the scratch buffer
+            nb = min(step, batch - start)
+            if b_batch_stride or start == 0:
+                pack_knl(queue, (width, k, nb if b_batch_stride else 1), (nr, 1, 1),
+                         b.base_data, b_off + start * b_batch_stride, scratch, n, k,
+                         b_batch_stride)
+            knl(queue, (gx, gy, nb), local, a_buf, a_off + start * a_batch_stride, scratch, 0,
+                c_buf, c_off + start * m * n, m, n, k, a_batch_stride,
+                panel if b_batch_stride else 0)
 
 
 _Plan = tuple  # (gemm kernel, global x, global y, local size, (pack kernel, width, nr) | None)
