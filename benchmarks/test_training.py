@@ -140,9 +140,11 @@ def build_cnn(nn: Any) -> Any:
     return CNNNet()
 
 
-def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None) -> tuple[Any, Any]:
-    """``(model, step)``: one define-by-run training step of the MLP or CNN on the current
-    context; ``params`` overrides the initial parameters."""
+def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None,
+                 static: bool = False) -> tuple[Any, Any]:
+    """``(model, step)``: one training step of the MLP or CNN on the current context,
+    define-by-run, or (``static``) on a graph built once and re-run with ``forward()``;
+    ``params`` overrides the initial parameters."""
     grad, nn, solvers = _layers()
     model = build_mlp(nn) if kind == "mlp" else build_cnn(nn)
     for name, value in (params or {}).items():
@@ -152,15 +154,28 @@ def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None) -> tupl
     solver = solvers.SGD(LR)
     solver.set_parameters(model.parameters())
 
-    def step() -> Any:
-        solver.zero_grad()
-        with grad.auto_forward():
-            y = model(x)
-            loss = (F.mean_squared_error(y, t) if kind == "mlp"
-                    else F.mean(F.softmax_cross_entropy(y, t)))
-        loss.backward()
-        solver.update()
-        return loss
+    def loss_of(y: Any) -> Any:
+        if kind == "mlp":
+            return F.mean_squared_error(y, t)
+        return F.mean(F.softmax_cross_entropy(y, t))
+
+    if static:
+        graph = loss_of(model(x))
+
+        def step() -> Any:
+            graph.forward()
+            solver.zero_grad()
+            graph.backward()
+            solver.update()
+            return graph
+    else:
+        def step() -> Any:
+            solver.zero_grad()
+            with grad.auto_forward():
+                loss = loss_of(model(x))
+            loss.backward()
+            solver.update()
+            return loss
 
     return model, step
 
@@ -202,6 +217,12 @@ def test_mlp_step_nnarray(benchmark, backend):
 
 
 @pytest.mark.benchmark(group=MLP)
+def test_mlp_step_nnarray_static(benchmark, backend):
+    measure(benchmark, backend, nnarray_step("mlp", static=True)[1],
+            label=f"{backend.label} static")
+
+
+@pytest.mark.benchmark(group=MLP)
 def test_mlp_step_reference(benchmark, ref):
     measure(benchmark, ref, reference_step("mlp", ref), baseline=ref.name == "numpy")
 
@@ -212,16 +233,23 @@ def test_cnn_step_nnarray(benchmark, backend):
 
 
 @pytest.mark.benchmark(group=CNN)
+def test_cnn_step_nnarray_static(benchmark, backend):
+    measure(benchmark, backend, nnarray_step("cnn", static=True)[1],
+            label=f"{backend.label} static")
+
+
+@pytest.mark.benchmark(group=CNN)
 def test_cnn_step_reference(benchmark, ref):
     measure(benchmark, ref, reference_step("cnn", ref), baseline=ref.name == "numpy")
 
 
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
-def test_step_matches_numpy_reference(kind, backend):
+def test_step_matches_numpy_reference(kind, static, backend):
     """Two steps from the same parameters: nnarray and the hand-written reference agree
     (so the benchmark compares equal work)."""
     params = mlp_params() if kind == "mlp" else cnn_params()
-    model, step = nnarray_step(kind, params)
+    model, step = nnarray_step(kind, params, static)
     ref = (MLPReference if kind == "mlp" else CNNReference)(np, np.array)
     for _ in range(2):
         loss = step()
