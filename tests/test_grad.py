@@ -369,3 +369,52 @@ def test_to_dot() -> None:
     assert dot.startswith("digraph") and dot.rstrip().endswith("}")
     for word in ("matmul", "relu", "(2, 3)", "need_grad", "->"):
         assert word in dot
+
+
+# -- static replay ------------------------------------------------------------------------------
+def test_static_replay_tracks_new_data(backend: str) -> None:
+    """A static graph replayed many times: the traced backward (and its cached work on
+    constant inputs, e.g. the transpose of x in x @ W) follows every change of data."""
+    rng = np.random.default_rng(0)
+    x = Variable.from_numpy_array(rng.standard_normal((4, 5)).astype(np.float32))
+    w = Variable.from_numpy_array(rng.standard_normal((5, 3)).astype(np.float32), True)
+    b = Variable.from_numpy_array(np.zeros(3, np.float32), True)
+    loss = F.mean_squared_error(F.relu(x @ w + b), nna.zeros((4, 3)))
+    for it in range(4):
+        if it == 2:
+            x.d = rng.standard_normal((4, 5))  # new batch: cached work is redone
+        loss.forward()
+        w.grad.zero()
+        b.grad.zero()
+        loss.backward()
+        h = x.d @ w.d + b.d
+        gh = 2 * np.maximum(h, 0) / h.size * (h > 0)
+        np.testing.assert_allclose(w.g, x.d.T @ gh, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b.g, gh.sum(0), rtol=1e-5, atol=1e-6)
+        with grad.no_grad():
+            w -= w.grad * 0.1  # an update between iterations
+            assert isinstance(w, Variable)
+
+
+def test_static_replay_with_custom_and_composite_steps(backend: str) -> None:
+    """Graphs whose backward has steps that are not plain kernels (a PythonFunction, batch
+    normalization) replay step by step, with the same results."""
+    x = _v((4, 3), need_grad=True, seed=1)
+    g, bt = _v((3,), need_grad=True, seed=2), _v((3,), need_grad=True, seed=3)
+    rm, rv = nna.zeros((3,), np.float64), nna.ones((3,), np.float64)
+    y = F.sum(Scale(2.0)(F.batch_normalization(x, g, bt, rm, rv, axes=(1,))) * x)
+    grads = []
+    for _ in range(2):
+        y.forward()
+        for v in (x, g, bt):
+            v.grad.zero()
+        y.backward()
+        grads.append([v.g.copy() for v in (x, g, bt)])
+    with grad.auto_forward():
+        y2 = F.sum(Scale(2.0)(F.batch_normalization(x, g, bt, rm, rv, axes=(1,))) * x)
+    for v in (x, g, bt):
+        v.grad.zero()
+    y2.backward()
+    for a, b, c in zip(grads[0], grads[1], (x.g, g.g, bt.g)):
+        np.testing.assert_allclose(a, b, **tol(np.float64))
+        np.testing.assert_allclose(a, c, rtol=1e-7, atol=1e-9)

@@ -32,6 +32,7 @@ from ..synced import _NO_FILL
 from . import modes
 from .node import Node
 from .program import replay, tape, trace
+from .steps import compile_step
 from .variable import Variable, _make
 
 _mode = modes.mode
@@ -159,7 +160,7 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
 class Plan:
     """Everything about one output's graph that does not change between iterations."""
 
-    __slots__ = ("generation", "order", "release", "bwd", "program")
+    __slots__ = ("generation", "order", "release", "bwd", "program", "steps")
 
     def __init__(self, root: Variable) -> None:
         self.generation = _generation
@@ -167,6 +168,7 @@ class Plan:
         self.release = _forward_release(self.order, root)
         self.bwd: Any = None
         self.program: Any = None
+        self.steps: Any = None
 
     def backward_order(self) -> list:
         """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
@@ -240,15 +242,17 @@ def forward(root: Variable, clear_buffer: bool = False) -> None:
     """Run the graph behind ``root`` (kernels resolved once per node and context)."""
     plan = plan_of(root)
     ctx = _current.get(_context._default)
-    release = plan.release if clear_buffer else None
-    for i, n in enumerate(plan.order):
-        if type(n) is Node:
-            _run(n, ctx)
-        else:
-            n.run()
-        if release is not None:
-            for v in release[i]:
-                v._data = None
+    steps = plan.steps
+    if steps is None or steps[0] is not ctx:
+        steps = plan.steps = (ctx, [compile_step(n, ctx, True, _run) for n in plan.order])
+    if not clear_buffer:
+        for step in steps[1]:
+            step()
+        return
+    for step, rel in zip(steps[1], plan.release):
+        step()
+        for v in rel:
+            v._data = None
 
 
 def _run(n: Node, ctx: Any, save: bool = True) -> None:
@@ -384,7 +388,10 @@ def _seed(root: Variable, grad: Any) -> NdArray:
     if isinstance(grad, NdArray):
         g = grad
     elif dtypes.is_scalar(grad):
-        return full(root.shape, grad, root.dtype)
+        g = root._grad  # reuse the previous seed while it still holds this value
+        if g is None or g._fill != grad or g.shape != root.shape:
+            g = full(root.shape, grad, root.dtype)
+        return g
     else:
         g = NdArray.from_numpy_array(grad)
     if g.shape != root.shape:

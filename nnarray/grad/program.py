@@ -91,7 +91,7 @@ class Program:
     """A traced backward pass of one output variable."""
 
     __slots__ = ("seed", "binds", "checks", "steps", "leaves", "inter", "release", "inv_proxies",
-                 "inv_last", "inv_steps", "__weakref__")
+                 "inv_last", "inv_steps", "compiled", "__weakref__")
 
     def __init__(self, root: Variable) -> None:
         self.seed = _make(root.shape, root.dtype, None, None, False)
@@ -104,6 +104,7 @@ class Program:
         self.inv_proxies: list[Variable] = []
         self.inv_last: list[Any] = []
         self.inv_steps: list[tuple[int, Variable, frozenset]] = []
+        self.compiled: Any = None
 
     def proxy(self, n: Node, i: int, like: Any) -> Variable:
         """A variable bound at replay to node ``n``'s saved input ``i`` (output ``-1-i``)."""
@@ -163,9 +164,45 @@ def trace(root: Variable, order: list) -> Program:
             prog.leaves.append((x, gv, shared))
         else:
             prog.inter.append((x, gv))
-    _plan_release(prog, {id(gv) for _, gv in outs})
+    results = {id(gv) for _, gv in outs}
+    _elide_broadcasts(prog, results)
+    _plan_release(prog, results)
     _plan_invariants(prog)
     return prog
+
+
+def _elide_broadcasts(prog: Program, results: set) -> None:
+    """Drop ``broadcast_to`` steps whose every reader is a broadcasting elementwise op
+    against an operand of the full shape: the op broadcasts the source itself."""
+    from ..ops.elementwise import BinaryOp
+    readers: dict[int, list] = {}
+    for step in prog.steps:
+        if type(step) is Node:
+            for a in step.args:
+                readers.setdefault(id(a), []).append(step)
+        else:
+            for g in step.gys:
+                readers.setdefault(id(g), []).append(step)
+    dead = set()
+    for step in prog.steps:
+        if type(step) is not Node or step.op.name != "broadcast_to":
+            continue
+        out = step.outs[0]()
+        if out is None or id(out) in results:
+            continue
+        rs = readers.get(id(out), [])
+        if not rs or not all(
+                type(r) is Node and isinstance(r.op, BinaryOp) and len(r.args) == 2 and
+                r.args[0] is not r.args[1] and
+                getattr(r.args[1] if r.args[0] is out else r.args[0], "shape", None) ==
+                out.shape for r in rs):
+            continue
+        src = step.args[0]
+        for r in rs:
+            r.args = tuple(src if a is out else a for a in r.args)
+        dead.add(id(step))
+    if dead:
+        prog.steps = [st for st in prog.steps if id(st) not in dead]
 
 
 def _plan_invariants(prog: Program) -> None:
@@ -230,6 +267,16 @@ def _plan_release(prog: Program, results: set) -> None:
     prog.release = rel
 
 
+def _compile(prog: Program, ctx: Any, run: Any) -> tuple:
+    """``(ctx, per-step closures, generated function or None)`` for replaying ``prog``."""
+    from .codegen import generate
+    from .steps import compile_step
+    steps = [compile_step(st, ctx, False, run) for st in prog.steps]
+    results = {id(gv) for _, gv, _ in prog.leaves} | {id(gv) for _, gv in prog.inter}
+    fused = generate(prog.steps, {s for s, _, _ in prog.inv_steps}, results, ctx)
+    return ctx, steps, fused
+
+
 def replay(prog: Program, seed: NdArray, ctx: Any, run: Any, clear_buffer: bool) -> None:
     """Run a traced program: check and bind saved data, run the steps, deliver grads."""
     from .engine import _accumulate_leaf
@@ -238,21 +285,30 @@ def replay(prog: Program, seed: NdArray, ctx: Any, run: Any, clear_buffer: bool)
     for v, n, i in prog.binds:
         v._data = n.inputs[i] if i >= 0 else n.outputs[-1 - i]
     prog.seed._data = seed
-    release = prog.release if clear_buffer else None
     skip = _skipped(prog) if prog.inv_steps else ()
-    for s, step in enumerate(prog.steps):
-        if s in skip:
-            pass
-        elif type(step) is Node:
-            run(step, ctx, False)
-        else:
-            step.run()
-        if release is not None:
-            for a in release[s]:
-                if type(a) is Variable:
-                    a._data = None
-                else:
-                    a.release()
+    compiled = prog.compiled
+    if compiled is None or compiled[0] is not ctx:
+        compiled = prog.compiled = _compile(prog, ctx, run)
+    _, steps, fused = compiled
+    if fused is not None:
+        for s, _, _ in prog.inv_steps:
+            if s not in skip:
+                steps[s]()
+        fused()
+        if clear_buffer:
+            for st in prog.checks:
+                st.release()
+    else:
+        release = prog.release if clear_buffer else None
+        for s, step in enumerate(steps):
+            if s not in skip:
+                step()
+            if release is not None:
+                for a in release[s]:
+                    if type(a) is Variable:
+                        a._data = None
+                    else:
+                        a.release()
     for x, gv, shared in prog.leaves:
         _accumulate_leaf(x, gv._data, shared)
     if not clear_buffer:

@@ -1,0 +1,102 @@
+"""Straight-line code for a traced backward program (the static graphs' fastest path).
+
+When every step of a program is a plain kernel call (resolved for the context, one
+output, no fallback), the program becomes one generated Python function over native
+arrays: ``t3 = k3(i0, t2)`` per step, a ``del`` after each temporary's last use (so
+buffers are freed as soon as their last reader ran), no NdArray wrapping in between.
+Inputs (bound forward data, the seed, constants) are read from their NdArrays when it
+is called; the results (the gradients it delivers) are wrapped as NdArrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ndarray import NdArray
+from ..ops.op import DEBUG, _check
+from ..registry import resolve
+from .node import Node
+from .variable import Variable
+
+_wrap = NdArray._wrap
+
+
+class Fused:
+    """A generated function with the variables it reads and writes."""
+
+    __slots__ = ("fn", "inputs", "results", "dev")
+
+    def __init__(self, fn: Any, inputs: list, results: list, dev: Any) -> None:
+        self.fn, self.inputs, self.results, self.dev = fn, inputs, results, dev
+
+    def __call__(self) -> None:
+        dev = self.dev
+        xs = []
+        for v in self.inputs:
+            d = v if type(v) is NdArray else v._data if v._data is not None else v.data
+            c = d._copies.get(dev)
+            xs.append(c if c is not None else d._read(dev))
+        out = self.fn(*xs)
+        for v, r in zip(self.results, out):
+            v._data = _wrap(r, dev, (v.shape, v.dtype))
+
+
+def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
+    """``Fused`` for ``steps`` (minus the indices in ``skip``, whose outputs are read as
+    inputs), returning the variables whose ids are in ``results``; ``None`` when a step
+    is not a plain kernel call."""
+    ns: dict[str, Any] = {"_check": _check}
+    names: dict[int, str] = {}  # id(variable or array) -> local name
+    inputs: list = []
+    produced: dict[int, Variable] = {}
+    body: list[str] = []
+    last: dict[int, int] = {}
+    dev = None
+    live = [(s, st) for s, st in enumerate(steps) if s not in skip]
+    for s, st in live:
+        if type(st) is not Node or len(st.metas) != 1:
+            return None
+        fn, d, fallback, composite = resolve(st.op.name, ctx)
+        if composite or fallback is not None or (dev is not None and d is not dev):
+            return None
+        dev = d
+        for a in st.args:
+            last[id(a)] = s
+    for s, st in live:
+        fn, _, _, _ = resolve(st.op.name, ctx)
+        ns[f"k{s}"] = fn
+        args = []
+        for j, a in enumerate(st.args):
+            if isinstance(a, (Variable, NdArray)):
+                name = names.get(id(a))
+                if name is None:
+                    name = names[id(a)] = f"i{len(inputs)}"
+                    inputs.append(a)
+                args.append(name)
+            else:
+                ns[f"c{s}_{j}"] = a
+                args.append(f"c{s}_{j}")
+        if st.attrs:
+            ns[f"a{s}"] = st.attrs
+            args.append(f"**a{s}")
+        out = st.outs[0]()
+        if out is None:
+            return None
+        t = names[id(out)] = f"t{s}"
+        produced[id(out)] = out
+        body.append(f"    {t} = k{s}({', '.join(args)})")
+        if DEBUG:
+            ns[f"m{s}"], ns[f"n{s}"] = st.metas[0], st.op.name
+            body.append(f"    _check(n{s}, _dev, {t}, m{s})")
+        dead = [names[k] for k, v in last.items() if v == s and k in produced and
+                k not in results]
+        if dead:
+            body.append(f"    del {', '.join(dead)}")
+    outs = [v for k, v in produced.items() if k in results]
+    ns["_dev"] = dev
+    params = ", ".join(f"i{j}" for j in range(len(inputs)))
+    ret = "".join(f"{names[id(v)]}, " for v in outs)
+    src = f"def program({params}):\n" + "\n".join(body or ["    pass"]) + \
+        f"\n    return ({ret})\n"
+    exec(compile(src, "<nnarray backward program>", "exec"), ns)  # noqa: S102
+    return Fused(ns["program"], inputs, outs, dev)
