@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 import pytest
-from conftest import tol
+from helpers import A, check, ids, sample
 
 import nnarray as nna
 import nnarray.functions as F
@@ -17,42 +17,6 @@ FLOATS = [np.float16, np.float32, np.float64]
 INTS = [np.int32, np.int64]
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + [np.bool_]
-
-
-def A(a) -> nna.NdArray:
-    return nna.NdArray.from_numpy_array(np.asarray(a))
-
-
-def ids(v) -> str:
-    """Readable test ids: dtype names, not ``<class 'numpy.float32'>`` (keeps ``-k numpy``
-    selecting the numpy backend only)."""
-    if isinstance(v, type) and issubclass(v, np.generic):
-        return np.dtype(v).name
-    if isinstance(v, (tuple, list)):
-        return "(" + ",".join(ids(x) for x in v) + ("," if len(v) == 1 else "") + ")"
-    return str(v).replace(" ", "")
-
-
-def check(got, want) -> None:
-    """``got`` is an NdArray with ``want``'s shape, dtype and values."""
-    want = np.asarray(want)
-    assert isinstance(got, nna.NdArray)
-    assert (got.shape, got.dtype) == (want.shape, want.dtype)
-    if want.dtype.kind == "f":
-        np.testing.assert_allclose(np.asarray(got), want, **tol(want.dtype))
-    else:
-        np.testing.assert_array_equal(np.asarray(got), want)
-
-
-def sample(shape, dtype, lo=-3, hi=3, seed=0) -> np.ndarray:
-    """Values in ``[lo, hi]``: quarters for floats (exact in float16), ints, or bools."""
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if dtype.kind == "i":
-        return rng.integers(lo, hi + 1, shape).astype(dtype)
-    return (rng.integers(lo * 4, hi * 4 + 1, shape) / 4).astype(dtype)
 
 
 # -- binary ------------------------------------------------------------------------------

@@ -5,37 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import tol
+from helpers import A, check, ids
 
-import nnarray as nna
 import nnarray.functions as F
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
-
-
-def A(a) -> nna.NdArray:
-    return nna.NdArray.from_numpy_array(np.asarray(a))
-
-
-def ids(v) -> str:
-    """Readable test ids: dtype names, not ``<class 'numpy.float32'>`` (keeps ``-k numpy``
-    selecting the numpy backend only)."""
-    if isinstance(v, type) and issubclass(v, np.generic):
-        return np.dtype(v).name
-    if isinstance(v, (tuple, list)):
-        return "(" + ",".join(ids(x) for x in v) + ("," if len(v) == 1 else "") + ")"
-    return str(v).replace(" ", "")
-
-
-def check(got, want, dtype=None) -> None:
-    want = np.asarray(want)
-    if dtype is not None:
-        want = want.astype(dtype)
-    assert isinstance(got, nna.NdArray)
-    assert (got.shape, got.dtype) == (want.shape, want.dtype)
-    if want.dtype.kind == "f":
-        np.testing.assert_allclose(np.asarray(got), want, **tol(want.dtype))
-    else:
-        np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def randn(*shape, dtype=np.float32, seed=0) -> np.ndarray:

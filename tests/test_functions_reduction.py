@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import tol
+from helpers import A, check, ids, sample
 
-import nnarray as nna
 import nnarray.functions as F
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
@@ -17,41 +16,6 @@ AXES = [(None, False), (None, True), (0, False), (1, True), (-1, False), (-1, Tr
         ((2, 0, 1), True), ([1], False)]  # (axis, keepdims)
 REDUCE = {"sum": (F.sum, np.sum), "mean": (F.mean, np.mean), "max": (F.max, np.max),
           "min": (F.min, np.min)}
-
-
-def A(a) -> nna.NdArray:
-    return nna.NdArray.from_numpy_array(np.asarray(a))
-
-
-def ids(v) -> str:
-    """Readable test ids: dtype names, not ``<class 'numpy.float32'>`` (keeps ``-k numpy``
-    selecting the numpy backend only)."""
-    if isinstance(v, type) and issubclass(v, np.generic):
-        return np.dtype(v).name
-    if isinstance(v, (tuple, list)):
-        return "(" + ",".join(ids(x) for x in v) + ("," if len(v) == 1 else "") + ")"
-    return str(v).replace(" ", "")
-
-
-def check(got, want) -> None:
-    want = np.asarray(want)
-    assert isinstance(got, nna.NdArray)
-    assert (got.shape, got.dtype) == (want.shape, want.dtype)
-    if want.dtype.kind == "f":
-        np.testing.assert_allclose(np.asarray(got), want, **tol(want.dtype))
-    else:
-        np.testing.assert_array_equal(np.asarray(got), want)
-
-
-def sample(shape, dtype, lo=-3, hi=3, seed=0) -> np.ndarray:
-    """Quarters for floats (sums are exact, even in float16), small ints, or bools."""
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if dtype.kind == "i":
-        return rng.integers(lo, hi + 1, shape).astype(dtype)
-    return (rng.integers(lo * 4, hi * 4 + 1, shape) / 4).astype(dtype)
 
 
 def axis_arg(axis):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import A, ids
 
 import nnarray as nna
 import nnarray.functions as F
@@ -11,20 +12,6 @@ import nnarray.functions as F
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
 
 DTYPES = [np.float32, np.float16, np.int64, np.bool_]
-
-
-def A(a) -> nna.NdArray:
-    return nna.NdArray.from_numpy_array(np.asarray(a))
-
-
-def ids(v) -> str:
-    """Readable test ids: dtype names, not ``<class 'numpy.float32'>`` (keeps ``-k numpy``
-    selecting the numpy backend only)."""
-    if isinstance(v, type) and issubclass(v, np.generic):
-        return np.dtype(v).name
-    if isinstance(v, (tuple, list)):
-        return "(" + ",".join(ids(x) for x in v) + ("," if len(v) == 1 else "") + ")"
-    return str(v).replace(" ", "")
 
 
 def check(got, want) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import tol
+from helpers import A, check
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
-import nnarray as nna
 import nnarray.functions as F
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
@@ -18,19 +17,6 @@ pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own ke
 DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def A(a) -> nna.NdArray:
-    return nna.NdArray.from_numpy_array(np.asarray(a))
-
-
-def check(got, want) -> None:
-    want = np.asarray(want)
-    assert (got.shape, got.dtype) == (want.shape, want.dtype)
-    if want.dtype.kind == "f":
-        np.testing.assert_allclose(np.asarray(got), want, **tol(want.dtype))
-    else:
-        np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def sample(shape, dtype, seed) -> np.ndarray:
