@@ -15,6 +15,7 @@ Plans (the orders, what to free) are cached on the output variable until the gra
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Any
 
 import numpy as np
@@ -330,11 +331,14 @@ def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
             _accumulate_leaf(root, g, True)
         return
     plan = plan_of(root)
-    if not root._parent.dynamic:
-        prog = plan.program
-        if prog is None:
-            prog = plan.program = trace(root, plan.backward_order())
-        replay(prog, g, _current.get(_context._default), _run, clear_buffer)
+    prog = plan.program
+    if prog is None:
+        if not root._parent.dynamic:
+            prog = plan.program = trace(root, plan.backward_order(), plan.order)
+        else:
+            prog = _cached_program(root, plan)
+    if prog is not None:
+        replay(prog, plan.order, g, _current.get(_context._default), _run, clear_buffer)
         root._grad = g
         if clear_buffer:
             for n in plan.order:
@@ -370,6 +374,71 @@ def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
             else:
                 x._grad = F.add(x._grad, gx)
         _after(n, root, clear_buffer)
+
+
+#: Traced programs of define-by-run graphs, by graph signature (a training loop builds the
+#: same graph every iteration; from its second occurrence on, its backward is replayed).
+_local = threading.local()  # per thread: a program's proxies are bound while it replays
+_PROGRAMS_MAX = 32
+
+
+def _cached_program(root: Variable, plan: Plan) -> Any:
+    """The program for a define-by-run graph seen before, tracing it on its second
+    occurrence; ``None``: run the rules eagerly."""
+    sig = signature(root, plan.order)
+    if sig is None:
+        return None
+    _programs = getattr(_local, "programs", None)
+    if _programs is None:
+        _programs = _local.programs = {}
+    prog = _programs.get(sig)
+    if prog is None:
+        if sig not in _programs:
+            if len(_programs) >= _PROGRAMS_MAX:
+                _programs.pop(next(iter(_programs)))
+            _programs[sig] = None  # seen once
+            return None
+        prog = trace(root, plan.backward_order(), plan.order)
+        if not prog.relocatable:
+            return None
+        _programs[sig] = prog
+    return prog
+
+
+def signature(root: Variable, order: list) -> tuple | None:
+    """What a traced backward depends on: ops, attributes, shapes and dtypes, the wiring,
+    and which leaves need gradients (leaves numbered by first use, not by identity)."""
+    pos: dict[int, int] = {}
+    leaves: dict[int, int] = {}
+    parts: list = [root.shape, root.dtype]
+    try:
+        for k, n in enumerate(order):
+            if type(n) is not Node:
+                return None
+            pos[id(n)] = k
+            args: list = []
+            for a in n.args:
+                if isinstance(a, Variable):
+                    p = a._parent
+                    if p is None:
+                        args.append((leaves.setdefault(id(a), len(leaves)), a.shape, a.dtype,
+                                     a._need_grad))
+                    else:
+                        j = 0 if len(p.outs) == 1 else \
+                            next(q for q, r in enumerate(p.outs) if r() is a)
+                        args.append((pos[id(p)], j, a._explicit, a._need_grad))
+                elif isinstance(a, NdArray):
+                    args.append((a.shape, a.dtype))
+                else:
+                    args.append((type(a), a))
+            attrs = n.attrs
+            parts.append((n.op, tuple(args), n.metas,
+                          tuple(sorted(attrs.items())) if attrs else ()))
+        sig = tuple(parts)
+        hash(sig)
+    except TypeError:
+        return None
+    return sig
 
 
 def _after(n: Any, root: Variable, clear_buffer: bool) -> None:

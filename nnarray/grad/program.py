@@ -27,17 +27,17 @@ class _TraceCtx:
 
     __slots__ = ("node", "inputs", "outputs", "attrs", "need", "in_meta", "args")
 
-    def __init__(self, n: Node, need: tuple, prog: Program) -> None:
+    def __init__(self, n: Node, k: int, need: tuple, prog: Program) -> None:
         rule = n.op.backward
         self.node, self.attrs, self.need, self.args = n, n.attrs, need, n.args
         self.in_meta = n.in_meta
         self.inputs = [None] * len(n.args) if n.inputs else ()
         for i in rule.retained_inputs(n.attrs):
             a = n.args[i]
-            self.inputs[i] = prog.proxy(n, i, a) if isinstance(a, Variable) else a
+            self.inputs[i] = prog.proxy(k, i, a) if isinstance(a, (Variable, NdArray)) else a
         self.outputs = [None] * len(n.metas) if rule.outputs else ()
         for j in rule.outputs:
-            self.outputs[j] = prog.proxy(n, -1 - j, n.outputs[j])
+            self.outputs[j] = prog.proxy(k, -1 - j, n.outputs[j])
 
 
 class PyGradStep:
@@ -91,34 +91,39 @@ class Program:
     """A traced backward pass of one output variable."""
 
     __slots__ = ("seed", "binds", "checks", "steps", "leaves", "inter", "release", "inv_proxies",
-                 "inv_last", "inv_steps", "compiled", "__weakref__")
+                 "inv_last", "inv_steps", "compiled", "relocatable", "__weakref__")
 
     def __init__(self, root: Variable) -> None:
+        # Forward nodes are named by their index in the plan's order, variables by
+        # (node index, argument index): a program replays on any graph of the same shape.
         self.seed = _make(root.shape, root.dtype, None, None, False)
-        self.binds: list[tuple[Variable, Node, int]] = []
-        self.checks: list[Node] = []
+        self.binds: list[tuple[Variable, int, int]] = []
+        self.checks: list[int] = []
         self.steps: list[Any] = []
-        self.leaves: list[tuple[Variable, Variable, bool]] = []
-        self.inter: list[tuple[Variable, Variable]] = []
+        self.leaves: list[tuple[int, int, Variable, bool]] = []
+        self.inter: list[tuple[int, int, Variable]] = []
+        self.relocatable = True
         self.release: list[list] = []
         self.inv_proxies: list[Variable] = []
         self.inv_last: list[Any] = []
         self.inv_steps: list[tuple[int, Variable, frozenset]] = []
         self.compiled: Any = None
 
-    def proxy(self, n: Node, i: int, like: Any) -> Variable:
-        """A variable bound at replay to node ``n``'s saved input ``i`` (output ``-1-i``)."""
+    def proxy(self, k: int, i: int, like: Any) -> Variable:
+        """A variable bound at replay to node ``k``'s saved input ``i`` (output ``-1-i``)."""
         v = _make(like.shape, like.dtype, None, None, False)
-        self.binds.append((v, n, i))
+        self.binds.append((v, k, i))
         return v
 
 
-def trace(root: Variable, order: list) -> Program:
-    """Run the rules of ``order`` (``[(node, need)]``, descending rank) on Variables."""
+def trace(root: Variable, order: list, nodes: list) -> Program:
+    """Run the rules of ``order`` (``[(node, need)]``, descending rank) on Variables;
+    ``nodes`` is the plan's forward order (what node indices refer to)."""
     from .. import functions as F
     prog = Program(root)
+    index = {id(n): k for k, n in enumerate(nodes)}
     grads: dict[int, Any] = {id(root): prog.seed}
-    keep: dict[int, Variable] = {}
+    keep: dict[int, tuple[int, int, Variable]] = {}
     tokens = (tape.set(prog.steps), modes.mode.set(modes.STATIC))
     try:
         for n, need in order:
@@ -131,7 +136,7 @@ def trace(root: Variable, order: list) -> Program:
                 if rule is None:
                     raise GraphError(f"{n.name}: no backward rule is declared for this op")
                 n.check()
-                gxs = rule.fn(_TraceCtx(n, need, prog), gy)
+                gxs = rule.fn(_TraceCtx(n, index[id(n)], need, prog), gy)
             else:
                 gys = [grads.get(id(v)) if v is not None else None
                        for v in (r() for r in n.outs)]
@@ -140,8 +145,9 @@ def trace(root: Variable, order: list) -> Program:
                 n.check()
                 step = PyGradStep(n, gys, need)
                 prog.steps.append(step)
+                prog.relocatable = False
                 gxs = step.grads
-            prog.checks.append(n)
+            prog.checks.append(index[id(n)])
             for i, gx in enumerate(gxs):
                 if gx is None or not need[i]:
                     continue
@@ -150,24 +156,25 @@ def trace(root: Variable, order: list) -> Program:
                 x = n.args[i]
                 prev = grads.get(id(x))
                 grads[id(x)] = gx if prev is None else F.add(prev, gx)
-                keep[id(x)] = x
+                if id(x) not in keep:
+                    keep[id(x)] = (index[id(n)], i, x)
     finally:
         tape.reset(tokens[0])
         modes.mode.reset(tokens[1])
-    outs = [(x, grads[k]) for k, x in keep.items()]
+    outs = [(k, i, x, grads[key]) for key, (k, i, x) in keep.items()]
     uses: dict[int, int] = {}
-    for _, gv in outs:
+    for *_, gv in outs:
         uses[id(gv)] = uses.get(id(gv), 0) + 1
-    for x, gv in outs:
+    for k, i, x, gv in outs:
         if x._parent is None:
             shared = gv._parent is None or uses[id(gv)] > 1
-            prog.leaves.append((x, gv, shared))
+            prog.leaves.append((k, i, gv, shared))
         else:
-            prog.inter.append((x, gv))
-    results = {id(gv) for _, gv in outs}
+            prog.inter.append((k, i, gv))
+    results = {id(o[3]) for o in outs}
     _elide_broadcasts(prog, results)
     _plan_release(prog, results)
-    _plan_invariants(prog)
+    _plan_invariants(prog, nodes)
     return prog
 
 
@@ -205,13 +212,14 @@ def _elide_broadcasts(prog: Program, results: set) -> None:
         prog.steps = [st for st in prog.steps if id(st) not in dead]
 
 
-def _plan_invariants(prog: Program) -> None:
+def _plan_invariants(prog: Program, nodes: list) -> None:
     """Steps that read only constant leaf data (and scalars), directly or through other
     such steps, e.g. the transpose of a fixed input in ``x @ W``'s backward: replay skips
     them while that data is the same array at the same version (loop-invariant code)."""
     leaf = {}
-    for v, n, i in prog.binds:
-        if i >= 0 and n.args[i]._parent is None:
+    for v, k, i in prog.binds:
+        a = nodes[k].args[i] if i >= 0 else None
+        if isinstance(a, Variable) and a._parent is None:
             leaf[id(v)] = v
     deps: dict[int, frozenset] = {}
     for s, step in enumerate(prog.steps):
@@ -252,7 +260,7 @@ def _skipped(prog: Program) -> set:
 def _plan_release(prog: Program, results: set) -> None:
     """Per step, the program variables (and bound nodes) whose last reader it is."""
     last: dict[int, tuple[int, Any]] = {}
-    bound = {id(v): n for v, n, _ in prog.binds}
+    bound = {id(v): k for v, k, _ in prog.binds}
     for s, step in enumerate(prog.steps):
         args = step.args if type(step) is Node else [g for g in step.gys if g is not None]
         for a in args:
@@ -272,17 +280,20 @@ def _compile(prog: Program, ctx: Any, run: Any) -> tuple:
     from .codegen import generate
     from .steps import compile_step
     steps = [compile_step(st, ctx, False, run) for st in prog.steps]
-    results = {id(gv) for _, gv, _ in prog.leaves} | {id(gv) for _, gv in prog.inter}
+    results = {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter}
     fused = generate(prog.steps, {s for s, _, _ in prog.inv_steps}, results, ctx)
     return ctx, steps, fused
 
 
-def replay(prog: Program, seed: NdArray, ctx: Any, run: Any, clear_buffer: bool) -> None:
-    """Run a traced program: check and bind saved data, run the steps, deliver grads."""
+def replay(prog: Program, nodes: list, seed: NdArray, ctx: Any, run: Any,
+           clear_buffer: bool) -> None:
+    """Run a traced program on the graph whose forward order is ``nodes``: check and bind
+    its saved data, run the steps, deliver the gradients."""
     from .engine import _accumulate_leaf
-    for n in prog.checks:
-        n.check()
-    for v, n, i in prog.binds:
+    for k in prog.checks:
+        nodes[k].check()
+    for v, k, i in prog.binds:
+        n = nodes[k]
         v._data = n.inputs[i] if i >= 0 else n.outputs[-1 - i]
     prog.seed._data = seed
     skip = _skipped(prog) if prog.inv_steps else ()
@@ -296,8 +307,8 @@ def replay(prog: Program, seed: NdArray, ctx: Any, run: Any, clear_buffer: bool)
                 steps[s]()
         fused()
         if clear_buffer:
-            for st in prog.checks:
-                st.release()
+            for k in prog.checks:
+                nodes[k].release()
     else:
         release = prog.release if clear_buffer else None
         for s, step in enumerate(steps):
@@ -308,18 +319,15 @@ def replay(prog: Program, seed: NdArray, ctx: Any, run: Any, clear_buffer: bool)
                     if type(a) is Variable:
                         a._data = None
                     else:
-                        a.release()
-    for x, gv, shared in prog.leaves:
-        _accumulate_leaf(x, gv._data, shared)
-    if not clear_buffer:
-        for x, gv in prog.inter:
-            x._grad = gv._data
-    else:
-        for x, gv in prog.inter:
-            x._grad = None
-            gv._data = None
-        for _, gv, _ in prog.leaves:
-            gv._data = None
-        for v, _, _ in prog.binds:
-            v._data = None
-        prog.seed._data = None
+                        nodes[a].release()
+    for k, i, gv, shared in prog.leaves:
+        _accumulate_leaf(nodes[k].args[i], gv._data, shared)
+    for k, i, gv in prog.inter:
+        nodes[k].args[i]._grad = None if clear_buffer else gv._data
+    for _, _, gv in prog.inter:
+        gv._data = None
+    for _, _, gv, _ in prog.leaves:
+        gv._data = None
+    for v, _, _ in prog.binds:
+        v._data = None
+    prog.seed._data = None
