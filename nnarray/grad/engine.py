@@ -1,15 +1,18 @@
-"""The graph engine: recording (the ops' graph hook), static forward replay and backward.
+"""The graph engine: recording (the ops' graph hook), forward replay and backward.
 
 Recording: an op called with a Variable reaches ``record``, which (static mode) adds a
 node whose outputs have inferred shapes, or (``auto_forward``) runs the op now and adds a
 node only where a gradient can flow, or (``no_grad``) runs it and records nothing.
 
-Replay: ``forward`` runs the nodes in topological order with each node's kernel resolved
-once per context and no re-validation. ``backward`` walks nodes by descending rank; each
-input gets ``propagate_down`` (``need``); an intermediate's gradient is written on first
-visit and accumulated after; a leaf's accumulates into its ``.grad`` across calls.
-Plans (the orders, what to free) are cached on the output variable until the graph's
-``need_grad`` flags change.
+Forward: the nodes run in topological order as compiled steps (``steps``): each node's
+kernel resolved once per context, no re-validation, outputs kept in the variables'
+NdArrays. Backward walks nodes by descending rank; each input gets ``propagate_down``
+(``need``); an intermediate's gradient is written on first visit and accumulated after;
+a leaf's accumulates into its ``.grad`` across calls. A static graph's backward is traced
+once into a program (``program``) and replayed; a define-by-run graph runs its rules
+eagerly, or replays the program of an identical earlier graph (same ``signature``).
+Plans (orders, what to free, programs) are cached on the output variable until some
+``need_grad`` flag changes.
 """
 
 from __future__ import annotations
