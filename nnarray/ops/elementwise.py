@@ -15,10 +15,11 @@ import numpy as np
 
 from .. import context as _context
 from .. import dtypes
-from ..context import _current
+from ..context import _current, get_current_context
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
 from ..registry import _cache as _dispatch_cache
+from ..registry import resolve
 from . import op as _opmod
 from .common import broadcast, require_array
 from .op import GraphValue, Op, execute
@@ -207,9 +208,6 @@ where = Op("where", _infer_where)
 
 def inplace(op: Op, a: Any, b: Any) -> Any:
     """``a op= b`` really in place: the result is written into ``a``'s storage."""
-    from ..context import get_current_context
-    from ..ndarray import NdArray
-    from ..registry import resolve
     if type(a) is not NdArray:
         return a._inplace(op, b)  # graph values define their own in-place semantics
     if type(b) is NdArray and b.shape == a.shape and isinstance(op, BinaryOp) and \
@@ -244,9 +242,6 @@ def inplace(op: Op, a: Any, b: Any) -> Any:
 
 def assign(dst: Any, src: Any) -> None:
     """Write ``src`` (same shape, any dtype) into ``dst`` on the current context."""
-    from ..context import get_current_context
-    from ..ndarray import NdArray
-    from ..registry import resolve
     if src.shape != dst.shape:
         raise ShapeError(f"assign: source shape {src.shape} differs from target {dst.shape}")
     fn, dev, _, _ = resolve("cast", get_current_context())

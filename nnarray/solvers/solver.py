@@ -8,6 +8,7 @@ materialize on the parameter's device at the first update, with no transfer.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
@@ -32,6 +33,9 @@ def _as_dict(params: Mapping[str, Any] | Iterable[Any]) -> dict[str, Any]:
             raise TypeError(f"set_parameters: {name!r} is a {type(p).__name__}, expected a "
                             "grad.Variable")
     return items
+
+
+_SAME_DEVICE = contextlib.nullcontext()  # the parameter already lives on the current device
 
 
 class Solver(ABC):
@@ -124,7 +128,7 @@ class Solver(ABC):
         cur = get_current_context()
         head = p.data.head
         if head is None or head == cur.key:
-            return context_scope(cur)
+            return _SAME_DEVICE
         ctx = self._contexts.get(head)
         if ctx is None:
             ctx = self._contexts[head] = Context.parse(head, cur.fallback)
