@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import ndarray as _ndarray
+from . import operators as _operators
 from .ops import conv as _conv
 from .ops import elementwise as _ew
 from .ops import linalg as _linalg
@@ -150,4 +151,4 @@ def randn(shape: Any, mu: float = 0.0, sigma: float = 1.0, seed: int | None = No
     return _random.randn(shape=shape, mu=mu, sigma=sigma, seed=seed, dtype=dtype)
 
 
-_ndarray.F = __import__(__name__, fromlist=["_"])
+_operators.F = _ndarray.F = __import__(__name__, fromlist=["_"])

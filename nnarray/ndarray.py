@@ -11,6 +11,7 @@ import numpy as np
 from . import backends, dtypes
 from .context import Context, as_context
 from .errors import DTypeError, ShapeError
+from .operators import ArrayOperators
 from .synced import _NO_FILL, SyncedArray
 
 #: ``nnarray.functions``, bound when it is imported (operators dispatch through it).
@@ -37,7 +38,7 @@ def _device(ctx: Context | str | None):
     return backends.get_device(c.backend, c.device_id)
 
 
-class NdArray(SyncedArray):
+class NdArray(SyncedArray, ArrayOperators):
     """An n-d array whose data may have current copies on several devices.
 
     No memory is allocated until first access. ``get_data(mode, ctx)`` gives the
@@ -45,7 +46,6 @@ class NdArray(SyncedArray):
     """
 
     __slots__ = ()
-    __array_priority__ = 1000  # numpy defers `ndarray op NdArray` to our reflected ops
 
     def __init__(self, shape: int | Sequence[int] = (), dtype: Any = np.float32) -> None:
         self._init_empty(normalize_shape(shape), dtypes.normalize(dtype, "NdArray"))
@@ -196,65 +196,6 @@ class NdArray(SyncedArray):
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self), separator=", ", prefix="NdArray(")
         return f"NdArray({body}, dtype={self.dtype}, head={self.head})"
-
-    # -- shape conveniences ------------------------------------------------------------
-    def reshape(self, *shape: Any) -> NdArray:
-        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
-
-    def transpose(self, *axes: Any) -> NdArray:
-        return F.transpose(self, (axes[0] if len(axes) == 1 else axes) or None)
-
-    @property
-    def T(self) -> NdArray:
-        return F.transpose(self)
-
-    def sum(self, axis: Any = None, keepdims: bool = False) -> NdArray:
-        return F.sum(self, axis, keepdims)
-
-    def mean(self, axis: Any = None, keepdims: bool = False) -> NdArray:
-        return F.mean(self, axis, keepdims)
-
-    def max(self, axis: Any = None, keepdims: bool = False) -> NdArray:
-        return F.max(self, axis, keepdims)
-
-    def min(self, axis: Any = None, keepdims: bool = False) -> NdArray:
-        return F.min(self, axis, keepdims)
-
-    def argmax(self, axis: Any = None) -> NdArray:
-        return F.argmax(self, axis)
-
-    def __getitem__(self, key: Any) -> NdArray:
-        return F.getitem(self, key)
-
-    # -- operators -----------------------------------------------------------------
-    def __add__(self, o): return F.add(self, o)
-    def __radd__(self, o): return F.add(o, self)
-    def __sub__(self, o): return F.sub(self, o)
-    def __rsub__(self, o): return F.sub(o, self)
-    def __mul__(self, o): return F.mul(self, o)
-    def __rmul__(self, o): return F.mul(o, self)
-    def __truediv__(self, o): return F.div(self, o)
-    def __rtruediv__(self, o): return F.div(o, self)
-    def __pow__(self, o): return F.pow(self, o)
-    def __rpow__(self, o): return F.pow(o, self)
-    def __matmul__(self, o): return F.matmul(self, o)
-    def __rmatmul__(self, o): return F.matmul(o, self)
-    def __neg__(self): return F.neg(self)
-    def __pos__(self): return self
-    def __abs__(self): return F.abs(self)
-    def __lt__(self, o): return F.less(self, o)
-    def __le__(self, o): return F.less_equal(self, o)
-    def __gt__(self, o): return F.greater(self, o)
-    def __ge__(self, o): return F.greater_equal(self, o)
-    def __eq__(self, o): return F.equal(self, o)  # type: ignore[override]
-    def __ne__(self, o): return F.not_equal(self, o)  # type: ignore[override]
-    __hash__ = None  # type: ignore[assignment]  (== is elementwise, as in numpy)
-
-    def __iadd__(self, o): return F.inplace(F.add, self, o)
-    def __isub__(self, o): return F.inplace(F.sub, self, o)
-    def __imul__(self, o): return F.inplace(F.mul, self, o)
-    def __itruediv__(self, o): return F.inplace(F.div, self, o)
-    def __ipow__(self, o): return F.inplace(F.pow, self, o)
 
 
 def zeros(shape: Any, dtype: Any = np.float32) -> NdArray:

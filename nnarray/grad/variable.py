@@ -10,13 +10,14 @@ import numpy as np
 from .. import backends, dtypes
 from .. import functions as F
 from ..ndarray import NdArray, normalize_shape
+from ..operators import ArrayOperators
 from ..ops.op import GraphValue
 from . import modes
 
 _new = object.__new__
 
 
-class Variable(GraphValue):
+class Variable(GraphValue, ArrayOperators):
     """A node of the computation graph: ``data`` and ``grad`` (NdArrays, allocated on
     first use), ``need_grad`` and the ``parent`` function that produced it.
 
@@ -166,61 +167,6 @@ class Variable(GraphValue):
                 f"need_grad={self._need_grad}{p})")
 
     __hash__ = object.__hash__  # identity: Variables key dicts (== is elementwise)
-
-    # -- shape conveniences ------------------------------------------------------------
-    def reshape(self, *shape: Any) -> Variable:
-        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
-
-    def transpose(self, *axes: Any) -> Variable:
-        return F.transpose(self, (axes[0] if len(axes) == 1 else axes) or None)
-
-    @property
-    def T(self) -> Variable:
-        return F.transpose(self)
-
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Variable:
-        return F.sum(self, axis, keepdims)
-
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Variable:
-        return F.mean(self, axis, keepdims)
-
-    def max(self, axis: Any = None, keepdims: bool = False) -> Variable:
-        return F.max(self, axis, keepdims)
-
-    def min(self, axis: Any = None, keepdims: bool = False) -> Variable:
-        return F.min(self, axis, keepdims)
-
-    def __getitem__(self, key: Any) -> Variable:
-        return F.getitem(self, key)
-
-    # -- operators -----------------------------------------------------------------
-    def __add__(self, o): return F.add(self, o)
-    def __radd__(self, o): return F.add(o, self)
-    def __sub__(self, o): return F.sub(self, o)
-    def __rsub__(self, o): return F.sub(o, self)
-    def __mul__(self, o): return F.mul(self, o)
-    def __rmul__(self, o): return F.mul(o, self)
-    def __truediv__(self, o): return F.div(self, o)
-    def __rtruediv__(self, o): return F.div(o, self)
-    def __pow__(self, o): return F.pow(self, o)
-    def __rpow__(self, o): return F.pow(o, self)
-    def __matmul__(self, o): return F.matmul(self, o)
-    def __rmatmul__(self, o): return F.matmul(o, self)
-    def __neg__(self): return F.neg(self)
-    def __pos__(self): return self
-    def __abs__(self): return F.abs(self)
-    def __lt__(self, o): return F.less(self, o)
-    def __le__(self, o): return F.less_equal(self, o)
-    def __gt__(self, o): return F.greater(self, o)
-    def __ge__(self, o): return F.greater_equal(self, o)
-    def __eq__(self, o): return F.equal(self, o)  # type: ignore[override]
-    def __ne__(self, o): return F.not_equal(self, o)  # type: ignore[override]
-
-    def __iadd__(self, o): return F.inplace(F.add, self, o)
-    def __isub__(self, o): return F.inplace(F.sub, self, o)
-    def __imul__(self, o): return F.inplace(F.mul, self, o)
-    def __itruediv__(self, o): return F.inplace(F.div, self, o)
-    def __ipow__(self, o): return F.inplace(F.pow, self, o)
 
     def _inplace(self, op: Any, o: Any) -> Variable:
         """``self op= o``: under ``no_grad()`` written into ``data`` (returns ``self``);

@@ -1,0 +1,76 @@
+"""Python operators and array conveniences shared by NdArray and grad.Variable.
+
+Every operator dispatches through ``nnarray.functions``, so an NdArray operand runs now
+on the current context and a Variable operand records a graph node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: ``nnarray.functions``, bound when it is imported.
+F: Any = None
+
+
+class ArrayOperators:
+    """Mixin: arithmetic, comparison and in-place operators, indexing, shape methods."""
+
+    __slots__ = ()
+    __array_priority__ = 1000  # numpy defers `ndarray op x` to our reflected operators
+
+    def reshape(self, *shape: Any) -> Any:
+        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def transpose(self, *axes: Any) -> Any:
+        return F.transpose(self, (axes[0] if len(axes) == 1 else axes) or None)
+
+    @property
+    def T(self) -> Any:
+        return F.transpose(self)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return F.sum(self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return F.mean(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return F.max(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return F.min(self, axis, keepdims)
+
+    def argmax(self, axis: Any = None) -> Any:
+        return F.argmax(self, axis)
+
+    def __getitem__(self, key: Any) -> Any:
+        return F.getitem(self, key)
+
+    def __add__(self, o): return F.add(self, o)
+    def __radd__(self, o): return F.add(o, self)
+    def __sub__(self, o): return F.sub(self, o)
+    def __rsub__(self, o): return F.sub(o, self)
+    def __mul__(self, o): return F.mul(self, o)
+    def __rmul__(self, o): return F.mul(o, self)
+    def __truediv__(self, o): return F.div(self, o)
+    def __rtruediv__(self, o): return F.div(o, self)
+    def __pow__(self, o): return F.pow(self, o)
+    def __rpow__(self, o): return F.pow(o, self)
+    def __matmul__(self, o): return F.matmul(self, o)
+    def __rmatmul__(self, o): return F.matmul(o, self)
+    def __neg__(self): return F.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return F.abs(self)
+    def __lt__(self, o): return F.less(self, o)
+    def __le__(self, o): return F.less_equal(self, o)
+    def __gt__(self, o): return F.greater(self, o)
+    def __ge__(self, o): return F.greater_equal(self, o)
+    def __eq__(self, o): return F.equal(self, o)  # type: ignore[override]
+    def __ne__(self, o): return F.not_equal(self, o)  # type: ignore[override]
+    __hash__ = None  # type: ignore[assignment]  (== is elementwise, as in numpy)
+
+    def __iadd__(self, o): return F.inplace(F.add, self, o)
+    def __isub__(self, o): return F.inplace(F.sub, self, o)
+    def __imul__(self, o): return F.inplace(F.mul, self, o)
+    def __itruediv__(self, o): return F.inplace(F.div, self, o)
+    def __ipow__(self, o): return F.inplace(F.pow, self, o)
