@@ -38,9 +38,14 @@ class Device:
         """Copy a native array of this device to the host (into ``out`` when given)."""
         raise NotImplementedError
 
+    def can_copy_from(self, src: Device) -> bool:
+        """Whether ``copy_from(src, ...)`` has a direct route (else the core goes through
+        the host and counts two transfers)."""
+        return False
+
     def copy_from(self, src: Device, x: Any, out: Any = None) -> Any:
-        """Direct copy from another device, or ``None`` when there is no direct route."""
-        return None
+        """Direct copy from ``src`` (only called where ``can_copy_from(src)``)."""
+        raise NotImplementedError
 
     def synchronize(self) -> None:
         """Wait for queued work on this device."""

@@ -131,8 +131,8 @@ class SyncedArray:
             transfers.record(src.key, dev.key, nbytes)
         else:
             transfers.check_allowed(src.key, dev.key, self.shape, explicit)
-            x = dev.copy_from(src, sx, out)
-            if x is not None:
+            if dev.can_copy_from(src):
+                x = dev.copy_from(src, sx, out)
                 transfers.record(src.key, dev.key, nbytes)
             else:
                 x = self._via_host(src, sx, dev, out)
@@ -145,10 +145,7 @@ class SyncedArray:
             h = self._head
             return (h, copies[h]) if h in copies else next(iter(copies.items()))
         for d, x in copies.items():
-            if d.backend == dev.backend:
-                return d, x
-        for d, x in copies.items():
-            if d.is_host:
+            if d.is_host or dev.can_copy_from(d):
                 return d, x
         h = self._head
         return (h, copies[h]) if h in copies else next(iter(copies.items()))

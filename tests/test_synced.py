@@ -67,9 +67,9 @@ def test_state_machine(pair):
             if self.lazy:
                 self.valid.add(key)
                 return
-            src_is_host = any(_dev(k).is_host for k in self.valid)
-            if _dev(key).is_host or src_is_host or \
-                    any(k.split(":")[0] == key.split(":")[0] for k in self.valid):
+            dst = _dev(key)
+            if dst.is_host or any(_dev(k).is_host or dst.can_copy_from(_dev(k))
+                                  for k in self.valid):
                 self.transfers += 1
             else:  # no direct route: through the host, counted twice, host stays current
                 self.transfers += 2

@@ -69,10 +69,12 @@ class CudaDevice(Device):
                 pass
         return np.empty(shape, dtype)
 
+    def can_copy_from(self, src: Device) -> bool:
+        """GPU-to-GPU copies go peer to peer."""
+        return src.backend == "cuda"
+
     def copy_from(self, src: Device, x: Any, out: Any = None) -> Any:
-        """GPU-to-GPU copy (peer); ``None`` for any other source (the core goes via host)."""
-        if src.backend != "cuda":
-            return None
+        """GPU-to-GPU copy (peer)."""
         with self.scope:
             if out is None:
                 out = self._cp.empty(x.shape, x.dtype)
