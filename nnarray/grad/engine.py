@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import context as _context
 from .. import dtypes
+from .. import functions as F
 from ..context import _current
 from ..errors import GraphError
 from ..ndarray import NdArray, full
@@ -327,7 +328,6 @@ def _run(n: Node, ctx: Any, save: bool = True) -> None:
 # -- backward ----------------------------------------------------------------------------
 def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
     """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf."""
-    from .. import functions as F
     g = _seed(root, grad)
     if root._parent is None:
         if root._need_grad and root.dtype in _FLOATS:
@@ -489,7 +489,6 @@ def _shared(gx: NdArray, i: int, gy: Any, gxs: tuple, n: Node) -> bool:
 
 def _accumulate_leaf(x: Variable, gx: NdArray, shared: bool) -> None:
     """``x.grad += gx``; a lazily zero (or absent) gradient adopts or copies ``gx``."""
-    from .. import functions as F
     gl = x._grad
     if gl is None:
         x._grad = F.cast(gx, x.dtype) if shared else gx

@@ -12,10 +12,15 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+from .. import functions as F
 from ..errors import GraphError
 from ..ndarray import NdArray
+from ..ops.elementwise import BinaryOp
+from . import engine as _engine
 from . import modes
+from .codegen import generate
 from .node import Node
+from .steps import compile_step
 from .variable import Variable, _make
 
 #: The tape the static recorder appends new nodes to while a program is traced.
@@ -119,7 +124,6 @@ class Program:
 def trace(root: Variable, order: list, nodes: list) -> Program:
     """Run the rules of ``order`` (``[(node, need)]``, descending rank) on Variables;
     ``nodes`` is the plan's forward order (what node indices refer to)."""
-    from .. import functions as F
     prog = Program(root)
     index = {id(n): k for k, n in enumerate(nodes)}
     grads: dict[int, Any] = {id(root): prog.seed}
@@ -181,7 +185,6 @@ def trace(root: Variable, order: list, nodes: list) -> Program:
 def _elide_broadcasts(prog: Program, results: set) -> None:
     """Drop ``broadcast_to`` steps whose every reader is a broadcasting elementwise op
     against an operand of the full shape: the op broadcasts the source itself."""
-    from ..ops.elementwise import BinaryOp
     readers: dict[int, list] = {}
     for step in prog.steps:
         if type(step) is Node:
@@ -277,8 +280,6 @@ def _plan_release(prog: Program, results: set) -> None:
 
 def _compile(prog: Program, ctx: Any, run: Any) -> tuple:
     """``(ctx, per-step closures, generated function or None)`` for replaying ``prog``."""
-    from .codegen import generate
-    from .steps import compile_step
     steps = [compile_step(st, ctx, False, run) for st in prog.steps]
     results = {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter}
     fused = generate(prog.steps, {s for s, _, _ in prog.inv_steps}, results, ctx)
@@ -289,7 +290,6 @@ def replay(prog: Program, nodes: list, seed: NdArray, ctx: Any, run: Any,
            clear_buffer: bool) -> None:
     """Run a traced program on the graph whose forward order is ``nodes``: check and bind
     its saved data, run the steps, deliver the gradients."""
-    from .engine import _accumulate_leaf
     for k in prog.checks:
         nodes[k].check()
     for v, k, i in prog.binds:
@@ -321,7 +321,7 @@ def replay(prog: Program, nodes: list, seed: NdArray, ctx: Any, run: Any,
                     else:
                         nodes[a].release()
     for k, i, gv, shared in prog.leaves:
-        _accumulate_leaf(nodes[k].args[i], gv._data, shared)
+        _engine._accumulate_leaf(nodes[k].args[i], gv._data, shared)
     for k, i, gv in prog.inter:
         nodes[k].args[i]._grad = None if clear_buffer else gv._data
     for _, _, gv in prog.inter:

@@ -110,10 +110,9 @@ class Variable(GraphValue, ArrayOperators):
 
     @need_grad.setter
     def need_grad(self, value: bool) -> None:
-        from .engine import invalidate_plans
         self._need_grad = bool(value)
         self._explicit = self._parent is not None
-        invalidate_plans()
+        _engine.invalidate_plans()
 
     @property
     def parent(self) -> Any:
@@ -135,14 +134,12 @@ class Variable(GraphValue, ArrayOperators):
 
     def forward(self, clear_buffer: bool = False) -> None:
         """Run the graph up to this variable (static mode)."""
-        from .engine import forward
-        forward(self, clear_buffer)
+        _engine.forward(self, clear_buffer)
 
     def backward(self, grad: Any = 1, clear_buffer: bool = False) -> None:
         """Accumulate gradients of this variable (seeded with ``grad``; ``None``: the
         current ``.grad``) into every ``need_grad`` leaf's ``.grad``."""
-        from .engine import backward
-        backward(self, grad, clear_buffer)
+        _engine.backward(self, grad, clear_buffer)
 
     # -- metadata ------------------------------------------------------------------
     @property
@@ -205,3 +202,6 @@ def _checked(value: Any, var: Variable, what: str) -> NdArray:
         raise DTypeError(f"Variable.{what}: dtype {value.dtype} does not match the "
                          f"variable's dtype {var.dtype}")
     return value
+
+
+from . import engine as _engine  # noqa: E402  (engine imports this module's names)
