@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
+from ..registry import register_composite
 from .common import norm_axis, require_float, require_int
 from .elementwise import sub
 from .op import Op
@@ -78,19 +79,39 @@ def softmax_cross_entropy(x: Any, t: Any, axis: int = -1) -> Any:
     return _sce(x, t, axis=axis)
 
 
-def mean_squared_error(x: Any, t: Any) -> Any:
-    """The mean of ``(x - t) ** 2`` over every element (a 0-d array)."""
+def _infer_mse(inputs, attrs):
+    x, t = inputs
     require_float("mean_squared_error", "x", x)
-    if getattr(t, "shape", None) != x.shape:
-        raise ShapeError(f"mean_squared_error: x has shape {x.shape}, t has shape "
-                         f"{getattr(t, 'shape', ())}")
+    require_float("mean_squared_error", "t", t)
+    if t.shape != x.shape:
+        raise ShapeError(f"mean_squared_error: x has shape {x.shape}, t has shape {t.shape}")
+    return (((), dtypes.promote("mean_squared_error", x, t, args=("x", "t"))),)
+
+
+_mse = Op("mean_squared_error", _infer_mse)
+
+
+def _mse_compose(x: Any, t: Any) -> Any:
     d = sub(x, t)
     return mean(d * d)
+
+
+register_composite("mean_squared_error", _mse_compose)
+
+
+def mean_squared_error(x: Any, t: Any) -> Any:
+    """The mean of ``(x - t) ** 2`` over every element (a 0-d array); one graph node
+    whose backward is ``2 (x - t) / n``."""
+    if dtypes.is_scalar(t) or not hasattr(t, "shape"):
+        raise ShapeError(f"mean_squared_error: t must be an array of x's shape "
+                         f"{getattr(x, 'shape', ())}, got {type(t).__name__}")
+    return _mse(x, t)
 
 
 # -- backward rules -------------------------------------------------------------------
 from .backward import F as _F  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
+from .backward import fit  # noqa: E402
 
 
 @_backward(softmax, outputs=(0,))
@@ -112,3 +133,10 @@ def _sce_grad(c, g):
     axis = c.attrs["axis"]
     p = softmax(x, axis=axis) - one_hot(t, num_classes=x.shape[axis], axis=axis, dtype=x.dtype)
     return (p * _F.reshape(g, x.shape[:axis] + (1,) + x.shape[axis + 1:]), None)
+
+
+@_backward(_mse, inputs=(0, 1))
+def _mse_grad(c, g):
+    x, t = c.inputs
+    d = (x - t) * (g * (2.0 / max(x.size, 1)))
+    return (fit(c, 0, d) if c.need[0] else None, fit(c, 1, -d) if c.need[1] else None)
