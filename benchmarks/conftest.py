@@ -208,8 +208,9 @@ def pytest_benchmark_update_machine_info(config: Any, machine_info: dict) -> Non
     except Exception:  # noqa: BLE001  (no pyopencl, no ICD)
         pass
     machine_info["versions"] = versions
-    knobs = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "POCL_MAX_PTHREAD_COUNT")
-    machine_info["threads"] = {k: os.environ.get(k) for k in knobs}
+    knobs = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "POCL_MAX_PTHREAD_COUNT",
+             "NNARRAY_OPENCL_CACHE_DIR", "PYOPENCL_NO_CACHE", "POCL_KERNEL_CACHE")
+    machine_info["env"] = {k: os.environ.get(k) for k in knobs}
     machine_info["nnarray_backends"] = {
         b: nna.backends.why_unavailable(b) or nna.backends.module(b).describe_devices()
         for b in BACKENDS}

@@ -74,10 +74,10 @@ def header(data: dict[str, Any]) -> str:
     v = m.get("versions", {})
     libs = ", ".join(f"{k} {val}" for k, val in v.items() if val and k != "opencl platforms")
     plat = "; ".join(v.get("opencl platforms", [])) or "none"
-    threads = ", ".join(f"{k}={val}" for k, val in m.get("threads", {}).items() if val)
+    env = ", ".join(f"{k}={val}" for k, val in m.get("env", {}).items() if val)
     return (f"{data.get('datetime', '?')[:19]} · {m.get('cpu', {}).get('brand_raw', '?')} "
             f"({m.get('cpu', {}).get('count', '?')} cores) · Python {m.get('python_version')}"
-            f" · {libs} · OpenCL: {plat}{' · ' + threads if threads else ''}")
+            f" · {libs} · OpenCL: {plat}{' · ' + env if env else ''}")
 
 
 def main(argv: list[str] | None = None) -> None:
