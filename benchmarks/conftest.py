@@ -24,13 +24,29 @@ import pytest  # noqa: E402
 import nnarray as nna  # noqa: E402
 
 BACKENDS = nna.backends.registered()
+
+
+def _targets() -> list[str]:
+    """Every registered backend (device 0), plus each further device of a different kind
+    (pocl's ``basic`` and ``pthread`` CPU drivers, not a second identical GPU)."""
+    out = []
+    for b in BACKENDS:
+        out.append(b)
+        if nna.backends.why_unavailable(b) is None:
+            kinds = [d.partition(" ")[2] for d in nna.backends.module(b).describe_devices()]
+            out += [f"{b}:{i}" for i, k in enumerate(kinds) if i and k not in kinds[:i]]
+    return out
+
+
+TARGETS = _targets()
 REFERENCES = ["numpy", "torch-cpu", "torch-cuda", "cupy"]
 
 
-def _is_gpu(backend: str) -> bool:
-    if backend == "cuda":
+def _is_gpu(target: str) -> bool:
+    ctx = nna.Context.parse(target)
+    if ctx.backend == "cuda":
         return True
-    return any("gpu" in d.lower() for d in nna.backends.module(backend).describe_devices())
+    return "gpu" in nna.backends.module(ctx.backend).describe_devices()[ctx.device_id].lower()
 
 
 def gpu_present() -> bool:
@@ -62,7 +78,8 @@ def _cupy_reason() -> str | None:
 
 
 class Backend:
-    """An nnarray backend under test: its name, whether it is a GPU, how to synchronize."""
+    """An nnarray backend (``name[:device_id]``) under test: whether it is a GPU, how to
+    synchronize."""
 
     reference = False
 
@@ -114,10 +131,10 @@ class Reference:
             self.xp.cuda.Device().synchronize()
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=TARGETS)
 def backend(request) -> Backend:
     """An available nnarray backend, made the current context for the test."""
-    reason = nna.backends.why_unavailable(request.param)
+    reason = nna.backends.why_unavailable(request.param.partition(":")[0])
     if reason is not None:
         pytest.skip(f"{request.param} unavailable: {reason}")
     with nna.context_scope(request.param):
@@ -209,7 +226,8 @@ def pytest_benchmark_update_machine_info(config: Any, machine_info: dict) -> Non
         pass
     machine_info["versions"] = versions
     knobs = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "POCL_MAX_PTHREAD_COUNT",
-             "NNARRAY_OPENCL_CACHE_DIR", "PYOPENCL_NO_CACHE", "POCL_KERNEL_CACHE")
+             "NNARRAY_OPENCL_CACHE_DIR", "PYOPENCL_NO_CACHE", "POCL_KERNEL_CACHE",
+             "POCL_DEVICES", "NNARRAY_OPENCL_DEVICES")
     machine_info["env"] = {k: os.environ.get(k) for k in knobs}
     machine_info["nnarray_backends"] = {
         b: nna.backends.why_unavailable(b) or nna.backends.module(b).describe_devices()

@@ -77,7 +77,9 @@ def header(data: dict[str, Any]) -> str:
     env = ", ".join(f"{k}={val}" for k, val in m.get("env", {}).items() if val)
     return (f"{data.get('datetime', '?')[:19]} · {m.get('cpu', {}).get('brand_raw', '?')} "
             f"({m.get('cpu', {}).get('count', '?')} cores) · Python {m.get('python_version')}"
-            f" · {libs} · OpenCL: {plat}{' · ' + env if env else ''}")
+            f" · {libs} · OpenCL: {plat}{' · ' + env if env else ''}\n\nnnarray devices: "
+            + "; ".join(d for v in m.get("nnarray_backends", {}).values()
+                        if isinstance(v, list) for d in v))
 
 
 def main(argv: list[str] | None = None) -> None:
