@@ -175,14 +175,17 @@ def small(benchmark: Any) -> bool:
 
 
 def measure(benchmark: Any, impl: Backend | Reference, fn: Callable[[], Any],
-            baseline: bool = False, label: str | None = None, **info: Any) -> Any:
+            baseline: bool = False, label: str | None = None, variant: str | None = None,
+            **info: Any) -> Any:
     """Benchmark ``fn`` on ``impl``, synchronizing inside the timed region.
 
     The first call runs untimed (compilation, allocation pools, first transfers) and its
     duration is recorded as ``first_call_s``; for nnarray, a second untimed call records
     the device transfers and kernel fallbacks one warm call makes (``transfers``,
     ``fallbacks``). ``baseline`` marks the row the ratio table
-    divides by; ``label`` names the column (default: the implementation's label).
+    divides by; ``label`` names the column (default: the implementation's label);
+    ``variant`` (e.g. ``"static"``) gives the row its own line in the ratio table, still
+    divided by the group's baseline.
     """
     sync = impl.sync
 
@@ -191,7 +194,8 @@ def measure(benchmark: Any, impl: Backend | Reference, fn: Callable[[], Any],
         sync()
         return r
 
-    benchmark.extra_info.update(impl=label or impl.label, baseline=baseline, **info)
+    benchmark.extra_info.update(impl=label or impl.label, baseline=baseline, variant=variant,
+                                **info)
     if not benchmark.disabled:
         t0 = time.perf_counter()
         call()

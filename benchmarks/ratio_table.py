@@ -28,43 +28,51 @@ def _label(b: dict) -> str:
     return b["extra_info"].get("impl") or b["name"]
 
 
+def _row(b: dict) -> str:
+    g, v = b["group"] or b["name"], b["extra_info"].get("variant")
+    return f"{g} · {v}" if v else g
+
+
+def _markdown(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|---" * len(head) + "|",
+            *("| " + " | ".join(r) + " |" for r in rows)]
+
+
 def tables(data: dict[str, Any]) -> str:
     """The Markdown text for one pytest-benchmark JSON document."""
-    groups: dict[str, list[dict]] = {}
-    for b in data["benchmarks"]:
-        groups.setdefault(b["group"] or b["name"], []).append(b)
-    labels: list[str] = []
-    for rows in groups.values():
-        for b in sorted(rows, key=lambda b: not b["extra_info"].get("baseline")):
-            if _label(b) not in labels:
-                labels.append(_label(b))
+    bench = data["benchmarks"]
+    base = {b["group"]: b["stats"]["median"] for b in bench if b["extra_info"].get("baseline")}
+    rows: dict[str, dict[str, dict]] = {}
+    order = {g: i for i, g in enumerate(dict.fromkeys(b["group"] for b in bench))}
+    for b in sorted(bench, key=lambda b: (order[b["group"]], _row(b) != b["group"])):
+        rows.setdefault(_row(b), {})[_label(b)] = b
+    labels = list(dict.fromkeys(_label(b) for b in sorted(
+        bench, key=lambda b: not b["extra_info"].get("baseline"))))
     labels.sort(key=lambda s: (not s.startswith("numpy"), not s.startswith("nnarray")))
 
-    out = ["| workload | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
-    for group, rows in groups.items():
-        base = next((b["stats"]["median"] for b in rows if b["extra_info"].get("baseline")),
-                    None)
-        cells = dict.fromkeys(labels, "—")
-        for b in rows:
-            med, info = b["stats"]["median"], b["extra_info"]
-            marks = ("F" if info.get("fallbacks") else "") + ("T" if info.get("transfers") else "")
-            ratio = f"**{med / base:.2f}×**" if base else "n/a"
-            cells[_label(b)] = f"{ratio} ({fmt_time(med)}){' ' + marks if marks else ''}"
-        out.append(f"| {group} | " + " | ".join(cells[k] for k in labels) + " |")
+    def cell(b: dict | None) -> str:
+        if b is None:
+            return "—"
+        med, info, ref = b["stats"]["median"], b["extra_info"], base.get(b["group"])
+        marks = ("F" if info.get("fallbacks") else "") + ("T" if info.get("transfers") else "")
+        ratio = f"**{med / ref:.2f}×**" if ref else "n/a"
+        return f"{ratio} ({fmt_time(med)}){' ' + marks if marks else ''}"
 
-    first = [(g, b) for g, rows in groups.items() for b in rows
-             if "first_call_s" in b["extra_info"] and _label(b).startswith("nnarray")]
-    if first:
-        nl = sorted({_label(b) for _, b in first})
-        out += ["", "First call (compilation included), then the warm median:", "",
-                "| workload | " + " | ".join(nl) + " |", "|---" * (len(nl) + 1) + "|"]
-        for g in groups:
-            cells = dict.fromkeys(nl, "—")
-            for gg, b in first:
-                if gg == g:
-                    cells[_label(b)] = (f"{fmt_time(b['extra_info']['first_call_s'])} / "
-                                        f"{fmt_time(b['stats']['median'])}")
-            out.append(f"| {g} | " + " | ".join(cells[k] for k in nl) + " |")
+    out = _markdown(["workload", *labels],
+                    [[r, *(cell(cells.get(k)) for k in labels)] for r, cells in rows.items()])
+
+    nl = [k for k in labels if any("first_call_s" in c.get(k, {}).get("extra_info", {})
+                                   for c in rows.values())]
+    if nl:
+        def first(b: dict | None) -> str:
+            if b is None or "first_call_s" not in b["extra_info"]:
+                return "—"
+            return f"{fmt_time(b['extra_info']['first_call_s'])} / {fmt_time(b['stats']['median'])}"
+
+        out += ["", "First call (compilation included) / warm median:", "",
+                *_markdown(["workload", *nl],
+                           [[r, *(first(cells.get(k)) for k in nl)]
+                            for r, cells in rows.items()])]
     return "\n".join(out)
 
 

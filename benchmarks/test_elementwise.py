@@ -62,7 +62,7 @@ def test_seed_grad(benchmark, backend):
         y.backward(dy)
         return y
 
-    measure(benchmark, backend, step, label=f"{backend.label} grad")
+    measure(benchmark, backend, step, variant="grad.Variable, auto_forward")
 
 
 @pytest.mark.benchmark(group=SEED)

@@ -219,7 +219,7 @@ def test_mlp_step_nnarray(benchmark, backend):
 @pytest.mark.benchmark(group=MLP)
 def test_mlp_step_nnarray_static(benchmark, backend):
     measure(benchmark, backend, nnarray_step("mlp", static=True)[1],
-            label=f"{backend.label} static")
+            variant="static graph")
 
 
 @pytest.mark.benchmark(group=MLP)
@@ -235,7 +235,7 @@ def test_cnn_step_nnarray(benchmark, backend):
 @pytest.mark.benchmark(group=CNN)
 def test_cnn_step_nnarray_static(benchmark, backend):
     measure(benchmark, backend, nnarray_step("cnn", static=True)[1],
-            label=f"{backend.label} static")
+            variant="static graph")
 
 
 @pytest.mark.benchmark(group=CNN)
