@@ -70,18 +70,6 @@ class NdArray(SyncedArray, ArrayOperators):
         host = backends.host_device()
         return NdArray._wrap(host.from_host(np.asarray(a, order="C")), host, (a.shape, dt))
 
-    # -- metadata ------------------------------------------------------------------
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
     # -- data access ---------------------------------------------------------------
     def get_data(self, mode: str = "rw", ctx: Context | str | None = None) -> Any:
         """The native array on ``ctx`` (default: current context) for ``mode``.

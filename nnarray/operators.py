@@ -1,4 +1,5 @@
-"""Python operators and array conveniences shared by NdArray and grad.Variable.
+"""Python operators, shape metadata and array conveniences shared by NdArray and
+grad.Variable.
 
 Every operator dispatches through ``nnarray.functions``, so an NdArray operand runs now
 on the current context and a Variable operand records a graph node.
@@ -13,10 +14,22 @@ F: Any = None
 
 
 class ArrayOperators:
-    """Mixin: arithmetic, comparison and in-place operators, indexing, shape methods."""
+    """Mixin: shape-derived metadata, arithmetic, comparison and in-place operators,
+    indexing and shape methods (the class provides ``shape`` and ``dtype``)."""
 
     __slots__ = ()
     __array_priority__ = 1000  # numpy defers `ndarray op x` to our reflected operators
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
 
     def reshape(self, *shape: Any) -> Any:
         return F.reshape(self, shape[0] if len(shape) == 1 else shape)

@@ -141,18 +141,6 @@ class Variable(GraphValue, ArrayOperators):
         current ``.grad``) into every ``need_grad`` leaf's ``.grad``."""
         _engine.backward(self, grad, clear_buffer)
 
-    # -- metadata ------------------------------------------------------------------
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d Variable")
