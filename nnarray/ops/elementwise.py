@@ -175,10 +175,6 @@ class BinaryOp(Op):
                 self._pcache[(a.dtype, b.dtype)] = metas[0][1]
             elif tb is float or tb is int:
                 self._pcache[(a.dtype, tb)] = metas[0][1]
-        elif type(a) is not NdArray and isinstance(a, GraphValue) or \
-                type(b) is not NdArray and isinstance(b, GraphValue):
-            from . import op as _op
-            return _op.graph_hook(self, (a, b), {}, metas)
         return execute(self.name, (a, b), {}, metas)
 
 
