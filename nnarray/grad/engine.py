@@ -359,10 +359,7 @@ def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
         gy = v._grad if v is not None and v._gstamp == stamp else None
         if gy is None:
             continue
-        rule = n.op.backward
-        if rule is None:
-            raise GraphError(f"{n.name}: no backward rule is declared for this op")
-        n.check()
+        rule = n.checked_rule()
         n.need = need
         gxs = rule.fn(n, gy)
         for i, gx in enumerate(gxs):

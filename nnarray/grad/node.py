@@ -60,6 +60,10 @@ class Node:
             self.inputs = self.outputs = self.versions = ()
             return
         ri = rule.inputs if type(rule.inputs) is tuple else rule.retained_inputs(self.attrs)
+        self.retain(datas, outs, ri, rule.outputs)
+
+    def retain(self, datas: Any, outs: Any, ri: tuple, ro: tuple) -> None:
+        """Keep inputs ``ri`` and outputs ``ro`` with their versions (checked later)."""
         vers = []
         if ri:
             ins = [None] * len(datas)
@@ -70,7 +74,6 @@ class Node:
             self.inputs = ins
         else:
             self.inputs = ()
-        ro = rule.outputs
         if ro:
             o = [None] * len(outs)
             for j in ro:
@@ -80,6 +83,14 @@ class Node:
         else:
             self.outputs = ()
         self.versions = vers
+
+    def checked_rule(self) -> Any:
+        """The op's backward rule, after checking the retained data is unmodified."""
+        rule = self.op.backward
+        if rule is None:
+            raise GraphError(f"{self.name}: no backward rule is declared for this op")
+        self.check()
+        return rule
 
     def check(self) -> None:
         """Raise ``GraphError`` if retained data changed since the forward pass."""

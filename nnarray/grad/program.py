@@ -13,7 +13,6 @@ import contextvars
 from typing import Any
 
 from .. import functions as F
-from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops.elementwise import BinaryOp
 from . import engine as _engine
@@ -136,10 +135,7 @@ def trace(root: Variable, order: list, nodes: list) -> Program:
                 gy = grads.get(id(v)) if v is not None else None
                 if gy is None:
                     continue
-                rule = n.op.backward
-                if rule is None:
-                    raise GraphError(f"{n.name}: no backward rule is declared for this op")
-                n.check()
+                rule = n.checked_rule()
                 gxs = rule.fn(_TraceCtx(n, index[id(n)], need, prog), gy)
             else:
                 gys = [grads.get(id(v)) if v is not None else None

@@ -32,8 +32,7 @@ def compile_step(n: Any, ctx: Any, save: bool, run: Callable) -> Callable[[], No
     rule = n.op.backward
     keep = save and rule is not None
     ri = rule.retained_inputs(attrs) if keep else ()
-    ro = bool(rule.outputs) if keep else False
-    nargs = len(args)
+    ro = tuple(rule.outputs) if keep else ()
 
     def finish(r: Any, ds: tuple) -> None:
         if DEBUG:
@@ -47,22 +46,7 @@ def compile_step(n: Any, ctx: Any, save: bool, run: Callable) -> Callable[[], No
         else:
             nd._set_native(dev, r)
         if keep:
-            vers = []
-            if ri:
-                ins: Any = [None] * nargs
-                for i in ri:
-                    d = ins[i] = ds[i]
-                    if type(d) is NdArray:
-                        vers.append((i, d, d.version))
-                n.inputs = ins
-            else:
-                n.inputs = ()
-            if ro:
-                n.outputs = [nd]
-                vers.append((-1, nd, nd.version))
-            else:
-                n.outputs = ()
-            n.versions = vers
+            n.retain(ds, (nd,), ri, ro)
         elif save:
             n.inputs = n.outputs = n.versions = ()
 
