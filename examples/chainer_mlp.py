@@ -15,9 +15,9 @@ iteration; stages 2-5 run on ``--backend`` and must agree with numpy to 1e-3 rel
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+import _cli
 import numpy as np
 
 import nnarray as nna
@@ -142,16 +142,13 @@ def stage5_trainer(seed: int, iters: int, lr: float, progress: bool = True) -> f
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", default="numpy", choices=["numpy", "opencl", "cuda"])
+    ap = _cli.parser(__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=300)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    reason = nna.backends.why_unavailable(args.backend)
-    if reason is not None:
-        print(f"backend {args.backend} unavailable: {reason}", file=sys.stderr)
+    if _cli.unavailable(args.backend):
         return 2
     ref = stage1_numpy(args.seed, args.iters, args.lr)
     at = f"loss@{args.iters - 1}"

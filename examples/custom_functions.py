@@ -13,9 +13,9 @@ Each function is checked against a numpy reference and prints ``ok`` or ``FAIL``
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+import _cli
 import numpy as np
 
 import nnarray as nna
@@ -159,13 +159,10 @@ def check_shake_shake(rng) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", default="numpy", choices=["numpy", "opencl", "cuda"])
+    ap = _cli.parser(__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    reason = nna.backends.why_unavailable(args.backend)
-    if reason is not None:
-        print(f"backend {args.backend} unavailable: {reason}", file=sys.stderr)
+    if _cli.unavailable(args.backend):
         return 2
     rng = np.random.default_rng(args.seed)
     with nna.context_scope(args.backend):

@@ -9,11 +9,11 @@ Linear -> relu -> Dropout -> Linear classifier, trained with Adam by ``training.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 import time
 
+import _cli
 import numpy as np
 
 import nnarray as nna
@@ -46,8 +46,7 @@ def make_model(rng: np.random.Generator) -> nn.Sequential:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", default="numpy", choices=["numpy", "opencl", "cuda"])
+    ap = _cli.parser(__doc__.splitlines()[0])
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
@@ -60,9 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="exit with status 1 below this test accuracy")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    reason = nna.backends.why_unavailable(args.backend)
-    if reason is not None:
-        print(f"backend {args.backend} unavailable: {reason}", file=sys.stderr)
+    if _cli.unavailable(args.backend):
         return 2
     train, test = load(args.seed, train_size=args.train_size)
     nna.seed(args.seed)  # dropout masks
