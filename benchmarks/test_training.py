@@ -211,36 +211,26 @@ def reference_step(kind: str, ref: Reference) -> Any:
     return net.step
 
 
-@pytest.mark.benchmark(group=MLP)
-def test_mlp_step_nnarray(benchmark, backend):
-    measure(benchmark, backend, nnarray_step("mlp")[1])
+GROUPS = {"mlp": MLP, "cnn": CNN}
+KINDS = pytest.mark.parametrize("kind", list(GROUPS))
 
 
-@pytest.mark.benchmark(group=MLP)
-def test_mlp_step_nnarray_static(benchmark, backend):
-    measure(benchmark, backend, nnarray_step("mlp", static=True)[1],
-            variant="static graph")
+@KINDS
+def test_step_nnarray(benchmark, backend, kind):
+    benchmark.group = GROUPS[kind]
+    measure(benchmark, backend, nnarray_step(kind)[1])
 
 
-@pytest.mark.benchmark(group=MLP)
-def test_mlp_step_reference(benchmark, ref):
-    measure(benchmark, ref, reference_step("mlp", ref), baseline=ref.name == "numpy")
+@KINDS
+def test_step_nnarray_static(benchmark, backend, kind):
+    benchmark.group = GROUPS[kind]
+    measure(benchmark, backend, nnarray_step(kind, static=True)[1], variant="static graph")
 
 
-@pytest.mark.benchmark(group=CNN)
-def test_cnn_step_nnarray(benchmark, backend):
-    measure(benchmark, backend, nnarray_step("cnn")[1])
-
-
-@pytest.mark.benchmark(group=CNN)
-def test_cnn_step_nnarray_static(benchmark, backend):
-    measure(benchmark, backend, nnarray_step("cnn", static=True)[1],
-            variant="static graph")
-
-
-@pytest.mark.benchmark(group=CNN)
-def test_cnn_step_reference(benchmark, ref):
-    measure(benchmark, ref, reference_step("cnn", ref), baseline=ref.name == "numpy")
+@KINDS
+def test_step_reference(benchmark, ref, kind):
+    benchmark.group = GROUPS[kind]
+    measure(benchmark, ref, reference_step(kind, ref), baseline=ref.name == "numpy")
 
 
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
