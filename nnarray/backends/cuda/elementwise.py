@@ -2,8 +2,9 @@
 
 Scalars: numpy 2 promotes Python scalars weakly (NEP 50: ``float32_array * 0.1`` stays
 float32); CuPy versions differ on scalar promotion. So every scalar operand is first
-turned into a numpy scalar of numpy's result dtype (casting the array operand up where
-numpy would), which every CuPy version promotes the same way. ``sigmoid`` is one fused
+turned into a numpy scalar of the result dtype the op specs use (``dtypes.promote``),
+casting the array operand up where numpy would, which every CuPy version promotes the
+same way. ``sigmoid`` is one fused
 ``ElementwiseKernel`` instead of four passes.
 """
 
@@ -21,27 +22,13 @@ _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
            "pow": "power", "maximum": "maximum", "minimum": "minimum", "equal": "equal",
            "not_equal": "not_equal", "less": "less", "less_equal": "less_equal",
            "greater": "greater", "greater_equal": "greater_equal"}
-_WEAK = {float: 0.0, int: 0, bool: False}
-_result: dict[tuple, np.dtype] = {}
-
-
-def result_dtype(dtype: np.dtype, *scalars: Any) -> np.dtype:
-    """numpy's result dtype of an array of ``dtype`` with ``scalars`` (cached)."""
-    key = (dtype, *(type(s) if type(s) in _WEAK else s.dtype for s in scalars))
-    d = _result.get(key)
-    if d is None:
-        d = _result[key] = np.result_type(
-            dtype, *(_WEAK[type(s)] if type(s) in _WEAK else s.dtype for s in scalars))
-    return d
-
-
 def coerce(a: Any, b: Any) -> tuple[Any, Any]:
     """``(a, b)`` with a scalar operand made a numpy scalar of the result dtype."""
     if dtypes.is_scalar(b):
-        d = result_dtype(a.dtype, b)
+        d = dtypes.promote("cuda", a, b)
         return (a if a.dtype == d else a.astype(d)), d.type(b)
     if dtypes.is_scalar(a):
-        d = result_dtype(b.dtype, a)
+        d = dtypes.promote("cuda", a, b)
         return d.type(a), (b if b.dtype == d else b.astype(d))
     return a, b
 
@@ -82,14 +69,14 @@ def register_elementwise(xp: Any) -> None:
 
     @register("leaky_relu")
     def leaky_relu(x, alpha):
-        d = result_dtype(x.dtype, float(alpha))
+        d = dtypes.promote("leaky_relu", x, float(alpha))
         x = x.astype(d, copy=False)
         return xp.where(x > 0, x, x * d.type(alpha))
 
     @register("clip")
     def clip(x, a_min, a_max):
         bounds = [v for v in (a_min, a_max) if v is not None]
-        d = result_dtype(x.dtype, *bounds)
+        d = dtypes.promote("clip", x, *bounds)
         y = x.astype(d, copy=True)
         if a_min is not None:
             xp.maximum(y, d.type(a_min), out=y)
@@ -99,11 +86,8 @@ def register_elementwise(xp: Any) -> None:
 
     @register("where")
     def where(c, x, y):
-        arrays = [v.dtype for v in (x, y) if not dtypes.is_scalar(v)]
-        scalars = [v for v in (x, y) if dtypes.is_scalar(v)]
-        if not arrays:  # both scalars: make one a 0-d array so the dtype is explicit
-            d = dtypes.promote("where", x, y)
+        d = dtypes.promote("where", x, y)
+        if dtypes.is_scalar(x) and dtypes.is_scalar(y):  # a 0-d array makes the dtype explicit
             return xp.where(c, xp.full((), x, d), d.type(y))
-        d = result_dtype(np.result_type(*arrays), *scalars)
         x, y = (d.type(v) if dtypes.is_scalar(v) else v.astype(d, copy=False) for v in (x, y))
         return xp.where(c, x, y)
