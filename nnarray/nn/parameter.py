@@ -41,7 +41,7 @@ def parameter(value: np.ndarray, need_grad: bool = True) -> Any:
 
 def to_host(a: Any) -> np.ndarray:
     """A host copy of a Variable's data or an NdArray (explicit read)."""
-    return np.array(storage(a).get_data("r", "numpy"))
+    return storage(a).numpy()
 
 
 def write(a: Any, value: np.ndarray, ctx: Context | str | None = None) -> None:
