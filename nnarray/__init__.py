@@ -2,28 +2,31 @@
 
 from __future__ import annotations
 
+# Import order: ``functions`` first. It imports the op specs (``ops``), which import
+# ``ndarray`` and ``registry``; ``ndarray``/``operators`` bind the functions module that
+# is importing them and call it only at run time. Nothing is patched in afterwards.
 from . import (
-                      backends,
-                      functions,  # noqa: E402,I001  (binds the operators of NdArray)
-                      registry,
+    backends,
+    functions,  # noqa: I001
+    registry,
 )
 from .context import (
-                      Context,
-                      context_scope,
-                      device_synchronize,
-                      get_current_context,
-                      set_default_context,
+    Context,
+    context_scope,
+    device_synchronize,
+    get_current_context,
+    set_default_context,
 )
 from .dlpack import from_dlpack
 from .errors import (
-                      BackendError,
-                      BackendUnavailableError,
-                      DTypeError,
-                      GraphError,
-                      KernelNotFoundError,
-                      NnarrayError,
-                      ShapeError,
-                      TransferError,
+    BackendError,
+    BackendUnavailableError,
+    DTypeError,
+    GraphError,
+    KernelNotFoundError,
+    NnarrayError,
+    ShapeError,
+    TransferError,
 )
 from .ndarray import NdArray, array, full, ones, zeros
 from .ops.random import seed  # noqa: E402

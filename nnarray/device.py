@@ -17,6 +17,9 @@ class Device:
     backend: str = ""
     #: True for the host (numpy) device: the hub every other device copies through.
     is_host: bool = False
+    #: DLPack device types (dlpack.h ``DLDeviceType``) this backend's buffers have and
+    #: imports; empty where its buffers have no DLPack form.
+    dlpack_types: tuple[int, ...] = ()
 
     def __init__(self, device_id: int = 0) -> None:
         self.device_id = device_id
@@ -46,6 +49,22 @@ class Device:
     def copy_from(self, src: Device, x: Any, out: Any = None) -> Any:
         """Direct copy from ``src`` (only called where ``can_copy_from(src)``)."""
         raise NotImplementedError
+
+    def export_dlpack(self, x: Any, stream: Any = None,
+                      max_version: tuple[int, int] | None = None) -> Any:
+        """A DLPack capsule sharing the native array ``x`` (where ``dlpack_types``)."""
+        kwargs = {} if stream is None else {"stream": stream}
+        if max_version is not None:
+            try:
+                return x.__dlpack__(max_version=max_version, **kwargs)
+            except TypeError:  # an older array library: unversioned capsule
+                pass
+        return x.__dlpack__(**kwargs)
+
+    def import_dlpack(self, obj: Any) -> Any:
+        """A C-contiguous native array of this device over the DLPack tensor ``obj``:
+        shared where it is C-contiguous and writable, else a copy."""
+        raise BufferError(f"{self.key}: this backend imports no DLPack tensors")
 
     def synchronize(self) -> None:
         """Wait for queued work on this device."""

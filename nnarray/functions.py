@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from . import ndarray as _ndarray
-from . import operators as _operators
 from .ops import conv as _conv
 from .ops import elementwise as _ew
 from .ops import linalg as _linalg
@@ -22,13 +20,15 @@ from .ops import reduction as _red
 from .ops import shape as _shape
 from .ops import softmax as _softmax
 
-# Elementwise (Ops are called directly: the hot path has no wrapper).
+# Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
+# sin, ...). Ops are called directly: the hot path has no wrapper.
+globals().update(_ew.ops)
 add, sub, mul, div, pow = _ew.add, _ew.sub, _ew.mul, _ew.div, _ew.pow
-maximum, minimum = _ew.maximum, _ew.minimum
+maximum, minimum, where = _ew.maximum, _ew.minimum, _ew.where
 equal, not_equal, less, less_equal, greater, greater_equal = (
     _ew.equal, _ew.not_equal, _ew.less, _ew.less_equal, _ew.greater, _ew.greater_equal)
 neg, abs, sign, exp, log, sqrt = _ew.neg, _ew.abs, _ew.sign, _ew.exp, _ew.log, _ew.sqrt
-tanh, sigmoid, relu, where = _ew.tanh, _ew.sigmoid, _ew.relu, _ew.where
+tanh, sigmoid, relu = _ew.tanh, _ew.sigmoid, _ew.relu
 inplace, assign = _ew.inplace, _ew.assign
 
 # Shape and linear algebra.
@@ -151,4 +151,10 @@ def randn(shape: Any, mu: float = 0.0, sigma: float = 1.0, seed: int | None = No
     return _random.randn(shape=shape, mu=mu, sigma=sigma, seed=seed, dtype=dtype)
 
 
-_operators.F = _ndarray.F = __import__(__name__, fromlist=["_"])
+__all__ = sorted(n for n, v in globals().items()
+                 if not n.startswith("_") and callable(v) and n not in ("Any",))
+
+
+def __dir__() -> list[str]:
+    """The public functions only (not the module's imports)."""
+    return list(__all__)

@@ -9,14 +9,11 @@ from typing import Any
 import numpy as np
 
 from . import backends, dtypes
+from . import functions as F  # see operators.py: bound while nnarray imports functions
 from .context import Context, as_context
 from .errors import DTypeError, ShapeError
 from .operators import ArrayOperators
-from .synced import _NO_FILL, SyncedArray
-
-#: ``nnarray.functions``, bound when it is imported (operators dispatch through it).
-F: Any = None
-_new = object.__new__
+from .synced import SyncedArray
 
 
 def normalize_shape(shape: Any, op: str = "NdArray", arg: str = "shape") -> tuple[int, ...]:
@@ -50,18 +47,6 @@ class NdArray(SyncedArray, ArrayOperators):
     def __init__(self, shape: int | Sequence[int] = (), dtype: Any = np.float32) -> None:
         self._init_empty(normalize_shape(shape), dtypes.normalize(dtype, "NdArray"))
 
-    @staticmethod
-    def _wrap(x: Any, dev: Any, meta: tuple) -> NdArray:
-        """Adopt a fresh native array of ``dev`` (hot path: no validation)."""
-        a = _new(NdArray)
-        a.shape, a.dtype = meta
-        a._copies = {dev: x}
-        a._stale = None
-        a._head = dev
-        a._fill = _NO_FILL
-        a.version = 0
-        return a
-
     @classmethod
     def from_numpy_array(cls, a: Any) -> NdArray:
         """A copy of a numpy array (or array-like); the host copy is current."""
@@ -79,7 +64,7 @@ class NdArray(SyncedArray, ArrayOperators):
         An explicit call like this one is allowed inside ``strict_transfers()``.
         """
         dev = _device(ctx)
-        x = self._access(mode, dev, explicit=True)
+        x = self.native(dev, mode, explicit=True)
         if mode == "r" and dev.is_host:
             x = x.view()
             x.flags.writeable = False
@@ -88,7 +73,7 @@ class NdArray(SyncedArray, ArrayOperators):
     @property
     def data(self) -> np.ndarray:
         """A writable host numpy array (``get_data("rw", "numpy")``)."""
-        return self._access("rw", backends.host_device(), explicit=True)
+        return self.native(backends.host_device(), "rw", explicit=True)
 
     @data.setter
     def data(self, value: Any) -> None:
@@ -104,7 +89,7 @@ class NdArray(SyncedArray, ArrayOperators):
                                  f"the array's shape {self.shape}") from None
         if v.dtype.kind not in "biuf":
             raise DTypeError(f"NdArray.data: cannot store values of dtype {v.dtype}")
-        self._access("w", backends.host_device(), explicit=True)[...] = v
+        self.native(backends.host_device(), "w", explicit=True)[...] = v
 
     def zero(self) -> None:
         """Lazily set every element to zero (no allocation, no transfer)."""
@@ -135,15 +120,15 @@ class NdArray(SyncedArray, ArrayOperators):
 
     def numpy(self) -> np.ndarray:
         """A host copy as a new numpy array."""
-        return np.array(self._access("r", backends.host_device(), explicit=True))
+        return np.array(self.native(backends.host_device(), "r", explicit=True))
 
     def item(self) -> Any:
         if self.size != 1:
             raise ValueError(f"NdArray.item: only size-1 arrays convert, shape is {self.shape}")
-        return self._access("r", backends.host_device(), explicit=True).item()
+        return self.native(backends.host_device(), "r", explicit=True).item()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        a = self._access("r", backends.host_device(), explicit=True)
+        a = self.native(backends.host_device(), "r", explicit=True)
         return np.array(a, dtype=dtype) if dtype is not None or copy else a.view()
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None,

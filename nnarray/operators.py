@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-#: ``nnarray.functions``, bound when it is imported.
-F: Any = None
+# nnarray imports ``functions`` first; it imports the op specs, which import NdArray and
+# so this module: ``F`` is bound to the still-initializing module and used at call time.
+from . import functions as F
 
 
 class ArrayOperators:

@@ -1,30 +1,30 @@
 """The op registry: kernels per (op, backend), dispatch with fallback, fallback stats.
 
-``resolve(op, ctx)`` is on every F call's hot path: two dict lookups on a hit. The
-slow path builds the entry once per (context, op) and is cleared when kernels change.
+``lookup(op, ctx)`` is on every F call's hot path: two dict lookups on a hit, returning
+the ``Kernel`` that runs ``op`` under ``ctx``. The slow path builds it once per
+(context, op); the cache is cleared when kernels change.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from . import backends
 from .context import Context
-from .device import Device
 from .errors import BackendUnavailableError, KernelNotFoundError
+from .kernel import Kernel, fallback_counts
 
 _kernels: dict[str, dict[str, Callable]] = {}
 _composites: dict[str, Callable] = {}
-_cache: dict[Context, dict[str, tuple]] = {}
-_fallbacks: dict[tuple[str, str, str], int] = {}
+#: ``{context: {op: Kernel}}``: what ``lookup`` resolved so far.
+cache: dict[Context, dict[str, Kernel]] = {}
 
 
 def register_kernel(op: str, backend: str) -> Callable[[Callable], Callable]:
     """Decorator: ``fn`` implements ``op`` on ``backend`` (native arrays in and out)."""
     def deco(fn: Callable) -> Callable:
         _kernels.setdefault(op, {})[backend] = fn
-        _cache.clear()
+        cache.clear()
         return fn
     return deco
 
@@ -33,7 +33,7 @@ def register_composite(op: str, fn: Callable) -> None:
     """A backend-independent implementation of ``op`` written with ``F`` on NdArrays,
     used where the context's backend registers no kernel for ``op``."""
     _composites[op] = fn
-    _cache.clear()
+    cache.clear()
 
 
 def ops() -> list[str]:
@@ -55,38 +55,34 @@ def backend_kernels(backend: str) -> dict[str, Callable]:
 
 def fallback_stats() -> dict[tuple[str, str, str], int]:
     """``{(op, from_backend, to_backend): count}`` of dispatches that fell back."""
-    return dict(_fallbacks)
+    return dict(fallback_counts)
 
 
 def reset_fallback_stats() -> None:
-    _fallbacks.clear()
+    fallback_counts.clear()
 
 
-def resolve(op: str, ctx: Context) -> tuple[Callable, Device, Any, bool]:
-    """``(fn, device, fallback_key, composite)`` that runs ``op`` under ``ctx``."""
-    t = _cache.get(ctx)
+def lookup(op: str, ctx: Context) -> Kernel:
+    """The ``Kernel`` that runs ``op`` under ``ctx`` (``KernelNotFoundError`` if none)."""
+    t = cache.get(ctx)
     if t is not None:
-        e = t.get(op)
-        if e is not None:
-            if e[2] is not None:
-                _fallbacks[e[2]] = _fallbacks.get(e[2], 0) + 1
-            return e
-    e = _resolve_slow(op, ctx)
-    _cache.setdefault(ctx, {})[op] = e
-    if e[2] is not None:
-        _fallbacks[e[2]] = _fallbacks.get(e[2], 0) + 1
-    return e
+        k = t.get(op)
+        if k is not None:
+            return k
+    k = _resolve(op, ctx)
+    cache.setdefault(ctx, {})[op] = k
+    return k
 
 
-def _resolve_slow(op: str, ctx: Context) -> tuple:
+def _resolve(op: str, ctx: Context) -> Kernel:
     dev = backends.get_device(ctx.backend, ctx.device_id)
     backends.ensure_loaded(ctx.backend)
     fn = _kernels.get(op, {}).get(ctx.backend)
     if fn is not None:
-        return (fn, dev, None, False)
+        return Kernel(op, fn, dev)
     comp = _composites.get(op)
     if comp is not None:
-        return (comp, dev, None, True)
+        return Kernel(op, comp, dev, composite=True)
     tried = [ctx.backend]
     for name in ctx.fallback:
         if name in tried:
@@ -99,7 +95,7 @@ def _resolve_slow(op: str, ctx: Context) -> tuple:
         backends.ensure_loaded(name)
         fn = _kernels.get(op, {}).get(name)
         if fn is not None:
-            return (fn, fdev, (op, ctx.backend, name), False)
+            return Kernel(op, fn, fdev, fallback=(op, ctx.backend, name))
     have = sorted(_kernels.get(op, {}))
     raise KernelNotFoundError(
         f"no kernel for op {op!r}: tried {tried} (context {ctx.key}, fallback "

@@ -20,13 +20,32 @@ from . import transfers
 from .device import Device
 
 _NO_FILL = object()
+_new = object.__new__
 
 
 class SyncedArray:
-    """Shape, dtype and the device copies of one array."""
+    """Shape, dtype and the device copies of one array.
+
+    The rest of nnarray reaches the copies only through the public methods below
+    (``native`` to read or write one device's copy, ``adopt``/``_wrap`` to take a fresh
+    kernel result); nothing outside this file touches the private fields.
+    """
 
     __slots__ = ("shape", "dtype", "_copies", "_stale", "_head", "_fill", "version",
                  "__weakref__")
+
+    @classmethod
+    def _wrap(cls, x: Any, dev: Device, meta: tuple) -> Any:
+        """A new array adopting ``x``, a fresh native array of ``dev`` with ``meta``
+        ``(shape, dtype)`` (the kernels' hot path: no validation)."""
+        a = _new(cls)
+        a.shape, a.dtype = meta
+        a._copies = {dev: x}
+        a._stale = None
+        a._head = dev
+        a._fill = _NO_FILL
+        a.version = 0
+        return a
 
     def _init_empty(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.shape = shape
@@ -36,6 +55,55 @@ class SyncedArray:
         self._head: Device | None = None
         self._fill: Any = _NO_FILL
         self.version = 0
+
+    # -- the public accessors ---------------------------------------------------------
+    def native(self, dev: Device, mode: str = "r", explicit: bool = False) -> Any:
+        """The native array on ``dev`` for ``mode`` (``'r'``, ``'w'`` or ``'rw'``); a read
+        of a current copy is one dict lookup. ``explicit`` marks a transfer the user asked
+        for (allowed under ``strict_transfers``)."""
+        if mode == "r":
+            x = self._copies.get(dev)
+            if x is not None:
+                return x
+            return self._sync(dev, explicit)
+        return self._access(mode, dev, explicit)
+
+    def adopt(self, dev: Device, x: Any) -> None:
+        """Adopt ``x`` (a fresh C-contiguous native array) as the only current copy."""
+        self._copies = {dev: x}
+        self._stale = None
+        self._head = dev
+        self._fill = _NO_FILL
+        self.version += 1
+
+    def holds_fill(self, value: Any) -> bool:
+        """Whether the array still holds the lazy fill ``value`` (materialized copies of
+        it included): nothing was written since ``fill(value)``."""
+        return self._fill is not _NO_FILL and self._fill == value
+
+    def reads_as_zero(self) -> bool:
+        """Whether the array holds no copy and reads as zeros (never written, or a lazy
+        zero fill)."""
+        return not self._copies and (self._fill is _NO_FILL or self._fill == 0)
+
+    def sole_copy(self) -> tuple[Device, Any] | None:
+        """``(device, native)`` when exactly one copy is current and the array is not
+        lazily filled, else ``None``."""
+        c = self._copies
+        if len(c) == 1 and self._fill is _NO_FILL:
+            for item in c.items():
+                return item
+        return None
+
+    @property
+    def head_device(self) -> Device | None:
+        """The device of the latest write (``None`` for a lazy or empty array)."""
+        return self._head
+
+    @property
+    def current_devices(self) -> list[Device]:
+        """Devices whose copies are current."""
+        return list(self._copies)
 
     # -- reading and writing -------------------------------------------------------
     def _read(self, dev: Device, explicit: bool = False) -> Any:
@@ -73,14 +141,6 @@ class SyncedArray:
                     stale[d] = y
             stale.pop(dev, None)
             self._copies = {dev: x}
-        self._head = dev
-        self._fill = _NO_FILL
-        self.version += 1
-
-    def _set_native(self, dev: Device, x: Any) -> None:
-        """Adopt ``x`` (a fresh C-contiguous native array) as the only current copy."""
-        self._copies = {dev: x}
-        self._stale = None
         self._head = dev
         self._fill = _NO_FILL
         self.version += 1

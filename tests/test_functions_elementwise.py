@@ -144,6 +144,18 @@ UNARY = {  # name: (F function, numpy reference, lo, hi, dtypes)
     "tanh": (F.tanh, np.tanh, -3, 3, ALL),
     "sigmoid": (F.sigmoid, _sigmoid, -5, 5, ALL),
     "relu": (F.relu, lambda x: np.where(x > 0, x, np.zeros_like(x)), -3, 3, ALL),
+    "expm1": (F.expm1, np.expm1, -3, 3, NUMERIC),
+    "log1p": (F.log1p, np.log1p, 0, 5, NUMERIC),
+    "log2": (F.log2, np.log2, 1, 5, NUMERIC),
+    "log10": (F.log10, np.log10, 1, 5, NUMERIC),
+    "sin": (F.sin, np.sin, -3, 3, ALL),
+    "cos": (F.cos, np.cos, -3, 3, NUMERIC),
+    "tan": (F.tan, np.tan, -1, 1, FLOATS),
+    "asin": (F.asin, np.arcsin, -1, 1, FLOATS),
+    "acos": (F.acos, np.arccos, -1, 1, FLOATS),
+    "atan": (F.atan, np.arctan, -3, 3, NUMERIC),
+    "sinh": (F.sinh, np.sinh, -3, 3, FLOATS),
+    "cosh": (F.cosh, np.cosh, -3, 3, FLOATS),
 }
 UNARY_CASES = [(n, d) for n, v in UNARY.items() for d in v[4]]
 
@@ -156,6 +168,17 @@ def test_unary(backend, name, dtype):
     if name == "log":
         x = np.where(x <= 0, np.ones_like(x), x)
     check(fn(A(x)), ref(x))
+
+
+def test_every_table_row_is_tested():
+    """A row added to the elementwise tables is tested here and has kernels on every
+    backend that has the table (``no_fallback`` then proves they run natively)."""
+    from nnarray.ops import elementwise
+    assert set(elementwise.UNARY) == set(UNARY)
+    assert set(elementwise.BINARY) == set(BINARY) | {
+        "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+    for name in elementwise.ops:
+        assert set(nna.registry.kernels(name)) >= {"numpy"}, name
 
 
 def test_unary_operators(backend):

@@ -13,7 +13,7 @@ def test_constructor_allocates_nothing():
     assert a.shape == (1000, 1000) and a.dtype == np.float32
     assert a.size == 10**6 and a.ndim == 2 and a.nbytes == 4 * 10**6
     assert a.devices == [] and a.head is None
-    assert a._copies == {} and a._stale is None
+    assert a.current_devices == [] and a.sole_copy() is None
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64,
@@ -42,7 +42,7 @@ def test_negative_shape_is_a_shape_error():
 def test_fill_is_exact_for_int64_and_lazy():
     big = 2**53 + 1
     a = nna.full((3,), big, dtype=np.int64)
-    assert a.devices == [] and a._copies == {}
+    assert a.devices == [] and a.current_devices == []
     assert a.data.tolist() == [big] * 3
     z = nna.zeros((2, 2), np.int32)
     assert z.devices == []

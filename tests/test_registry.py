@@ -31,17 +31,17 @@ def test_register_kernel_overrides_and_dispatches(monkeypatch):
     y = F.relu(nna.array([-1.0, 2.0]))
     assert calls == [(2,)]
     np.testing.assert_array_equal(y.data, [0.0, 2.0])
-    registry._cache.clear()
+    registry.cache.clear()
 
 
 def test_no_kernel_and_fallback_off_raises_naming_everything(monkeypatch):
     monkeypatch.setitem(registry._kernels, "tanh", {})
-    registry._cache.clear()
+    registry.cache.clear()
     x = nna.array([1.0])
     with nna.context_scope(nna.Context("numpy", fallback=())):
         with pytest.raises(nna.KernelNotFoundError, match=r"'tanh'.*tried \['numpy'\]"):
             F.tanh(x)
-    registry._cache.clear()
+    registry.cache.clear()
 
 
 def _other_backends():
@@ -55,7 +55,7 @@ def test_fallback_moves_data_through_synced_storage(name, monkeypatch):
     kernels = dict(registry._kernels["tanh"])
     kernels.pop(name, None)
     monkeypatch.setitem(registry._kernels, "tanh", kernels)
-    registry._cache.clear()
+    registry.cache.clear()
     x = nna.array(np.linspace(-1, 1, 6, dtype=np.float32))
     with nna.context_scope(name):
         x.get_data("w")  # the only current copy now lives on the device
@@ -72,4 +72,38 @@ def test_fallback_moves_data_through_synced_storage(name, monkeypatch):
             with pytest.raises(nna.TransferError, match="implicit transfer"):
                 F.tanh(x2)
     np.testing.assert_allclose(y.data, np.tanh(np.full(6, 0.5, np.float32)), rtol=1e-6)
-    registry._cache.clear()
+    registry.cache.clear()
+
+
+def test_lookup_returns_a_named_kernel():
+    k = registry.lookup("add", nna.Context("numpy"))
+    assert k.op == "add" and k.device.key == "numpy:0"
+    assert k.fallback is None and not k.composite and k.plain
+    assert registry.lookup("add", nna.Context("numpy")) is k  # cached per context
+    comp = registry.lookup("batch_normalization", nna.Context("numpy"))
+    assert comp.composite and not comp.plain
+    assert "composite" in repr(comp)
+
+
+@pytest.mark.parametrize("name", _other_backends() or
+                         [pytest.param("opencl", marks=pytest.mark.skip("no second backend"))])
+def test_graph_runs_count_every_fallback(name, monkeypatch):
+    """Static graphs resolve kernels once, yet every run through a fallback is counted."""
+    from nnarray import grad
+    nna.backends.ensure_loaded(name)
+    kernels = dict(registry._kernels["tanh"])
+    kernels.pop(name, None)
+    monkeypatch.setitem(registry._kernels, "tanh", kernels)
+    registry.cache.clear()
+    x = grad.Variable.from_numpy_array(np.linspace(-1, 1, 6, dtype=np.float32))
+    y = F.tanh(x) * 2.0
+    with nna.context_scope(name):
+        nna.reset_fallback_stats()
+        y.forward()
+        y.forward()
+        assert nna.fallback_stats() == {("tanh", name, "numpy"): 2}
+        k = registry.lookup("tanh", nna.Context.parse(name))
+        assert k.fallback == ("tanh", name, "numpy") and not k.plain
+    np.testing.assert_allclose(y.d, 2 * np.tanh(np.linspace(-1, 1, 6, dtype=np.float32)),
+                               rtol=1e-6)
+    registry.cache.clear()

@@ -140,7 +140,8 @@ def test_state_machine(pair):
             assert self.a.head == self.head
             assert self.a.version == self.version
             assert nna.transfer_stats()["count"] == self.transfers
-            for dev, native in self.a._copies.items():
+            for dev in self.a.current_devices:
+                native = self.a.native(dev)
                 np.testing.assert_array_equal(_peek(dev.key, native), self.value)
 
     SyncedMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=25,

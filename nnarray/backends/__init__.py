@@ -1,4 +1,5 @@
-"""Backend discovery: every package under ``nnarray/backends/`` is a backend.
+"""Backend discovery: every package under ``nnarray/backends/`` is a backend, except
+those whose name starts with ``_`` (code shared by backends, such as ``_xp``).
 
 A backend package exposes ``why_unavailable() -> str | None``, ``device_count() -> int``,
 ``get_device(device_id) -> Device``, ``describe_devices() -> list[str]`` and
@@ -15,7 +16,8 @@ from types import ModuleType
 from ..device import Device
 from ..errors import BackendError, BackendUnavailableError
 
-_names: list[str] = sorted((m.name for m in pkgutil.iter_modules(__path__) if m.ispkg),
+_names: list[str] = sorted((m.name for m in pkgutil.iter_modules(__path__)
+                            if m.ispkg and not m.name.startswith("_")),
                            key=lambda n: (n != "numpy", n))
 _modules: dict[str, ModuleType] = {}
 _devices: dict[tuple[str, int], Device] = {}

@@ -1,10 +1,16 @@
 """Autograd on top of ``F``: Variables, static and define-by-run graphs, backward rules
-declared beside each op (``nnarray.ops``), custom Python functions, gradcheck, DOT."""
+declared beside each op (``nnarray.ops``), custom Python functions, gradcheck, DOT.
+
+The engine, by concept, each importing only what is listed before it: ``variable``
+(graph values; reaches the engine modules through this package at call time), ``node``
+(function applications), ``recording`` (graph building), ``executor`` (static forward,
+program replay, generated code), ``program`` (tracing a backward pass), ``backward``.
+"""
 
 from __future__ import annotations
 
 from ..errors import GraphError
-from . import engine  # noqa: F401  (installs the ops' graph hook)
+from . import backward, executor, node, program, recording, variable  # noqa: F401
 from .dot import to_dot
 from .gradcheck import gradcheck
 from .modes import auto_forward, is_auto_forward, no_grad

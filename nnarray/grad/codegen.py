@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..kernel import DEBUG
 from ..ndarray import NdArray
-from ..ops.op import DEBUG, _check
-from ..registry import resolve
-from .node import Node
 from .variable import Variable
 
 _wrap = NdArray._wrap
@@ -34,8 +32,7 @@ class Fused:
         xs = []
         for v in self.inputs:
             d = v if type(v) is NdArray else v._data if v._data is not None else v.data
-            c = d._copies.get(dev)
-            xs.append(c if c is not None else d._read(dev))
+            xs.append(d.native(dev))
         out = self.fn(*xs)
         for v, r in zip(self.results, out):
             v._data = _wrap(r, dev, (v.shape, v.dtype))
@@ -45,7 +42,7 @@ def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
     """``Fused`` for ``steps`` (minus the indices in ``skip``, whose outputs are read as
     inputs), returning the variables whose ids are in ``results``; ``None`` when a step
     is not a plain kernel call."""
-    ns: dict[str, Any] = {"_check": _check}
+    ns: dict[str, Any] = {}
     names: dict[int, str] = {}  # id(variable or array) -> local name
     inputs: list = []
     produced: dict[int, Variable] = {}
@@ -53,20 +50,20 @@ def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
     last: dict[int, int] = {}
     dev = None
     live = [(s, st) for s, st in enumerate(steps) if s not in skip]
+    kernels = {}
     for s, st in live:
-        if type(st) is not Node or len(st.metas) != 1:
+        if not st.fusable or len(st.out_metas) != 1:
             return None
-        fn, d, fallback, composite = resolve(st.op.name, ctx)
-        if composite or fallback is not None or (dev is not None and d is not dev):
+        k = kernels[s] = st.kernel_for(ctx)
+        if not k.plain or (dev is not None and k.device is not dev):
             return None
-        dev = d
-        for a in st.args:
+        dev = k.device
+        for a in st.inputs:
             last[id(a)] = s
     for s, st in live:
-        fn, _, _, _ = resolve(st.op.name, ctx)
-        ns[f"k{s}"] = fn
+        ns[f"k{s}"] = kernels[s].fn
         args = []
-        for j, a in enumerate(st.args):
+        for j, a in enumerate(st.inputs):
             if isinstance(a, (Variable, NdArray)):
                 name = names.get(id(a))
                 if name is None:
@@ -79,15 +76,15 @@ def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
         if st.attrs:
             ns[f"a{s}"] = st.attrs
             args.append(f"**a{s}")
-        out = st.outs[0]()
+        out = st.outputs[0]()
         if out is None:
             return None
         t = names[id(out)] = f"t{s}"
         produced[id(out)] = out
         body.append(f"    {t} = k{s}({', '.join(args)})")
         if DEBUG:
-            ns[f"m{s}"], ns[f"n{s}"] = st.metas[0], st.op.name
-            body.append(f"    _check(n{s}, _dev, {t}, m{s})")
+            ns[f"chk{s}"], ns[f"m{s}"] = kernels[s].check, st.out_metas[0]
+            body.append(f"    chk{s}({t}, m{s})")
         dead = [names[k] for k, v in last.items() if v == s and k in produced and
                 k not in results]
         if dead:

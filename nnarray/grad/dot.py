@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .engine import _topological
+from .executor import topological
 from .variable import Variable
 
 
@@ -24,10 +24,10 @@ def to_dot(var: Variable, name: str = "nnarray") -> str:
             lines.append(f'  {k} [shape=box, label="{label}"{style}];')
         return k
 
-    for i, n in enumerate(_topological(var)):
+    for i, n in enumerate(topological(var)):
         f = f"f{i}"
         lines.append(f'  {f} [shape=ellipse, label="{n.name}"];')
-        for a in n.args:
+        for a in n.inputs:
             lines.append(f"  {vid(a)} -> {f};")
         for o in n.output_variables():
             lines.append(f"  {f} -> {vid(o)};")

@@ -1,9 +1,15 @@
-"""Node: one recorded function application (nnabla's CgFunction, Chainer's FunctionNode).
+"""Nodes: one recorded function application (nnabla's CgFunction, Chainer's FunctionNode).
 
-A node references its graph inputs strongly (``args``: Variables, or NdArray/scalar
-constants) and its outputs weakly, so that dropping the last reference to a result frees
-the graph behind it. It is also the context its op's backward rule sees: ``inputs`` /
-``outputs`` hold only the data the rule retains, ``attrs``, ``need`` and ``in_meta``.
+A node references its graph ``inputs`` strongly (Variables, or NdArray/scalar constants)
+and its ``outputs`` weakly, so that dropping the last reference to a result frees the
+graph behind it. What the backward pass needs of the forward data is kept in
+``saved_inputs`` / ``saved_outputs`` with their versions.
+
+Built-in ops (``Node``) and Python functions (``PyNode``, in ``python_function.py``)
+implement one interface, which the executor and the backward pass use without asking
+which kind a node is: ``differentiable``, ``relocatable``, ``forward_step(ctx, save)``,
+``run_backward(stamp, need)`` (eager), ``trace_backward(index, need, gys, program)``,
+``check()`` and ``release()``.
 """
 
 from __future__ import annotations
@@ -12,33 +18,59 @@ from typing import Any
 
 from ..errors import GraphError
 from ..ndarray import NdArray
+from ..registry import lookup
+from .variable import Variable
+
+
+class RuleContext:
+    """What a backward rule sees (``ops/backward.py``): ``inputs`` / ``outputs`` are the
+    retained values (``None`` where not retained), ``args`` the graph inputs, ``attrs``,
+    ``need`` (propagate_down per input) and ``in_meta`` (``(shape, dtype)`` per input)."""
+
+    __slots__ = ("inputs", "outputs", "args", "attrs", "need", "in_meta")
+
+    def __init__(self, inputs: Any, outputs: Any, args: tuple, attrs: dict, need: tuple,
+                 in_meta: tuple) -> None:
+        self.inputs, self.outputs, self.args = inputs, outputs, args
+        self.attrs, self.need, self.in_meta = attrs, need, in_meta
 
 
 class Node:
-    """A function application in the graph; the backward rule's context."""
+    """A built-in op's application in the graph."""
 
-    __slots__ = ("op", "args", "attrs", "metas", "outs", "rank", "inputs", "outputs",
-                 "versions", "need", "dynamic", "_in_meta", "_kern", "__weakref__")
+    #: The step is one kernel call (generated backward code may inline it).
+    fusable = True
 
-    def __init__(self, op: Any, args: tuple, attrs: dict, metas: tuple, rank: int) -> None:
-        self.op = op
-        self.args = args
+    __slots__ = ("function", "inputs", "attrs", "out_metas", "outputs", "rank",
+                 "saved_inputs", "saved_outputs", "versions", "dynamic", "_kernel",
+                 "_in_meta", "__weakref__")
+
+    #: A traced backward through this node may replay on another graph of its signature.
+    relocatable = True
+
+    def __init__(self, function: Any, inputs: tuple, attrs: dict, out_metas: tuple,
+                 rank: int) -> None:
+        self.function = function
+        self.inputs = inputs
         self.attrs = attrs
-        self.metas = metas
-        self.outs: tuple = ()
+        self.out_metas = out_metas
+        self.outputs: tuple = ()
         self.rank = rank
-        self.inputs: Any = None
-        self.outputs: Any = None
+        self.saved_inputs: Any = None
+        self.saved_outputs: Any = None
         self.versions: Any = None
-        self.need: tuple = ()
-        self.dynamic = False  # recorded under auto_forward (backward runs the rules eagerly)
+        self.dynamic = False  # recorded under auto_forward (its data is already computed)
+        self._kernel: Any = None  # (context, Kernel) last resolved
         self._in_meta: Any = None
-        self._kern: Any = None
 
     @property
     def name(self) -> str:
         """The function's name (the op's, or the PythonFunction's)."""
-        return self.op.name
+        return self.function.name
+
+    @property
+    def differentiable(self) -> bool:
+        return self.function.differentiable
 
     @property
     def in_meta(self) -> tuple:
@@ -46,21 +78,21 @@ class Node:
         m = self._in_meta
         if m is None:
             m = self._in_meta = tuple((getattr(a, "shape", ()), getattr(a, "dtype", None))
-                                      for a in self.args)
+                                      for a in self.inputs)
         return m
 
     def output_variables(self) -> list:
         """The outputs still alive."""
-        return [v for v in (r() for r in self.outs) if v is not None]
+        return [v for v in (r() for r in self.outputs) if v is not None]
 
-    def save(self, datas: Any, outs: tuple) -> None:
+    # -- saved data ------------------------------------------------------------------
+    def save(self, datas: Any, outs: Any) -> None:
         """Keep what the backward rule retains, with the versions to check."""
-        rule = self.op.backward
+        rule = self.function.backward
         if rule is None:
-            self.inputs = self.outputs = self.versions = ()
+            self.saved_inputs = self.saved_outputs = self.versions = ()
             return
-        ri = rule.inputs if type(rule.inputs) is tuple else rule.retained_inputs(self.attrs)
-        self.retain(datas, outs, ri, rule.outputs)
+        self.retain(datas, outs, rule.retained_inputs(self.attrs), rule.outputs)
 
     def retain(self, datas: Any, outs: Any, ri: tuple, ro: tuple) -> None:
         """Keep inputs ``ri`` and outputs ``ro`` with their versions (checked later)."""
@@ -71,26 +103,18 @@ class Node:
                 d = ins[i] = datas[i]
                 if type(d) is NdArray:
                     vers.append((i, d, d.version))
-            self.inputs = ins
+            self.saved_inputs = ins
         else:
-            self.inputs = ()
+            self.saved_inputs = ()
         if ro:
             o = [None] * len(outs)
             for j in ro:
                 d = o[j] = outs[j]
                 vers.append((-1 - j, d, d.version))
-            self.outputs = o
+            self.saved_outputs = o
         else:
-            self.outputs = ()
+            self.saved_outputs = ()
         self.versions = vers
-
-    def checked_rule(self) -> Any:
-        """The op's backward rule, after checking the retained data is unmodified."""
-        rule = self.op.backward
-        if rule is None:
-            raise GraphError(f"{self.name}: no backward rule is declared for this op")
-        self.check()
-        return rule
 
     def check(self) -> None:
         """Raise ``GraphError`` if retained data changed since the forward pass."""
@@ -108,7 +132,92 @@ class Node:
 
     def release(self) -> None:
         """Drop the retained data (clear_buffer)."""
-        self.inputs = self.outputs = self.versions = None
+        self.saved_inputs = self.saved_outputs = self.versions = None
+
+    def checked_rule(self) -> Any:
+        """The op's backward rule, after checking the retained data is unmodified."""
+        rule = self.function.backward
+        if rule is None:
+            raise GraphError(f"{self.name}: no backward rule is declared for this op")
+        self.check()
+        return rule
+
+    # -- forward -----------------------------------------------------------------------
+    def kernel_for(self, ctx: Any) -> Any:
+        """The Kernel running this node under ``ctx`` (resolved once per context)."""
+        k = self._kernel
+        if k is None or k[0] is not ctx:
+            k = self._kernel = (ctx, lookup(self.function.name, ctx))
+        return k[1]
+
+    def run(self, ctx: Any, save: bool = True) -> None:
+        """Run the node's kernel on its inputs' data; store the outputs (in the output
+        variables' NdArrays where they exist) and, with ``save``, what backward needs."""
+        datas = [a.data if isinstance(a, Variable) else a for a in self.inputs]
+        vs = [r() for r in self.outputs]
+        into = [v._data if v is not None else None for v in vs]
+        res = self.kernel_for(ctx).run(datas, self.attrs, self.out_metas, into)
+        outs = (res,) if len(self.out_metas) == 1 else res
+        for v, o in zip(vs, outs):
+            if v is not None:
+                v._data = o
+        if save:
+            self.save(datas, outs)
+
+    def forward_step(self, ctx: Any, save: bool) -> Any:
+        """A zero-argument callable running this node under ``ctx`` (the executor's
+        compiled step)."""
+        from .steps import compile_step  # steps builds on this module
+        return compile_step(self, ctx, save)
+
+    # -- backward ----------------------------------------------------------------------
+    def rule_context(self, need: tuple) -> RuleContext:
+        return RuleContext(self.saved_inputs, self.saved_outputs, self.inputs, self.attrs,
+                           need, self.in_meta)
+
+    def run_backward(self, stamp: int, need: tuple) -> None:
+        """Run the rule on the output gradient of this pass (``stamp``) and hand each
+        input its gradient."""
+        v = self.outputs[0]()
+        gy = v._grad if v is not None and v._gstamp == stamp else None
+        if gy is None:
+            return
+        gxs = self.checked_rule().fn(self.rule_context(need), gy)
+        for i, gx in enumerate(gxs):
+            if gx is not None and need[i]:
+                self.inputs[i]._receive_grad(gx, stamp, self._shared(gx, i, gy, gxs))
+
+    def trace_backward(self, index: int, need: tuple, gys: list, program: Any) -> Any:
+        """The rule run on graph values (``program`` records the steps): the input
+        gradients, or ``None`` when no output gradient flows here."""
+        gy = gys[0]
+        if gy is None:
+            return None
+        rule = self.checked_rule()
+        retained = [None] * len(self.inputs) if self.saved_inputs else ()
+        for i in rule.retained_inputs(self.attrs):
+            a = self.inputs[i]
+            retained[i] = program.proxy(index, i, a) if isinstance(a, (Variable, NdArray)) else a
+        outs = [None] * len(self.out_metas) if rule.outputs else ()
+        for j in rule.outputs:
+            outs[j] = program.proxy(index, -1 - j, self.saved_outputs[j])
+        ctx = RuleContext(retained, outs, self.inputs, self.attrs, need, self.in_meta)
+        return rule.fn(ctx, gy)
+
+    def _shared(self, gx: NdArray, i: int, gy: Any, gxs: tuple) -> bool:
+        """Whether ``gx`` may be referenced elsewhere (then a leaf copies it)."""
+        if gx is gy:
+            return True
+        for j, o in enumerate(gxs):
+            if o is gx and j != i:
+                return True
+        for d in self.saved_inputs or ():
+            if d is gx:
+                return True
+        for d in self.saved_outputs or ():
+            if d is gx:
+                return True
+        return False
 
     def __repr__(self) -> str:
         return f"<Node {self.name} rank={self.rank}>"

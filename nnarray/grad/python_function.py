@@ -9,6 +9,7 @@ where ``propagate_down[i]``, overwriting when ``accum[i]`` is False and adding o
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from .. import dtypes
@@ -17,7 +18,7 @@ from . import modes
 from .node import Node
 from .variable import Variable, _make
 
-_wref = __import__("weakref").ref
+_wref = weakref.ref
 
 
 class PythonFunction:
@@ -65,11 +66,11 @@ class PythonFunction:
                 return outs[0] if len(outs) == 1 else tuple(outs)
         rank = 1 + max([v._parent.rank for v in vin if v._parent is not None], default=0)
         node = PyNode(self, tuple(vin), rank)
-        node.metas = tuple((o.shape, o.dtype) for o in outs)
+        node.out_metas = tuple((o.shape, o.dtype) for o in outs)
         for o in outs:
             o._parent = node
             o._need_grad = need
-        node.outs = tuple([_wref(o) for o in outs])
+        node.outputs = tuple([_wref(o) for o in outs])
         if m != modes.STATIC:
             node.dynamic = True
             node.save_all(outs)
@@ -95,17 +96,25 @@ def _setup(fn: PythonFunction, vin: list) -> list:
 
 
 class PyNode(Node):
-    """A node whose forward and backward are a PythonFunction's impls."""
+    """A node whose forward and backward are a PythonFunction's impls. Its backward
+    rule is opaque Python, so a traced program holding it cannot be replayed on another
+    graph (``relocatable``) nor fused into generated code (``fusable``)."""
 
     __slots__ = ()
+    relocatable = False
+    fusable = False
 
-    def __init__(self, fn: PythonFunction, args: tuple, rank: int) -> None:
-        super().__init__(fn, args, {}, (), rank)
+    def __init__(self, fn: PythonFunction, inputs: tuple, rank: int) -> None:
+        super().__init__(fn, inputs, {}, (), rank)
+
+    @property
+    def differentiable(self) -> bool:
+        return True
 
     def _outputs(self, datas: Any = None) -> list:
         """The output variables; stand-ins (holding ``datas``) for dead ones."""
         outs = []
-        for j, (r, (shape, dt)) in enumerate(zip(self.outs, self.metas)):
+        for j, (r, (shape, dt)) in enumerate(zip(self.outputs, self.out_metas)):
             v = r()
             outs.append(v if v is not None else
                         _make(shape, dt, datas[j] if datas else None, None, False))
@@ -113,38 +122,49 @@ class PyNode(Node):
 
     def save_all(self, outs: list) -> None:
         """Keep every input's and output's data (the impls may read any of them)."""
-        self.inputs = [a.data for a in self.args]
-        self.outputs = [o.data for o in outs]
-        self.versions = [(i, d, d.version) for i, d in enumerate(self.inputs)] + \
-                        [(-1 - j, d, d.version) for j, d in enumerate(self.outputs)]
+        self.saved_inputs = [a.data for a in self.inputs]
+        self.saved_outputs = [o.data for o in outs]
+        self.versions = [(i, d, d.version) for i, d in enumerate(self.saved_inputs)] + \
+                        [(-1 - j, d, d.version) for j, d in enumerate(self.saved_outputs)]
 
-    def run(self) -> None:
-        """Static-mode forward."""
+    def forward_step(self, ctx: Any, save: bool) -> Any:
+        return self.run
+
+    def run(self, ctx: Any = None, save: bool = True) -> None:
+        """Static-mode forward: ``forward_impl``, keeping every input and output."""
         outs = self._outputs()
         with modes.no_grad():
-            self.op.forward_impl(list(self.args), outs)
+            self.function.forward_impl(list(self.inputs), outs)
         self.save_all(outs)
 
-    def run_backward(self, stamp: int, need: tuple) -> None:
-        """Call ``backward_impl`` with per-input ``propagate_down`` and ``accum``."""
-        from .. import functions as F
-        self.check()
-        outs = self._outputs(self.outputs)
-        got = False
-        for v in outs:
-            if v._gstamp == stamp and v._grad is not None:
-                got = True
-            else:
-                v._grad = NdArray(v.shape, v.dtype)
-                v._grad.zero()
-        if not got:
-            return
-        ins = list(self.args)
-        for a, d in zip(ins, self.inputs):
+    def call_backward(self, gys: list, need: tuple, accum: list) -> list:
+        """``backward_impl`` on the saved data, the outputs' gradients ``gys`` (NdArray,
+        or ``None`` for zero): the input Variables, whose ``.grad`` the impl wrote."""
+        outs = self._outputs(self.saved_outputs)
+        for v, g in zip(outs, gys):
+            if g is None:
+                g = NdArray(v.shape, v.dtype)
+                g.zero()
+            v._grad = g
+        ins = list(self.inputs)
+        for a, d in zip(ins, self.saved_inputs):
             if a._data is not d:
                 a._data = d
+        with modes.no_grad():
+            self.function.backward_impl(ins, outs, list(need), accum)
+        return ins
+
+    def run_backward(self, stamp: int, need: tuple) -> None:
+        """Eager backward: ``propagate_down`` per input; ``accum`` where a gradient of
+        this pass (a leaf's ``.grad``, or an intermediate's earlier share) is added to."""
+        from .. import functions as F
+        self.check()
+        gys = [v._grad if v is not None and v._gstamp == stamp else None
+               for v in (r() for r in self.outputs)]
+        if all(g is None for g in gys):
+            return
         accum = []
-        for x, pd in zip(ins, need):
+        for x, pd in zip(self.inputs, need):
             if not pd or x._parent is None:
                 accum.append(bool(pd))
             elif x._gstamp != stamp:
@@ -154,5 +174,59 @@ class PyNode(Node):
             else:
                 x._grad = F.cast(x._grad, x.dtype)
                 accum.append(True)
-        with modes.no_grad():
-            self.op.backward_impl(ins, outs, list(need), accum)
+        self.call_backward(gys, need, accum)
+
+    def trace_backward(self, index: int, need: tuple, gys: list, program: Any) -> Any:
+        """One opaque step of the program (see ``PyGradStep``): its input gradients."""
+        if all(g is None for g in gys):
+            return None
+        self.check()
+        step = PyGradStep(self, gys, need)
+        program.steps.append(step)
+        program.relocatable = False
+        return step.grads
+
+
+class PyGradStep:
+    """A PythonFunction's ``backward_impl`` as one step of a traced program: fresh
+    gradients (``accum`` False) for each distinct input, delivered as ``grads``."""
+
+    __slots__ = ("node", "gys", "need", "grads", "inputs", "outputs", "__weakref__")
+    fusable = False
+
+    def __init__(self, n: PyNode, gys: list, need: tuple) -> None:
+        self.node, self.gys, self.need = n, gys, need
+        self.inputs = [g for g in gys if g is not None]  # what the step reads
+        seen: set = set()
+        self.grads = []  # one per distinct input (a repeated input's share is accumulated)
+        for a, pd in zip(n.inputs, need):
+            first = pd and id(a) not in seen
+            seen.add(id(a))
+            self.grads.append(_make(a.shape, a.dtype, None, None, False) if first else None)
+        self.outputs = tuple(weakref.ref(g) for g in self.grads if g is not None)
+
+    def forward_step(self, ctx: Any, save: bool) -> Any:
+        return self.run
+
+    def run(self) -> None:
+        n = self.node
+        ins = n.inputs
+        old = [a._grad for a in ins]
+        accum, seen = [], set()
+        for a, pd in zip(ins, self.need):
+            if pd and id(a) not in seen:
+                seen.add(id(a))
+                a._grad = NdArray(a.shape, a.dtype)
+                a._grad.zero()
+                accum.append(False)
+            else:
+                accum.append(bool(pd))
+        try:
+            n.call_backward([g._data if g is not None else None for g in self.gys],
+                            self.need, accum)
+            for a, gv in zip(ins, self.grads):
+                if gv is not None:
+                    gv._data = a._grad
+        finally:
+            for a, g in zip(ins, old):
+                a._grad = g

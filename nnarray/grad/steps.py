@@ -1,9 +1,10 @@
 """Compiled replay steps: one closure per node and context, the static graphs' hot path.
 
-A step calls the node's kernel (resolved once) on its inputs' current native copies, with
-no validation (shapes and dtypes were inferred when the graph was built), stores the
-result in the output variable's persistent NdArray and, for forward nodes, records what
-the backward rule retains with its version.
+A step calls the node's plain ``Kernel`` (resolved once) on its inputs' current native
+copies, with no validation (shapes and dtypes were inferred when the graph was built),
+hands the result to ``Kernel.emit`` (debug check, adopted by the output variable's
+persistent NdArray) and, for forward nodes, records what the backward rule retains with
+its version. Composite and fallback kernels and several outputs take ``Node.run``.
 """
 
 from __future__ import annotations
@@ -12,43 +13,30 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ndarray import NdArray
-from ..ops.op import DEBUG, _check
-from ..registry import resolve
-from .node import Node
 from .variable import Variable
 
-_wrap = NdArray._wrap
 
-
-def compile_step(n: Any, ctx: Any, save: bool, run: Callable) -> Callable[[], None]:
-    """A zero-argument callable running ``n`` under ``ctx`` (``run(n, ctx, save)`` where
-    no specialization applies: composites, fallbacks, several outputs, debug checks)."""
-    if type(n) is not Node:
-        return n.run
-    fn, dev, fallback, composite = resolve(n.op.name, ctx)
-    if composite or fallback is not None or len(n.metas) != 1:
-        return lambda: run(n, ctx, save)
-    args, attrs, meta, ref = n.args, n.attrs, n.metas[0], n.outs[0]
-    rule = n.op.backward
+def compile_step(n: Any, ctx: Any, save: bool) -> Callable[[], None]:
+    """A zero-argument callable running node ``n`` under ``ctx``."""
+    k = n.kernel_for(ctx)
+    if not k.plain or len(n.out_metas) != 1:
+        return lambda: n.run(ctx, save)
+    fn, dev, emit = k.fn, k.device, k.emit
+    args, attrs, meta, ref = n.inputs, n.attrs, n.out_metas[0], n.outputs[0]
+    rule = n.function.backward
     keep = save and rule is not None
     ri = rule.retained_inputs(attrs) if keep else ()
     ro = tuple(rule.outputs) if keep else ()
 
     def finish(r: Any, ds: tuple) -> None:
-        if DEBUG:
-            _check(n.op.name, dev, r, meta)
         v = ref()
-        nd = v._data if v is not None else None
-        if nd is None:
-            nd = _wrap(r, dev, meta)
-            if v is not None:
-                v._data = nd
-        else:
-            nd._set_native(dev, r)
+        nd = emit(r, meta, v._data if v is not None else None)
+        if v is not None:
+            v._data = nd
         if keep:
             n.retain(ds, (nd,), ri, ro)
         elif save:
-            n.inputs = n.outputs = n.versions = ()
+            n.saved_inputs = n.saved_outputs = n.versions = ()
 
     kinds = tuple(1 if isinstance(a, Variable) else 2 if type(a) is NdArray else 0
                   for a in args)
@@ -61,12 +49,7 @@ def compile_step(n: Any, ctx: Any, save: bool, run: Callable) -> Callable[[], No
                 da = a.data
             if db is None:
                 db = b.data
-            xa, xb = da._copies.get(dev), db._copies.get(dev)
-            if xa is None:
-                xa = da._read(dev)
-            if xb is None:
-                xb = db._read(dev)
-            finish(fn(xa, xb, **attrs), (da, db))
+            finish(fn(da.native(dev), db.native(dev), **attrs), (da, db))
         return step2
     if kinds == (1,) or kinds == (1, 0):
         a = args[0]
@@ -76,23 +59,11 @@ def compile_step(n: Any, ctx: Any, save: bool, run: Callable) -> Callable[[], No
             da = a._data
             if da is None:
                 da = a.data
-            xa = da._copies.get(dev)
-            if xa is None:
-                xa = da._read(dev)
-            finish(fn(xa, *rest, **attrs), (da, *rest))
+            finish(fn(da.native(dev), *rest, **attrs), (da, *rest))
         return step1
 
     def step() -> None:
-        ds = []
-        xs = []
-        for x, k in zip(args, kinds):
-            if k == 0:
-                ds.append(x)
-                xs.append(x)
-                continue
-            d = x if k == 2 else x._data if x._data is not None else x.data
-            ds.append(d)
-            c = d._copies.get(dev)
-            xs.append(c if c is not None else d._read(dev))
+        ds = [x if k == 0 or k == 2 else x.data for x, k in zip(args, kinds)]
+        xs = [d if k == 0 else d.native(dev) for d, k in zip(ds, kinds)]
         finish(fn(*xs, **attrs), tuple(ds))
     return step

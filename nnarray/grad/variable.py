@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import backends, dtypes
 from .. import functions as F
+from .. import grad as _grad  # the package: its engine modules, used at call time
 from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
@@ -85,7 +86,7 @@ class Variable(GraphValue, ArrayOperators):
         through ``.d = v``, ``.data`` or in-place ops do."""
         nd = self.data
         v = nd.version
-        a = nd._access("rw", backends.host_device(), explicit=True)
+        a = nd.native(backends.host_device(), "rw", explicit=True)
         nd.version = v
         return a
 
@@ -112,7 +113,7 @@ class Variable(GraphValue, ArrayOperators):
     def need_grad(self, value: bool) -> None:
         self._need_grad = bool(value)
         self._explicit = self._parent is not None
-        _engine.invalidate_plans()
+        _grad.executor.invalidate_plans()
 
     @property
     def parent(self) -> Any:
@@ -134,12 +135,12 @@ class Variable(GraphValue, ArrayOperators):
 
     def forward(self, clear_buffer: bool = False) -> None:
         """Run the graph up to this variable (static mode)."""
-        _engine.forward(self, clear_buffer)
+        _grad.executor.forward(self, clear_buffer)
 
     def backward(self, grad: Any = 1, clear_buffer: bool = False) -> None:
         """Accumulate gradients of this variable (seeded with ``grad``; ``None``: the
         current ``.grad``) into every ``need_grad`` leaf's ``.grad``."""
-        _engine.backward(self, grad, clear_buffer)
+        _grad.backward.backward(self, grad, clear_buffer)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -152,6 +153,41 @@ class Variable(GraphValue, ArrayOperators):
                 f"need_grad={self._need_grad}{p})")
 
     __hash__ = object.__hash__  # identity: Variables key dicts (== is elementwise)
+
+    # -- the graph-value protocol of the ops (``ops.op.GraphValue``) ---------------------
+    def _record(self, op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
+        return _grad.recording.record(op, inputs, attrs, metas)
+
+    def _record_binary(self, op: Any, a: Any, b: Any) -> Any:
+        return _grad.recording.record_binary(op, a, b)
+
+    # -- receiving gradients (the backward pass) ---------------------------------------
+    def _receive_grad(self, gx: NdArray, stamp: int, shared: bool) -> None:
+        """Take ``gx``, this pass's (``stamp``) gradient contribution: an intermediate's
+        is written on first visit and summed after; a leaf's accumulates into ``.grad``."""
+        if self._parent is None:
+            self._accumulate(gx, shared)
+        elif self._gstamp != stamp:
+            self._grad = gx
+            self._gstamp = stamp
+        else:
+            self._grad = F.add(self._grad, gx)
+
+    def _accumulate(self, gx: NdArray, shared: bool) -> None:
+        """``grad += gx``; a lazily zero (or absent) gradient adopts ``gx`` (or copies it
+        when ``shared``: referenced elsewhere)."""
+        gl = self._grad
+        if gl is None:
+            self._grad = F.cast(gx, self.dtype) if shared else gx
+            return
+        if gl.reads_as_zero():
+            sole = None if shared else gx.sole_copy()
+            if sole is not None:
+                gl.adopt(*sole)
+            else:
+                F.assign(gl, gx)
+            return
+        F.inplace(F.add, gl, gx)
 
     def _inplace(self, op: Any, o: Any) -> Variable:
         """``self op= o``: under ``no_grad()`` written into ``data`` (returns ``self``);
@@ -191,5 +227,3 @@ def _checked(value: Any, var: Variable, what: str) -> NdArray:
                          f"variable's dtype {var.dtype}")
     return value
 
-
-from . import engine as _engine  # noqa: E402  (engine imports this module's names)

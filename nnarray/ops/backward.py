@@ -23,20 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+# The rules call F at backward time; nnarray imports ``functions`` first, which imports
+# the op specs, so this binds the (still initializing) module object.
+from .. import functions as F
 from .op import Op
-
-
-class _LazyF:
-    """``nnarray.functions``, bound on first use (the op specs are imported before it)."""
-
-    def __getattr__(self, name: str) -> Any:
-        from .. import functions
-        value = getattr(functions, name)
-        setattr(self, name, value)
-        return value
-
-
-F: Any = _LazyF()
 
 
 class Rule:

@@ -1,5 +1,11 @@
 """Elementwise ops: numpy broadcasting and promotion, Python scalars weak.
 
+The families are tables: ``BINARY`` and ``UNARY`` map each name to its dtype rule and
+its derivative (written with ``F``); each backend maps the same names to its own
+implementation (``backends/_xp/elementwise.py``: the numpy/CuPy function;
+``backends/opencl/elementwise.py``: an OpenCL C expression). Adding a unary function
+is one row here, one row per backend table, and nothing else.
+
 Kernel contract (native arrays or Python/numpy scalars in, a new C-contiguous native
 array out): binary ``name(a, b, out=None)``; unary ``name(x, out=None)``;
 ``leaky_relu(x, alpha)``; ``clip(x, a_min, a_max)``; ``cast(x, dtype, out=None)``;
@@ -15,12 +21,14 @@ import numpy as np
 
 from .. import context as _context
 from .. import dtypes
-from ..context import _current, get_current_context
+from ..context import _current
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
-from ..registry import _cache as _dispatch_cache
-from ..registry import resolve
-from . import op as _opmod
+from ..registry import cache as _kernel_cache
+from ..registry import lookup
+from .backward import F as _F
+from .backward import backward as _backward
+from .backward import fit as _fit
 from .common import broadcast, require_array
 from .op import GraphValue, Op, execute
 
@@ -53,15 +61,6 @@ def _infer_compare(name: str):
     return infer
 
 
-def _infer_div(inputs, attrs):
-    a, b = inputs
-    _array_operand("div", a, b)
-    d = _promote("div", a, b)
-    if d not in dtypes.FLOATS:
-        d = np.dtype(np.float64)
-    return ((broadcast("div", inputs), d),)
-
-
 def _infer_no_bool(name: str):
     base = _infer_binary(name)
 
@@ -73,9 +72,6 @@ def _infer_no_bool(name: str):
                              f"{getattr(inputs[1], 'shape', ())})")
         return (meta,)
     return infer
-
-
-_infer_pow = _infer_no_bool("pow")
 
 
 def _infer_same(name: str, allow_bool: bool = True):
@@ -140,8 +136,8 @@ def _infer_where(inputs, attrs):
 
 class BinaryOp(Op):
     """A two-operand elementwise op with a fast path for NdArrays of equal shape: F.add
-    on tiny arrays is dominated by dispatch, so it skips argument packing and goes
-    straight to the cached kernel."""
+    on tiny arrays is dominated by dispatch, so it skips argument packing, remembers the
+    result dtype per operand dtypes and runs the cached plain ``Kernel`` directly."""
 
     __slots__ = ("_pcache",)
 
@@ -158,16 +154,14 @@ class BinaryOp(Op):
                 key = (a.dtype, tb) if tb is float or tb is int else None
             d = self._pcache.get(key) if key is not None else None
             if d is not None:
-                t = _dispatch_cache.get(_current.get(_context._default))
-                e = t.get(self.name) if t is not None else None
-                if e is not None and e[2] is None and not e[3]:
-                    dev = e[1]
-                    ca = a._copies.get(dev)
-                    cb = b._copies.get(dev) if tb is NdArray else b
-                    if ca is not None and cb is not None:
-                        return NdArray._wrap(e[0](ca, cb), dev, (a.shape, d))
-        if isinstance(a, GraphValue) or isinstance(b, GraphValue):
-            return _opmod.graph_binary(self, a, b)
+                t = _kernel_cache.get(_current.get(_context._default))
+                k = t.get(self.name) if t is not None else None
+                if k is not None and k.plain:
+                    return k.run2(a, b, (a.shape, d))
+        if isinstance(a, GraphValue):
+            return a._record_binary(self, a, b)
+        if isinstance(b, GraphValue):
+            return b._record_binary(self, a, b)
         metas = self.infer((a, b), {})
         if type(a) is NdArray:
             tb = type(b)
@@ -178,45 +172,147 @@ class BinaryOp(Op):
         return execute(self.name, (a, b), {}, metas)
 
 
-_BINARY = ("add", "mul", "maximum", "minimum")
-_COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+def _infer_div(inputs, attrs):
+    a, b = inputs
+    _array_operand("div", a, b)
+    d = _promote("div", a, b)
+    if d not in dtypes.FLOATS:
+        d = np.dtype(np.float64)
+    return ((broadcast("div", inputs), d),)
 
-add, mul, maximum, minimum = (BinaryOp(n, _infer_binary(n)) for n in _BINARY)
-sub = BinaryOp("sub", _infer_no_bool("sub"))
-div = BinaryOp("div", _infer_div)
-pow = BinaryOp("pow", _infer_pow)
+
+_BINARY_RULES = {"arith": _infer_binary, "no_bool": _infer_no_bool, "compare": _infer_compare,
+                 "div": lambda name: _infer_div}
+
+#: Binary elementwise functions: name -> (dtype rule, retained values, d/da, d/db).
+#: Rules: "arith" numpy promotion; "no_bool" the same, bool refused; "div" float results
+#: (integers give float64); "compare" bool results. Each derivative maps the retained
+#: operands ``a``, ``b`` (listed as "ab"; else ``None``), the output ``y`` (listed as
+#: "y") and the output gradient ``g`` to that operand's gradient, before broadcasting is
+#: undone; ``None``: not differentiable.
+BINARY: dict[str, tuple] = {
+    "add": ("arith", "", lambda a, b, y, g: g, lambda a, b, y, g: g),
+    "sub": ("no_bool", "", lambda a, b, y, g: g, lambda a, b, y, g: -g),
+    "mul": ("arith", "ab", lambda a, b, y, g: g * b, lambda a, b, y, g: g * a),
+    "div": ("div", "ab", lambda a, b, y, g: g / b, lambda a, b, y, g: -((g / b) * a) / b),
+    "pow": ("no_bool", "aby", lambda a, b, y, g: g * (b * a ** (b - 1)),
+            lambda a, b, y, g: g * y * _F.log(a)),
+    "maximum": ("arith", "ab", lambda a, b, y, g: where(greater_equal(a, b), g, 0.0),
+                lambda a, b, y, g: where(greater_equal(a, b), 0.0, g)),
+    "minimum": ("arith", "ab", lambda a, b, y, g: where(less_equal(a, b), g, 0.0),
+                lambda a, b, y, g: where(less_equal(a, b), 0.0, g)),
+    "equal": ("compare", "", None, None),
+    "not_equal": ("compare", "", None, None),
+    "less": ("compare", "", None, None),
+    "less_equal": ("compare", "", None, None),
+    "greater": ("compare", "", None, None),
+    "greater_equal": ("compare", "", None, None),
+}
+
+#: Unary elementwise functions: name -> (dtype rule, retained value, derivative).
+#: Rules: "any" the input's dtype; "numeric" the same, bool refused; "float" numpy's
+#: floating result (float16 stays, integers give float64). The derivative maps the
+#: retained input ``x`` or output ``y`` (named in the second field) and the output
+#: gradient ``g`` to the input gradient; ``None``: not differentiable.
+UNARY: dict[str, tuple] = {
+    "neg": ("numeric", "", lambda x, y, g: -g),
+    "abs": ("any", "x", lambda x, y, g: g * sign(x)),
+    "sign": ("numeric", "", None),
+    "relu": ("any", "y", lambda x, y, g: g * greater(y, 0)),
+    "exp": ("float", "y", lambda x, y, g: g * y),
+    "expm1": ("float", "y", lambda x, y, g: g * (y + 1.0)),
+    "log": ("float", "x", lambda x, y, g: g / x),
+    "log1p": ("float", "x", lambda x, y, g: g / (x + 1.0)),
+    "log2": ("float", "x", lambda x, y, g: g / (x * float(np.log(2.0)))),
+    "log10": ("float", "x", lambda x, y, g: g / (x * float(np.log(10.0)))),
+    "sqrt": ("float", "y", lambda x, y, g: g * 0.5 / y),
+    "tanh": ("float", "y", lambda x, y, g: g * (1.0 - y * y)),
+    "sigmoid": ("float", "y", lambda x, y, g: g * (y * (1.0 - y))),
+    "sin": ("float", "x", lambda x, y, g: g * cos(x)),
+    "cos": ("float", "x", lambda x, y, g: -(g * sin(x))),
+    "tan": ("float", "y", lambda x, y, g: g * (y * y + 1.0)),
+    "asin": ("float", "x", lambda x, y, g: g / _F.sqrt(1.0 - x * x)),
+    "acos": ("float", "x", lambda x, y, g: -(g / _F.sqrt(1.0 - x * x))),
+    "atan": ("float", "x", lambda x, y, g: g / (x * x + 1.0)),
+    "sinh": ("float", "x", lambda x, y, g: g * cosh(x)),
+    "cosh": ("float", "x", lambda x, y, g: g * sinh(x)),
+}
+
+
+def unary_dtype(name: str, dtype: np.dtype) -> np.dtype:
+    """The result dtype of unary function ``name`` on ``dtype`` (``DTypeError`` if none);
+    backends building kernels use this rather than rederiving it."""
+    rule = UNARY[name][0]
+    if rule == "float":
+        return dtypes.ufunc_dtype(np.exp, dtype, name)
+    if rule == "numeric" and dtype == _BOOL:
+        raise DTypeError(f"{name}: argument 'x' must be numeric, got bool")
+    return dtype
+
+
+def _infer_unary(name: str):
+    rule = UNARY[name][0]
+    if rule == "float":
+        return _infer_float(name, np.exp)
+    return _infer_same(name, allow_bool=rule == "any")
+
+
+def _binary_rule(da: Any, db: Any) -> Any:
+    def rule(c, g):
+        a, b = c.inputs if c.inputs else (None, None)
+        y = c.outputs[0] if c.outputs else None
+        return (_fit(c, 0, da(a, b, y, g)) if c.need[0] else None,
+                _fit(c, 1, db(a, b, y, g)) if c.need[1] else None)
+    return rule
+
+
+def _unary_rule(fn: Any) -> Any:
+    def rule(c, g):
+        x = c.inputs[0] if c.inputs else None
+        y = c.outputs[0] if c.outputs else None
+        return (_fit(c, 0, fn(x, y, g)),)
+    return rule
+
+
+_binary_ops = {n: BinaryOp(n, _BINARY_RULES[rule](n), differentiable=da is not None)
+               for n, (rule, _, da, _) in BINARY.items()}
+_unary_ops = {n: Op(n, _infer_unary(n), differentiable=d is not None)
+              for n, (_, _, d) in UNARY.items()}
+#: Every table-declared elementwise op by name (``nnarray.functions`` exports them).
+ops: dict[str, Op] = {**_binary_ops, **_unary_ops}
+
+add, sub, mul, div, pow = (_binary_ops[n] for n in ("add", "sub", "mul", "div", "pow"))
+maximum, minimum = _binary_ops["maximum"], _binary_ops["minimum"]
 equal, not_equal, less, less_equal, greater, greater_equal = (
-    BinaryOp(n, _infer_compare(n), differentiable=False) for n in _COMPARE)
-neg = Op("neg", _infer_same("neg", allow_bool=False))
-abs = Op("abs", _infer_same("abs"))
-sign = Op("sign", _infer_same("sign", allow_bool=False), differentiable=False)
-relu = Op("relu", _infer_same("relu"))
-exp = Op("exp", _infer_float("exp", np.exp))
-log = Op("log", _infer_float("log", np.log))
-sqrt = Op("sqrt", _infer_float("sqrt", np.sqrt))
-tanh = Op("tanh", _infer_float("tanh", np.tanh))
-sigmoid = Op("sigmoid", _infer_float("sigmoid", np.exp))
+    _binary_ops[n] for n in ("equal", "not_equal", "less", "less_equal", "greater",
+                             "greater_equal"))
+neg, abs, sign, relu, exp, log, sqrt, tanh, sigmoid = (
+    _unary_ops[n] for n in ("neg", "abs", "sign", "relu", "exp", "log", "sqrt", "tanh",
+                            "sigmoid"))
+sin, cos, sinh, cosh = (_unary_ops[n] for n in ("sin", "cos", "sinh", "cosh"))
 leaky_relu = Op("leaky_relu", _infer_leaky_relu)
 clip = Op("clip", _infer_clip)
 cast = Op("cast", _infer_cast)
 where = Op("where", _infer_where)
+
+for _n, (_, _keep, _da, _db) in BINARY.items():
+    if _da is not None:
+        _backward(ops[_n], inputs=(0, 1) if "ab" in _keep else (),
+                  outputs=(0,) if "y" in _keep else ())(_binary_rule(_da, _db))
+for _n, (_, _keep, _d) in UNARY.items():
+    if _d is not None:
+        _backward(ops[_n], inputs=(0,) if _keep == "x" else (),
+                  outputs=(0,) if _keep == "y" else ())(_unary_rule(_d))
 
 
 def inplace(op: Op, a: Any, b: Any) -> Any:
     """``a op= b`` really in place: the result is written into ``a``'s storage."""
     if type(a) is not NdArray:
         return a._inplace(op, b)  # graph values define their own in-place semantics
+    k = lookup(op.name, _current.get(_context._default))
     if type(b) is NdArray and b.shape == a.shape and isinstance(op, BinaryOp) and \
-            op._pcache.get((a.dtype, b.dtype)) == a.dtype:
-        # Fast path (solver updates): same shape, result dtype already a's, cached kernel.
-        t = _dispatch_cache.get(_current.get(_context._default))
-        e = t.get(op.name) if t is not None else None
-        if e is not None and e[2] is None and not e[3]:
-            bn = b._copies.get(e[1])
-            if bn is not None:
-                an = a._access("rw", e[1])
-                e[0](an, bn, out=an)
-                return a
+            k.plain and op._pcache.get((a.dtype, b.dtype)) == a.dtype:
+        return k.run_into(a, (a, b), {})  # the cached fast path (solver updates)
     ((shape, dt),) = op.infer((a, b), {})
     if type(b) is NdArray and b.shape == a.shape and isinstance(op, BinaryOp):
         op._pcache[(a.dtype, b.dtype)] = dt
@@ -226,41 +322,21 @@ def inplace(op: Op, a: Any, b: Any) -> Any:
     if not np.can_cast(dt, a.dtype, "same_kind"):
         raise DTypeError(f"{op.name} (in place): cannot store a {dt} result in a {a.dtype} "
                          "array (same_kind casting)")
-    fn, dev, _, composite = resolve(op.name, get_current_context())
-    bn = b._read(dev) if type(b) is NdArray else b
-    if composite:
+    if k.composite:
         a.copy_from(op(a, b))
         return a
-    an = a._access("rw", dev)
-    fn(an, bn, out=an)
-    return a
+    return k.run_into(a, (a, b), {})
 
 
 def assign(dst: Any, src: Any) -> None:
     """Write ``src`` (same shape, any dtype) into ``dst`` on the current context."""
     if src.shape != dst.shape:
         raise ShapeError(f"assign: source shape {src.shape} differs from target {dst.shape}")
-    fn, dev, _, _ = resolve("cast", get_current_context())
-    sn = src._read(dev) if type(src) is NdArray else src
-    fn(sn, dst.dtype, out=dst._access("w", dev))
+    lookup("cast", _current.get(_context._default)).run_into(
+        dst, (src,), {"dtype": dst.dtype}, mode="w")
 
 
-# -- backward rules (written with F, so every backend differentiates) ------------------
-from .backward import F as _F  # noqa: E402
-from .backward import backward as _backward  # noqa: E402
-from .backward import fit as _fit  # noqa: E402
-
-
-@_backward(add)
-def _add_grad(c, g):
-    return (_fit(c, 0, g) if c.need[0] else None, _fit(c, 1, g) if c.need[1] else None)
-
-
-@_backward(sub)
-def _sub_grad(c, g):
-    return (_fit(c, 0, g) if c.need[0] else None, _fit(c, 1, -g) if c.need[1] else None)
-
-
+# -- backward rules of the functions outside the tables (written with F) -----------
 @_backward(mul, inputs=(0, 1))
 def _mul_grad(c, g):
     a, b = c.inputs
@@ -268,53 +344,6 @@ def _mul_grad(c, g):
         return _fit(c, 0, g * (a * 2.0)), None
     return (_fit(c, 0, g * b) if c.need[0] else None,
             _fit(c, 1, g * a) if c.need[1] else None)
-
-
-@_backward(div, inputs=(0, 1))
-def _div_grad(c, g):
-    a, b = c.inputs
-    ga = g / b
-    return (_fit(c, 0, ga) if c.need[0] else None,
-            _fit(c, 1, -(ga * a) / b) if c.need[1] else None)
-
-
-@_backward(pow, inputs=(0, 1), outputs=(0,))
-def _pow_grad(c, g):
-    a, b = c.inputs
-    ga = _fit(c, 0, g * (b * a ** (b - 1))) if c.need[0] else None
-    gb = _fit(c, 1, g * c.outputs[0] * _F.log(a)) if c.need[1] else None
-    return ga, gb
-
-
-def _select_grad(pick_a):
-    def rule(c, g):
-        a, b = c.inputs
-        m = pick_a(a, b)
-        return (_fit(c, 0, where(m, g, 0.0)) if c.need[0] else None,
-                _fit(c, 1, where(m, 0.0, g)) if c.need[1] else None)
-    return rule
-
-
-_backward(maximum, inputs=(0, 1))(_select_grad(greater_equal))
-_backward(minimum, inputs=(0, 1))(_select_grad(less_equal))
-_backward(neg)(lambda c, g: (-g,))
-_backward(abs, inputs=(0,))(lambda c, g: (g * sign(c.inputs[0]),))
-_backward(exp, outputs=(0,))(lambda c, g: (_fit(c, 0, g * c.outputs[0]),))
-_backward(log, inputs=(0,))(lambda c, g: (_fit(c, 0, g / c.inputs[0]),))
-_backward(sqrt, outputs=(0,))(lambda c, g: (_fit(c, 0, g * 0.5 / c.outputs[0]),))
-_backward(relu, outputs=(0,))(lambda c, g: (g * greater(c.outputs[0], 0),))
-
-
-@_backward(tanh, outputs=(0,))
-def _tanh_grad(c, g):
-    y = c.outputs[0]
-    return (_fit(c, 0, g * (1.0 - y * y)),)
-
-
-@_backward(sigmoid, outputs=(0,))
-def _sigmoid_grad(c, g):
-    y = c.outputs[0]
-    return (_fit(c, 0, g * (y * (1.0 - y))),)
 
 
 @_backward(leaky_relu, inputs=(0,))

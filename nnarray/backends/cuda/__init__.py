@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from .probe import why_unavailable
 
+#: DLPack device types whose tensors this backend adopts (``CudaDevice.dlpack_types``).
+DLPACK_TYPES = (2, 13)
 _devices: dict = {}
 _count: list[int] = []
 

@@ -22,6 +22,7 @@ PINNED_MIN_BYTES = 1 << 20
 
 class CudaDevice(Device):
     backend = "cuda"
+    dlpack_types = (2, 13)  # kDLCUDA, kDLCUDAManaged
 
     def __init__(self, device_id: int = 0) -> None:
         import cupy
@@ -96,6 +97,11 @@ class CudaDevice(Device):
             pass
 
     # -- the rest ----------------------------------------------------------------------
+    def import_dlpack(self, obj: Any) -> Any:
+        with self.scope:
+            x = self._cp.from_dlpack(obj)
+            return x if x.flags.c_contiguous else self._cp.ascontiguousarray(x)
+
     def synchronize(self) -> None:
         self.scope.synchronize()
 

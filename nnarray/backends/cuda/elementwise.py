@@ -16,12 +16,10 @@ from typing import Any
 import numpy as np
 
 from ... import dtypes
+from .._xp.elementwise import BINARY
 from .scope import register
 
-_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
-           "pow": "power", "maximum": "maximum", "minimum": "minimum", "equal": "equal",
-           "not_equal": "not_equal", "less": "less", "less_equal": "less_equal",
-           "greater": "greater", "greater_equal": "greater_equal"}
+
 def coerce(a: Any, b: Any) -> tuple[Any, Any]:
     """``(a, b)`` with a scalar operand made a numpy scalar of the result dtype."""
     if dtypes.is_scalar(b):
@@ -48,7 +46,7 @@ _SIGMOID_D = "y = (T)(0.5 * tanh(0.5 * (double)x) + 0.5)"
 
 
 def register_elementwise(xp: Any) -> None:
-    for name, uf in _BINARY.items():
+    for name, uf in BINARY.items():
         register(name)(_binary(getattr(xp, uf)))
 
     sig_f = xp.ElementwiseKernel("T x", "T y", _SIGMOID_F, "nna_sigmoid_f")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import cupy
 
-from ...xp_kernels import register_xp_kernels
+from .._xp import register_xp_kernels
 from . import scope
 from .conv import register_conv
 from .elementwise import register_elementwise

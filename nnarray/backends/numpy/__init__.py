@@ -5,6 +5,8 @@ from __future__ import annotations
 from .device import NumpyDevice
 
 _device = NumpyDevice(0)
+#: DLPack device types whose tensors this backend adopts.
+DLPACK_TYPES = NumpyDevice.dlpack_types
 
 
 def why_unavailable() -> str | None:

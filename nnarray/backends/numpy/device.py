@@ -11,6 +11,7 @@ from .pool import HostPool
 class NumpyDevice(Device):
     backend = "numpy"
     is_host = True
+    dlpack_types = (1, 3)  # kDLCPU, kDLCUDAHost (pinned host memory)
 
     def __init__(self, device_id: int = 0) -> None:
         super().__init__(device_id)
@@ -29,6 +30,12 @@ class NumpyDevice(Device):
         return out
 
     to_host = from_host
+
+    def import_dlpack(self, obj):
+        x = np.from_dlpack(obj)
+        if not (x.flags.c_contiguous and x.flags.writeable):
+            x = np.array(x, order="C", copy=True)
+        return x
 
     def describe(self) -> str:
         return f"numpy:0 (host CPU, numpy {np.__version__})"

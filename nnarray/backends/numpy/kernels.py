@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...xp_kernels import register_xp_kernels
+from .._xp import register_xp_kernels
 from . import _device
 
 # Results of 256 Ki elements (1 MiB of float32) or more come from the caching pool.

@@ -20,7 +20,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ...dtypes import promote, ufunc_dtype
+from ...dtypes import promote
+from ...ops.elementwise import unary_dtype
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
 from .device import OpenCLDevice, _by_queue, device_of
@@ -205,46 +206,54 @@ for _n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", *_COMPARE):
     _register_binary(_n)
 
 
-def _unary_expr(name: str, ct: CLType) -> str:
-    if name == "neg":
-        return "-v0"
-    if name == "abs":
-        return "v0" if ct.is_bool else ("fabs(v0)" if ct.is_float else "(v0 < 0 ? -v0 : v0)")
-    if name == "sign":
-        s = f"({ct.calc})((v0 > 0) - (v0 < 0))"
-        return f"(isnan(v0) ? v0 : {s})" if ct.is_float else s
-    if name == "relu":
-        if ct.is_bool:
-            return "v0"
-        return f"((v0 > 0{' || isnan(v0)' if ct.is_float else ''}) ? v0 : ({ct.calc})0)"
-    if name == "sigmoid":  # 0.5 * tanh(x / 2) + 0.5: stable for any x
-        return f"({ct.calc})0.5 * tanh(({ct.calc})0.5 * v0) + ({ct.calc})0.5"
-    return f"{name}(v0)"  # exp log sqrt tanh
+def _abs(ct: CLType) -> str:
+    return "v0" if ct.is_bool else ("fabs(v0)" if ct.is_float else "(v0 < 0 ? -v0 : v0)")
 
 
-_FLOAT_UFUNCS = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh,
-                 "sigmoid": np.exp}
+def _sign(ct: CLType) -> str:
+    s = f"({ct.calc})((v0 > 0) - (v0 < 0))"
+    return f"(isnan(v0) ? v0 : {s})" if ct.is_float else s
 
 
-def _register_unary(name: str) -> None:
-    uf = _FLOAT_UFUNCS.get(name)
+def _relu(ct: CLType) -> str:
+    if ct.is_bool:
+        return "v0"
+    return f"((v0 > 0{' || isnan(v0)' if ct.is_float else ''}) ? v0 : ({ct.calc})0)"
 
+
+def _sigmoid(ct: CLType) -> str:  # 0.5 * tanh(x / 2) + 0.5: stable for any x
+    return f"({ct.calc})0.5 * tanh(({ct.calc})0.5 * v0) + ({ct.calc})0.5"
+
+
+#: The unary table: op name -> OpenCL C expression of ``v0`` (computed in the result
+#: dtype, see ``ops.elementwise.unary_dtype``), or a function of the compute type giving
+#: one. One row per function of the tables in ``nnarray/ops/elementwise.py``.
+UNARY: dict[str, str | Callable[[CLType], str]] = {
+    "neg": "-v0", "abs": _abs, "sign": _sign, "relu": _relu, "sigmoid": _sigmoid,
+    "exp": "exp(v0)", "expm1": "expm1(v0)", "log": "log(v0)", "log1p": "log1p(v0)",
+    "log2": "log2(v0)", "log10": "log10(v0)", "sqrt": "sqrt(v0)", "tanh": "tanh(v0)",
+    "sin": "sin(v0)", "cos": "cos(v0)", "tan": "tan(v0)", "asin": "asin(v0)",
+    "acos": "acos(v0)", "atan": "atan(v0)", "sinh": "sinh(v0)", "cosh": "cosh(v0)",
+}
+
+
+def _register_unary(name: str, expr: str | Callable[[CLType], str]) -> None:
     @register_kernel(name, "opencl")
     def kernel(x, out=None):
         dev = device_of(x)
         key = (name, x.dtype, x.shape, None if out is None else out.dtype)
         p = dev.plans.get(key)
         if p is None:
-            d = x.dtype if uf is None else ufunc_dtype(uf, x.dtype, name)
+            d = unary_dtype(name, x.dtype)
             out_d = d if out is None else out.dtype
             ct = cltype(d)
-            expr = convert(_unary_expr(name, ct), ct, cltype(out_d))
-            p = dev.plans[key] = plan(dev, name, expr, (x,), [ct], x.shape, out_d)
+            e = convert(expr if type(expr) is str else expr(ct), ct, cltype(out_d))
+            p = dev.plans[key] = plan(dev, name, e, (x,), [ct], x.shape, out_d)
         return p.run(dev, (x,), out)
 
 
-for _n in ("neg", "abs", "sign", "relu", "exp", "log", "sqrt", "tanh", "sigmoid"):
-    _register_unary(_n)
+for _n, _e in UNARY.items():
+    _register_unary(_n, _e)
 
 
 @register_kernel("cast", "opencl")

@@ -3,6 +3,7 @@
 ``register_xp_kernels(backend, xp, empty, big)`` registers one kernel per primitive op
 of ``nnarray.ops``. Outputs are fresh C-contiguous arrays; results of ``big`` elements
 or more are written into ``empty(...)`` buffers so a caching allocator can serve them.
+The elementwise families come from the tables in ``elementwise.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import promote
-from .registry import register_kernel
+from ...dtypes import promote
+from ...registry import register_kernel
+from .elementwise import BINARY, UNARY
 
 
 def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> None:
@@ -55,16 +57,10 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
             return out
         reg(name)(k)
 
-    for name, uf in (("add", xp.add), ("sub", xp.subtract), ("mul", xp.multiply),
-                     ("div", xp.true_divide), ("pow", xp.power), ("maximum", xp.maximum),
-                     ("minimum", xp.minimum), ("equal", xp.equal),
-                     ("not_equal", xp.not_equal), ("less", xp.less),
-                     ("less_equal", xp.less_equal), ("greater", xp.greater),
-                     ("greater_equal", xp.greater_equal)):
-        binary(name, uf)
-    for name, uf in (("neg", xp.negative), ("abs", xp.absolute), ("sign", xp.sign),
-                     ("exp", xp.exp), ("log", xp.log), ("sqrt", xp.sqrt), ("tanh", xp.tanh)):
-        unary(name, uf)
+    for name, fn in BINARY.items():
+        binary(name, getattr(xp, fn))
+    for name, fn in UNARY.items():
+        unary(name, getattr(xp, fn))
 
     def _relu(x, out=None):
         if x.dtype == np.bool_:

@@ -1,0 +1,148 @@
+"""The backward pass: d(root)/d(leaf) into every ``need_grad`` leaf's ``.grad``.
+
+Nodes are visited by descending rank; each input gets ``propagate_down`` (``need``); an
+intermediate's gradient is written on first visit and summed after, a leaf's accumulates
+into its ``.grad`` across calls (``Variable._receive_grad``). A static graph's backward
+is traced once into a program (``program.py``) and replayed by the executor; a
+define-by-run graph runs its nodes' rules eagerly, or replays the program of an
+identical earlier graph (same ``signature``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+from .. import context as _context
+from .. import dtypes
+from ..context import _current
+from ..errors import GraphError
+from ..ndarray import NdArray, full
+from . import executor
+from .program import trace
+from .variable import Variable
+
+_FLOATS = dtypes.FLOATS
+_stamps = itertools.count(1)
+
+
+def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
+    """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf."""
+    g = _seed(root, grad)
+    if root._parent is None:
+        if root._need_grad and root.dtype in _FLOATS:
+            root._accumulate(g, True)
+        return
+    plan = executor.plan_of(root)
+    prog = plan.program
+    if prog is None:
+        if not root._parent.dynamic:
+            prog = plan.program = trace(root, plan.backward_order(), plan.order)
+        else:
+            prog = _cached_program(root, plan)
+    if prog is not None:
+        executor.replay(prog, plan.order, g, _current.get(_context._default), clear_buffer)
+        root._grad = g
+        if clear_buffer:
+            for n in plan.order:
+                _after(n, root, True)
+        return
+    stamp = next(_stamps)
+    root._grad = g
+    root._gstamp = stamp
+    for n, need in plan.backward_order():
+        n.run_backward(stamp, need)
+        _after(n, root, clear_buffer)
+
+
+#: Traced programs of define-by-run graphs, by graph signature (a training loop builds the
+#: same graph every iteration; from its second occurrence on, its backward is replayed).
+_local = threading.local()  # per thread: a program's proxies are bound while it replays
+_PROGRAMS_MAX = 32
+
+
+def _cached_program(root: Variable, plan: executor.Plan) -> Any:
+    """The program for a define-by-run graph seen before, tracing it on its second
+    occurrence; ``None``: run the rules eagerly."""
+    sig = signature(root, plan.order)
+    if sig is None:
+        return None
+    _programs = getattr(_local, "programs", None)
+    if _programs is None:
+        _programs = _local.programs = {}
+    prog = _programs.get(sig)
+    if prog is None:
+        if sig not in _programs:
+            if len(_programs) >= _PROGRAMS_MAX:
+                _programs.pop(next(iter(_programs)))
+            _programs[sig] = None  # seen once
+            return None
+        prog = trace(root, plan.backward_order(), plan.order)
+        if not prog.relocatable:
+            return None
+        _programs[sig] = prog
+    return prog
+
+
+def signature(root: Variable, order: list) -> tuple | None:
+    """What a traced backward depends on: ops, attributes, shapes and dtypes, the wiring,
+    and which leaves need gradients (leaves numbered by first use, not by identity)."""
+    pos: dict[int, int] = {}
+    leaves: dict[int, int] = {}
+    parts: list = [root.shape, root.dtype]
+    try:
+        for k, n in enumerate(order):
+            if not n.relocatable:
+                return None
+            pos[id(n)] = k
+            args: list = []
+            for a in n.inputs:
+                if isinstance(a, Variable):
+                    p = a._parent
+                    if p is None:
+                        args.append((leaves.setdefault(id(a), len(leaves)), a.shape, a.dtype,
+                                     a._need_grad))
+                    else:
+                        j = 0 if len(p.outputs) == 1 else \
+                            next(q for q, r in enumerate(p.outputs) if r() is a)
+                        args.append((pos[id(p)], j, a._explicit, a._need_grad))
+                elif isinstance(a, NdArray):
+                    args.append((a.shape, a.dtype))
+                else:
+                    args.append((type(a), a))
+            attrs = n.attrs
+            parts.append((n.function, tuple(args), n.out_metas,
+                          tuple(sorted(attrs.items())) if attrs else ()))
+        sig = tuple(parts)
+        hash(sig)
+    except TypeError:
+        return None
+    return sig
+
+
+def _after(n: Any, root: Variable, clear_buffer: bool) -> None:
+    if clear_buffer:
+        n.release()
+        for r in n.outputs:
+            v = r()
+            if v is not None and v is not root:
+                v._grad = None
+                v._data = None
+
+
+def _seed(root: Variable, grad: Any) -> NdArray:
+    if grad is None:
+        return root.grad
+    if isinstance(grad, NdArray):
+        g = grad
+    elif dtypes.is_scalar(grad):
+        g = root._grad  # reuse the previous seed while it still holds this value
+        if g is None or not g.holds_fill(grad) or g.shape != root.shape:
+            g = full(root.shape, grad, root.dtype)
+        return g
+    else:
+        g = NdArray.from_numpy_array(grad)
+    if g.shape != root.shape:
+        raise GraphError(f"backward: grad has shape {g.shape}, the output has {root.shape}")
+    return g if g.dtype == root.dtype else g.astype(root.dtype)

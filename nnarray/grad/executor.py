@@ -1,0 +1,193 @@
+"""The executor: running a static graph's forward pass and replaying traced programs.
+
+Forward: the nodes behind an output run in topological order as compiled steps (each
+node's ``forward_step``: its kernel resolved once per context, no re-validation, outputs
+kept in the variables' NdArrays). ``clear_buffer`` drops each intermediate after its last
+consumer ran. Replay: a traced backward program (``program.py``) runs on the graph it was
+traced from, or any graph of the same signature: bind the saved forward data, run the
+steps (as one generated function where every step is a plain kernel, ``codegen.py``),
+deliver the gradients. Plans (orders, what to free, programs) are cached on the output
+variable until some ``need_grad`` flag changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import context as _context
+from .. import dtypes
+from ..context import _current
+from ..ndarray import NdArray
+from .codegen import generate
+from .variable import Variable
+
+_FLOATS = dtypes.FLOATS
+_generation = 0
+
+
+def invalidate_plans() -> None:
+    """Forget every cached plan (``need_grad`` changed somewhere)."""
+    global _generation
+    _generation += 1
+
+
+class Plan:
+    """Everything about one output's graph that does not change between iterations."""
+
+    __slots__ = ("generation", "order", "release", "bwd", "program", "steps")
+
+    def __init__(self, root: Variable) -> None:
+        self.generation = _generation
+        self.order = topological(root)
+        self.release = _forward_release(self.order, root)
+        self.bwd: Any = None
+        self.program: Any = None
+        self.steps: Any = None
+
+    def backward_order(self) -> list:
+        """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
+        if self.bwd is None:
+            req: dict[int, bool] = {}
+
+            def requires(v: Any) -> bool:
+                if not isinstance(v, Variable) or v.dtype not in _FLOATS:
+                    return False
+                p = v._parent
+                if p is None:
+                    return v._need_grad
+                return req.get(id(p), False) and (v._need_grad or not v._explicit)
+
+            out = []
+            for n in self.order:
+                need = tuple([requires(a) for a in n.inputs])
+                req[id(n)] = r = n.differentiable and any(need)
+                if r:
+                    out.append((n, need))
+            out.sort(key=lambda e: -e[0].rank)
+            self.bwd = out
+        return self.bwd
+
+
+def topological(root: Variable) -> list:
+    """The nodes behind ``root`` in an order where producers precede consumers."""
+    start = root._parent
+    if start is None:
+        return []
+    order, seen, stack = [], set(), [(start, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            order.append(n)
+            continue
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.append((n, True))
+        for a in reversed(n.inputs):
+            p = a._parent if isinstance(a, Variable) else None
+            if p is not None and id(p) not in seen:
+                stack.append((p, False))
+    return order
+
+
+def _forward_release(order: list, root: Variable) -> list:
+    """Per node: the intermediate variables whose last consumer it is (clear_buffer)."""
+    last: dict[int, tuple[int, Variable]] = {}
+    for i, n in enumerate(order):
+        for a in n.inputs:
+            if isinstance(a, Variable) and a._parent is not None and a is not root:
+                last[id(a)] = (i, a)
+    rel: list[list] = [[] for _ in order]
+    for i, a in last.values():
+        rel[i].append(a)
+    return rel
+
+
+def plan_of(root: Variable) -> Plan:
+    p = root._plan
+    if p is None or p.generation != _generation:
+        p = root._plan = Plan(root)
+    return p
+
+
+def forward(root: Variable, clear_buffer: bool = False) -> None:
+    """Run the graph behind ``root`` (kernels resolved once per node and context)."""
+    plan = plan_of(root)
+    ctx = _current.get(_context._default)
+    steps = plan.steps
+    if steps is None or steps[0] is not ctx:
+        steps = plan.steps = (ctx, [n.forward_step(ctx, True) for n in plan.order])
+    if not clear_buffer:
+        for step in steps[1]:
+            step()
+        return
+    for step, rel in zip(steps[1], plan.release):
+        step()
+        for v in rel:
+            v._data = None
+
+
+# -- replaying traced programs ---------------------------------------------------------
+def _skipped(prog: Any) -> set:
+    """Invariant steps whose inputs are unchanged since the last replay."""
+    changed = set()
+    for j, v in enumerate(prog.inv_proxies):
+        d, last = v._data, prog.inv_last[j]
+        if last is None or last[0] is not d or last[1] != d.version:
+            changed.add(id(v))
+            prog.inv_last[j] = (d, d.version)
+    return {s for s, out, d in prog.inv_steps if out._data is not None and not (d & changed)}
+
+
+def _compile(prog: Any, ctx: Any) -> tuple:
+    """``(ctx, per-step closures, generated function or None)`` for replaying ``prog``."""
+    steps = [st.forward_step(ctx, False) for st in prog.steps]
+    results = {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter}
+    fused = generate(prog.steps, {s for s, _, _ in prog.inv_steps}, results, ctx)
+    return ctx, steps, fused
+
+
+def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool) -> None:
+    """Run a traced program on the graph whose forward order is ``nodes``: check and bind
+    its saved data, run the steps, deliver the gradients."""
+    for k in prog.checks:
+        nodes[k].check()
+    for v, k, i in prog.binds:
+        n = nodes[k]
+        v._data = n.saved_inputs[i] if i >= 0 else n.saved_outputs[-1 - i]
+    prog.seed._data = seed
+    skip = _skipped(prog) if prog.inv_steps else ()
+    compiled = prog.compiled
+    if compiled is None or compiled[0] is not ctx:
+        compiled = prog.compiled = _compile(prog, ctx)
+    _, steps, fused = compiled
+    if fused is not None:
+        for s, _, _ in prog.inv_steps:
+            if s not in skip:
+                steps[s]()
+        fused()
+        if clear_buffer:
+            for k in prog.checks:
+                nodes[k].release()
+    else:
+        release = prog.release if clear_buffer else None
+        for s, step in enumerate(steps):
+            if s not in skip:
+                step()
+            if release is not None:
+                for a in release[s]:
+                    if type(a) is Variable:
+                        a._data = None
+                    else:
+                        nodes[a].release()
+    for k, i, gv, shared in prog.leaves:
+        nodes[k].inputs[i]._accumulate(gv._data, shared)
+    for k, i, gv in prog.inter:
+        nodes[k].inputs[i]._grad = None if clear_buffer else gv._data
+    for _, _, gv in prog.inter:
+        gv._data = None
+    for _, _, gv, _ in prog.leaves:
+        gv._data = None
+    for v, _, _ in prog.binds:
+        v._data = None
+    prog.seed._data = None

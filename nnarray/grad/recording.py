@@ -1,0 +1,132 @@
+"""Recording: how an op called on Variables builds the graph (``GraphValue._record``).
+
+Static mode (the default) adds a node whose outputs have the inferred shapes and runs
+nothing; ``auto_forward`` runs the op now and adds a node only where a gradient can
+flow; ``no_grad`` runs it and records nothing. While a backward pass is traced into a
+program, static nodes are also appended to the ``tape``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import weakref
+from typing import Any
+
+import numpy as np
+
+from .. import context as _context
+from ..context import _current
+from ..ndarray import NdArray
+from ..ops.op import execute
+from ..registry import cache as _kernel_cache
+from . import modes
+from .node import Node
+from .variable import Variable, _make
+
+_mode = modes.mode
+_wref = weakref.ref
+
+#: The list new static nodes are appended to while a backward program is traced.
+tape: contextvars.ContextVar[list | None] = contextvars.ContextVar("nnarray_tape", default=None)
+
+
+def _rank_after(rank: int, x: Variable) -> int:
+    p = x._parent
+    return p.rank + 1 if p is not None and p.rank >= rank else rank
+
+
+def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
+    """The graph hook of ``op`` called with Variable inputs (see the module docstring)."""
+    m = _mode.get()
+    need = False
+    rank = 0
+    if m == modes.STATIC:
+        args = []
+        for x in inputs:
+            if isinstance(x, Variable):
+                need = need or x._need_grad
+                rank = _rank_after(rank, x)
+            elif type(x) is np.ndarray:  # a numpy operand is a constant
+                x = NdArray.from_numpy_array(x)
+            args.append(x)
+        node = Node(op, tuple(args), attrs, metas, rank)
+        need = need and op.differentiable
+        outs = [_make(s, d, None, None, need, node) for s, d in metas]
+        node.outputs = tuple([_wref(v) for v in outs])
+        t = tape.get()
+        if t is not None:
+            t.append(node)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    datas = []
+    np_seen = False
+    for x in inputs:
+        if isinstance(x, Variable):
+            if x._need_grad:
+                need = True
+                rank = _rank_after(rank, x)
+            datas.append(x.data)
+        elif type(x) is np.ndarray:  # a numpy operand is a constant
+            np_seen = True
+            datas.append(NdArray.from_numpy_array(x))
+        else:
+            datas.append(x)
+    res = execute(op.name, datas, attrs, metas)
+    single = len(metas) == 1
+    outs = (res,) if single else res
+    if m == modes.NO_GRAD or not need or not op.differentiable:
+        vs = [_make(o.shape, o.dtype, o, None, False) for o in outs]
+    else:
+        args = tuple([d if type(x) is np.ndarray else x for x, d in zip(inputs, datas)]) \
+            if np_seen else tuple(inputs)
+        vs = _dynamic_node(op, args, attrs, metas, rank, datas, outs)
+    return vs[0] if single else tuple(vs)
+
+
+def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, datas: Any,
+                  outs: Any) -> list:
+    """Record an already computed application (``auto_forward``): its outputs."""
+    node = Node(op, inputs, attrs, metas, rank)
+    node.dynamic = True
+    node.save(datas, outs)
+    vs = [_make(o.shape, o.dtype, o, None, True, node) for o in outs]
+    node.outputs = tuple([_wref(v) for v in vs])
+    return vs
+
+
+_binary_metas: dict[tuple, tuple] = {}
+
+
+def record_binary(op: Any, a: Any, b: Any) -> Any:
+    """``record`` for a two-operand elementwise op, with its inference cached by shapes
+    and dtypes (Python scalars by type), which is all such an op depends on; under
+    ``auto_forward`` the cached plain Kernel runs directly."""
+    ta, tb = type(a), type(b)
+    if ta is Variable:
+        kb = (b.shape, b.dtype) if tb is Variable else tb if tb is float or tb is int else None
+        key = (op, a.shape, a.dtype, kb) if kb is not None else None
+    else:
+        key = (op, ta, b.shape, b.dtype) if tb is Variable and (ta is float or ta is int) \
+            else None
+    metas = _binary_metas.get(key) if key is not None else None
+    if metas is None:
+        metas = op.infer((a, b), {})
+        if key is not None and len(_binary_metas) < 4096:
+            _binary_metas[key] = metas
+    if key is None or _mode.get() != modes.AUTO:
+        return record(op, (a, b), {}, metas)
+    t = _kernel_cache.get(_current.get(_context._default))
+    k = t.get(op.name) if t is not None else None
+    if k is None or not k.plain:
+        return record(op, (a, b), {}, metas)
+    da = a.data if ta is Variable else a
+    db = b.data if tb is Variable else b
+    out = k.run2(da, db, metas[0]) if type(da) is NdArray else k.run((da, db), {}, metas)
+    need = (ta is Variable and a._need_grad) or (tb is Variable and b._need_grad)
+    if not need or not op.differentiable:
+        return _make(out.shape, out.dtype, out, None, False)
+    rank = 0
+    if ta is Variable:
+        rank = _rank_after(rank, a)
+    if tb is Variable:
+        rank = _rank_after(rank, b)
+    return _dynamic_node(op, (a, b), {}, metas, rank, (da, db), (out,))[0]

@@ -1,0 +1,112 @@
+"""Kernel: one op's implementation resolved for one context, and the one way to run it.
+
+The registry hands out a ``Kernel`` per (context, op). Every dispatch site (eager ops,
+operators, in-place updates, the graph executor and the generated backward code) runs
+kernels through it, so that reading inputs on the right device, counting fallbacks,
+wrapping or adopting outputs with the op's inferred ``(shape, dtype)`` and the
+``NNARRAY_DEBUG`` output check happen in one place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .device import Device
+from .ndarray import NdArray
+
+#: Check every kernel's output against the inferred shape and dtype (tests enable it).
+DEBUG = os.environ.get("NNARRAY_DEBUG", "") not in ("", "0")
+
+Meta = tuple[tuple[int, ...], np.dtype]
+
+#: ``{(op, from_backend, to_backend): count}`` of runs that fell back.
+fallback_counts: dict[tuple[str, str, str], int] = {}
+
+_wrap = NdArray._wrap
+
+
+class Kernel:
+    """``fn`` running ``op`` on ``device``.
+
+    ``fallback`` is ``(op, context backend, kernel backend)`` when the context's backend
+    has no kernel and another one's runs instead (counted on every run), else ``None``.
+    A ``composite`` kernel is written with ``F`` on NdArrays (no device of its own).
+    ``plain`` (neither) kernels take native arrays and may be called directly.
+    """
+
+    __slots__ = ("op", "fn", "device", "fallback", "composite", "plain")
+
+    def __init__(self, op: str, fn: Callable, device: Device, fallback: Any = None,
+                 composite: bool = False) -> None:
+        self.op = op
+        self.fn = fn
+        self.device = device
+        self.fallback = fallback
+        self.composite = composite
+        self.plain = fallback is None and not composite
+
+    def run(self, inputs: Sequence, attrs: dict, metas: tuple,
+            into: Sequence | None = None) -> Any:
+        """Run on NdArray (or scalar) inputs. Outputs become new NdArrays with the op's
+        inferred metas, or are adopted by the NdArrays of ``into`` (``None`` entries make
+        new ones); one output is returned bare, several as a tuple."""
+        if self.composite:
+            return self.fn(*inputs, **attrs)
+        if self.fallback is not None:
+            fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
+        dev = self.device
+        out = self.fn(*[x.native(dev) if type(x) is NdArray else x for x in inputs], **attrs)
+        if len(metas) == 1:
+            return self.emit(out, metas[0], into[0] if into else None)
+        return tuple([self.emit(o, m, into[i] if into else None)
+                      for i, (o, m) in enumerate(zip(out, metas))])
+
+    def run2(self, a: NdArray, b: Any, meta: Meta) -> NdArray:
+        """The specialised fast path of a plain two-operand kernel: ``a`` an NdArray,
+        ``b`` an NdArray or a Python scalar, one output."""
+        dev = self.device
+        out = self.fn(a.native(dev), b.native(dev) if type(b) is NdArray else b)
+        if DEBUG:
+            self.check(out, meta)
+        return _wrap(out, dev, meta)
+
+    def run_into(self, target: NdArray, inputs: Sequence, attrs: dict,
+                 mode: str = "rw") -> NdArray:
+        """Run a kernel that takes ``out=`` with ``target``'s copy (accessed for
+        ``mode``: ``'rw'`` for in-place updates, ``'w'`` to overwrite) as the output."""
+        if self.fallback is not None:
+            fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
+        dev = self.device
+        xs = [x.native(dev) if type(x) is NdArray else x for x in inputs]
+        self.fn(*xs, out=target.native(dev, mode), **attrs)
+        return target
+
+    def emit(self, out: Any, meta: Meta, into: NdArray | None = None) -> NdArray:
+        """``out`` (a fresh native array of the device) as an NdArray: adopted by
+        ``into`` when given, else wrapped in a new one."""
+        if DEBUG:
+            self.check(out, meta)
+        if into is None:
+            return _wrap(out, self.device, meta)
+        into.adopt(self.device, out)
+        return into
+
+    def check(self, out: Any, meta: Meta) -> None:
+        """The debug check: ``out`` has the inferred shape and dtype, C-contiguous."""
+        shape, dtype = meta
+        if tuple(out.shape) != shape or np.dtype(out.dtype) != dtype:
+            raise AssertionError(f"kernel {self.op!r} on {self.device.key} returned "
+                                 f"{tuple(out.shape)} {out.dtype}, the spec says {shape} {dtype}")
+        flags = getattr(out, "flags", None)
+        if flags is not None and not flags.c_contiguous:
+            raise AssertionError(f"kernel {self.op!r} on {self.device.key} returned a "
+                                 "non-C-contiguous array")
+
+    def __repr__(self) -> str:
+        how = " composite" if self.composite else \
+            f" fallback from {self.fallback[1]}" if self.fallback else ""
+        return f"<Kernel {self.op} on {self.device.key}{how}>"
