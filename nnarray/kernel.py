@@ -17,6 +17,7 @@ import numpy as np
 
 from .device import Device
 from .ndarray import NdArray
+from .synced import binary_runner
 
 #: Check every kernel's output against the inferred shape and dtype (tests enable it).
 DEBUG = os.environ.get("NNARRAY_DEBUG", "") not in ("", "0")
@@ -36,9 +37,11 @@ class Kernel:
     has no kernel and another one's runs instead (counted on every run), else ``None``.
     A ``composite`` kernel is written with ``F`` on NdArrays (no device of its own).
     ``plain`` (neither) kernels take native arrays and may be called directly.
+    ``run2(a, b, meta)`` is the one specialised fast path (plain kernels with two operands
+    and one output, such as ``F.add``): ``a`` an NdArray, ``b`` an NdArray or a scalar.
     """
 
-    __slots__ = ("op", "fn", "device", "fallback", "composite", "plain")
+    __slots__ = ("op", "fn", "device", "fallback", "composite", "plain", "run2")
 
     def __init__(self, op: str, fn: Callable, device: Device, fallback: Any = None,
                  composite: bool = False) -> None:
@@ -48,6 +51,8 @@ class Kernel:
         self.fallback = fallback
         self.composite = composite
         self.plain = fallback is None and not composite
+        self.run2 = binary_runner(fn, device, NdArray, self.check if DEBUG else None) \
+            if self.plain else lambda a, b, meta: self.run((a, b), {}, (meta,))
 
     def run(self, inputs: Sequence, attrs: dict, metas: tuple,
             into: Sequence | None = None) -> Any:
@@ -64,15 +69,6 @@ class Kernel:
             return self.emit(out, metas[0], into[0] if into else None)
         return tuple([self.emit(o, m, into[i] if into else None)
                       for i, (o, m) in enumerate(zip(out, metas))])
-
-    def run2(self, a: NdArray, b: Any, meta: Meta) -> NdArray:
-        """The specialised fast path of a plain two-operand kernel: ``a`` an NdArray,
-        ``b`` an NdArray or a Python scalar, one output."""
-        dev = self.device
-        out = self.fn(a.native(dev), b.native(dev) if type(b) is NdArray else b)
-        if DEBUG:
-            self.check(out, meta)
-        return _wrap(out, dev, meta)
 
     def run_into(self, target: NdArray, inputs: Sequence, attrs: dict,
                  mode: str = "rw") -> NdArray:

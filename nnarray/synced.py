@@ -240,3 +240,33 @@ class SyncedArray:
     def devices(self) -> list[str]:
         """Context strings whose copies are current."""
         return [d.key for d in self._copies]
+
+
+def binary_runner(fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
+    """``run2(a, b, meta)``: the two-operand fast path of a plain kernel ``fn`` on
+    ``dev`` (``a`` an array of ``cls``, ``b`` one or a scalar; one output of ``meta``).
+    It lives here because it reads and builds copies directly: F.add on tiny arrays is
+    all dispatch, and these few lines are most of it."""
+    def run2(a: Any, b: Any, meta: tuple) -> Any:
+        x = a._copies.get(dev)
+        if x is None:
+            x = a._sync(dev, False)
+        if type(b) is cls:
+            y = b._copies.get(dev)
+            if y is None:
+                y = b._sync(dev, False)
+            r = fn(x, y)
+        else:
+            r = fn(x, b)
+        if check is not None:
+            check(r, meta)
+        o = _new(cls)
+        o.shape, o.dtype = meta
+        o._copies = {dev: r}
+        o._stale = None
+        o._head = dev
+        o._fill = _NO_FILL
+        o.version = 0
+        return o
+    return run2
+

@@ -118,15 +118,27 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
     k = t.get(op.name) if t is not None else None
     if k is None or not k.plain:
         return record(op, (a, b), {}, metas)
-    da = a.data if ta is Variable else a
+    if ta is Variable:
+        da = a._data
+        if da is None:
+            da = a.data
+        out = k.run2(da, b if tb is not Variable else b._data if b._data is not None
+                     else b.data, metas[0])
+    else:
+        da = a
+        out = k.run((a, b.data), {}, metas)
     db = b.data if tb is Variable else b
-    out = k.run2(da, db, metas[0]) if type(da) is NdArray else k.run((da, db), {}, metas)
-    need = (ta is Variable and a._need_grad) or (tb is Variable and b._need_grad)
-    if not need or not op.differentiable:
+    if not ((ta is Variable and a._need_grad) or (tb is Variable and b._need_grad)) or \
+            not op.differentiable:
         return _make(out.shape, out.dtype, out, None, False)
     rank = 0
-    if ta is Variable:
-        rank = _rank_after(rank, a)
-    if tb is Variable:
-        rank = _rank_after(rank, b)
-    return _dynamic_node(op, (a, b), {}, metas, rank, (da, db), (out,))[0]
+    if ta is Variable and a._parent is not None:
+        rank = a._parent.rank + 1
+    if tb is Variable and b._parent is not None and b._parent.rank >= rank:
+        rank = b._parent.rank + 1
+    node = Node(op, (a, b), {}, metas, rank)
+    node.dynamic = True
+    node.save((da, db), (out,))
+    v = _make(out.shape, out.dtype, out, None, True, node)
+    node.outputs = (_wref(v),)
+    return v

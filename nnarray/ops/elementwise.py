@@ -149,15 +149,17 @@ class BinaryOp(Op):
         if type(a) is NdArray:
             tb = type(b)
             if tb is NdArray:
-                key = (a.dtype, b.dtype) if a.shape == b.shape else None
+                d = self._pcache.get((a.dtype, b.dtype)) if a.shape == b.shape else None
+            elif tb is float or tb is int:
+                d = self._pcache.get((a.dtype, tb))
             else:
-                key = (a.dtype, tb) if tb is float or tb is int else None
-            d = self._pcache.get(key) if key is not None else None
+                d = None
             if d is not None:
                 t = _kernel_cache.get(_current.get(_context._default))
-                k = t.get(self.name) if t is not None else None
-                if k is not None and k.plain:
-                    return k.run2(a, b, (a.shape, d))
+                if t is not None:
+                    k = t.get(self.name)
+                    if k is not None:
+                        return k.run2(a, b, (a.shape, d))
         if isinstance(a, GraphValue):
             return a._record_binary(self, a, b)
         if isinstance(b, GraphValue):

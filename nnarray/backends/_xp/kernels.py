@@ -33,14 +33,13 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         xp.copyto(out, view)
         return out
 
-    def size(a: Any) -> int:
-        return getattr(a, "size", 0)
-
     def binary(name: str, uf: Any) -> None:
         def k(a, b, out=None):
             if out is None:
-                if size(a) < big and size(b) < big:
-                    return fresh(uf(a, b))
+                if (a.size if type(a) is nd else 0) < big and \
+                        (b.size if type(b) is nd else 0) < big:
+                    r = uf(a, b)
+                    return r if type(r) is nd else xp.asarray(r)
                 out = empty(np.broadcast_shapes(np.shape(a), np.shape(b)),
                             xp.result_type(a, b))
             uf(a, b, out=out)
