@@ -107,42 +107,51 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
     through memory. Either way the stores write only the columns this work-item owns.
     """
     nr = vw * nv
-    if vw == 1:
-        v, vload, vstore = t, "{1}[{0}]".format, None
-    else:
-        v, vload, vstore = f"{t}{vw}", f"vload{vw}(0, {{1}} + {{0}})".format, f"vstore{vw}"
+    v = t if vw == 1 else f"{t}{vw}"
+    comp = [""] if vw == 1 else [f".s{e:x}" for e in range(vw)]
+
+    def vload(off: str) -> str:  # a vector from consecutive scalars: one unaligned load
+        return f"bp[{off}]" if vw == 1 else f"({v})(" + ", ".join(
+            f"bp[{off} + {e}]" for e in range(vw)) + ")"
+
     lines = [_header(t), f"__kernel void gemm({_ARGS})", "{",
              f"  const int j0 = get_global_id({int(rows_first)}) * {nr};",
              f"  const int i0 = get_global_id({int(not rows_first)}) * {mr};",
              _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
-    lines += [f"  const __global T* a{r} = A + (long)min(i0 + {r}, m - 1) * k;" for r in range(mr)]
+    lines += [f"  const __global T* a{r} = A + (long)(i0 + {r} < m ? i0 + {r} : m - 1) * k;"
+              for r in range(mr)]
     if packed:
         lines += [f"  const int s{q} = {q * vw};" for q in range(nv)]
         lines += ["  const __global T* bp = B + (long)j0 * k;",
                   f"  for (int p = 0; p < k; ++p, bp += {nr}) {{"]
     else:
-        lines += [f"  const int s{q} = min(j0 + {q * vw}, n - {vw});" for q in range(nv)]
+        lines += [f"  const int s{q} = j0 + {q * vw} < n - {vw} ? j0 + {q * vw} : n - {vw};"
+                  for q in range(nv)]
         lines += ["  const __global T* bp = B;", "  for (int p = 0; p < k; ++p, bp += n) {"]
     lines[-1:-1] = [f"  {v} c{r}_{q} = 0;" for r in range(mr) for q in range(nv)]
-    lines += [f"    const {v} b{q} = {vload(f's{q}', 'bp')};" for q in range(nv)]
+    lines += [f"    const {v} b{q} = {vload(f's{q}')};" for q in range(nv)]
     for r in range(mr):
         lines.append(f"    const {v} x{r} = ({v})(a{r}[p]);")
-        lines += [f"    c{r}_{q} = fma(x{r}, b{q}, c{r}_{q});" for q in range(nv)]
+        # a * b + c, not fma(): LLVM contracts it to an FMA instruction all the same, while
+        # fma() is a call into pocl's builtin library, which is not inlined where that
+        # library was built for another CPU than the kernel (Zen with pocl's AVX2 library)
+        lines += [f"    c{r}_{q} = x{r} * b{q} + c{r}_{q};" for q in range(nv)]
     lines.append("  }")
     for r in range(mr):
         lines.append(f"  if (i0 + {r} < m) {{")
         lines.append(f"    __global T* cr = C + (long)(i0 + {r}) * n + j0;")
         lines.append("    const int nc = n - j0;")
         for q in range(nv):
-            # c{r}_{q} holds columns (packed ? j0 : 0) + s{q} + [0, vw) of the row
+            # c{r}_{q} holds columns (packed ? j0 : 0) + s{q} + [0, vw) of the row; a
+            # shifted edge vector stores only its columns not stored by vector q-1
             first = f"s{q} - j0" if not packed else f"s{q}"
-            if vstore is None:
-                lines.append(f"    if ({q} < nc) cr[{q}] = c{r}_{q};")
-                continue
-            lines.append(f"    if ({(q + 1) * vw} <= nc) {vstore}(c{r}_{q}, 0, cr + {q * vw});")
-            lines.append(f"    else if ({q * vw} < nc) {{ T tmp[{vw}]; "
-                         f"{vstore}(c{r}_{q}, 0, tmp); "
-                         f"for (int j = {q * vw}; j < nc; ++j) cr[j] = tmp[j - ({first})]; }}")
+            lines.append(f"    if ({(q + 1) * vw} <= nc) {{ "
+                         + " ".join(f"cr[{q * vw + e}] = c{r}_{q}{comp[e]};"
+                                    for e in range(vw)) + " }")
+            lines.append(f"    else if ({q * vw} < nc) {{ const int f = {first}; "
+                         + " ".join(f"if (f + {e} >= {q * vw} && f + {e} < nc) "
+                                    f"cr[f + {e}] = c{r}_{q}{comp[e]};" for e in range(vw))
+                         + " }")
         lines.append("  }")
     lines.append("}")
     if packed:
