@@ -188,7 +188,7 @@ def test_params_shrink_to_small_matrices(env):
 
 
 # -- choosing CPU parameters from what the device reports ------------------------------------
-AVX2_F32 = {"kind": "reg", "mr": 6, "vw": 8, "nv": 2, "lx": 1, "ly": 1}
+AVX2_F32 = {"kind": "reg", "mr": 6, "vw": 8, "nv": 2, "lx": 1, "ly": 4}
 
 
 @pytest.mark.parametrize("dtype,width,expected", [
