@@ -152,7 +152,10 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
         return f"bp[{off}]" if vw == 1 else f"({v})(" + ", ".join(
             f"bp[{off} + {e}]" for e in range(vw)) + ")"
 
-    lines = [_header(t), f"__kernel void gemm({_ARGS})", "{",
+    # full vectors are stored through a vector type of the scalar's alignment (one unaligned
+    # store; component by component, LLVM emits one extract and store per element)
+    vstore = f"typedef {v} __attribute__((aligned({_SIZE[t]}))) {v}_u;\n" if vw > 1 else ""
+    lines = [_header(t) + vstore, f"__kernel void gemm({_ARGS})", "{",
              f"  const int j0 = get_global_id({int(rows_first)}) * {nr};",
              f"  const int i0 = get_global_id({int(not rows_first)}) * {mr};",
              _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
@@ -183,9 +186,9 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
             # c{r}_{q} holds columns (packed ? j0 : 0) + s{q} + [0, vw) of the row; a
             # shifted edge vector stores only its columns not stored by vector q-1
             first = f"s{q} - j0" if not packed else f"s{q}"
-            lines.append(f"    if ({(q + 1) * vw} <= nc) {{ "
-                         + " ".join(f"cr[{q * vw + e}] = c{r}_{q}{comp[e]};"
-                                    for e in range(vw)) + " }")
+            full = (f"*(__global {v}_u*)(cr + {q * vw}) = c{r}_{q};" if vw > 1
+                    else f"cr[{q}] = c{r}_{q};")
+            lines.append(f"    if ({(q + 1) * vw} <= nc) {full}")
             lines.append(f"    else if ({q * vw} < nc) {{ const int f = {first}; "
                          + " ".join(f"if (f + {e} >= {q * vw} && f + {e} < nc) "
                                     f"cr[f + {e}] = c{r}_{q}{comp[e]};" for e in range(vw))
