@@ -153,7 +153,7 @@ KINDS = {
     "reg_rows_first": dict(G.CPU_PARAMS["float"], mr=3, vw=4, nv=2, rows_first=True),
     "reg_scalar": dict(G.CPU_PARAMS["float"], mr=2, vw=1, nv=3),
     "reg_packed": dict(G.CPU_PARAMS["float"], mr=3, vw=4, nv=2, packed=True, rows_first=True),
-    "reg_packed_tuned": dict(G.CPU_PARAMS["float"], packed=True),
+    "reg_packed_tuned": dict(G.CPU_PARAMS["float"], packed=True, rows_first=True),
     "tiled_gpu": G.GPU_PARAMS["float"],
     "tiled_small": dict(G.GPU_PARAMS["float"], tm=16, tn=32, tk=8, wm=2, wn=4),
 }
