@@ -155,7 +155,11 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
     # full vectors are stored through a vector type of the scalar's alignment (one unaligned
     # store; component by component, LLVM emits one extract and store per element)
     vstore = f"typedef {v} __attribute__((aligned({_SIZE[t]}))) {v}_u;\n" if vw > 1 else ""
-    lines = [_header(t) + vstore, f"__kernel void gemm({_ARGS})", "{",
+    # min_vector_width: without it LLVM may split the vectors into halves for CPUs that it
+    # prefers to run at 256 bits (skylake-avx512: 56 ymm accumulators instead of 28 zmm).
+    # The builtins this kernel no longer calls used to carry the attribute into it.
+    width = f" __attribute__((min_vector_width({vw * _SIZE[t] * 8})))" if vw > 1 else ""
+    lines = [_header(t) + vstore, f"__kernel{width} void gemm({_ARGS})", "{",
              f"  const int j0 = get_global_id({int(rows_first)}) * {nr};",
              f"  const int i0 = get_global_id({int(not rows_first)}) * {mr};",
              _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
