@@ -46,8 +46,8 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
     "double": {"kind": "reg", "mr": 8, "vw": 8, "nv": 3, "lx": 1, "ly": 1},
 }
 #: For narrower vectors (AVX/AVX2, SSE: 16 vector registers): 6 rows x 2 vectors, i.e. 12
-#: accumulators + 2 B vectors + 1 broadcast of A = 15 registers; the AVX-512 tile needs 60
-#: ymm registers there and spills. Measured on pocl 3.0 (Zen, AVX2, 2 cores), per CPU-second
+#: accumulators + 2 B vectors + 1 broadcast of A = 15 registers; the AVX-512 tile needs 56
+#: ymm accumulators there and spills. Measured on pocl 3.0 (Zen, AVX2, 2 cores), per CPU-second
 #: at 1024^3 float32: 6x2 packed 32 GFLOP/s, 4x3 packed 31, 6x2 unpacked 26, 4x3 24,
 #: 8x1 19, the AVX-512 tile 16; float64 512^3: 6x2 and 4x3 packed 16, AVX-512 tile 9.
 #: Work-groups of 4 along y (rows in place, column panels packed): 1024^3 unpacked 25 vs 18
