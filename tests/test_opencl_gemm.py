@@ -101,8 +101,7 @@ def test_mlp_shapes(env):
 
 def test_packed_path_batched(env, monkeypatch):
     """The packed path as params_for picks it (thresholds lowered), batched and broadcast."""
-    monkeypatch.setattr(G, "PACK_WORK", 1)
-    monkeypatch.setattr(G, "PACK_MIN_M", 1)
+    monkeypatch.setattr(G, "PACK_AT", {r: (1, 1) for r in G.PACK_AT})
     gemm = env[2]
     gemm._plans.clear()
     try:
@@ -154,7 +153,7 @@ KINDS = {
     "reg_rows_first": dict(G.CPU_PARAMS["float"], mr=3, vw=4, nv=2, rows_first=True),
     "reg_scalar": dict(G.CPU_PARAMS["float"], mr=2, vw=1, nv=3),
     "reg_packed": dict(G.CPU_PARAMS["float"], mr=3, vw=4, nv=2, packed=True, rows_first=True),
-    "reg_packed_tuned": dict(G.CPU_PARAMS["float"], packed=True),
+    "reg_packed_tuned": dict(G.CPU_PARAMS["float"], packed=True, rows_first=True),
     "tiled_gpu": G.GPU_PARAMS["float"],
     "tiled_small": dict(G.GPU_PARAMS["float"], tm=16, tn=32, tk=8, wm=2, wn=4),
 }
@@ -181,9 +180,92 @@ def test_params_shrink_to_small_matrices(env):
         pytest.skip("register tiles are the CPU kernel")
     p = gemm.params_for("float", 2, 3, 4)
     assert (p["mr"], p["vw"], p["nv"]) == (2, 2, 2)
-    assert gemm.params_for("float", 1024, 1024, 1024) == G.CPU_PARAMS["float"]
+    tuned = gemm.params["float"]
+    assert tuned == G.cpu_params("float", G.device_vector_width(gemm.device, "float"))
+    assert gemm.params_for("float", 200, 256, 256) == tuned
     huge = gemm.params_for("float", 2048, 2048, 2048)
-    assert huge == dict(G.CPU_PARAMS["float"], packed=True, rows_first=True)
+    assert huge == dict(tuned, packed=True, rows_first=True)
+
+
+# -- choosing CPU parameters from what the device reports ------------------------------------
+AVX2_F32 = {"kind": "reg", "mr": 6, "vw": 8, "nv": 2, "lx": 1, "ly": 4}
+
+
+@pytest.mark.parametrize("dtype,width,expected", [
+    ("float", 16, G.CPU_PARAMS["float"]),    # AVX-512: the tile tuned there, unchanged
+    ("double", 8, G.CPU_PARAMS["double"]),
+    ("float", 32, G.CPU_PARAMS["float"]),    # wider than 512 bits: capped
+    ("float", 8, AVX2_F32),                  # AVX/AVX2: 16 ymm registers
+    ("double", 4, dict(AVX2_F32, vw=4)),
+    ("float", 4, dict(AVX2_F32, vw=4)),      # SSE
+    ("float", 12, AVX2_F32),                 # not a power of two: rounded down
+    ("float", 1, dict(AVX2_F32, vw=1)),
+    ("double", 0, dict(AVX2_F32, vw=1)),     # no fp64 (width 0): never used, but defined
+], ids=lambda x: str(x) if not isinstance(x, dict) else "")
+def test_cpu_params_from_vector_width(dtype, width, expected):
+    assert G.cpu_params(dtype, width) == expected
+    assert G.vector_registers(dtype, expected["vw"]) == (32 if expected["mr"] > 6 else 16)
+
+
+class _FakeCPU:
+    """What Gemm reads of a device, for CPUs that this machine is not."""
+
+    def __init__(self, preferred, native):
+        self.type = cl.device_type.CPU
+        self.extensions = "cl_khr_fp64"
+        self.name = "fake"
+        self.max_work_group_size = 4096
+        for t, w in zip(("float", "double"), preferred):
+            setattr(self, f"preferred_vector_width_{t}", w)
+        for t, w in zip(("float", "double"), native):
+            setattr(self, f"native_vector_width_{t}", w)
+
+
+@pytest.mark.parametrize("preferred,native,float_p,double_p", [
+    ((16, 8), (16, 8), G.CPU_PARAMS["float"], G.CPU_PARAMS["double"]),  # pocl, AVX-512
+    ((8, 4), (8, 4), AVX2_F32, dict(AVX2_F32, vw=4)),                     # pocl, AVX2
+    ((1, 1), (8, 4), AVX2_F32, dict(AVX2_F32, vw=4)),  # a driver preferring scalars
+    ((1, 1), (16, 8), G.CPU_PARAMS["float"], G.CPU_PARAMS["double"]),
+], ids=["avx512", "avx2", "avx2-preferred-1", "avx512-preferred-1"])
+def test_gemm_selects_by_device_properties(preferred, native, float_p, double_p):
+    gemm = G.Gemm(None, _FakeCPU(preferred, native))
+    assert gemm.params == {"float": float_p, "double": double_p}
+    packed = dict(float_p, packed=True, rows_first=True)
+    if float_p is G.CPU_PARAMS["float"]:  # AVX-512: as before, packed from 2^32 with m >= 512
+        assert gemm.params_for("float", 1024, 1024, 1024) == float_p
+        assert gemm.params_for("float", 1024, 2048, 2048) == packed
+        assert gemm.params_for("float", 256, 4096, 4096) == float_p
+    else:  # 16 registers: packed from 512^3 with m >= 256
+        assert gemm.params_for("float", 512, 512, 512) == packed
+        assert gemm.params_for("float", 1024, 1024, 1024) == packed
+        assert gemm.params_for("float", 256, 256, 256) == float_p
+        assert gemm.params_for("float", 1000, 1000, 64) == float_p
+        assert gemm.params_for("float", 128, 1024, 1024) == float_p
+    assert gemm.params_for("float", 64, 1000, 100) == float_p  # MLP layer: whole tile
+    small = gemm.params_for("float", 64, 10, 100)
+    assert (small["mr"], small["vw"]) == (min(float_p["mr"], 64), 8)
+
+
+#: Every register tile cpu_params can return for a real x86 device, by (dtype, width).
+SELECTABLE = [("float", 16), ("float", 8), ("float", 4), ("double", 8), ("double", 4)]
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["inplace", "packed"])
+@pytest.mark.parametrize("dtype,width", SELECTABLE, ids=lambda x: str(x))
+def test_selectable_params_compute_correctly(env, dtype, width, packed):
+    """Each selectable tile, forced whatever this device is, on odd sizes with edges in
+    every dimension (n >= vw: smaller n shrinks the tile), batched and broadcast."""
+    params = G.cpu_params(dtype, width)
+    if packed:
+        params = dict(params, packed=True, rows_first=True)
+    dt = np.float32 if dtype == "float" else np.float64
+    vw = params["vw"]
+    for batch, m, n, k in [(1, 1, vw, 1), (2, 19, 70, 23), (1, 13, 4 * vw * 2 + 3, 101),
+                           (1, 64, 129, 40)]:
+        _check(env, batch, m, n, k, dtype=dt, params=params)
+    _check(env, 3, 10, 33, 17, dtype=dt, a_bcast=True, params=params)
+    _check(env, 3, 10, 33, 17, dtype=dt, b_bcast=True, params=params)
+    _check(env, 2, 7, 40, 0, dtype=dt, params=params)
 
 
 def test_uses_the_given_builder(env):
@@ -201,7 +283,7 @@ def test_uses_the_given_builder(env):
     for _ in range(3):
         gemm(queue, a, b, c, 1, 3, 5, 4, 12, 20)
     np.testing.assert_array_equal(c.get(), np.full((1, 3, 5), 4.0, np.float32))
-    assert len(seen) == 1 and "__kernel void gemm" in seen[0]
+    assert len(seen) == 1 and "void gemm(" in seen[0]
 
 
 def test_sources_generate_for_all_parameter_sets():

@@ -17,7 +17,8 @@ kernel reaches ~2 GFLOP/s there. The kernels here are generated from a few param
   loads, local reads and stores stay coalesced/conflict-free), with zero-filled edge tiles.
 * ``"naive"``: one work-item per output, for tiny products where launch cost dominates.
 
-Parameters are chosen by device type (``device.type & CPU``) and were tuned on pocl with
+Parameters are chosen by device type (``device.type & CPU``) and, on CPUs, by the vector width
+the device reports (``cpu_params``); they were tuned on pocl with
 ``python -m nnarray.backends.opencl.tune_gemm``. Nothing touches a device at import time.
 """
 
@@ -33,15 +34,25 @@ try:  # importable without pyopencl (the backend reports it unavailable)
 except ImportError:  # pragma: no cover - exercised only where pyopencl is missing
     cl = None  # type: ignore[assignment]
 
-__all__ = ["Gemm", "CPU_PARAMS", "GPU_PARAMS", "gemm_source"]
+__all__ = ["Gemm", "CPU_PARAMS", "GPU_PARAMS", "cpu_params", "gemm_source"]
 
-#: Tuned on pocl 3.1 (LLVM 15, AVX-512 host, 2 cores) with ``tune_gemm``: float32 takes 7 rows
-#: x 64 columns per work-item (28 zmm accumulators + 4 B vectors), float64 8 x 24. Tiles from
-#: 5x64 to 14x32 all measured within ~10% of each other there; smaller ones lose.
+#: For CPUs with 512-bit vectors (AVX-512: 32 vector registers), tuned on pocl 3.1 (LLVM 15,
+#: AVX-512 host, 2 cores) with ``tune_gemm``: float32 takes 7 rows x 64 columns per work-item
+#: (28 zmm accumulators + 4 B vectors), float64 8 x 24. Tiles from 5x64 to 14x32 all measured
+#: within ~10% of each other there; smaller ones lose. ``cpu_params`` picks these by the
+#: vector width the device reports.
 CPU_PARAMS: dict[str, dict[str, Any]] = {
     "float": {"kind": "reg", "mr": 7, "vw": 16, "nv": 4, "lx": 1, "ly": 1},
     "double": {"kind": "reg", "mr": 8, "vw": 8, "nv": 3, "lx": 1, "ly": 1},
 }
+#: For narrower vectors (AVX/AVX2, SSE: 16 vector registers): 6 rows x 2 vectors, i.e. 12
+#: accumulators + 2 B vectors + 1 broadcast of A = 15 registers; the AVX-512 tile needs 56
+#: ymm accumulators there and spills. Measured on pocl 3.0 (Zen, AVX2, 2 cores), per CPU-second
+#: at 1024^3 float32: 6x2 packed 32 GFLOP/s, 4x3 packed 31, 6x2 unpacked 26, 4x3 24,
+#: 8x1 19, the AVX-512 tile 16; float64 512^3: 6x2 and 4x3 packed 16, AVX-512 tile 9.
+#: Work-groups of 4 along y (rows in place, column panels packed): 1024^3 unpacked 25 vs 18
+#: (pocl's pthread driver pays per work-group), packed and 64x1000x100 the same.
+NARROW_TILE = {"mr": 6, "nv": 2, "lx": 1, "ly": 4}
 #: For GPUs (not tuned here: no GPU on the tuning machine): 64x64 tiles, 16x16 work-groups,
 #: 4x4 outputs per work-item, k steps of 16.
 GPU_PARAMS: dict[str, dict[str, Any]] = {
@@ -53,12 +64,13 @@ NAIVE: dict[str, Any] = {"kind": "naive"}
 #: On GPUs, below this many multiply-adds (m*n*k) the naive kernel is used. (On pocl the
 #: register kernel, shrunk to the matrix, measured as fast as the naive one even for 2x4x3.)
 SMALL_WORK = 4096
-#: On CPUs, products of at least this many multiply-adds, with m >= PACK_MIN_M, first copy B
-#: into k-contiguous panels: one extra pass over B, then streaming loads instead of one row of
-#: B per step of k (with a power-of-two n those rows all hit one cache set). Measured: 2048^3
-#: ~1.7x faster packed; up to ~1536^3 the extra pass cost more than it saved.
-PACK_WORK = 1 << 32
-PACK_MIN_M = 512
+#: On CPUs, products of at least ``work`` multiply-adds (m*n*k), with m >= ``min_m``, first
+#: copy B into k-contiguous panels: one extra pass over B, then streaming loads instead of one
+#: row of B per step of k (with a power-of-two n those rows all hit one cache set). By vector
+#: register count. 32 (AVX-512): 2048^3 ~1.7x faster packed, up to ~1536^3 the extra pass cost
+#: more than it saved. 16 (AVX2): packed wins from 512^3 (+13%; 1024^3 +25%) and loses at
+#: 256^3 (-12%), 1000x1000x64 (-7%) and 64x1000x100 (-35%).
+PACK_AT: dict[int, tuple[int, int]] = {32: (1 << 32, 512), 16: (1 << 27, 256)}
 #: Packed B of a batch is made (and used) in chunks of at most this many bytes.
 SCRATCH_BYTES = 256 << 20
 
@@ -72,6 +84,32 @@ _PROLOGUE = """
   const long bt = get_global_id(2);
   A += a_off + bt * sa; B += b_off + bt * sb; C += c_off + bt * (long)m * n;
 """
+
+
+_SIZE = {"float": 4, "double": 8}
+
+
+def vector_registers(dtype: str, width: int) -> int:
+    """Vector registers for ``width``-wide vectors of ``dtype`` on x86-64: 32 with 512-bit
+    vectors (AVX-512), 16 below (AVX/AVX2, SSE)."""
+    return 32 if width * _SIZE[dtype] >= 64 else 16
+
+
+def cpu_params(dtype: str, width: int) -> dict[str, Any]:
+    """Register-kernel parameters for a CPU whose vectors of ``dtype`` are ``width`` wide (as
+    the device reports it; rounded down to a power of two, at most 512 bits): the tuned
+    AVX-512 tile for 512-bit vectors, else ``NARROW_TILE``, which fits 16 registers."""
+    w = min(1 << (max(int(width), 1).bit_length() - 1), 64 // _SIZE[dtype])
+    if vector_registers(dtype, w) >= 32:
+        return CPU_PARAMS[dtype]
+    return dict(NARROW_TILE, kind="reg", vw=w)
+
+
+def device_vector_width(device: Any, dtype: str) -> int:
+    """The widest of the device's native and preferred vector widths for ``dtype`` (some
+    CPU drivers report a preferred width of 1 and leave vectorizing to their compiler)."""
+    return max(getattr(device, f"{kind}_vector_width_{dtype}", 0) or 0
+               for kind in ("native", "preferred"))
 
 
 def _header(t: str) -> str:
@@ -107,42 +145,58 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
     through memory. Either way the stores write only the columns this work-item owns.
     """
     nr = vw * nv
-    if vw == 1:
-        v, vload, vstore = t, "{1}[{0}]".format, None
-    else:
-        v, vload, vstore = f"{t}{vw}", f"vload{vw}(0, {{1}} + {{0}})".format, f"vstore{vw}"
-    lines = [_header(t), f"__kernel void gemm({_ARGS})", "{",
+    v = t if vw == 1 else f"{t}{vw}"
+    comp = [""] if vw == 1 else [f".s{e:x}" for e in range(vw)]
+
+    def vload(off: str) -> str:  # a vector from consecutive scalars: one unaligned load
+        return f"bp[{off}]" if vw == 1 else f"({v})(" + ", ".join(
+            f"bp[{off} + {e}]" for e in range(vw)) + ")"
+
+    # full vectors are stored through a vector type of the scalar's alignment (one unaligned
+    # store; component by component, LLVM emits one extract and store per element)
+    vstore = f"typedef {v} __attribute__((aligned({_SIZE[t]}))) {v}_u;\n" if vw > 1 else ""
+    # min_vector_width: without it LLVM may split the vectors into halves for CPUs that it
+    # prefers to run at 256 bits (skylake-avx512: 56 ymm accumulators instead of 28 zmm).
+    # The builtins this kernel no longer calls used to carry the attribute into it.
+    width = f" __attribute__((min_vector_width({vw * _SIZE[t] * 8})))" if vw > 1 else ""
+    lines = [_header(t) + vstore, f"__kernel{width} void gemm({_ARGS})", "{",
              f"  const int j0 = get_global_id({int(rows_first)}) * {nr};",
              f"  const int i0 = get_global_id({int(not rows_first)}) * {mr};",
              _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
-    lines += [f"  const __global T* a{r} = A + (long)min(i0 + {r}, m - 1) * k;" for r in range(mr)]
+    lines += [f"  const __global T* a{r} = A + (long)(i0 + {r} < m ? i0 + {r} : m - 1) * k;"
+              for r in range(mr)]
     if packed:
         lines += [f"  const int s{q} = {q * vw};" for q in range(nv)]
         lines += ["  const __global T* bp = B + (long)j0 * k;",
                   f"  for (int p = 0; p < k; ++p, bp += {nr}) {{"]
     else:
-        lines += [f"  const int s{q} = min(j0 + {q * vw}, n - {vw});" for q in range(nv)]
+        lines += [f"  const int s{q} = j0 + {q * vw} < n - {vw} ? j0 + {q * vw} : n - {vw};"
+                  for q in range(nv)]
         lines += ["  const __global T* bp = B;", "  for (int p = 0; p < k; ++p, bp += n) {"]
     lines[-1:-1] = [f"  {v} c{r}_{q} = 0;" for r in range(mr) for q in range(nv)]
-    lines += [f"    const {v} b{q} = {vload(f's{q}', 'bp')};" for q in range(nv)]
+    lines += [f"    const {v} b{q} = {vload(f's{q}')};" for q in range(nv)]
     for r in range(mr):
         lines.append(f"    const {v} x{r} = ({v})(a{r}[p]);")
-        lines += [f"    c{r}_{q} = fma(x{r}, b{q}, c{r}_{q});" for q in range(nv)]
+        # a * b + c, not fma(): LLVM contracts it to an FMA instruction all the same, while
+        # fma() is a call into pocl's builtin library, which is not inlined where that
+        # library was built for another CPU than the kernel (Zen with pocl's AVX2 library)
+        lines += [f"    c{r}_{q} = x{r} * b{q} + c{r}_{q};" for q in range(nv)]
     lines.append("  }")
     for r in range(mr):
         lines.append(f"  if (i0 + {r} < m) {{")
         lines.append(f"    __global T* cr = C + (long)(i0 + {r}) * n + j0;")
         lines.append("    const int nc = n - j0;")
         for q in range(nv):
-            # c{r}_{q} holds columns (packed ? j0 : 0) + s{q} + [0, vw) of the row
+            # c{r}_{q} holds columns (packed ? j0 : 0) + s{q} + [0, vw) of the row; a
+            # shifted edge vector stores only its columns not stored by vector q-1
             first = f"s{q} - j0" if not packed else f"s{q}"
-            if vstore is None:
-                lines.append(f"    if ({q} < nc) cr[{q}] = c{r}_{q};")
-                continue
-            lines.append(f"    if ({(q + 1) * vw} <= nc) {vstore}(c{r}_{q}, 0, cr + {q * vw});")
-            lines.append(f"    else if ({q * vw} < nc) {{ T tmp[{vw}]; "
-                         f"{vstore}(c{r}_{q}, 0, tmp); "
-                         f"for (int j = {q * vw}; j < nc; ++j) cr[j] = tmp[j - ({first})]; }}")
+            full = (f"*(__global {v}_u*)(cr + {q * vw}) = c{r}_{q};" if vw > 1
+                    else f"cr[{q}] = c{r}_{q};")
+            lines.append(f"    if ({(q + 1) * vw} <= nc) {full}")
+            lines.append(f"    else if ({q * vw} < nc) {{ const int f = {first}; "
+                         + " ".join(f"if (f + {e} >= {q * vw} && f + {e} < nc) "
+                                    f"cr[f + {e}] = c{r}_{q}{comp[e]};" for e in range(vw))
+                         + " }")
         lines.append("  }")
     lines.append("}")
     if packed:
@@ -256,7 +310,7 @@ class Gemm:
         self.is_cpu = bool(device.type & cl.device_type.CPU)
         self.fp64 = "cl_khr_fp64" in device.extensions
         if self.is_cpu:
-            self.params = CPU_PARAMS
+            self.params = {t: cpu_params(t, device_vector_width(device, t)) for t in _SIZE}
         else:  # shrink the work-group where the device cannot take 16x16
             self.params = {t: _fit_tiled(p, device.max_work_group_size)
                            for t, p in GPU_PARAMS.items()}
@@ -288,7 +342,8 @@ class Gemm:
         p = self.params[dtype]
         if p["kind"] != "reg":
             return NAIVE if m * n * k <= SMALL_WORK else p
-        if m * n * k >= PACK_WORK and m >= PACK_MIN_M and n >= p["vw"] * p["nv"]:
+        work, min_m = PACK_AT[vector_registers(dtype, p["vw"])]
+        if m * n * k >= work and m >= min_m and n >= p["vw"] * p["nv"]:
             return dict(p, packed=True, rows_first=True)
         vw = min(p["vw"], 1 << (n.bit_length() - 1))
         return dict(p, mr=min(p["mr"], m), vw=vw, nv=min(p["nv"], -(-n // vw)))

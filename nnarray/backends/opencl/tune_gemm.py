@@ -19,7 +19,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .gemm import CPU_PARAMS, GPU_PARAMS, Gemm
+from .gemm import GPU_PARAMS, Gemm, cpu_params, device_vector_width, vector_registers
 
 
 def first_working_device() -> cl.Device:
@@ -35,20 +35,25 @@ def first_working_device() -> cl.Device:
     raise RuntimeError("no OpenCL device can build programs")
 
 
-def candidates(dtype: str, cpu: bool) -> list[dict[str, Any]]:
-    """Parameter sets to try: register tiles that fit 32 vector registers, a few local sizes."""
+def candidates(dtype: str, cpu: bool, width: int = 0) -> list[dict[str, Any]]:
+    """Parameter sets to try. CPU: the set ``cpu_params`` picks for vectors ``width`` wide
+    (as the device reports it) first, then register tiles that fill most of the vector
+    registers that width implies (accumulators + B vectors + one broadcast), in place and
+    packed, and a few work-group shapes."""
     if not cpu:
         return [dict(GPU_PARAMS[dtype], tm=tm, tn=tn, tk=tk, wm=w, wn=w)
                 for tm, tn, tk, w in [(64, 64, 16, 4), (128, 128, 16, 8), (32, 32, 16, 2),
                                       (64, 64, 8, 4)]]
-    vw = 16 if dtype == "float" else 8
-    out = [CPU_PARAMS[dtype]]
-    for mr, nv in itertools.product((4, 5, 6, 7, 8, 10, 12, 14), (1, 2, 3, 4)):
-        if 20 <= mr * nv <= 28 or (nv == 1 and mr >= 8):
+    chosen = cpu_params(dtype, width or (16 if dtype == "float" else 8))
+    vw, regs = chosen["vw"], vector_registers(dtype, chosen["vw"])
+    out = [chosen]
+    for mr, nv in itertools.product((3, 4, 5, 6, 7, 8, 10, 12, 14), (1, 2, 3, 4)):
+        if regs * 5 // 8 <= mr * nv + nv + 1 <= regs:
             out.append({"kind": "reg", "mr": mr, "vw": vw, "nv": nv, "lx": 1, "ly": 1})
-    out += [dict(p, rows_first=True) for p in out]
-    for ly in (4, 16):
-        out.append(dict(CPU_PARAMS[dtype], ly=ly))
+    out += [dict(p, rows_first=True) for p in out] + [dict(p, packed=True, rows_first=True)
+                                                      for p in out]
+    for ly in (1, 4, 16):
+        out += [dict(chosen, ly=ly), dict(chosen, ly=ly, packed=True, rows_first=True)]
     seen, uniq = set(), []
     for p in out:
         key = tuple(sorted(p.items()))
@@ -113,11 +118,12 @@ def main() -> None:
     queue = cl.CommandQueue(ctx)
     cpu = bool(dev.type & cl.device_type.CPU)
     gemm = Gemm(ctx, dev)
-    cands = candidates(args.dtype, cpu)
+    cands = candidates(args.dtype, cpu, device_vector_width(dev, args.dtype) if cpu else 0)
     if args.tiles:
         tiles = {tuple(int(x) for x in t.split("x")) for t in args.tiles}
-        cands = [p for p in cands if (p.get("mr"), p.get("nv")) in tiles and p.get("ly", 1) == 1]
-    print(f"device: {dev.name} ({dev.platform.version}); {len(cands)} candidates")
+        cands = [p for p in cands if (p.get("mr"), p.get("nv")) in tiles]
+    print(f"device: {dev.name} ({dev.platform.version}); {len(cands)} candidates, "
+          f"first the one chosen for it: {cands[0]}")
     best: dict[int, list[float]] = {i: [0.0] * len(shapes) for i in range(len(cands))}
     for _ in range(args.rounds):
         for i, p in enumerate(cands):
@@ -127,6 +133,7 @@ def main() -> None:
     print("GFLOP/s for M,N,K = " + "  ".join(args.shape))
     for i in sorted(best, key=lambda i: -best[i][0]):
         p = {key: v for key, v in cands[i].items() if key != "kind"}
+        p = dict(p, chosen=True) if i == 0 else p
         print("  ".join(f"{g:7.1f}" for g in best[i]), p)
     print("  ".join(f"{g:7.1f}" for g in before), "numpy, before the OpenCL runs")
     print("  ".join(f"{numpy_gflops(args.dtype, s):7.1f}" for s in shapes), "numpy, after")
