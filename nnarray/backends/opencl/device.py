@@ -7,6 +7,15 @@ such a device is skipped with its reason. ``NNARRAY_OPENCL_DEVICES`` chooses and
 devices: a comma-separated list of indices into all listed devices, or case-insensitive
 substrings of "platform name / device name" (``NNARRAY_OPENCL_DEVICES=basic,pthread``).
 
+One queue per device serves every thread: each enqueue (kernel arguments + launch,
+copies, fills, pool allocations, ``finish``) runs under the device's ``lock``. pocl's
+basic driver from the PyPI wheel (3.0) deadlocks when two threads enqueue on one queue
+(one thread blocks in ``clEnqueueNDRangeKernel`` holding the GIL while another waits in a
+blocking copy), and a shared ``cl.Kernel`` must not have its arguments set by one thread
+while another launches it. The lock costs ~0.1 us per launch; per-thread queues would
+cost a thread-local lookup per launch plus cross-queue events for every array passed
+between threads, and still need the kernel-argument lock.
+
 Buffers are padded to a multiple of ``LOCAL`` elements (bytes beyond the array's own
 belong to it), so contiguous elementwise kernels run on whole work-groups without a
 bounds check: the check stops pocl vectorizing and halves their throughput.
@@ -15,6 +24,7 @@ bounds check: the check stops pocl vectorizing and halves their throughput.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -41,6 +51,9 @@ class OpenCLDevice(Device):
         self.cl_device = cl_device
         self.context = context if context is not None else cl.Context([cl_device])
         self.queue = cl.CommandQueue(self.context, cl_device)
+        #: Held around every enqueue on ``queue`` (see the module doc); re-entrant.
+        self.lock = threading.RLock()
+        self.acquire, self.release = self.lock.acquire, self.lock.release
         self.pool = clt.MemoryPool(clt.ImmediateAllocator(self.queue))
         self.programs = ProgramCache(self.context, cl_device)
         self.fp64 = "cl_khr_fp64" in cl_device.extensions
@@ -52,10 +65,16 @@ class OpenCLDevice(Device):
         self._layouts: dict[tuple, tuple] = {}
         self._copy = cl.enqueue_copy
         _by_queue[id(self.queue)] = self
+        _locks[id(self.queue)] = self.lock
 
     # -- allocation -------------------------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """A C-contiguous ``pyopencl.array.Array`` from the pool, padded (see module doc)."""
+        with self.lock:  # a pool miss enqueues on the queue (ImmediateAllocator)
+            return self.empty_locked(shape, dtype)
+
+    def empty_locked(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """``empty`` for a caller that holds ``lock``."""
         lay = self._layouts.get((shape, dtype))
         if lay is None:
             lay = self._layouts[(shape, dtype)] = self._layout(shape, dtype)
@@ -75,7 +94,8 @@ class OpenCLDevice(Device):
         x = self.empty(shape, dtype)
         if x.size:
             pattern = np.array(value).astype(x.dtype)  # exact, int64 included
-            cl.enqueue_fill_buffer(self.queue, x.base_data, pattern, 0, x.nbytes)
+            with self.lock:
+                cl.enqueue_fill_buffer(self.queue, x.base_data, pattern, 0, x.nbytes)
         return x
 
     # -- copies -------------------------------------------------------------------------
@@ -84,14 +104,17 @@ class OpenCLDevice(Device):
             out = self.empty(a.shape, a.dtype)
         if a.size:
             # Blocking: the host array may be written as soon as this returns.
-            self._copy(self.queue, out.base_data, np.ascontiguousarray(a), is_blocking=True)
+            a = np.ascontiguousarray(a)
+            with self.lock:
+                self._copy(self.queue, out.base_data, a, is_blocking=True)
         return out
 
     def to_host(self, x: Any, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
             out = np.empty(x.shape, x.dtype)
         if x.size:
-            self._copy(self.queue, out, x.base_data, is_blocking=True)
+            with self.lock:
+                self._copy(self.queue, out, x.base_data, is_blocking=True)
         return out
 
     def can_copy_from(self, src: Device) -> bool:
@@ -104,11 +127,13 @@ class OpenCLDevice(Device):
             out = self.empty(x.shape, x.dtype)
         if x.size:
             src.synchronize()
-            self._copy(self.queue, out.base_data, x.base_data, byte_count=x.nbytes)
+            with self.lock:
+                self._copy(self.queue, out.base_data, x.base_data, byte_count=x.nbytes)
         return out
 
     def synchronize(self) -> None:
-        self.queue.finish()
+        with self.lock:
+            self.queue.finish()
 
     # -- facts --------------------------------------------------------------------------
     def check_dtype(self, dtype: np.dtype, op: str) -> None:
@@ -125,6 +150,8 @@ class OpenCLDevice(Device):
 
 #: Devices by ``id()`` of their queue: kernels find the device of an input array here.
 _by_queue: dict[int, OpenCLDevice] = {}
+#: Each device's ``lock`` by ``id()`` of its queue (``programs.launch`` takes a queue).
+_locks: dict[int, Any] = {}
 
 
 def device_of(x: Any) -> OpenCLDevice:

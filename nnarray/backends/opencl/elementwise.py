@@ -62,19 +62,28 @@ class Plan:
         self.arrays = not consts and all(s is None for s in scalars)
 
     def run(self, dev: OpenCLDevice, xs: tuple, out: Any = None) -> Any:
-        if out is None:
-            out = dev.empty(self.shape, self.dtype)
-        if not self.n:
-            return out
-        k = self.kernel
-        if self.arrays:  # the hot path: contiguous arrays only
-            k.set_args(out.base_data, *[x.base_data for x in xs])
-        else:
-            args = [out.base_data]
-            for x, s in zip(xs, self.scalars):
-                args.append(x.base_data if s is None else s(x))
-            k.set_args(*args, *self.consts)
-        _enqueue(dev.queue, k, self.grid, _LOCAL)
+        # Allocation, arguments and launch of a shared kernel under the device lock (see
+        # device.py); acquire/release rather than ``with``: half the cost on the hot path.
+        dev.acquire()
+        try:
+            if out is None:
+                out = dev.empty_locked(self.shape, self.dtype)
+            if not self.n:
+                return out
+            k = self.kernel
+            if self.arrays:  # the hot path: contiguous arrays only
+                if len(xs) == 2:
+                    k.set_args(out.base_data, xs[0].base_data, xs[1].base_data)
+                else:
+                    k.set_args(out.base_data, *[x.base_data for x in xs])
+            else:
+                args = [out.base_data]
+                for x, s in zip(xs, self.scalars):
+                    args.append(x.base_data if s is None else s(x))
+                k.set_args(*args, *self.consts)
+            _enqueue(dev.queue, k, self.grid, _LOCAL)
+        finally:
+            dev.release()
         return out
 
 
