@@ -143,8 +143,15 @@ class NdArray(SyncedArray, ArrayOperators):
         return self._access("r", backends.host_device(), explicit=True).item()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """A read-only view of the current host copy (a writable copy when ``copy`` or
+        ``dtype`` asks for one): writing through the view would change the host copy
+        behind the other copies' backs, without a version bump."""
         a = self._access("r", backends.host_device(), explicit=True)
-        return np.array(a, dtype=dtype) if dtype is not None or copy else a.view()
+        if dtype is not None or copy:
+            return np.array(a, dtype=dtype)
+        v = a.view()
+        v.flags.writeable = False
+        return v
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
                    dl_device: Any = None, copy: bool | None = None) -> Any:
