@@ -20,8 +20,10 @@ from .errors import (
                       BackendUnavailableError,
                       DTypeError,
                       GraphError,
+                      InvalidValueError,
                       KernelNotFoundError,
                       NnarrayError,
+                      OutOfMemoryError,
                       ShapeError,
                       TransferError,
 )
@@ -34,7 +36,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendError", "BackendUnavailableError", "Context", "DTypeError", "GraphError",
-    "KernelNotFoundError", "NdArray", "NnarrayError", "ShapeError", "TransferError",
+    "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError", "OutOfMemoryError",
+    "ShapeError", "TransferError",
     "array", "backends", "context_scope", "device_synchronize", "fallback_stats",
     "from_dlpack", "full", "functions", "get_current_context", "ones", "register_kernel",
     "registry",

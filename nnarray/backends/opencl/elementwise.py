@@ -21,6 +21,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ...dtypes import promote, ufunc_dtype
+from ...ops.common import check_int_pow
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
 from .device import OpenCLDevice, _by_queue, device_of
@@ -208,6 +209,19 @@ def _register_binary(name: str) -> None:
             p = dev.plans[key] = plan(dev, name, convert(expr, rt, cltype(out_d)), xs, [ct, ct],
                                       broadcast_shape(a, b), out_d, helpers)
         return p.run(dev, xs, out)
+
+    if name == "pow":  # integer ** negative integer raises, as numpy does (not 0)
+        generic = kernel
+
+        @register_kernel(name, "opencl")
+        def kernel(a, b, out=None):
+            check_int_pow(a, b, _min_on_host)
+            return generic(a, b, out)
+
+
+def _min_on_host(x: Any) -> Any:
+    """The smallest element of native array ``x`` (a blocking read, under the lock)."""
+    return device_of(x).to_host(x).min()
 
 
 for _n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", *_COMPARE):
