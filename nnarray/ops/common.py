@@ -123,3 +123,17 @@ def check_int_pow(a: Any, b: Any, min_of: Any = None) -> None:
         base = f"base {a}" if dtypes.is_scalar(a) else f"base {a.dtype} {tuple(a.shape)}"
         raise InvalidValueError(f"pow: integers to negative integer powers are not allowed "
                                 f"({what}; {base})")
+
+
+def check_labels(op: str, t: np.ndarray, n: int, arg: str = "t") -> None:
+    """``InvalidValueError`` naming ``op`` when a label of host array ``t`` is outside
+    ``[0, n)`` (numpy picked the last class for -1, OpenCL gave NaN)."""
+    if t.size == 0:
+        return
+    lo, hi = t.min(), t.max()
+    if lo >= 0 and hi < n:
+        return
+    bad = (t < 0) | (t >= n)
+    at = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), t.shape))
+    raise InvalidValueError(f"{op}: label {t[at]} at index {at} of '{arg}' (shape {t.shape}) "
+                            f"is out of range for {n} classes (0..{n - 1})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.common import check_int_pow
+from ...ops.common import check_int_pow, check_labels
 from ...registry import backend_kernels, register_kernel
 from ...xp_kernels import register_xp_kernels
 from . import _device
@@ -21,3 +21,13 @@ def pow(a, b, out=None):
     integer powers, raised before computing, as on every backend."""
     check_int_pow(a, b, np.min)
     return _power(a, b, out)
+
+
+_sce = backend_kernels("numpy")["softmax_cross_entropy"]
+
+
+@register_kernel("softmax_cross_entropy", "numpy")
+def softmax_cross_entropy(x, t, axis):
+    """Labels checked first: ``take_along_axis`` picked the last class for -1."""
+    check_labels("softmax_cross_entropy", t, x.shape[axis])
+    return _sce(x, t, axis)

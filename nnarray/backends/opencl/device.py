@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...device import Device
-from ...errors import DTypeError
+from ...errors import DTypeError, InvalidValueError
 
 _PROBE = "__kernel void probe(__global float* x) { x[get_global_id(0)] *= 2.0f; }"
 
@@ -64,6 +64,8 @@ class OpenCLDevice(Device):
         self._pad = LOCAL
         self._layouts: dict[tuple, tuple] = {}
         self._copy = cl.enqueue_copy
+        self._err: Any = None  # kernels' out-of-range reports: (flag, value, bound) int64
+        self._err_ops: set[str] = set()  # ops launched with ``_err`` since the last check
         _by_queue[id(self.queue)] = self
         _locks[id(self.queue)] = self.lock
 
@@ -115,6 +117,8 @@ class OpenCLDevice(Device):
         if x.size:
             with self.lock:
                 self._copy(self.queue, out, x.base_data, is_blocking=True)
+                if self._err_ops:
+                    self._check_errors()
         return out
 
     def can_copy_from(self, src: Device) -> bool:
@@ -134,6 +138,32 @@ class OpenCLDevice(Device):
     def synchronize(self) -> None:
         with self.lock:
             self.queue.finish()
+            if self._err_ops:
+                self._check_errors()
+
+    # -- device-side checks ---------------------------------------------------------------
+    def error_buffer(self, op: str) -> Any:
+        """A buffer of three int64 where ``op``'s kernel reports a bad value (flag, value,
+        bound): checked, and raised as ``InvalidValueError`` naming ``op``, at the next
+        ``synchronize()`` or read to the host (like CUDA's device asserts)."""
+        import pyopencl as cl
+        if self._err is None:
+            self._err = cl.Buffer(self.context, cl.mem_flags.READ_WRITE
+                                  | cl.mem_flags.COPY_HOST_PTR, hostbuf=np.zeros(3, np.int64))
+        self._err_ops.add(op)
+        return self._err
+
+    def _check_errors(self) -> None:
+        """Read and reset the error buffer (caller holds ``lock``)."""
+        got = np.empty(3, np.int64)
+        self._copy(self.queue, got, self._err, is_blocking=True)
+        ops, self._err_ops = self._err_ops, set()
+        if got[0]:
+            self._copy(self.queue, self._err, np.zeros(3, np.int64), is_blocking=True)
+            raise InvalidValueError(
+                f"{' or '.join(sorted(ops))}: label {got[1]} is out of range for {got[2]} "
+                f"classes (0..{got[2] - 1}); found on {self.key} by a kernel and reported at "
+                f"this synchronization")
 
     # -- facts --------------------------------------------------------------------------
     def check_dtype(self, dtype: np.dtype, op: str) -> None:
