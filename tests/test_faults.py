@@ -73,3 +73,82 @@ def test_cross_entropy_device_labels_report_at_sync(backend):
         float(F.sum(loss))
     nna.device_synchronize()  # the report was consumed: nothing left to raise
     assert float(F.sum(F.softmax_cross_entropy(x, A([0, 2])))) == pytest.approx(2 * np.log(3))
+
+
+# -- memory: a bounded cache, empty_cache, release and retry, a clear error -----------------
+def _device():
+    c = nna.get_current_context()
+    return nna.backends.get_device(c.backend, c.device_id)
+
+
+def test_out_of_memory_names_op_shape_and_bytes(backend):
+    """pyopencl's LogicError INVALID_BUFFER_SIZE / numpy's MemoryError about a uint8 buffer
+    before; 4e14 bytes exceed any address space, overcommitted or not."""
+    big = nna.zeros((10**7, 10**7))
+    with pytest.raises(nna.OutOfMemoryError, match=S("add", "(10000000, 10000000)", "float32",
+                                                     "400000000000000 bytes")):
+        big + 1
+    with pytest.raises(MemoryError, match=S("exp", "(10000000, 10000000)")):
+        F.exp(big)
+    assert big.devices == [] and float(F.sum(A([1.0, 2.0]))) == 3.0  # still usable
+
+
+def test_pool_cache_is_bounded_and_empty_cache_releases_it(backend, monkeypatch):
+    """160 arrays of distinct sizes, each freed, left 7.3 GB in the OpenCL pool."""
+    dev = _device()
+    if backend == "numpy":
+        monkeypatch.setattr(dev.pool, "max_cached", 8 << 20)
+        held = lambda: dev.pool.held_bytes  # noqa: E731
+    elif hasattr(dev, "max_cached"):
+        monkeypatch.setattr(dev, "max_cached", 8 << 20)
+        held = lambda: dev.held_bytes  # noqa: E731
+    else:
+        pytest.skip(f"{backend}'s pool is bounded by its library")
+    nna.empty_cache()
+    for i in range(40):  # distinct sizes of 1-3 MiB, each freed at once
+        n = (1 << 18) + i * 13_000
+        a = F.mul(A(np.ones(n, np.float32)), 2.0)
+        assert float(F.sum(a)) == 2.0 * n
+        del a
+        # the bound, plus what was freed since the last allocation checked it
+        assert held() <= (8 << 20) + 3 * 4 * n, (i, held())
+    nna.device_synchronize()
+    keep = F.mul(A(np.ones(1 << 19, np.float32)), 2.0)  # in use: survives empty_cache
+    nna.empty_cache(nna.get_current_context())
+    assert held() == 0
+    assert float(F.sum(keep)) == 2.0 * (1 << 19)
+    nna.empty_cache()
+
+
+def test_failed_allocation_releases_caches_and_retries_once(backend, monkeypatch):
+    dev = _device()
+    if backend == "numpy":
+        import nnarray.backends.numpy.pool as hp
+        real = np.empty
+        fails = [1]
+
+        def flaky(shape, dtype=float, *a, **k):
+            if np.dtype(dtype) == np.uint8 and fails[0]:
+                fails[0] -= 1
+                raise MemoryError("simulated")
+            return real(shape, dtype, *a, **k)
+        monkeypatch.setattr(hp.np, "empty", flaky)
+    elif backend == "opencl":
+        import pyopencl as cl
+        real = dev._alloc
+        calls = []
+
+        def flaky(n):
+            calls.append(n)
+            if len(calls) == 1:
+                raise cl.MemoryError("simulated")
+            return real(n)
+        monkeypatch.setattr(dev, "_alloc", flaky)
+    else:
+        pytest.skip(f"{backend}: allocation failures are its library's")
+    released = []
+    for d in list(nna.backends._devices.values()):
+        monkeypatch.setattr(d, "empty_cache", lambda d=d: released.append(d.key))
+    x = nna.full((1 << 19,), 3.0)  # 2 MiB: the host pool's and OpenCL's big path
+    assert float(F.sum(x * 1.0)) == 3.0 * (1 << 19)
+    assert released  # every device gave its cache back before the retry

@@ -31,6 +31,10 @@ import numpy as np
 
 from ...device import Device
 from ...errors import DTypeError, InvalidValueError
+from ...memory import cache_limit, out_of_memory, release_all
+
+#: Allocations of this many bytes or more first check the pool's cache bound.
+_BIG = 1 << 20
 
 _PROBE = "__kernel void probe(__global float* x) { x[get_global_id(0)] *= 2.0f; }"
 
@@ -61,6 +65,10 @@ class OpenCLDevice(Device):
         self.plans: dict[Any, Any] = {}
         self._array = cla.Array
         self._alloc = self.pool.allocate
+        #: Bytes of freed blocks the pool may hold (``memory.cache_limit()``); beyond it,
+        #: checked at big allocations and at ``synchronize()``, it releases them all.
+        self.max_cached = cache_limit()
+        self.max_alloc = cl_device.max_mem_alloc_size
         self._pad = LOCAL
         self._layouts: dict[tuple, tuple] = {}
         self._copy = cl.enqueue_copy
@@ -81,10 +89,44 @@ class OpenCLDevice(Device):
         if lay is None:
             lay = self._layouts[(shape, dtype)] = self._layout(shape, dtype)
         dt, size, strides, nbytes = lay
+        if nbytes >= _BIG:
+            self._trim()
+        try:
+            data = self._alloc(nbytes)
+        except Exception as e:  # pyopencl's errors; retried once after releasing caches
+            data = self._alloc_again(shape, dt, nbytes, e)
         # pyopencl's ``_fast`` constructor skips ~15 us of argument checking per array.
-        return self._array(None, shape, dt, allocator=self.pool, data=self._alloc(nbytes),
+        return self._array(None, shape, dt, allocator=self.pool, data=data,
                            strides=strides, _fast=True, _size=size, _context=self.context,
                            _queue=self.queue)
+
+    def _alloc_again(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int,
+                     first: Exception) -> Any:
+        if nbytes > self.max_alloc:
+            raise out_of_memory(self.key, shape, dtype, nbytes,
+                                f"more than the device's largest buffer, {self.max_alloc} "
+                                f"bytes") from None
+        release_all()
+        try:
+            return self._alloc(nbytes)
+        except Exception as e:
+            raise out_of_memory(self.key, shape, dtype, nbytes, e) from first
+
+    # -- the pool's cache -----------------------------------------------------------------
+    def _trim(self) -> None:
+        """Release the pool's free blocks when they exceed ``max_cached`` bytes."""
+        pool = self.pool
+        if pool.held_blocks and pool.managed_bytes - pool.active_bytes > self.max_cached:
+            pool.free_held()
+
+    def empty_cache(self) -> None:
+        with self.lock:
+            self.pool.free_held()
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of free blocks the pool holds (with the rounding of blocks in use)."""
+        return self.pool.managed_bytes - self.pool.active_bytes if self.pool.held_blocks else 0
 
     def _layout(self, shape: tuple[int, ...], dtype: Any) -> tuple:
         dt = np.dtype(dtype)
@@ -138,6 +180,7 @@ class OpenCLDevice(Device):
     def synchronize(self) -> None:
         with self.lock:
             self.queue.finish()
+            self._trim()
             if self._err_ops:
                 self._check_errors()
 
