@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -10,7 +11,7 @@ import numpy as np
 
 from . import backends, dtypes
 from .context import Context, as_context
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import _NO_FILL, SyncedArray
 
@@ -111,10 +112,12 @@ class NdArray(SyncedArray, ArrayOperators):
         self._set_fill(self.dtype.type(0).item())
 
     def fill(self, value: Any) -> None:
-        """Lazily set every element to ``value``, exactly for every dtype."""
+        """Lazily set every element to ``value``, exactly for every dtype; a value the
+        dtype cannot hold (NaN, inf or out of range for an integer dtype) raises
+        ``InvalidValueError``."""
         if not dtypes.is_scalar(value):
             raise DTypeError(f"NdArray.fill: value must be a scalar, got {type(value).__name__}")
-        self._set_fill(self.dtype.type(value).item())
+        self._set_fill(fill_value(self.dtype, value, "NdArray.fill", self.shape))
 
     def copy_from(self, other: NdArray) -> None:
         """Copy ``other`` into this array on the current context (casting its dtype)."""
@@ -191,6 +194,24 @@ class NdArray(SyncedArray, ArrayOperators):
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self), separator=", ", prefix="NdArray(")
         return f"NdArray({body}, dtype={self.dtype}, head={self.head})"
+
+
+def fill_value(dtype: np.dtype, value: Any, op: str, shape: tuple[int, ...]) -> Any:
+    """``value`` as a Python scalar of ``dtype``, or ``InvalidValueError`` naming ``op``
+    where an integer dtype cannot hold it (numpy raised its own errors, or wrapped)."""
+    if dtype.kind in "iu" and not isinstance(value, (bool, np.bool_)):
+        info = np.iinfo(dtype)
+        v = value.item() if isinstance(value, np.generic) else value
+        if isinstance(v, float) and not math.isfinite(v):
+            why = "is not finite"
+        elif not info.min <= v <= info.max:
+            why = f"is out of range [{info.min}, {info.max}]"
+        else:
+            why = None
+        if why is not None:
+            raise InvalidValueError(f"{op}: value {value!r} {why} for an array of {dtype} "
+                                    f"(shape {shape})")
+    return dtype.type(value).item()
 
 
 def zeros(shape: Any, dtype: Any = np.float32) -> NdArray:

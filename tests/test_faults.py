@@ -152,3 +152,38 @@ def test_failed_allocation_releases_caches_and_retries_once(backend, monkeypatch
     x = nna.full((1 << 19,), 3.0)  # 2 MiB: the host pool's and OpenCL's big path
     assert float(F.sum(x * 1.0)) == 3.0 * (1 << 19)
     assert released  # every device gave its cache back before the retry
+
+
+# -- fill values an integer dtype cannot hold; random parameters ------------------------------
+@pytest.mark.parametrize("value, why", [(float("nan"), "not finite"), (float("inf"), "not finite"),
+                                        (-float("inf"), "not finite"),
+                                        (2**40, "out of range"), (-2**31 - 1, "out of range"),
+                                        (np.int64(2**40), "out of range"), (1e20, "out of range")])
+def test_int_fill_rejects_values_the_dtype_cannot_hold(backend, value, why):
+    """numpy's ValueError/OverflowError before (or a silent wrap for numpy integers)."""
+    a = A([1, 2], np.int32)
+    v = a.version
+    with pytest.raises(InvalidValueError, match=S("NdArray.fill", repr(value), why, "int32",
+                                                  "(2,)")):
+        a.fill(value)
+    with pytest.raises(InvalidValueError, match=S("int32")):
+        a.data = value
+    with pytest.raises(InvalidValueError, match=S("fill", "int32")):
+        nna.full((2,), value, np.int32)
+    assert a.version == v
+    np.testing.assert_array_equal(np.asarray(F.add(a, 0)), [1, 2])
+    a.fill(-2**31)  # the extremes are fine
+    np.testing.assert_array_equal(np.asarray(F.add(a, 0)), [-2**31, -2**31])
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: F.randn((2,), sigma=-1), S("randn", "'sigma'", ">= 0", "-1.0")),
+    (lambda: F.rand((2,), low=2.0, high=1.0), S("rand", "'low' (2.0)", "'high' (1.0)")),
+    (lambda: F.randn((2,), mu=float("nan")), S("randn", "'mu'", "finite")),
+    (lambda: F.rand((2,), high=float("inf")), S("rand", "'high'", "finite")),
+], ids=["sigma", "low-high", "mu-nan", "high-inf"])
+def test_random_parameters_are_checked(backend, call, match):
+    with pytest.raises(InvalidValueError, match=match):
+        call()
+    np.testing.assert_array_equal(np.asarray(F.randn((3,), sigma=0.0, mu=2.0)), [2.0] * 3)
+    assert float(F.max(F.rand((5,), low=1.0, high=1.0))) == 1.0

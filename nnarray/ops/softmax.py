@@ -76,7 +76,8 @@ def softmax_cross_entropy(x: Any, t: Any, axis: int = -1) -> Any:
     require_int("softmax_cross_entropy", "t", t)
     if x.ndim:
         a = norm_axis("softmax_cross_entropy", axis, x.ndim)
-        _check_host_labels(t, x.shape[a])
+        if t.shape in (x.shape[:a] + x.shape[a + 1:], x.shape[:a] + (1,) + x.shape[a + 1:]):
+            _check_host_labels(t, x.shape[a])  # else infer raises the ShapeError
         if t.ndim == x.ndim and t.shape[a] == 1:
             t = reshape(t, shape=t.shape[:a] + t.shape[a + 1:])
     return _sce(x, t, axis=axis)
