@@ -14,6 +14,8 @@ from .context import Context, as_context
 from .errors import DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import _NO_FILL, SyncedArray
+from .transfers import check_implicit_read
+from .transfers import strict_reads as _strict_reads
 
 #: ``nnarray.functions``, bound when it is imported (operators dispatch through it).
 F: Any = None
@@ -145,10 +147,21 @@ class NdArray(SyncedArray, ArrayOperators):
             raise ValueError(f"NdArray.item: only size-1 arrays convert, shape is {self.shape}")
         return self._access("r", backends.host_device(), explicit=True).item()
 
+    def _implicit_read(self, what: str) -> None:
+        """``TransferError`` for a protocol read (``float()``, ...) that must transfer,
+        inside ``strict_transfers(implicit_reads=True)``."""
+        if _strict_reads.get():
+            check_implicit_read(what, self.devices, self.shape,
+                                backends.host_device() in self._copies)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """A read-only view of the current host copy (a writable copy when ``copy`` or
         ``dtype`` asks for one): writing through the view would change the host copy
         behind the other copies' backs, without a version bump."""
+        self._implicit_read("np.asarray()")
+        return self._host_view(dtype, copy)
+
+    def _host_view(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self._access("r", backends.host_device(), explicit=True)
         if dtype is not None or copy:
             return np.array(a, dtype=dtype)
@@ -169,17 +182,21 @@ class NdArray(SyncedArray, ArrayOperators):
         return dlpack_device(self)
 
     def __float__(self) -> float:
+        self._implicit_read("float()")
         return float(self.item())
 
     def __int__(self) -> int:
+        self._implicit_read("int()")
         return int(self.item())
 
     def __bool__(self) -> bool:
+        self._implicit_read("bool()")
         return bool(self.item())
 
     def __index__(self) -> int:
         if self.dtype.kind not in "iu":
             raise TypeError("only integer arrays can be used as an index")
+        self._implicit_read("index()")
         return int(self.item())
 
     def __len__(self) -> int:
@@ -192,7 +209,8 @@ class NdArray(SyncedArray, ArrayOperators):
             yield self[i]
 
     def __repr__(self) -> str:
-        body = np.array2string(np.asarray(self), separator=", ", prefix="NdArray(")
+        self._implicit_read("repr()")
+        body = np.array2string(self._host_view(), separator=", ", prefix="NdArray(")
         return f"NdArray({body}, dtype={self.dtype}, head={self.head})"
 
 

@@ -187,3 +187,31 @@ def test_random_parameters_are_checked(backend, call, match):
         call()
     np.testing.assert_array_equal(np.asarray(F.randn((3,), sigma=0.0, mu=2.0)), [2.0] * 3)
     assert float(F.max(F.rand((5,), low=1.0, high=1.0))) == 1.0
+
+
+# -- strict_transfers(implicit_reads=True) ----------------------------------------------------
+def test_strict_transfers_can_flag_implicit_reads(backend):
+    """float(), bool(), repr() and np.asarray() of a device array passed silently inside
+    strict_transfers(): a hidden ``if loss < x:`` sync went unnoticed."""
+    x = A([1.0, 2.0, 3.0])
+    loss = F.sum(F.mul(x, 2.0))  # on the backend's device
+    on_device = loss.head != "numpy:0"
+    reads = {"float()": lambda: float(loss), "int()": lambda: int(loss),
+             "bool()": lambda: bool(loss < 100.0), "repr()": lambda: repr(loss),
+             "np.asarray()": lambda: np.asarray(loss)}
+    with nna.strict_transfers():  # the default mode keeps allowing them
+        assert float(F.sum(F.mul(x, 2.0))) == 12.0
+    nna.reset_transfer_stats()
+    with nna.strict_transfers(implicit_reads=True):
+        for what, read in reads.items():
+            if on_device:
+                with pytest.raises(nna.TransferError, match=S(what, "(", backend,
+                                                              "implicit_reads=True")):
+                    read()
+            else:
+                read()  # the host copy is current: nothing to transfer, nothing to flag
+        assert nna.transfer_stats()["count"] == 0
+        assert loss.item() == 12.0  # explicit reads stay allowed
+        assert float(loss) == 12.0  # ... and once on the host, implicit ones are free
+    with nna.strict_transfers(implicit_reads=True), nna.strict_transfers(enabled=False):
+        assert float(F.sum(x)) == 6.0  # an inner block turns the check off
