@@ -23,11 +23,14 @@ from .errors import (
     BackendUnavailableError,
     DTypeError,
     GraphError,
+    InvalidValueError,
     KernelNotFoundError,
     NnarrayError,
+    OutOfMemoryError,
     ShapeError,
     TransferError,
 )
+from .memory import empty_cache
 from .ndarray import NdArray, array, full, ones, zeros
 from .ops.random import seed  # noqa: E402
 from .registry import fallback_stats, register_kernel, reset_fallback_stats
@@ -37,8 +40,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendError", "BackendUnavailableError", "Context", "DTypeError", "GraphError",
-    "KernelNotFoundError", "NdArray", "NnarrayError", "ShapeError", "TransferError",
-    "array", "backends", "context_scope", "device_synchronize", "fallback_stats",
+    "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError", "OutOfMemoryError",
+    "ShapeError", "TransferError",
+    "array", "backends", "context_scope", "device_synchronize", "empty_cache", "fallback_stats",
     "from_dlpack", "full", "functions", "get_current_context", "ones", "register_kernel",
     "registry",
     "reset_fallback_stats", "reset_transfer_stats", "seed", "set_default_context",

@@ -69,6 +69,9 @@ class Device:
     def synchronize(self) -> None:
         """Wait for queued work on this device."""
 
+    def empty_cache(self) -> None:
+        """Release the memory pool's cached (free) blocks (``nna.empty_cache``)."""
+
     def describe(self) -> str:
         """One line naming the hardware."""
         return self.key

@@ -37,3 +37,13 @@ class DTypeError(NnarrayError, TypeError):
 
 class GraphError(NnarrayError):
     """An autograd graph that cannot be evaluated correctly."""
+
+
+class InvalidValueError(NnarrayError, ValueError):
+    """An argument value an op cannot take: an integer to a negative integer power, a
+    label out of range, a fill value its dtype cannot hold, a negative ``sigma``."""
+
+
+class OutOfMemoryError(NnarrayError, MemoryError):
+    """An allocation that failed even after the memory pools gave their cached blocks
+    back; names the op (where known), the shape, the dtype and the bytes."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -11,9 +12,11 @@ import numpy as np
 from . import backends, dtypes
 from . import functions as F  # see operators.py: bound while nnarray imports functions
 from .context import Context, as_context
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import SyncedArray
+from .transfers import check_implicit_read
+from .transfers import strict_reads as _strict_reads
 
 
 def normalize_shape(shape: Any, op: str = "NdArray", arg: str = "shape") -> tuple[int, ...]:
@@ -96,10 +99,12 @@ class NdArray(SyncedArray, ArrayOperators):
         self._set_fill(self.dtype.type(0).item())
 
     def fill(self, value: Any) -> None:
-        """Lazily set every element to ``value``, exactly for every dtype."""
+        """Lazily set every element to ``value``, exactly for every dtype; a value the
+        dtype cannot hold (NaN, inf or out of range for an integer dtype) raises
+        ``InvalidValueError``."""
         if not dtypes.is_scalar(value):
             raise DTypeError(f"NdArray.fill: value must be a scalar, got {type(value).__name__}")
-        self._set_fill(self.dtype.type(value).item())
+        self._set_fill(fill_value(self.dtype, value, "NdArray.fill", self.shape))
 
     def copy_from(self, other: NdArray) -> None:
         """Copy ``other`` into this array on the current context (casting its dtype)."""
@@ -127,9 +132,27 @@ class NdArray(SyncedArray, ArrayOperators):
             raise ValueError(f"NdArray.item: only size-1 arrays convert, shape is {self.shape}")
         return self.native(backends.host_device(), "r", explicit=True).item()
 
+    def _implicit_read(self, what: str) -> None:
+        """``TransferError`` for a protocol read (``float()``, ...) that must transfer,
+        inside ``strict_transfers(implicit_reads=True)``."""
+        if _strict_reads.get():
+            check_implicit_read(what, self.devices, self.shape,
+                                self.current_copy(backends.host_device()) is not None)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """A read-only view of the current host copy (a writable copy when ``copy`` or
+        ``dtype`` asks for one): writing through the view would change the host copy
+        behind the other copies' backs, without a version bump."""
+        self._implicit_read("np.asarray()")
+        return self._host_view(dtype, copy)
+
+    def _host_view(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.native(backends.host_device(), "r", explicit=True)
-        return np.array(a, dtype=dtype) if dtype is not None or copy else a.view()
+        if dtype is not None or copy:
+            return np.array(a, dtype=dtype)
+        v = a.view()
+        v.flags.writeable = False
+        return v
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
                    dl_device: Any = None, copy: bool | None = None) -> Any:
@@ -144,17 +167,21 @@ class NdArray(SyncedArray, ArrayOperators):
         return dlpack_device(self)
 
     def __float__(self) -> float:
+        self._implicit_read("float()")
         return float(self.item())
 
     def __int__(self) -> int:
+        self._implicit_read("int()")
         return int(self.item())
 
     def __bool__(self) -> bool:
+        self._implicit_read("bool()")
         return bool(self.item())
 
     def __index__(self) -> int:
         if self.dtype.kind not in "iu":
             raise TypeError("only integer arrays can be used as an index")
+        self._implicit_read("index()")
         return int(self.item())
 
     def __len__(self) -> int:
@@ -167,8 +194,27 @@ class NdArray(SyncedArray, ArrayOperators):
             yield self[i]
 
     def __repr__(self) -> str:
-        body = np.array2string(np.asarray(self), separator=", ", prefix="NdArray(")
+        self._implicit_read("repr()")
+        body = np.array2string(self._host_view(), separator=", ", prefix="NdArray(")
         return f"NdArray({body}, dtype={self.dtype}, head={self.head})"
+
+
+def fill_value(dtype: np.dtype, value: Any, op: str, shape: tuple[int, ...]) -> Any:
+    """``value`` as a Python scalar of ``dtype``, or ``InvalidValueError`` naming ``op``
+    where an integer dtype cannot hold it (numpy raised its own errors, or wrapped)."""
+    if dtype.kind in "iu" and not isinstance(value, (bool, np.bool_)):
+        info = np.iinfo(dtype)
+        v = value.item() if isinstance(value, np.generic) else value
+        if isinstance(v, float) and not math.isfinite(v):
+            why = "is not finite"
+        elif not info.min <= v <= info.max:
+            why = f"is out of range [{info.min}, {info.max}]"
+        else:
+            why = None
+        if why is not None:
+            raise InvalidValueError(f"{op}: value {value!r} {why} for an array of {dtype} "
+                                    f"(shape {shape})")
+    return dtype.type(value).item()
 
 
 def zeros(shape: Any, dtype: Any = np.float32) -> NdArray:

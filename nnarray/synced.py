@@ -81,6 +81,15 @@ class SyncedArray:
         it included): nothing was written since ``fill(value)``."""
         return self._fill is not _NO_FILL and self._fill == value
 
+    @property
+    def lazy_fill(self) -> Any:
+        """The value of a lazy ``fill`` the array still holds, else ``None``."""
+        return None if self._fill is _NO_FILL else self._fill
+
+    def current_copy(self, dev: Device) -> Any:
+        """The native copy on ``dev`` if it is current, else ``None`` (never syncs)."""
+        return self._copies.get(dev)
+
     def reads_as_zero(self) -> bool:
         """Whether the array holds no copy and reads as zeros (never written, or a lazy
         zero fill)."""

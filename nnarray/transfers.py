@@ -14,6 +14,10 @@ _count = 0
 _bytes = 0
 _by_route: dict[tuple[str, str], tuple[int, int]] = {}
 _strict: contextvars.ContextVar[bool] = contextvars.ContextVar("nnarray_strict", default=False)
+#: ``strict_transfers(implicit_reads=True)``: float()/bool()/repr()/np.asarray() of an
+#: array whose host copy is not current raise too (NdArray checks it).
+strict_reads: contextvars.ContextVar[bool] = contextvars.ContextVar("nnarray_strict_reads",
+                                                                    default=False)
 
 
 def record(src: str, dst: str, nbytes: int) -> None:
@@ -51,10 +55,28 @@ def reset_transfer_stats() -> None:
 
 
 @contextlib.contextmanager
-def strict_transfers(enabled: bool = True) -> Iterator[None]:
-    """Inside the block an implicit device-to-device transfer raises ``TransferError``."""
+def strict_transfers(enabled: bool = True, implicit_reads: bool = False) -> Iterator[None]:
+    """Inside the block an implicit device-to-device transfer raises ``TransferError``.
+
+    With ``implicit_reads=True``, so do the hidden reads to the host that Python's
+    protocols make: ``float()``, ``int()``, ``bool()`` (an ``if loss < x:``), ``repr()``
+    and ``np.asarray()`` of an array whose host copy is not current. Explicit reads
+    (``item()``, ``numpy()``, ``get_data(mode, "numpy")``, ``.data``) stay allowed."""
     token = _strict.set(enabled)
+    token_reads = strict_reads.set(enabled and implicit_reads)
     try:
         yield
     finally:
+        strict_reads.reset(token_reads)
         _strict.reset(token)
+
+
+def check_implicit_read(what: str, devices: list[str], shape: tuple, host: bool) -> None:
+    """Raise ``TransferError`` for ``what`` (``"float()"``, ...) reading an array whose
+    host copy is not current (``host`` False) inside ``strict_transfers(implicit_reads=
+    True)``; callers test ``strict_reads.get()`` first."""
+    if devices and not host:
+        raise TransferError(
+            f"{what} of an array of shape {shape} on {', '.join(devices)} reads it to the "
+            "host implicitly inside strict_transfers(implicit_reads=True); read it "
+            "explicitly with item(), numpy() or get_data('r', 'numpy')")

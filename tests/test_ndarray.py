@@ -126,3 +126,24 @@ def test_numpy_left_operand_defers_to_ndarray():
     r = np.ones(2, np.float32) + nna.array([1.0, 2.0])
     assert isinstance(r, nna.NdArray)
     assert r.data.tolist() == [2.0, 3.0]
+
+
+def test_asarray_is_read_only_and_copies_stay_consistent(backend):
+    """``np.asarray`` must not hand out a writable view of the host copy: writing through
+    it changed the host copy behind the device copy's back, silently, with no version
+    bump (numpy and OpenCL sums then disagreed)."""
+    import nnarray.functions as F
+    a = nna.array(np.arange(6, dtype=np.float32))
+    F.sum(a)  # a copy on the backend's device too (the host's own on numpy)
+    v = a.version
+    view = np.asarray(a)
+    assert not view.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        view[0] = 99
+    assert a.version == v
+    assert float(F.sum(a)) == 15.0
+    with nna.context_scope("numpy"):
+        assert float(F.sum(a)) == 15.0
+    c = np.array(a)  # an explicit copy is the user's to write
+    c[0] = 99
+    assert np.asarray(a)[0] == 0

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, InvalidValueError, ShapeError
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
@@ -97,3 +97,43 @@ def pair(op: str, arg: str, v: Any, minimum: int = 0) -> tuple[int, int]:
         raise ValueError(f"{op}: argument '{arg}' must be {'an int' if minimum else 'ints'} "
                          f">= {minimum} (one or a pair), got {v!r}")
     return p  # type: ignore[return-value]
+
+
+def _integral(x: Any) -> bool:
+    if dtypes.is_scalar(x):
+        return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    return np.dtype(x.dtype).kind in "iu"
+
+
+def check_int_pow(a: Any, b: Any, min_of: Any = None) -> None:
+    """``InvalidValueError`` naming ``pow`` for an integer to a negative integer power
+    (numpy refuses it; OpenCL computed 0). ``a`` and ``b`` are arrays (NdArray or native)
+    or scalars. A scalar exponent is checked here; an array exponent only when
+    ``min_of(b)`` (its smallest element, a device read) is given: backends call it from
+    their pow kernel before launching, so the check costs nothing for float powers."""
+    if not (_integral(a) and _integral(b)):
+        return
+    if dtypes.is_scalar(b):
+        bad = b < 0
+    else:
+        bad = min_of is not None and b.size > 0 and min_of(b) < 0
+    if bad:
+        what = f"exponent {b}" if dtypes.is_scalar(b) else (
+            f"exponent of shape {tuple(b.shape)} has negative elements")
+        base = f"base {a}" if dtypes.is_scalar(a) else f"base {a.dtype} {tuple(a.shape)}"
+        raise InvalidValueError(f"pow: integers to negative integer powers are not allowed "
+                                f"({what}; {base})")
+
+
+def check_labels(op: str, t: np.ndarray, n: int, arg: str = "t") -> None:
+    """``InvalidValueError`` naming ``op`` when a label of host array ``t`` is outside
+    ``[0, n)`` (numpy picked the last class for -1, OpenCL gave NaN)."""
+    if t.size == 0:
+        return
+    lo, hi = t.min(), t.max()
+    if lo >= 0 and hi < n:
+        return
+    bad = (t < 0) | (t >= n)
+    at = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), t.shape))
+    raise InvalidValueError(f"{op}: label {t[at]} at index {at} of '{arg}' (shape {t.shape}) "
+                            f"is out of range for {n} classes (0..{n - 1})")

@@ -29,7 +29,7 @@ from ..registry import lookup
 from .backward import F as _F
 from .backward import backward as _backward
 from .backward import fit as _fit
-from .common import broadcast, require_array
+from .common import broadcast, check_int_pow, require_array
 from .op import GraphValue, Op, execute
 
 _promote = dtypes.promote
@@ -183,12 +183,22 @@ def _infer_div(inputs, attrs):
     return ((broadcast("div", inputs), d),)
 
 
+def _infer_pow(name: str):
+    base = _infer_no_bool(name)
+
+    def infer(inputs, attrs):
+        check_int_pow(*inputs)  # a scalar exponent fails while a graph is built; kernels
+        return base(inputs, attrs)  # check array exponents (the fast path skips infer)
+    return infer
+
+
 _BINARY_RULES = {"arith": _infer_binary, "no_bool": _infer_no_bool, "compare": _infer_compare,
-                 "div": lambda name: _infer_div}
+                 "div": lambda name: _infer_div, "pow": _infer_pow}
 
 #: Binary elementwise functions: name -> (dtype rule, retained values, d/da, d/db).
-#: Rules: "arith" numpy promotion; "no_bool" the same, bool refused; "div" float results
-#: (integers give float64); "compare" bool results. Each derivative maps the retained
+#: Rules: "arith" numpy promotion; "no_bool" the same, bool refused; "pow" that, and no
+#: integer to a negative integer power; "div" float results (integers give float64);
+#: "compare" bool results. Each derivative maps the retained
 #: operands ``a``, ``b`` (listed as "ab"; else ``None``), the output ``y`` (listed as
 #: "y") and the output gradient ``g`` to that operand's gradient, before broadcasting is
 #: undone; ``None``: not differentiable.
@@ -197,7 +207,7 @@ BINARY: dict[str, tuple] = {
     "sub": ("no_bool", "", lambda a, b, y, g: g, lambda a, b, y, g: -g),
     "mul": ("arith", "ab", lambda a, b, y, g: g * b, lambda a, b, y, g: g * a),
     "div": ("div", "ab", lambda a, b, y, g: g / b, lambda a, b, y, g: -((g / b) * a) / b),
-    "pow": ("no_bool", "aby", lambda a, b, y, g: g * (b * a ** (b - 1)),
+    "pow": ("pow", "aby", lambda a, b, y, g: g * (b * a ** (b - 1)),
             lambda a, b, y, g: g * y * _F.log(a)),
     "maximum": ("arith", "ab", lambda a, b, y, g: where(greater_equal(a, b), g, 0.0),
                 lambda a, b, y, g: where(greater_equal(a, b), 0.0, g)),

@@ -9,12 +9,13 @@ over ``rand`` serves every backend without the kernel.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes
-from ..errors import DTypeError
+from ..errors import DTypeError, InvalidValueError
 from ..ndarray import normalize_shape
 from ..registry import register_composite
 from .common import require_float
@@ -41,6 +42,14 @@ def _infer_random(name: str, params: tuple[str, str]):
             raise DTypeError(f"{name}: dtype must be floating point, got {d}")
         for p in params:
             attrs[p] = float(attrs[p])
+            if not math.isfinite(attrs[p]):
+                raise InvalidValueError(f"{name}: argument '{p}' must be finite, got "
+                                        f"{attrs[p]}")
+        a, b = (attrs[p] for p in params)
+        if name == "randn" and b < 0:
+            raise InvalidValueError(f"randn: argument 'sigma' must be >= 0, got {b}")
+        if name == "rand" and a > b:
+            raise InvalidValueError(f"rand: argument 'low' ({a}) must not exceed 'high' ({b})")
         if attrs.get("seed") is None:
             attrs["seed"] = next_seed()
         return ((shape, d),)

@@ -2,7 +2,9 @@
 
 Kernel contract: ``softmax(x, axis)``, ``log_softmax(x, axis)`` (``axis`` non-negative);
 ``softmax_cross_entropy(x, t, axis)`` -> per-sample ``-log_softmax(x)[t]`` with ``t``
-integer of ``x.shape`` minus ``axis``; ``one_hot(t, num_classes, axis, dtype)`` inserts
+integer of ``x.shape`` minus ``axis``, each in ``[0, x.shape[axis])`` (else
+``InvalidValueError`` naming the op; a device may report it at its next synchronization
+instead of before the kernel); ``one_hot(t, num_classes, axis, dtype)`` inserts
 a class axis at ``axis`` (out-of-range labels give an all-zero row).
 """
 
@@ -15,7 +17,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import ShapeError
 from ..registry import register_composite
-from .common import norm_axis, require_float, require_int
+from .common import check_labels, norm_axis, require_float, require_int
 from .elementwise import sub
 from .op import Op
 from .reduction import mean
@@ -72,11 +74,30 @@ def softmax_cross_entropy(x: Any, t: Any, axis: int = -1) -> Any:
     from .shape import reshape
     require_float("softmax_cross_entropy", "x", x)
     require_int("softmax_cross_entropy", "t", t)
-    if x.ndim and t.ndim == x.ndim:
+    if x.ndim:
         a = norm_axis("softmax_cross_entropy", axis, x.ndim)
-        if t.shape[a] == 1:
+        if t.shape in (x.shape[:a] + x.shape[a + 1:], x.shape[:a] + (1,) + x.shape[a + 1:]):
+            _check_host_labels(t, x.shape[a])  # else infer raises the ShapeError
+        if t.ndim == x.ndim and t.shape[a] == 1:
             t = reshape(t, shape=t.shape[:a] + t.shape[a + 1:])
     return _sce(x, t, axis=axis)
+
+
+def _check_host_labels(t: Any, n: int) -> None:
+    """Check labels whose host copy is current (or a lazy fill) now, before any kernel
+    runs and at no transfer; labels only on a device are checked by the backend's kernel
+    (OpenCL reports them at the next synchronization)."""
+    from .. import backends
+    from ..ndarray import NdArray
+    a = t if type(t) is NdArray else getattr(t, "data", None)
+    if type(a) is not NdArray:
+        return
+    if a.lazy_fill is not None:
+        check_labels("softmax_cross_entropy", np.full((1,), a.lazy_fill), n)
+        return
+    h = a.current_copy(backends.host_device())
+    if h is not None:
+        check_labels("softmax_cross_entropy", h, n)
 
 
 def _infer_mse(inputs, attrs):

@@ -44,6 +44,10 @@ class CudaDevice(Device):
         with self.scope:
             return self._cp.full(shape, value, dtype)
 
+    def empty_cache(self) -> None:
+        with self.scope:
+            self.pool.free_all_blocks()
+
     # -- transfers -------------------------------------------------------------------
     def from_host(self, a: np.ndarray, out: Any = None) -> Any:
         with self.scope:

@@ -37,5 +37,8 @@ class NumpyDevice(Device):
             x = np.array(x, order="C", copy=True)
         return x
 
+    def empty_cache(self) -> None:
+        self.pool.clear()
+
     def describe(self) -> str:
         return f"numpy:0 (host CPU, numpy {np.__version__})"

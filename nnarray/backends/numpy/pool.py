@@ -14,18 +14,24 @@ import threading
 
 import numpy as np
 
+from ...memory import cache_limit, out_of_memory, release_all
+
 _getrefcount = sys.getrefcount
 
 
 class HostPool:
-    """Large-buffer cache keyed by size; small arrays go straight to ``np.empty``."""
+    """Large-buffer cache keyed by size; small arrays go straight to ``np.empty``.
 
-    def __init__(self, min_bytes: int = 1 << 20, max_cached: int = 4 << 30) -> None:
+    At most ``max_cached`` bytes (``memory.cache_limit()``, 1 GiB by default) are held
+    beyond the buffers in use; an allocation that fails releases every pool's cache and
+    retries once, then raises ``OutOfMemoryError``."""
+
+    def __init__(self, min_bytes: int = 1 << 20, max_cached: int | None = None) -> None:
         self.min_bytes = min_bytes
-        self.max_cached = max_cached
+        self.max_cached = cache_limit() if max_cached is None else max_cached
         self._bufs: dict[int, list[np.ndarray]] = {}
         self._total = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a failed allocation clears this pool too
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
@@ -43,11 +49,26 @@ class HostPool:
                     buf = lst[i]
                     break
             if buf is None:
-                self._trim(key)
-                buf = np.empty(key, np.uint8)
-                lst.append(buf)
-                self._total += key
+                keep = key <= self.max_cached  # a bigger buffer is not cached at all
+                if keep:
+                    self._trim(key)
+                buf = self._allocate(key, shape, dtype)
+                if keep:
+                    lst.append(buf)
+                    self._total += key
         return buf[:n].view(dtype).reshape(shape)
+
+    def _allocate(self, key: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        try:
+            return np.empty(key, np.uint8)
+        except MemoryError:
+            pass
+        self._trim(self.max_cached + 1)  # every free buffer here, then the other pools
+        release_all()
+        try:
+            return np.empty(key, np.uint8)
+        except MemoryError as e:
+            raise out_of_memory("numpy:0", shape, dtype, key, e) from None
 
     def _trim(self, need: int) -> None:
         """Drop free buffers while the cache would exceed ``max_cached``."""
@@ -61,8 +82,16 @@ class HostPool:
     def clear(self) -> None:
         """Forget every free buffer (buffers in use stay with their arrays)."""
         with self._lock:
-            self._trim(self.max_cached + 1)
+            self._trim(1 << 62)
 
     @property
     def cached_bytes(self) -> int:
+        """Bytes of every buffer the pool holds, in use or free."""
         return self._total
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the free buffers (what ``clear`` releases)."""
+        with self._lock:
+            return sum(k for k, lst in self._bufs.items() for i in range(len(lst))
+                       if _getrefcount(lst[i]) == 2)

@@ -7,6 +7,15 @@ such a device is skipped with its reason. ``NNARRAY_OPENCL_DEVICES`` chooses and
 devices: a comma-separated list of indices into all listed devices, or case-insensitive
 substrings of "platform name / device name" (``NNARRAY_OPENCL_DEVICES=basic,pthread``).
 
+One queue per device serves every thread: each enqueue (kernel arguments + launch,
+copies, fills, pool allocations, ``finish``) runs under the device's ``lock``. pocl's
+basic driver from the PyPI wheel (3.0) deadlocks when two threads enqueue on one queue
+(one thread blocks in ``clEnqueueNDRangeKernel`` holding the GIL while another waits in a
+blocking copy), and a shared ``cl.Kernel`` must not have its arguments set by one thread
+while another launches it. The lock costs ~0.1 us per launch; per-thread queues would
+cost a thread-local lookup per launch plus cross-queue events for every array passed
+between threads, and still need the kernel-argument lock.
+
 Buffers are padded to a multiple of ``LOCAL`` elements (bytes beyond the array's own
 belong to it), so contiguous elementwise kernels run on whole work-groups without a
 bounds check: the check stops pocl vectorizing and halves their throughput.
@@ -15,12 +24,17 @@ bounds check: the check stops pocl vectorizing and halves their throughput.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
 
 from ...device import Device
-from ...errors import DTypeError
+from ...errors import DTypeError, InvalidValueError
+from ...memory import cache_limit, out_of_memory, release_all
+
+#: Allocations of this many bytes or more first check the pool's cache bound.
+_BIG = 1 << 20
 
 _PROBE = "__kernel void probe(__global float* x) { x[get_global_id(0)] *= 2.0f; }"
 
@@ -41,6 +55,9 @@ class OpenCLDevice(Device):
         self.cl_device = cl_device
         self.context = context if context is not None else cl.Context([cl_device])
         self.queue = cl.CommandQueue(self.context, cl_device)
+        #: Held around every enqueue on ``queue`` (see the module doc); re-entrant.
+        self.lock = threading.RLock()
+        self.acquire, self.release = self.lock.acquire, self.lock.release
         self.pool = clt.MemoryPool(clt.ImmediateAllocator(self.queue))
         self.programs = ProgramCache(self.context, cl_device)
         self.fp64 = "cl_khr_fp64" in cl_device.extensions
@@ -48,22 +65,68 @@ class OpenCLDevice(Device):
         self.plans: dict[Any, Any] = {}
         self._array = cla.Array
         self._alloc = self.pool.allocate
+        #: Bytes of freed blocks the pool may hold (``memory.cache_limit()``); beyond it,
+        #: checked at big allocations and at ``synchronize()``, it releases them all.
+        self.max_cached = cache_limit()
+        self.max_alloc = cl_device.max_mem_alloc_size
         self._pad = LOCAL
         self._layouts: dict[tuple, tuple] = {}
         self._copy = cl.enqueue_copy
+        self._err: Any = None  # kernels' out-of-range reports: (flag, value, bound) int64
+        self._err_ops: set[str] = set()  # ops launched with ``_err`` since the last check
         _by_queue[id(self.queue)] = self
+        _locks[id(self.queue)] = self.lock
 
     # -- allocation -------------------------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """A C-contiguous ``pyopencl.array.Array`` from the pool, padded (see module doc)."""
+        with self.lock:  # a pool miss enqueues on the queue (ImmediateAllocator)
+            return self.empty_locked(shape, dtype)
+
+    def empty_locked(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """``empty`` for a caller that holds ``lock``."""
         lay = self._layouts.get((shape, dtype))
         if lay is None:
             lay = self._layouts[(shape, dtype)] = self._layout(shape, dtype)
         dt, size, strides, nbytes = lay
+        if nbytes >= _BIG:
+            self._trim()
+        try:
+            data = self._alloc(nbytes)
+        except Exception as e:  # pyopencl's errors; retried once after releasing caches
+            data = self._alloc_again(shape, dt, nbytes, e)
         # pyopencl's ``_fast`` constructor skips ~15 us of argument checking per array.
-        return self._array(None, shape, dt, allocator=self.pool, data=self._alloc(nbytes),
+        return self._array(None, shape, dt, allocator=self.pool, data=data,
                            strides=strides, _fast=True, _size=size, _context=self.context,
                            _queue=self.queue)
+
+    def _alloc_again(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int,
+                     first: Exception) -> Any:
+        if nbytes > self.max_alloc:
+            raise out_of_memory(self.key, shape, dtype, nbytes,
+                                f"more than the device's largest buffer, {self.max_alloc} "
+                                f"bytes") from None
+        release_all()
+        try:
+            return self._alloc(nbytes)
+        except Exception as e:
+            raise out_of_memory(self.key, shape, dtype, nbytes, e) from first
+
+    # -- the pool's cache -----------------------------------------------------------------
+    def _trim(self) -> None:
+        """Release the pool's free blocks when they exceed ``max_cached`` bytes."""
+        pool = self.pool
+        if pool.held_blocks and pool.managed_bytes - pool.active_bytes > self.max_cached:
+            pool.free_held()
+
+    def empty_cache(self) -> None:
+        with self.lock:
+            self.pool.free_held()
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of free blocks the pool holds (with the rounding of blocks in use)."""
+        return self.pool.managed_bytes - self.pool.active_bytes if self.pool.held_blocks else 0
 
     def _layout(self, shape: tuple[int, ...], dtype: Any) -> tuple:
         dt = np.dtype(dtype)
@@ -75,7 +138,8 @@ class OpenCLDevice(Device):
         x = self.empty(shape, dtype)
         if x.size:
             pattern = np.array(value).astype(x.dtype)  # exact, int64 included
-            cl.enqueue_fill_buffer(self.queue, x.base_data, pattern, 0, x.nbytes)
+            with self.lock:
+                cl.enqueue_fill_buffer(self.queue, x.base_data, pattern, 0, x.nbytes)
         return x
 
     # -- copies -------------------------------------------------------------------------
@@ -84,14 +148,19 @@ class OpenCLDevice(Device):
             out = self.empty(a.shape, a.dtype)
         if a.size:
             # Blocking: the host array may be written as soon as this returns.
-            self._copy(self.queue, out.base_data, np.ascontiguousarray(a), is_blocking=True)
+            a = np.ascontiguousarray(a)
+            with self.lock:
+                self._copy(self.queue, out.base_data, a, is_blocking=True)
         return out
 
     def to_host(self, x: Any, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
             out = np.empty(x.shape, x.dtype)
         if x.size:
-            self._copy(self.queue, out, x.base_data, is_blocking=True)
+            with self.lock:
+                self._copy(self.queue, out, x.base_data, is_blocking=True)
+                if self._err_ops:
+                    self._check_errors()
         return out
 
     def can_copy_from(self, src: Device) -> bool:
@@ -104,11 +173,40 @@ class OpenCLDevice(Device):
             out = self.empty(x.shape, x.dtype)
         if x.size:
             src.synchronize()
-            self._copy(self.queue, out.base_data, x.base_data, byte_count=x.nbytes)
+            with self.lock:
+                self._copy(self.queue, out.base_data, x.base_data, byte_count=x.nbytes)
         return out
 
     def synchronize(self) -> None:
-        self.queue.finish()
+        with self.lock:
+            self.queue.finish()
+            self._trim()
+            if self._err_ops:
+                self._check_errors()
+
+    # -- device-side checks ---------------------------------------------------------------
+    def error_buffer(self, op: str) -> Any:
+        """A buffer of three int64 where ``op``'s kernel reports a bad value (flag, value,
+        bound): checked, and raised as ``InvalidValueError`` naming ``op``, at the next
+        ``synchronize()`` or read to the host (like CUDA's device asserts)."""
+        import pyopencl as cl
+        if self._err is None:
+            self._err = cl.Buffer(self.context, cl.mem_flags.READ_WRITE
+                                  | cl.mem_flags.COPY_HOST_PTR, hostbuf=np.zeros(3, np.int64))
+        self._err_ops.add(op)
+        return self._err
+
+    def _check_errors(self) -> None:
+        """Read and reset the error buffer (caller holds ``lock``)."""
+        got = np.empty(3, np.int64)
+        self._copy(self.queue, got, self._err, is_blocking=True)
+        ops, self._err_ops = self._err_ops, set()
+        if got[0]:
+            self._copy(self.queue, self._err, np.zeros(3, np.int64), is_blocking=True)
+            raise InvalidValueError(
+                f"{' or '.join(sorted(ops))}: label {got[1]} is out of range for {got[2]} "
+                f"classes (0..{got[2] - 1}); found on {self.key} by a kernel and reported at "
+                f"this synchronization")
 
     # -- facts --------------------------------------------------------------------------
     def check_dtype(self, dtype: np.dtype, op: str) -> None:
@@ -125,6 +223,8 @@ class OpenCLDevice(Device):
 
 #: Devices by ``id()`` of their queue: kernels find the device of an input array here.
 _by_queue: dict[int, OpenCLDevice] = {}
+#: Each device's ``lock`` by ``id()`` of its queue (``programs.launch`` takes a queue).
+_locks: dict[int, Any] = {}
 
 
 def device_of(x: Any) -> OpenCLDevice:

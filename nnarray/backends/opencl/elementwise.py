@@ -21,6 +21,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ...dtypes import promote
+from ...ops.common import check_int_pow
 from ...ops.elementwise import unary_dtype
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
@@ -63,19 +64,28 @@ class Plan:
         self.arrays = not consts and all(s is None for s in scalars)
 
     def run(self, dev: OpenCLDevice, xs: tuple, out: Any = None) -> Any:
-        if out is None:
-            out = dev.empty(self.shape, self.dtype)
-        if not self.n:
-            return out
-        k = self.kernel
-        if self.arrays:  # the hot path: contiguous arrays only
-            k.set_args(out.base_data, *[x.base_data for x in xs])
-        else:
-            args = [out.base_data]
-            for x, s in zip(xs, self.scalars):
-                args.append(x.base_data if s is None else s(x))
-            k.set_args(*args, *self.consts)
-        _enqueue(dev.queue, k, self.grid, _LOCAL)
+        # Allocation, arguments and launch of a shared kernel under the device lock (see
+        # device.py); acquire/release rather than ``with``: half the cost on the hot path.
+        dev.acquire()
+        try:
+            if out is None:
+                out = dev.empty_locked(self.shape, self.dtype)
+            if not self.n:
+                return out
+            k = self.kernel
+            if self.arrays:  # the hot path: contiguous arrays only
+                if len(xs) == 2:
+                    k.set_args(out.base_data, xs[0].base_data, xs[1].base_data)
+                else:
+                    k.set_args(out.base_data, *[x.base_data for x in xs])
+            else:
+                args = [out.base_data]
+                for x, s in zip(xs, self.scalars):
+                    args.append(x.base_data if s is None else s(x))
+                k.set_args(*args, *self.consts)
+            _enqueue(dev.queue, k, self.grid, _LOCAL)
+        finally:
+            dev.release()
         return out
 
 
@@ -200,6 +210,19 @@ def _register_binary(name: str) -> None:
             p = dev.plans[key] = plan(dev, name, convert(expr, rt, cltype(out_d)), xs, [ct, ct],
                                       broadcast_shape(a, b), out_d, helpers)
         return p.run(dev, xs, out)
+
+    if name == "pow":  # integer ** negative integer raises, as numpy does (not 0)
+        generic = kernel
+
+        @register_kernel(name, "opencl")
+        def kernel(a, b, out=None):
+            check_int_pow(a, b, _min_on_host)
+            return generic(a, b, out)
+
+
+def _min_on_host(x: Any) -> Any:
+    """The smallest element of native array ``x`` (a blocking read, under the lock)."""
+    return device_of(x).to_host(x).min()
 
 
 for _n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", *_COMPARE):

@@ -94,10 +94,13 @@ def matmul(a, b):
     if d.kind != "f":
         _int_matmul(dev, t, a, b, out, nb, m, n, k, stride_a, stride_b)
         return out
+    gemm = _gemm(dev)
     if work == d:
-        _gemm(dev)(dev.queue, a, b, out, nb, m, n, k, stride_a, stride_b)
+        with dev.lock:  # see device.py: one thread enqueues at a time
+            gemm(dev.queue, a, b, out, nb, m, n, k, stride_a, stride_b)
         return out
     tmp = dev.empty(shape, work)
-    _gemm(dev)(dev.queue, a, b, tmp, nb, m, n, k, stride_a, stride_b)
+    with dev.lock:
+        gemm(dev.queue, a, b, tmp, nb, m, n, k, stride_a, stride_b)
     return cast(tmp, d, out)
 

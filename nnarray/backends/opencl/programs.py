@@ -14,9 +14,12 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 from typing import Any
 
 import pyopencl as cl
+
+from .device import _locks
 
 #: Work-group size of every 1-D launch: fixed, because pocl compiles a work-group
 #: function per distinct local size (~40 ms each) and a size it picks varies with n.
@@ -41,6 +44,7 @@ class ProgramCache:
         self.context = context
         self.device = device
         self._programs: dict[tuple[str, str], cl.Program] = {}
+        self._lock = threading.Lock()  # one compile at a time (threads share the cache)
         self._kernels: dict[tuple[str, str, str], cl.Kernel] = {}
         self._identity = "|".join((device.platform.name, device.platform.version, device.name,
                                    device.version, device.driver_version, cl.VERSION_TEXT))
@@ -52,7 +56,10 @@ class ProgramCache:
         key = (source, options)
         prg = self._programs.get(key)
         if prg is None:
-            prg = self._programs[key] = self._load_or_compile(source, options)
+            with self._lock:
+                prg = self._programs.get(key)
+                if prg is None:
+                    prg = self._programs[key] = self._load_or_compile(source, options)
         return prg
 
     def kernel(self, source: str, name: str, options: str = "") -> cl.Kernel:
@@ -102,6 +109,7 @@ def _store(path: str, binary: bytes) -> None:
 
 def launch(queue: cl.CommandQueue, kernel: cl.Kernel, n: int, args: Any) -> None:
     """Run ``kernel`` on ``ceil(n / LOCAL) * LOCAL`` work-items (kernels guard ``n`` or
-    rely on padded buffers)."""
-    kernel.set_args(*args)
-    _enqueue(queue, kernel, (-(-n // LOCAL) * LOCAL,), (LOCAL,))
+    rely on padded buffers), under the queue's device lock (see ``device.py``)."""
+    with _locks[id(queue)]:
+        kernel.set_args(*args)
+        _enqueue(queue, kernel, (-(-n // LOCAL) * LOCAL,), (LOCAL,))

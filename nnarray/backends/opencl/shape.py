@@ -72,7 +72,8 @@ def reshape(x, shape):
     dev = device_of(x)
     out = dev.empty(tuple(shape), x.dtype)
     if x.size:
-        dev._copy(dev.queue, out.base_data, x.base_data, byte_count=x.nbytes)
+        with dev.lock:
+            dev._copy(dev.queue, out.base_data, x.base_data, byte_count=x.nbytes)
     return out
 
 

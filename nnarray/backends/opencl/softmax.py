@@ -76,13 +76,19 @@ def log_softmax(x, axis):
 @register_kernel("softmax_cross_entropy", "opencl")
 def softmax_cross_entropy(x, t, axis):
     xt, lt = cltype(x.dtype), cltype(t.dtype)
-    # An out-of-range label gives NaN (numpy would raise IndexError).
+    # An out-of-range label writes NaN and reports itself in the device's error buffer,
+    # raised at the next synchronization (labels with a current host copy were checked
+    # before this kernel: ops/softmax.py).
     tail = ("const long k = (long)lab[g];\n    "
+            "if (k < 0 || k >= A) { err[0] = 1; err[1] = k; err[2] = A; }\n    "
             + xt.store("out", "g", f"(k < 0 || k >= A) ? ({xt.calc})NAN : "
                        f"-({xt.load('x', 'base + k * inner')} - m - log(s))"))
-    src = _row_source("sce", xt, xt, tail, f"__global const {lt.storage}* restrict lab, ")
-    out = device_of(x).empty(t.shape, x.dtype)
-    return _run("sce", src, x, out, axis, [t.base_data])
+    src = _row_source("sce", xt, xt, tail, f"__global const {lt.storage}* restrict lab, "
+                      "__global long* err, ")
+    dev = device_of(x)
+    out = dev.empty(t.shape, x.dtype)
+    return _run("sce", src, x, out, axis,
+                [t.base_data, dev.error_buffer("softmax_cross_entropy")])
 
 
 _ONE_HOT = """__kernel void one_hot(__global const {s}* restrict t, __global {o}* out,

@@ -1,0 +1,76 @@
+"""Memory pools: a byte bound on what they cache, ``empty_cache``, and the error an
+allocation raises when it fails even after the pools gave their cached blocks back.
+
+Each device's pool keeps freed blocks for reuse, at most ``cache_limit()`` bytes of them
+(``NNARRAY_POOL_CACHE_BYTES``, default 1 GiB): beyond that the cached blocks are
+released. A failed allocation releases every pool's cached blocks and retries once;
+if that fails too it raises ``OutOfMemoryError`` naming the op, the shape, the dtype
+and the bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from .errors import OutOfMemoryError
+
+
+def cache_limit() -> int:
+    """Bytes of freed blocks a pool keeps (``NNARRAY_POOL_CACHE_BYTES``, default 1 GiB)."""
+    v = os.environ.get("NNARRAY_POOL_CACHE_BYTES", "")
+    try:
+        return max(int(v), 0) if v else 1 << 30
+    except ValueError:
+        return 1 << 30
+
+
+def empty_cache(ctx: Any = None) -> None:
+    """Release the cached (free) blocks of ``ctx``'s device's memory pool, or of every
+    device's pool when ``ctx`` is ``None``. Arrays in use keep their memory."""
+    from . import backends
+    if ctx is None:
+        for dev in list(backends._devices.values()):
+            dev.empty_cache()
+        return
+    from .context import as_context
+    c = as_context(ctx)
+    backends.get_device(c.backend, c.device_id).empty_cache()
+
+
+def release_all() -> None:
+    """After a failed allocation: every instantiated device gives its cache back (an
+    OpenCL CPU device's memory is the host's)."""
+    from . import backends
+    for dev in list(backends._devices.values()):
+        try:
+            dev.empty_cache()
+        except Exception:  # a failing device must not hide the allocation error
+            pass
+
+
+def out_of_memory(device: str, shape: tuple[int, ...], dtype: Any, nbytes: int,
+                  cause: BaseException | str) -> OutOfMemoryError:
+    """The error for an allocation that failed (after the release and retry)."""
+    why = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
+    return OutOfMemoryError(
+        f"{_current_op()}: out of memory on {device}: an array of shape {tuple(shape)} "
+        f"{np.dtype(dtype)} needs {nbytes} bytes ({nbytes / 2**30:.3g} GiB) ({why})")
+
+
+def _current_op() -> str:
+    """The op being run, found on the stack (only on this error path): allocation sits
+    below the dispatch core, which does not pass the op's name down."""
+    from .ops.op import Op
+    f = sys._getframe(2)
+    while f is not None:
+        s = f.f_locals.get("self")
+        if isinstance(s, Op):
+            return s.name
+        if f.f_code.co_name == "execute" and f.f_globals.get("__name__") == "nnarray.ops.op":
+            return str(f.f_locals.get("name", "allocation"))
+        f = f.f_back
+    return "allocation"

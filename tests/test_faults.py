@@ -1,0 +1,217 @@
+"""Bad input that used to give a silent value or a raw numpy/pyopencl error (issue 15):
+each raises an nnarray error naming the op, on every backend, before anything changes."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray import InvalidValueError
+
+pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
+
+
+def S(*parts: str) -> str:
+    return ".*".join(re.escape(p) for p in parts)
+
+
+def A(a, dtype=None) -> nna.NdArray:
+    return nna.NdArray.from_numpy_array(np.asarray(a, dtype))
+
+
+# -- integer ** negative integer ------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_int_pow_negative_exponent_raises(backend, dtype):
+    """numpy raised its own ValueError, OpenCL returned [0, 0]: backends must agree."""
+    a = A([2, 3], dtype)
+    np.testing.assert_array_equal(np.asarray(a ** 2), [4, 9])  # a scalar form, cached
+    for call in (lambda: a ** -1, lambda: F.pow(a, -2), lambda: F.pow(a, np.int64(-1)),
+                 lambda: F.pow(a, A([1, -1], dtype)), lambda: 2 ** A([1, -1], dtype)):
+        with pytest.raises(InvalidValueError, match=S("pow", "negative integer powers")):
+            call()
+    # floats, or a non-negative exponent array, stay allowed
+    np.testing.assert_array_equal(np.asarray(F.pow(a, A([0, 2], dtype))), [1, 9])
+    np.testing.assert_allclose(np.asarray(a ** -1.0), [0.5, 1 / 3])
+    np.testing.assert_allclose(np.asarray(A([2.0, 4.0]) ** -1), [0.5, 0.25])
+
+
+# -- labels out of range ----------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [-1, 3, 5])
+def test_cross_entropy_labels_out_of_range_raise(backend, bad):
+    """numpy picked the last class for -1; OpenCL gave NaN for -1 and 5 (of 3)."""
+    x = A(np.arange(6).reshape(2, 3) / 4, np.float32)
+    for t in (A([0, bad], np.int64), A([[0], [bad]], np.int32)):  # (N,) and nnabla's (N, 1)
+        with pytest.raises(InvalidValueError, match=S("softmax_cross_entropy", f"label {bad}",
+                                                      "3 classes")):
+            F.softmax_cross_entropy(x, t)
+    from nnarray import grad
+    with grad.auto_forward():
+        xv = grad.Variable.from_numpy_array(np.asarray(x), need_grad=True)
+        tv = grad.Variable.from_numpy_array(np.array([bad, 1]))
+        with pytest.raises(InvalidValueError, match=S("softmax_cross_entropy", f"label {bad}")):
+            F.softmax_cross_entropy(xv, tv)
+    ok = F.softmax_cross_entropy(x, A([2, 0]))  # valid labels still work, after the error
+    ls = np.asarray(x) - np.log(np.exp(np.asarray(x)).sum(1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(ok), -ls[[0, 1], [2, 0]], rtol=1e-6)
+
+
+def test_cross_entropy_device_labels_report_at_sync(backend):
+    """Labels that live only on the device (no current host copy) are checked by the
+    kernel and reported at the next synchronization, never as a silent value."""
+    x = A(np.zeros((2, 3)), np.float32)
+    t = A([0, 1], np.int64) * 5 - 1  # [-1, 4], computed on the backend's device
+    if backend == "numpy":
+        assert t.head == "numpy:0"
+    else:
+        assert t.devices == [t.head] and t.head.startswith(backend)
+    with pytest.raises(InvalidValueError, match=S("softmax_cross_entropy", "label", "3")):
+        loss = F.softmax_cross_entropy(x, t)
+        float(F.sum(loss))
+    nna.device_synchronize()  # the report was consumed: nothing left to raise
+    assert float(F.sum(F.softmax_cross_entropy(x, A([0, 2])))) == pytest.approx(2 * np.log(3))
+
+
+# -- memory: a bounded cache, empty_cache, release and retry, a clear error -----------------
+def _device():
+    c = nna.get_current_context()
+    return nna.backends.get_device(c.backend, c.device_id)
+
+
+def test_out_of_memory_names_op_shape_and_bytes(backend):
+    """pyopencl's LogicError INVALID_BUFFER_SIZE / numpy's MemoryError about a uint8 buffer
+    before; 4e14 bytes exceed any address space, overcommitted or not."""
+    big = nna.zeros((10**7, 10**7))
+    with pytest.raises(nna.OutOfMemoryError, match=S("add", "(10000000, 10000000)", "float32",
+                                                     "400000000000000 bytes")):
+        big + 1
+    with pytest.raises(MemoryError, match=S("exp", "(10000000, 10000000)")):
+        F.exp(big)
+    assert big.devices == [] and float(F.sum(A([1.0, 2.0]))) == 3.0  # still usable
+
+
+def test_pool_cache_is_bounded_and_empty_cache_releases_it(backend, monkeypatch):
+    """160 arrays of distinct sizes, each freed, left 7.3 GB in the OpenCL pool."""
+    dev = _device()
+    if backend == "numpy":
+        monkeypatch.setattr(dev.pool, "max_cached", 8 << 20)
+        held = lambda: dev.pool.held_bytes  # noqa: E731
+    elif hasattr(dev, "max_cached"):
+        monkeypatch.setattr(dev, "max_cached", 8 << 20)
+        held = lambda: dev.held_bytes  # noqa: E731
+    else:
+        pytest.skip(f"{backend}'s pool is bounded by its library")
+    nna.empty_cache()
+    for i in range(40):  # distinct sizes of 1-3 MiB, each freed at once
+        n = (1 << 18) + i * 13_000
+        a = F.mul(A(np.ones(n, np.float32)), 2.0)
+        assert float(F.sum(a)) == 2.0 * n
+        del a
+        # the bound, plus what was freed since the last allocation checked it
+        assert held() <= (8 << 20) + 3 * 4 * n, (i, held())
+    nna.device_synchronize()
+    keep = F.mul(A(np.ones(1 << 19, np.float32)), 2.0)  # in use: survives empty_cache
+    nna.empty_cache(nna.get_current_context())
+    assert held() == 0
+    assert float(F.sum(keep)) == 2.0 * (1 << 19)
+    nna.empty_cache()
+
+
+def test_failed_allocation_releases_caches_and_retries_once(backend, monkeypatch):
+    dev = _device()
+    if backend == "numpy":
+        import nnarray.backends.numpy.pool as hp
+        real = np.empty
+        fails = [1]
+
+        def flaky(shape, dtype=float, *a, **k):
+            if np.dtype(dtype) == np.uint8 and fails[0]:
+                fails[0] -= 1
+                raise MemoryError("simulated")
+            return real(shape, dtype, *a, **k)
+        monkeypatch.setattr(hp.np, "empty", flaky)
+    elif backend == "opencl":
+        import pyopencl as cl
+        real = dev._alloc
+        calls = []
+
+        def flaky(n):
+            calls.append(n)
+            if len(calls) == 1:
+                raise cl.MemoryError("simulated")
+            return real(n)
+        monkeypatch.setattr(dev, "_alloc", flaky)
+    else:
+        pytest.skip(f"{backend}: allocation failures are its library's")
+    released = []
+    for d in list(nna.backends._devices.values()):
+        monkeypatch.setattr(d, "empty_cache", lambda d=d: released.append(d.key))
+    x = nna.full((1 << 19,), 3.0)  # 2 MiB: the host pool's and OpenCL's big path
+    assert float(F.sum(x * 1.0)) == 3.0 * (1 << 19)
+    assert released  # every device gave its cache back before the retry
+
+
+# -- fill values an integer dtype cannot hold; random parameters ------------------------------
+@pytest.mark.parametrize("value, why", [(float("nan"), "not finite"), (float("inf"), "not finite"),
+                                        (-float("inf"), "not finite"),
+                                        (2**40, "out of range"), (-2**31 - 1, "out of range"),
+                                        (np.int64(2**40), "out of range"), (1e20, "out of range")])
+def test_int_fill_rejects_values_the_dtype_cannot_hold(backend, value, why):
+    """numpy's ValueError/OverflowError before (or a silent wrap for numpy integers)."""
+    a = A([1, 2], np.int32)
+    v = a.version
+    with pytest.raises(InvalidValueError, match=S("NdArray.fill", repr(value), why, "int32",
+                                                  "(2,)")):
+        a.fill(value)
+    with pytest.raises(InvalidValueError, match=S("int32")):
+        a.data = value
+    with pytest.raises(InvalidValueError, match=S("fill", "int32")):
+        nna.full((2,), value, np.int32)
+    assert a.version == v
+    np.testing.assert_array_equal(np.asarray(F.add(a, 0)), [1, 2])
+    a.fill(-2**31)  # the extremes are fine
+    np.testing.assert_array_equal(np.asarray(F.add(a, 0)), [-2**31, -2**31])
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: F.randn((2,), sigma=-1), S("randn", "'sigma'", ">= 0", "-1.0")),
+    (lambda: F.rand((2,), low=2.0, high=1.0), S("rand", "'low' (2.0)", "'high' (1.0)")),
+    (lambda: F.randn((2,), mu=float("nan")), S("randn", "'mu'", "finite")),
+    (lambda: F.rand((2,), high=float("inf")), S("rand", "'high'", "finite")),
+], ids=["sigma", "low-high", "mu-nan", "high-inf"])
+def test_random_parameters_are_checked(backend, call, match):
+    with pytest.raises(InvalidValueError, match=match):
+        call()
+    np.testing.assert_array_equal(np.asarray(F.randn((3,), sigma=0.0, mu=2.0)), [2.0] * 3)
+    assert float(F.max(F.rand((5,), low=1.0, high=1.0))) == 1.0
+
+
+# -- strict_transfers(implicit_reads=True) ----------------------------------------------------
+def test_strict_transfers_can_flag_implicit_reads(backend):
+    """float(), bool(), repr() and np.asarray() of a device array passed silently inside
+    strict_transfers(): a hidden ``if loss < x:`` sync went unnoticed."""
+    x = A([1.0, 2.0, 3.0])
+    loss = F.sum(F.mul(x, 2.0))  # on the backend's device
+    on_device = loss.head != "numpy:0"
+    reads = {"float()": lambda: float(loss), "int()": lambda: int(loss),
+             "bool()": lambda: bool(loss < 100.0), "repr()": lambda: repr(loss),
+             "np.asarray()": lambda: np.asarray(loss)}
+    with nna.strict_transfers():  # the default mode keeps allowing them
+        assert float(F.sum(F.mul(x, 2.0))) == 12.0
+    nna.reset_transfer_stats()
+    with nna.strict_transfers(implicit_reads=True):
+        for what, read in reads.items():
+            if on_device:
+                with pytest.raises(nna.TransferError, match=S(what, "(", backend,
+                                                              "implicit_reads=True")):
+                    read()
+            else:
+                read()  # the host copy is current: nothing to transfer, nothing to flag
+        assert nna.transfer_stats()["count"] == 0
+        assert loss.item() == 12.0  # explicit reads stay allowed
+        assert float(loss) == 12.0  # ... and once on the host, implicit ones are free
+    with nna.strict_transfers(implicit_reads=True), nna.strict_transfers(enabled=False):
+        assert float(F.sum(x)) == 6.0  # an inner block turns the check off

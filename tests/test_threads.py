@@ -1,0 +1,79 @@
+"""Many threads doing math on one device at once: correct results, and no hang.
+
+pocl's basic driver (the PyPI wheel, ``opencl:0`` here) deadlocked with two threads
+enqueueing on one queue while one held the GIL, so the work runs in a child interpreter:
+a join timeout cannot fire in a process whose GIL a hung thread holds. The child dumps
+every thread's stack (``faulthandler``) and exits when its threads do not finish in
+time; the parent kills it after a longer limit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import nnarray as nna
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_CHILD = r"""
+import faulthandler, sys, threading
+import numpy as np
+import nnarray as nna
+import nnarray.functions as F
+
+ctxs, n_threads, iters, limit = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3]), 60
+faulthandler.dump_traceback_later(limit + 30, exit=True)  # fires even if the GIL is held
+errors = []
+
+def work(ctx, seed):
+    try:
+        with nna.context_scope(ctx):
+            rng = np.random.default_rng(seed)
+            a_np = (rng.integers(-4, 5, (64, 64)) / 4).astype(np.float32)
+            a = nna.array(a_np)
+            want = 2 * a_np * a_np
+            for _ in range(iters):
+                c = F.mul(F.add(a, a), a)
+                m = F.matmul(c, a)
+                assert float(F.sum(c)) == float(want.sum())
+                np.testing.assert_allclose(np.asarray(m), want @ a_np, rtol=1e-5)
+                nna.device_synchronize()
+    except BaseException as e:
+        errors.append(f"{ctx}: {e!r}")
+
+ts = [threading.Thread(target=work, args=(ctxs[i % len(ctxs)], i), daemon=True)
+      for i in range(n_threads)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join(limit)
+hung = sum(t.is_alive() for t in ts)
+print(f"hung={hung} errors={errors}")
+sys.exit(1 if hung or errors else 0)
+"""
+
+
+def _run_threads(ctxs: list[str], n_threads: int = 8, iters: int = 100) -> None:
+    try:
+        r = subprocess.run([sys.executable, "-c", _CHILD, ",".join(ctxs), str(n_threads),
+                            str(iters)], cwd=ROOT, capture_output=True, text=True,
+                           timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{n_threads} threads on {ctxs} hung (killed after 180 s)")
+    assert r.returncode == 0, (f"{n_threads} threads on {ctxs}: rc {r.returncode}\n"
+                               f"{r.stdout}\n{r.stderr[-4000:]}")
+
+
+def test_many_threads_one_device(backend):
+    _run_threads([f"{backend}:0"])
+
+
+def test_threads_across_devices():
+    ctxs = [f"{b}:{i}" for b in nna.backends.registered()
+            if nna.backends.why_unavailable(b) is None
+            for i in range(nna.backends.module(b).device_count())]
+    _run_threads(ctxs, n_threads=3 * len(ctxs))
