@@ -10,13 +10,25 @@ import types
 
 import numpy as np
 import pytest
+from conftest import check_no_fallback, needs
 
 import nnarray as nna
 import nnarray.functions as F
 from nnarray.backends.cuda import probe
 
 REASON = nna.backends.why_unavailable("cuda")
-gpu = pytest.mark.skipif(REASON is not None, reason=f"cuda unavailable: {REASON}")
+
+
+@pytest.fixture
+def _gpu(request):
+    """A device test: skips with the reason (fails where NNARRAY_REQUIRE_BACKENDS names
+    cuda), and fails if an op fell back to another backend."""
+    needs("cuda")
+    yield
+    check_no_fallback(request.node)
+
+
+gpu = pytest.mark.usefixtures("_gpu")
 
 
 def _gpus() -> int:

@@ -11,13 +11,18 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import check_no_fallback, needs
 
 import nnarray as nna
 import nnarray.functions as F
 from nnarray.backends import opencl
 
 REASON = opencl.why_unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"opencl unavailable: {REASON}")
+
+
+@pytest.fixture(autouse=True)
+def _opencl():
+    needs("opencl")  # skips with the reason, or fails where NNARRAY_REQUIRE_BACKENDS says
 
 
 def _run(code: str, **env: str) -> str:
@@ -34,9 +39,10 @@ def on_cl(*arrays):
 
 
 @pytest.fixture
-def cl():
+def cl(request):
     with nna.context_scope("opencl"):
         yield nna.backends.get_device("opencl", 0)
+    check_no_fallback(request.node)
 
 
 # -- discovery and availability -----------------------------------------------------------
