@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,24 @@ def test_examples_take_any_context_string():
     p = subprocess.run([sys.executable, str(EXAMPLES / "chainer_mlp.py"), "--help"],
                        cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "training iterations per stage" in p.stdout
+
+
+def _readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("i", range(len(re.findall(r"```python\n", _readme()))))
+def test_readme_python_blocks_run_alone(i):
+    """Each README code block is self-contained (a reader pastes one at a time)."""
+    block = re.findall(r"```python\n(.*?)```", _readme(), re.S)[i]
+    if "context_scope(\"opencl\")" in block:
+        needs("opencl")
+    run("-c", block, timeout=120)
+
+
+def test_readme_links_stay_inside_the_repository():
+    for target in re.findall(r"\]\(([^)#]+)", _readme()):
+        if "://" in target:
+            continue
+        path = (ROOT / target).resolve()
+        assert path.is_relative_to(ROOT) and path.exists(), target
