@@ -135,9 +135,9 @@ def _parser() -> argparse.ArgumentParser:
         description="List nnarray's backends, then run a short imperative demo and a few "
                     "MLP training iterations on each available one.",
         epilog=__doc__.split("\n\n")[1], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--backend", action="append", metavar="NAME",
-                    help="run the demos on this backend only (repeatable; default: every "
-                         "available backend)")
+    ap.add_argument("--backend", action="append", metavar="BACKEND[:N]",
+                    help="run the demos on this context only, e.g. opencl or opencl:1 "
+                         "(repeatable; default: device 0 of every available backend)")
     ap.add_argument("--repeats", type=int, default=7,
                     help="timed runs per measurement; the median is reported")
     ap.add_argument("--iters", type=int, default=20, help="training iterations")
@@ -153,10 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         return 0
     if args.backend:
-        unknown = [b for b in args.backend if b not in usable]
-        if unknown:
-            print(f"not available here: {', '.join(unknown)}")
-            return 2
+        for spec in args.backend:
+            try:
+                ctx = nna.Context.parse(spec)
+                nna.backends.get_device(ctx.backend, ctx.device_id)
+            except nna.BackendError as e:
+                print(e)
+                return 2
         usable = args.backend
     rng = np.random.default_rng(0)
     print(f"\nTimings: median of {args.repeats} runs after a warm-up (min, max beside it); "
