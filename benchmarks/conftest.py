@@ -137,11 +137,21 @@ class Reference:
             self.xp.cuda.Device().synchronize()
 
 
+#: As in tests/conftest.py: NNARRAY_REQUIRE_BACKENDS=numpy,opencl (set by .ci/run) makes
+#: an unavailable backend fail its benchmarks instead of skipping them.
+REQUIRED = {b.strip() for b in os.environ.get("NNARRAY_REQUIRE_BACKENDS", "").split(",")
+            if b.strip()}
+
+
 @pytest.fixture(params=TARGETS)
 def backend(request) -> Backend:
     """An available nnarray backend, made the current context for the test."""
-    reason = nna.backends.why_unavailable(request.param.partition(":")[0])
+    name = request.param.partition(":")[0]
+    reason = nna.backends.why_unavailable(name)
     if reason is not None:
+        if name in REQUIRED:
+            pytest.fail(f"{request.param} unavailable but required by "
+                        f"NNARRAY_REQUIRE_BACKENDS: {reason}", pytrace=False)
         pytest.skip(f"{request.param} unavailable: {reason}")
     with nna.context_scope(request.param):
         yield Backend(request.param)
