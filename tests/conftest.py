@@ -76,6 +76,22 @@ def pytest_report_header(config) -> str:
     return f"nnarray backends: {BACKENDS}; required: {list(REQUIRED) or 'none'}"
 
 
+def pytest_sessionstart(session) -> None:
+    """Kernels compile inside tests, whose stderr pytest captures (so nnarray's own
+    progress line is not seen): say up front when the OpenCL cache is cold (-q too)."""
+    try:
+        from nnarray.backends.opencl.programs import cache_dir
+    except ImportError:  # no pyopencl
+        return
+    d = cache_dir()
+    if d is not None and os.path.isdir(d) and any(os.scandir(d)):
+        return
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None:
+        tr.write_line(f"nnarray: the OpenCL kernel cache ({d or 'disabled'}) is empty: this "
+                      "run compiles every kernel first (minutes on pocl; cached for later runs)")
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         m = item.get_closest_marker("allow_fallback")
