@@ -190,7 +190,8 @@ def torch_step(kind: str, ref: Reference) -> Any:
         model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Flatten(), nn.Linear(256, 10))
         loss_fn, (xs, ts) = nn.CrossEntropyLoss(), cnn_data()
-    layers = {"l1": model[0], "l2": model[2], "conv": model[0], "fc": model[4]}
+    layers = ({"l1": model[0], "l2": model[2]} if kind == "mlp"
+              else {"conv": model[0], "fc": model[4]})
     with torch.no_grad():  # the shared initial parameters (torch's Linear stores W.T)
         for name, value in (mlp_params() if kind == "mlp" else cnn_params()).items():
             layer, kind_ = name.split(".")
