@@ -6,6 +6,11 @@ numpy, torch on CPU and CUDA, CuPy), all in one pytest-benchmark group so a sing
 compares them. ``measure`` times one call including a device synchronization, after an
 untimed first call whose duration (kernel compilation included) goes to
 ``extra_info["first_call_s"]``.
+
+Every benchmark checks what it times, in the smoke run (``--benchmark-disable``) too:
+``measure`` takes a ``check`` of the first call's result against numpy (``expect``
+builds one), and for nnarray runs a second warm call under ``strict_transfers()``
+that must make no transfer (or exactly ``transfers``) and fall back to no other backend.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 os.environ.setdefault("NNARRAY_DEBUG", "0")  # no output checking inside timed regions
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import nnarray as nna  # noqa: E402
@@ -131,11 +137,21 @@ class Reference:
             self.xp.cuda.Device().synchronize()
 
 
+#: As in tests/conftest.py: NNARRAY_REQUIRE_BACKENDS=numpy,opencl (set by .ci/run) makes
+#: an unavailable backend fail its benchmarks instead of skipping them.
+REQUIRED = {b.strip() for b in os.environ.get("NNARRAY_REQUIRE_BACKENDS", "").split(",")
+            if b.strip()}
+
+
 @pytest.fixture(params=TARGETS)
 def backend(request) -> Backend:
     """An available nnarray backend, made the current context for the test."""
-    reason = nna.backends.why_unavailable(request.param.partition(":")[0])
+    name = request.param.partition(":")[0]
+    reason = nna.backends.why_unavailable(name)
     if reason is not None:
+        if name in REQUIRED:
+            pytest.fail(f"{request.param} unavailable but required by "
+                        f"NNARRAY_REQUIRE_BACKENDS: {reason}", pytrace=False)
         pytest.skip(f"{request.param} unavailable: {reason}")
     with nna.context_scope(request.param):
         yield Backend(request.param)
@@ -174,18 +190,49 @@ def small(benchmark: Any) -> bool:
     return bool(benchmark.disabled)
 
 
+def host(r: Any) -> np.ndarray:
+    """A result as a host numpy array: NdArray, grad Variable, torch tensor, CuPy array,
+    numpy array or scalar."""
+    if isinstance(r, nna.NdArray):
+        return r.get_data("r", "numpy")
+    if hasattr(r, "data") and isinstance(r.data, nna.NdArray):  # grad.Variable
+        return r.data.get_data("r", "numpy")
+    if hasattr(r, "detach"):  # torch
+        return r.detach().cpu().numpy()
+    if hasattr(r, "get") and type(r).__module__.startswith("cupy"):
+        return r.get()
+    return np.asarray(r)
+
+
+def expect(*want: Any, rtol: float = 1e-5, atol: float = 1e-6) -> Callable[[Any], None]:
+    """A ``check`` for ``measure``: the result (a tuple when several ``want``) equals
+    ``want`` (numpy arrays or scalars) within ``rtol``/``atol``."""
+    def check(got: Any) -> None:
+        gots = got if len(want) > 1 else (got,)
+        assert len(gots) == len(want), f"{len(gots)} results, {len(want)} expected"
+        for i, (g, w) in enumerate(zip(gots, want)):
+            g = host(g)
+            w = np.asarray(w)
+            assert g.shape == w.shape, f"result {i}: shape {g.shape}, numpy says {w.shape}"
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol,
+                                       err_msg=f"result {i} differs from numpy")
+    return check
+
+
 def measure(benchmark: Any, impl: Backend | Reference, fn: Callable[[], Any],
             baseline: bool = False, label: str | None = None, variant: str | None = None,
-            **info: Any) -> Any:
+            *, check: Callable[[Any], None], transfers: int = 0, **info: Any) -> Any:
     """Benchmark ``fn`` on ``impl``, synchronizing inside the timed region.
 
-    The first call runs untimed (compilation, allocation pools, first transfers) and its
-    duration is recorded as ``first_call_s``; for nnarray, a second untimed call records
-    the device transfers and kernel fallbacks one warm call makes (``transfers``,
-    ``fallbacks``). ``baseline`` marks the row the ratio table
-    divides by; ``label`` names the column (default: the implementation's label);
-    ``variant`` (e.g. ``"static"``) gives the row its own line in the ratio table, still
-    divided by the group's baseline.
+    The first call runs untimed (compilation, allocation pools, first transfers; its
+    duration is recorded as ``first_call_s``) and ``check`` (required: see ``expect``)
+    asserts on its result. For nnarray, a second untimed call runs under
+    ``strict_transfers()``: it must make exactly ``transfers`` explicit transfers and no
+    implicit one (``TransferError``), and no op may fall back to another backend; both
+    counts go to ``extra_info``. All of this runs in the smoke run too. ``baseline``
+    marks the row the ratio table divides by; ``label`` names the column (default: the
+    implementation's label); ``variant`` (e.g. ``"static"``) gives the row its own line
+    in the ratio table, still divided by the group's baseline.
     """
     sync = impl.sync
 
@@ -196,16 +243,23 @@ def measure(benchmark: Any, impl: Backend | Reference, fn: Callable[[], Any],
 
     benchmark.extra_info.update(impl=label or impl.label, baseline=baseline, variant=variant,
                                 **info)
+    t0 = time.perf_counter()
+    first = call()
     if not benchmark.disabled:
-        t0 = time.perf_counter()
-        call()
         benchmark.extra_info["first_call_s"] = time.perf_counter() - t0
-        if not impl.reference:  # what one warm call moves between devices or falls back
-            nna.reset_transfer_stats()
-            nna.reset_fallback_stats()
+    check(first)  # before any later call can overwrite what ``first`` refers to
+    del first
+    if not impl.reference:  # what one warm call moves between devices or falls back
+        nna.reset_transfer_stats()
+        nna.reset_fallback_stats()
+        with nna.strict_transfers():
             call()
-            benchmark.extra_info["transfers"] = nna.transfer_stats()["count"]
-            benchmark.extra_info["fallbacks"] = sum(nna.fallback_stats().values())
+        moved, fb = nna.transfer_stats()["count"], nna.fallback_stats()
+        benchmark.extra_info["transfers"] = moved
+        benchmark.extra_info["fallbacks"] = sum(fb.values())
+        assert not fb, f"{impl.label}: ops fell back to another backend (op, from, to): {fb}"
+        assert moved == transfers, (f"{impl.label}: a warm call made {moved} transfers, "
+                                    f"expected {transfers}: {nna.transfer_stats()}")
     return benchmark(call)
 
 

@@ -10,7 +10,7 @@ import pytest
 import nnarray as nna
 import nnarray.functions as F
 
-from .conftest import Reference, gpu_present, measure, small
+from .conftest import Reference, expect, gpu_present, measure, small
 
 
 def _rand(*shape: int, seed: int = 0) -> np.ndarray:
@@ -22,18 +22,26 @@ def _rows(benchmark) -> int:
     return 256 if small(benchmark) else 4096
 
 
+def _sum_check(xs: np.ndarray):
+    """float32 sums of n standard normals against float64 numpy."""
+    return expect(xs.sum(axis=1, dtype=np.float64), rtol=1e-4, atol=1e-5 * xs.shape[1])
+
+
 @pytest.mark.benchmark(group="sum axis=1 4096x4096 f32")
 def test_sum_axis_nnarray(benchmark, backend):
     n = _rows(benchmark)
-    x = nna.NdArray.from_numpy_array(_rand(n, n))
-    measure(benchmark, backend, lambda: F.sum(x, axis=1))
+    xs = _rand(n, n)
+    x = nna.NdArray.from_numpy_array(xs)
+    measure(benchmark, backend, lambda: F.sum(x, axis=1), check=_sum_check(xs))
 
 
 @pytest.mark.benchmark(group="sum axis=1 4096x4096 f32")
 def test_sum_axis_reference(benchmark, ref):
     n = _rows(benchmark)
-    x = ref.asarray(_rand(n, n))
-    measure(benchmark, ref, lambda: x.sum(axis=1), baseline=ref.name == "numpy")
+    xs = _rand(n, n)
+    x = ref.asarray(xs)
+    measure(benchmark, ref, lambda: x.sum(axis=1), baseline=ref.name == "numpy",
+            check=_sum_check(xs))
 
 
 # -- SGEMM ------------------------------------------------------------------------------
@@ -47,11 +55,18 @@ def _gemm(benchmark, impl: Any, n: int) -> int:
     return n // 8 if small(benchmark) else n
 
 
+def _gemm_check(n: int):
+    """float32 products of n-term dot products against float64 numpy."""
+    a, b = (_rand(n, n, seed=s).astype(np.float64) for s in (0, 1))
+    return expect(a @ b, rtol=1e-4, atol=1e-4 * np.sqrt(n))
+
+
 @pytest.mark.parametrize("n", [1024, 4096])
 def test_sgemm_nnarray(benchmark, backend, n):
     n = _gemm(benchmark, backend, n)
     a, b = (nna.NdArray.from_numpy_array(_rand(n, n, seed=s)) for s in (0, 1))
-    measure(benchmark, backend, lambda: F.matmul(a, b), gflop=2 * n**3 / 1e9)
+    measure(benchmark, backend, lambda: F.matmul(a, b), gflop=2 * n**3 / 1e9,
+            check=_gemm_check(n))
 
 
 @pytest.mark.parametrize("n", [1024, 4096])
@@ -60,7 +75,7 @@ def test_sgemm_reference(benchmark, ref, n):
     a, b = (ref.asarray(_rand(n, n, seed=s)) for s in (0, 1))
     mm = ref.xp.matmul
     measure(benchmark, ref, lambda: mm(a, b), baseline=ref.name == "numpy",
-            gflop=2 * n**3 / 1e9)
+            gflop=2 * n**3 / 1e9, check=_gemm_check(n))
 
 
 # -- conv2d -------------------------------------------------------------------------------
@@ -70,6 +85,13 @@ CONV = "conv2d 64x3x32x32 -> 32ch 3x3 pad1 f32"
 def _conv_inputs(benchmark) -> list[np.ndarray]:
     n = 4 if small(benchmark) else 64
     return [_rand(n, 3, 32, 32), _rand(32, 3, 3, 3, seed=1), _rand(32, seed=2)]
+
+
+def _conv_check(inputs: list[np.ndarray]):
+    """Against the sliding-window reference in float64 (checked against nnarray's own
+    host conv by ``test_conv2d_reference_is_right``, and independent of it)."""
+    return expect(conv2d_xp(np, *(v.astype(np.float64) for v in inputs), 1),
+                  rtol=1e-4, atol=1e-4)
 
 
 def conv2d_xp(xp: Any, x: Any, w: Any, b: Any, pad: int) -> Any:
@@ -83,19 +105,21 @@ def conv2d_xp(xp: Any, x: Any, w: Any, b: Any, pad: int) -> Any:
 
 @pytest.mark.benchmark(group=CONV)
 def test_conv2d_nnarray(benchmark, backend):
-    x, w, b = (nna.NdArray.from_numpy_array(v) for v in _conv_inputs(benchmark))
-    measure(benchmark, backend, lambda: F.conv2d(x, w, b, pad=1))
+    inputs = _conv_inputs(benchmark)
+    x, w, b = (nna.NdArray.from_numpy_array(v) for v in inputs)
+    measure(benchmark, backend, lambda: F.conv2d(x, w, b, pad=1), check=_conv_check(inputs))
 
 
 @pytest.mark.benchmark(group=CONV)
 def test_conv2d_reference(benchmark, ref: Reference):
-    x, w, b = (ref.asarray(v) for v in _conv_inputs(benchmark))
+    inputs = _conv_inputs(benchmark)
+    x, w, b = (ref.asarray(v) for v in inputs)
     if ref.name.startswith("torch"):
         conv = ref.xp.nn.functional.conv2d
         fn = lambda: conv(x, w, b, padding=1)  # noqa: E731
     else:
         fn = lambda: conv2d_xp(ref.xp, x, w, b, 1)  # noqa: E731
-    measure(benchmark, ref, fn, baseline=ref.name == "numpy")
+    measure(benchmark, ref, fn, baseline=ref.name == "numpy", check=_conv_check(inputs))
 
 
 def test_conv2d_reference_is_right():

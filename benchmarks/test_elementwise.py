@@ -8,7 +8,7 @@ import pytest
 import nnarray as nna
 import nnarray.functions as F
 
-from .conftest import Reference, measure, require, small
+from .conftest import Reference, expect, measure, require, small
 
 TINY = "tiny add (2,3) f32"
 SEED = "seed y=2x, dx=2dy 64x3x224x224 f32"
@@ -25,27 +25,31 @@ def _inputs(shape: tuple[int, ...], n: int) -> list[np.ndarray]:
 
 @pytest.mark.benchmark(group=TINY)
 def test_tiny_add_nnarray(benchmark, backend):
-    a, b = (nna.NdArray.from_numpy_array(v) for v in _inputs((2, 3), 2))
-    measure(benchmark, backend, lambda: F.add(a, b))
+    an, bn = _inputs((2, 3), 2)
+    a, b = (nna.NdArray.from_numpy_array(v) for v in (an, bn))
+    measure(benchmark, backend, lambda: F.add(a, b), check=expect(an + bn))
 
 
 @pytest.mark.benchmark(group=TINY)
 def test_tiny_add_reference(benchmark, ref):
-    a, b = (ref.asarray(v) for v in _inputs((2, 3), 2))
+    an, bn = _inputs((2, 3), 2)
+    a, b = (ref.asarray(v) for v in (an, bn))
     add = ref.xp.add
-    measure(benchmark, ref, lambda: add(a, b), baseline=ref.name == "numpy")
+    measure(benchmark, ref, lambda: add(a, b), baseline=ref.name == "numpy",
+            check=expect(an + bn))
 
 
 @pytest.mark.benchmark(group=SEED)
 def test_seed_nnarray(benchmark, backend):
-    x, dy = (nna.NdArray.from_numpy_array(v) for v in _inputs(_seed_shape(benchmark), 2))
+    xn, dyn = _inputs(_seed_shape(benchmark), 2)
+    x, dy = (nna.NdArray.from_numpy_array(v) for v in (xn, dyn))
 
     def step():
         y = x * 2.0   # forward of y = 2x
         dx = dy * 2.0  # its backward, dx = 2 dy
         return y, dx
 
-    measure(benchmark, backend, step)
+    measure(benchmark, backend, step, check=expect(2 * xn, 2 * dyn))
 
 
 @pytest.mark.benchmark(group=SEED)
@@ -60,15 +64,18 @@ def test_seed_grad(benchmark, backend):
         with grad.auto_forward():
             y = x * 2.0
         y.backward(dy)
-        return y
+        return y, x.grad
 
-    measure(benchmark, backend, step, variant="grad.Variable, auto_forward")
+    measure(benchmark, backend, step, variant="grad.Variable, auto_forward",
+            check=expect(2 * xs, 2 * dys))
 
 
 @pytest.mark.benchmark(group=SEED)
 def test_seed_reference(benchmark, ref):
-    x, dy = (ref.asarray(v) for v in _inputs(_seed_shape(benchmark), 2))
-    measure(benchmark, ref, lambda: (x * 2.0, dy * 2.0), baseline=ref.name == "numpy")
+    xn, dyn = _inputs(_seed_shape(benchmark), 2)
+    x, dy = (ref.asarray(v) for v in (xn, dyn))
+    measure(benchmark, ref, lambda: (x * 2.0, dy * 2.0), baseline=ref.name == "numpy",
+            check=expect(2 * xn, 2 * dyn))
 
 
 @pytest.mark.benchmark(group=SEED)
@@ -81,5 +88,6 @@ def test_seed_numpy_out(benchmark):
     def step():
         np.multiply(x, 2.0, out=y)
         np.multiply(dy, 2.0, out=dx)
+        return y, dx
 
-    measure(benchmark, ref, step, label="numpy out=")
+    measure(benchmark, ref, step, label="numpy out=", check=expect(x + x, dy + dy))

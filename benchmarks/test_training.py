@@ -13,7 +13,7 @@ import pytest
 
 import nnarray.functions as F
 
-from .conftest import Reference, measure, require
+from .conftest import Reference, expect, measure, require
 
 LR = 0.01
 MLP = "mlp step 64x1000-100-10 relu mse sgd"
@@ -190,6 +190,17 @@ def torch_step(kind: str, ref: Reference) -> Any:
         model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Flatten(), nn.Linear(256, 10))
         loss_fn, (xs, ts) = nn.CrossEntropyLoss(), cnn_data()
+    layers = ({"l1": model[0], "l2": model[2]} if kind == "mlp"
+              else {"conv": model[0], "fc": model[4]})
+    with torch.no_grad():  # the shared initial parameters (torch's Linear stores W.T)
+        for name, value in (mlp_params() if kind == "mlp" else cnn_params()).items():
+            layer, kind_ = name.split(".")
+            m = layers[layer]
+            if kind_ == "b":
+                m.bias.copy_(torch.from_numpy(value))
+            else:
+                w = value.T.copy() if isinstance(m, nn.Linear) else value
+                m.weight.copy_(torch.from_numpy(w))
     model.to(ref.device)
     x, t = ref.asarray(xs), ref.asarray(ts)
     opt = torch.optim.SGD(model.parameters(), lr=LR)
@@ -215,22 +226,35 @@ GROUPS = {"mlp": MLP, "cnn": CNN}
 KINDS = pytest.mark.parametrize("kind", list(GROUPS))
 
 
+def _first_loss(kind: str):
+    """A ``check``: the first step's loss equals the hand-written numpy reference's, from
+    the same initial parameters (``initial``), so every row times the same work."""
+    ref = (MLPReference if kind == "mlp" else CNNReference)(np, np.array)
+    return expect(ref.step(), rtol=1e-4)
+
+
+def initial(kind: str) -> dict[str, np.ndarray]:
+    return mlp_params() if kind == "mlp" else cnn_params()
+
+
 @KINDS
 def test_step_nnarray(benchmark, backend, kind):
     benchmark.group = GROUPS[kind]
-    measure(benchmark, backend, nnarray_step(kind)[1])
+    measure(benchmark, backend, nnarray_step(kind, initial(kind))[1], check=_first_loss(kind))
 
 
 @KINDS
 def test_step_nnarray_static(benchmark, backend, kind):
     benchmark.group = GROUPS[kind]
-    measure(benchmark, backend, nnarray_step(kind, static=True)[1], variant="static graph")
+    measure(benchmark, backend, nnarray_step(kind, initial(kind), static=True)[1],
+            variant="static graph", check=_first_loss(kind))
 
 
 @KINDS
 def test_step_reference(benchmark, ref, kind):
     benchmark.group = GROUPS[kind]
-    measure(benchmark, ref, reference_step(kind, ref), baseline=ref.name == "numpy")
+    measure(benchmark, ref, reference_step(kind, ref), baseline=ref.name == "numpy",
+            check=_first_loss(kind))
 
 
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])

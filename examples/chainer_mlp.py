@@ -143,10 +143,13 @@ def stage5_trainer(seed: int, iters: int, lr: float, progress: bool = True) -> f
 
 def main(argv: list[str] | None = None) -> int:
     ap = _cli.parser(__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=300)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--iters", type=int, default=300,
+                    help="training iterations per stage")
+    ap.add_argument("--lr", type=float, default=0.01, help="SGD learning rate")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the data and the initial weights")
+    ap.add_argument("--no-progress", action="store_true",
+                    help="no progress bar in stage 5 (the Trainer)")
     args = ap.parse_args(argv)
     if _cli.unavailable(args.backend):
         return 2

@@ -47,17 +47,18 @@ def make_model(rng: np.random.Generator) -> nn.Sequential:
 
 def main(argv: list[str] | None = None) -> int:
     ap = _cli.parser(__doc__.splitlines()[0])
-    ap.add_argument("--epochs", type=int, default=12)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--epochs", type=int, default=12, help="passes over the training set")
+    ap.add_argument("--batch-size", type=int, default=32, help="images per iteration")
+    ap.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the split, the weights, the shuffling and dropout")
     ap.add_argument("--train-size", type=int, default=None,
                     help="train on this many images only (quick runs)")
     ap.add_argument("--log", default=None, help="append per-epoch JSON lines here")
     ap.add_argument("--save", default=None, help="write the trained model's .npz here")
     ap.add_argument("--min-accuracy", type=float, default=0.97,
                     help="exit with status 1 below this test accuracy")
-    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     if _cli.unavailable(args.backend):
         return 2

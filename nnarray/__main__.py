@@ -1,7 +1,15 @@
-"""``python -m nnarray``: list the backends, then run a short demo on each available one."""
+"""``python -m nnarray``: list the backends, then run a short demo on each available one.
+
+Timings are the median of ``--repeats`` runs after a warm-up (a single run swings many
+times over on a loaded machine), with the host's BLAS/OpenMP thread settings printed
+beside them: compare backends only on a quiet machine.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
+import statistics
 import time
 
 import numpy as np
@@ -31,8 +39,41 @@ def _imperative(x, W, b, t):
     return p, loss
 
 
-def demo(backend: str, rng: np.random.Generator) -> None:
-    """Imperative math on ``backend``: time, transfers and agreement with numpy."""
+def _threads() -> str:
+    """The host's thread settings, which decide numpy's (BLAS) timings."""
+    env = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                            "MKL_NUM_THREADS") if k in os.environ]
+    pools = []
+    try:
+        from threadpoolctl import threadpool_info
+        pools = [f"{p['internal_api']} {p['num_threads']} threads"
+                 for p in threadpool_info()]
+    except Exception:  # optional dependency (comes with scikit-learn)
+        pass
+    parts = [f"{os.cpu_count()} CPUs", *pools, *(env or ["no *_NUM_THREADS set"])]
+    return ", ".join(parts)
+
+
+def _median_ms(fn, repeats: int, per: int = 1) -> tuple[float, float, float]:
+    """(median, min, max) milliseconds per call of ``fn`` over ``repeats`` timed runs
+    (each synchronized; ``per`` calls per run)."""
+    times = []
+    for _ in range(repeats):
+        nna.device_synchronize()
+        t0 = time.perf_counter()
+        for _ in range(per):
+            fn()
+        nna.device_synchronize()
+        times.append((time.perf_counter() - t0) * 1e3 / per)
+    return statistics.median(times), min(times), max(times)
+
+
+def _fmt(t: tuple[float, float, float], unit: str = "ms") -> str:
+    return f"{t[0]:8.2f} {unit} (min {t[1]:.2f}, max {t[2]:.2f})"
+
+
+def demo(backend: str, rng: np.random.Generator, repeats: int = 7) -> None:
+    """Imperative math on ``backend``: median time, transfers and agreement with numpy."""
     xs = (rng.standard_normal((256, 512), np.float32),
           rng.standard_normal((512, 256), np.float32) / 16,
           rng.standard_normal(256, np.float32), rng.integers(0, 256, 256))
@@ -42,20 +83,19 @@ def demo(backend: str, rng: np.random.Generator) -> None:
         _imperative(*args)  # warm-up: kernel compilation, first allocations
         nna.device_synchronize()
         nna.reset_transfer_stats()
-        t0 = time.perf_counter()
         p, loss = _imperative(*args)
         nna.device_synchronize()
-        ms = (time.perf_counter() - t0) * 1e3
         moved = nna.transfer_stats()["count"]
+        ms = _median_ms(lambda: _imperative(*args), repeats)
         err = float(np.abs(p.get_data("r", "numpy") - ref_p.get_data("r", "numpy")).max())
-    print(f"  {backend:<7} {ms:8.2f} ms   transfers during the run: {moved}   "
+    print(f"  {backend:<7} {_fmt(ms)}   transfers per run: {moved}   "
           f"loss {float(loss.get_data('r', 'numpy')):.4f} (numpy {float(ref_loss):.4f})   "
           f"max |softmax - numpy| {err:.1e}")
 
 
-def train_demo(backend: str, iters: int = 20) -> None:
-    """Train the tutorial MLP (64x1000 -> 100 -> 10, SGD) on ``backend``: time and
-    transfers per iteration (the loss is read once, explicitly, at the end)."""
+def train_demo(backend: str, iters: int = 20, repeats: int = 5) -> None:
+    """Train the tutorial MLP (64x1000 -> 100 -> 10, SGD) on ``backend``: median time
+    and transfers per iteration (the loss is read once, explicitly, at the end)."""
     from . import grad, nn, solvers
     rng = np.random.default_rng(0)
     x, y = (rng.standard_normal(s).astype(np.float32) for s in ((64, 1000), (64, 10)))
@@ -78,27 +118,60 @@ def train_demo(backend: str, iters: int = 20) -> None:
         step()  # warm-up
         nna.device_synchronize()
         nna.reset_transfer_stats()
-        t0 = time.perf_counter()
         for _ in range(iters):
             loss = step()
         nna.device_synchronize()
-        ms = (time.perf_counter() - t0) * 1e3 / iters
         moved = nna.transfer_stats()["count"] / iters
         value = float(loss.data.get_data("r", "numpy"))
-    print(f"  {backend:<7} {ms:8.2f} ms/iteration   transfers per iteration: {moved:g}   "
+        per = max(1, iters // repeats)
+        ms = _median_ms(step, repeats, per)
+    print(f"  {backend:<7} {_fmt(ms, 'ms/iteration')}   transfers per iteration: {moved:g}   "
           f"loss@{iters} {value:.4f}")
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m nnarray",
+        description="List nnarray's backends, then run a short imperative demo and a few "
+                    "MLP training iterations on each available one.",
+        epilog=__doc__.split("\n\n")[1], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--backend", action="append", metavar="BACKEND[:N]",
+                    help="run the demos on this context only, e.g. opencl or opencl:1 "
+                         "(repeatable; default: device 0 of every available backend)")
+    ap.add_argument("--repeats", type=int, default=7,
+                    help="timed runs per measurement; the median is reported")
+    ap.add_argument("--iters", type=int, default=20, help="training iterations")
+    ap.add_argument("--list", action="store_true", help="list the backends and stop")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.repeats < 1 or args.iters < 1:
+        _parser().error("--repeats and --iters must be >= 1")
     usable = _backends_report()
+    if args.list:
+        return 0
+    if args.backend:
+        for spec in args.backend:
+            try:
+                ctx = nna.Context.parse(spec)
+                nna.backends.get_device(ctx.backend, ctx.device_id)
+            except nna.BackendError as e:
+                print(e)
+                return 2
+        usable = args.backend
     rng = np.random.default_rng(0)
+    print(f"\nTimings: median of {args.repeats} runs after a warm-up (min, max beside it); "
+          f"host threads: {_threads()}")
     print("\nImperative demo: softmax(relu(x @ W + b)) and cross-entropy, 256x512 @ 512x256")
     for name in usable:
-        demo(name, rng)
-    print("\nTraining demo: MLP 64x1000 -> 100 -> 10, SGD, 20 iterations")
+        demo(name, rng, args.repeats)
+    print(f"\nTraining demo: MLP 64x1000 -> 100 -> 10, SGD, {args.iters} iterations")
     for name in usable:
-        train_demo(name)
+        train_demo(name, args.iters, args.repeats)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from .device import Device
+from .errors import OutOfMemoryError
+from .memory import naming
 from .ndarray import NdArray
 from .synced import binary_runner
 
@@ -51,14 +53,21 @@ class Kernel:
         self.fallback = fallback
         self.composite = composite
         self.plain = fallback is None and not composite
-        self.run2 = binary_runner(fn, device, NdArray, self.check if DEBUG else None) \
+        self.run2 = binary_runner(op, fn, device, NdArray, self.check if DEBUG else None) \
             if self.plain else lambda a, b, meta: self.run((a, b), {}, (meta,))
 
     def run(self, inputs: Sequence, attrs: dict, metas: tuple,
             into: Sequence | None = None) -> Any:
         """Run on NdArray (or scalar) inputs. Outputs become new NdArrays with the op's
         inferred metas, or are adopted by the NdArrays of ``into`` (``None`` entries make
-        new ones); one output is returned bare, several as a tuple."""
+        new ones); one output is returned bare, several as a tuple. An allocation that
+        fails raises ``OutOfMemoryError`` naming the op."""
+        try:
+            return self._run(inputs, attrs, metas, into)
+        except OutOfMemoryError as e:
+            raise naming(self.op, e) from e
+
+    def _run(self, inputs: Sequence, attrs: dict, metas: tuple, into: Any) -> Any:
         if self.composite:
             return self.fn(*inputs, **attrs)
         if self.fallback is not None:

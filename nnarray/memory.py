@@ -4,14 +4,13 @@ allocation raises when it fails even after the pools gave their cached blocks ba
 Each device's pool keeps freed blocks for reuse, at most ``cache_limit()`` bytes of them
 (``NNARRAY_POOL_CACHE_BYTES``, default 1 GiB): beyond that the cached blocks are
 released. A failed allocation releases every pool's cached blocks and retries once;
-if that fails too it raises ``OutOfMemoryError`` naming the op, the shape, the dtype
-and the bytes.
+if that fails too it raises ``OutOfMemoryError`` naming the shape, the dtype and the
+bytes; the Kernel running an op puts the op's name in front (``Kernel.run``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 import numpy as np
@@ -57,20 +56,11 @@ def out_of_memory(device: str, shape: tuple[int, ...], dtype: Any, nbytes: int,
     """The error for an allocation that failed (after the release and retry)."""
     why = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
     return OutOfMemoryError(
-        f"{_current_op()}: out of memory on {device}: an array of shape {tuple(shape)} "
+        f"out of memory on {device}: an array of shape {tuple(shape)} "
         f"{np.dtype(dtype)} needs {nbytes} bytes ({nbytes / 2**30:.3g} GiB) ({why})")
 
 
-def _current_op() -> str:
-    """The op being run, found on the stack (only on this error path): allocation sits
-    below the dispatch core, which does not pass the op's name down."""
-    from .ops.op import Op
-    f = sys._getframe(2)
-    while f is not None:
-        s = f.f_locals.get("self")
-        if isinstance(s, Op):
-            return s.name
-        if f.f_code.co_name == "execute" and f.f_globals.get("__name__") == "nnarray.ops.op":
-            return str(f.f_locals.get("name", "allocation"))
-        f = f.f_back
-    return "allocation"
+def naming(op: str, e: OutOfMemoryError) -> OutOfMemoryError:
+    """``e`` with ``op`` in front of its message (once)."""
+    msg = str(e)
+    return e if msg.startswith(f"{op}: ") else OutOfMemoryError(f"{op}: {msg}")

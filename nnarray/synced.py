@@ -18,6 +18,8 @@ import numpy as np
 
 from . import transfers
 from .device import Device
+from .errors import OutOfMemoryError
+from .memory import naming
 
 _NO_FILL = object()
 _new = object.__new__
@@ -251,22 +253,25 @@ class SyncedArray:
         return [d.key for d in self._copies]
 
 
-def binary_runner(fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
-    """``run2(a, b, meta)``: the two-operand fast path of a plain kernel ``fn`` on
-    ``dev`` (``a`` an array of ``cls``, ``b`` one or a scalar; one output of ``meta``).
+def binary_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
+    """``run2(a, b, meta)``: the two-operand fast path of a plain kernel ``fn`` of ``op``
+    on ``dev`` (``a`` an array of ``cls``, ``b`` one or a scalar; one output of ``meta``).
     It lives here because it reads and builds copies directly: F.add on tiny arrays is
     all dispatch, and these few lines are most of it."""
     def run2(a: Any, b: Any, meta: tuple) -> Any:
-        x = a._copies.get(dev)
-        if x is None:
-            x = a._sync(dev, False)
-        if type(b) is cls:
-            y = b._copies.get(dev)
-            if y is None:
-                y = b._sync(dev, False)
-            r = fn(x, y)
-        else:
-            r = fn(x, b)
+        try:
+            x = a._copies.get(dev)
+            if x is None:
+                x = a._sync(dev, False)
+            if type(b) is cls:
+                y = b._copies.get(dev)
+                if y is None:
+                    y = b._sync(dev, False)
+                r = fn(x, y)
+            else:
+                r = fn(x, b)
+        except OutOfMemoryError as e:
+            raise naming(op, e) from e
         if check is not None:
             check(r, meta)
         o = _new(cls)

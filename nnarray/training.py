@@ -153,11 +153,14 @@ class Trainer:
             raise ValueError(f"Trainer.fit: {len(x)} inputs but {len(t)} targets")
         per_epoch = -(-len(x) // self.batch_size)
         start = time.perf_counter()
+        # The bar counts iterations (minibatches) over all epochs; its label says which
+        # epoch of how many, so "120/300" never reads as epochs.
         bar = tqdm(total=epochs * per_epoch, disable=not self.progress, leave=False,
-                   unit="it", file=self.out, dynamic_ncols=True)
+                   unit="iter", file=self.out, dynamic_ncols=True)
+        last = self.epoch + epochs
         try:
             for _ in range(epochs):
-                rec = self._epoch(x, t, bar)
+                rec = self._epoch(x, t, bar, last)
                 if val is not None:
                     rec.update({f"val/{k}": v for k, v in self.evaluate(*val).items()})
                 rec["elapsed"] = time.perf_counter() - start
@@ -166,10 +169,10 @@ class Trainer:
             bar.close()
         return self.history
 
-    def _epoch(self, x: np.ndarray, t: np.ndarray, bar: Any) -> dict[str, Any]:
+    def _epoch(self, x: np.ndarray, t: np.ndarray, bar: Any, last: int) -> dict[str, Any]:
         meter = _Meter()
         self.epoch += 1
-        bar.set_description(f"epoch {self.epoch}")
+        bar.set_description(f"epoch {self.epoch}/{last}", refresh=False)
         for idx in minibatches(len(x), self.batch_size, self.shuffle, self.rng):
             loss, y, tv = self.step(x[idx], t[idx])
             meter.add(loss.data, y.data, tv.data)

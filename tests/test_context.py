@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 
 import nnarray as nna
@@ -108,5 +109,13 @@ def test_scopes_are_thread_local():
 
 
 def test_device_synchronize_accepts_strings(backend):
-    nna.device_synchronize()
-    nna.device_synchronize(backend)
+    x = nna.array(np.arange(6, dtype=np.float32))
+    y = x * 2  # queued on the backend (asynchronous on OpenCL and CUDA)
+    for ctx in (None, backend, f"{backend}:0", nna.Context(backend)):
+        assert nna.device_synchronize(ctx) is None
+    assert y.head == f"{backend}:0"
+    np.testing.assert_array_equal(y.get_data("r", "numpy"), np.arange(6) * 2)
+    with pytest.raises(nna.BackendError, match="no-such-backend"):
+        nna.device_synchronize("no-such-backend")
+    with pytest.raises(nna.BackendUnavailableError, match="no such device"):
+        nna.device_synchronize(f"{backend}:99")

@@ -10,13 +10,25 @@ import types
 
 import numpy as np
 import pytest
+from conftest import check_no_fallback, needs
 
 import nnarray as nna
 import nnarray.functions as F
 from nnarray.backends.cuda import probe
 
 REASON = nna.backends.why_unavailable("cuda")
-gpu = pytest.mark.skipif(REASON is not None, reason=f"cuda unavailable: {REASON}")
+
+
+@pytest.fixture
+def _gpu(request):
+    """A device test: skips with the reason (fails where NNARRAY_REQUIRE_BACKENDS names
+    cuda), and fails if an op fell back to another backend."""
+    needs("cuda")
+    yield
+    check_no_fallback(request.node)
+
+
+gpu = pytest.mark.usefixtures("_gpu")
 
 
 def _gpus() -> int:
@@ -182,31 +194,98 @@ def test_strict_transfers_on_cuda():
         assert x.shape == (2,)
 
 
-@gpu
+def _windows(x, k, s, p, fill=0.0):
+    """(N, C, kh, kw, OH, OW) sliding windows of x (NCHW) padded with ``fill``."""
+    (kh, kw), (sh, sw), (ph, pw) = k, s, p
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)),
+                constant_values=fill)
+    oh, ow = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1
+    win = np.empty(x.shape[:2] + (kh, kw, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            win[:, :, i, j] = xp[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+    return win
+
+
+def _im2col_ref(x, k, s, p):
+    w = _windows(x, k, (s, s), (p, p))
+    n, c, kh, kw, oh, ow = w.shape
+    return w.reshape(n, c * kh * kw, oh * ow)
+
+
+def _col2im_ref(cols, size, k, s, p):
+    c, h, w = size
+    (kh, kw) = k
+    n = cols.shape[0]
+    oh, ow = (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
+    img = np.zeros((n, c, h + 2 * p, w + 2 * p))
+    c6 = cols.reshape(n, c, kh, kw, oh, ow)
+    for i in range(kh):
+        for j in range(kw):
+            img[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s] += c6[:, :, i, j]
+    return img[:, :, p:p + h, p:p + w]
+
+
+def _log_softmax_ref(x, axis):
+    z = x - x.max(axis=axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+
+
+def _fused_references(x, t, W):
+    """numpy references (float64, independent of every nnarray backend) in the order of
+    ``_fused_ops``."""
+    x64 = x.astype(np.float64)
+    out = [1 / (1 + np.exp(-x64)), np.maximum(x64, 0), x64 * 0.5, 2 + x64, x64 > 1.5,
+           np.where(x64 > 0, x64, 0), np.clip(x64, -1, 2), _im2col_ref(x, (3, 2), 1, 1),
+           _windows(x, (2, 2), (2, 2), (0, 0)).max(axis=(2, 3)), x64.sum(axis=(1, 3)),
+           x64.argmax(2)]
+    if x.dtype.kind == "f":
+        ls = _log_softmax_ref(x64, -1)
+        conv = np.tensordot(_windows(x, (3, 3), (2, 2), (1, 1)), W.astype(np.float64),
+                            axes=((1, 2, 3), (1, 2, 3))).transpose(0, 3, 1, 2)
+        out += [np.exp(ls), _log_softmax_ref(x64, 1),
+                -np.take_along_axis(ls, t[..., None], -1)[..., 0], conv,
+                _col2im_ref(_im2col_ref(x, (3, 3), 2, 1), (3, 6, 5), (3, 3), 2, 1),
+                _windows(x, (2, 2), (2, 2), (0, 0)).mean(axis=(2, 3))]
+    return out
+
+
+def _fused_ops(ctx, x, t, W):
+    with nna.context_scope(ctx):
+        xa, ta, wa = nna.array(x), nna.array(t), nna.array(W)
+        out = [F.sigmoid(xa), F.relu(xa), xa * 0.5, 2 + xa, xa > 1.5,
+               F.where(xa > 0, xa, 0), F.clip(xa, -1, 2), F.im2col(xa, (3, 2), 1, 1),
+               F.max_pooling(xa, 2), F.sum(xa, axis=(1, 3)), F.argmax(xa, 2)]
+        if np.dtype(x.dtype).kind == "f":
+            out += [F.softmax(xa), F.log_softmax(xa, axis=1),
+                    F.softmax_cross_entropy(xa, ta), F.conv2d(xa, wa, pad=1, stride=2),
+                    F.col2im(F.im2col(xa, (3, 3), 2, 1), (3, 6, 5), (3, 3), 2, 1),
+                    F.average_pooling(xa, 2)]
+        return [o.numpy() for o in out]
+
+
+@pytest.mark.parametrize("ctx", ["numpy", "cuda"])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
-def test_fused_kernels_match_numpy(dtype):
+def test_fused_kernels_match_numpy(ctx, dtype, no_fallback):
+    """CUDA's fused kernels against numpy references (run on the numpy backend too, so
+    the references are checked on machines without a GPU)."""
+    if ctx == "cuda":
+        needs("cuda")
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((4, 3, 6, 5)) * 3).astype(dtype)
     t = rng.integers(0, 5, (4, 3, 6))
     W = rng.standard_normal((2, 3, 3, 3)).astype(dtype)
-
-    def run(ctx):
-        with nna.context_scope(ctx):
-            xa, ta, wa = nna.array(x), nna.array(t), nna.array(W)
-            out = [F.sigmoid(xa), F.relu(xa), xa * 0.5, 2 + xa, xa > 1.5,
-                   F.where(xa > 0, xa, 0), F.clip(xa, -1, 2), F.im2col(xa, (3, 2), 1, 1),
-                   F.max_pooling(xa, 2), F.sum(xa, axis=(1, 3)), F.argmax(xa, 2)]
-            if np.dtype(dtype).kind == "f":
-                out += [F.softmax(xa), F.log_softmax(xa, axis=1),
-                        F.softmax_cross_entropy(xa, ta), F.conv2d(xa, wa, pad=1, stride=2),
-                        F.col2im(F.im2col(xa, (3, 3), 2, 1), (3, 6, 5), (3, 3), 2, 1),
-                        F.average_pooling(xa, 2)]
-            return [o.numpy() for o in out]
-
     tol = {"rtol": 2e-2, "atol": 2e-2} if dtype == np.float16 else {"rtol": 1e-5, "atol": 1e-5}
-    for got, want in zip(run("cuda"), run("numpy")):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), **tol)
+    got_all = _fused_ops(ctx, x, t, W)
+    dtypes = [a.dtype for a in _fused_ops("numpy", x, t, W)]  # the ops' specified dtypes
+    want_all = _fused_references(x, t, W)
+    assert len(got_all) == len(want_all)
+    for i, (got, want, dt) in enumerate(zip(got_all, want_all, dtypes)):
+        assert got.dtype == dt and got.shape == want.shape, i
+        if dt.kind == "f" and dt != want.dtype:  # the reference rounded as the op rounds
+            want = want.astype(dt)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), **tol,
+                                   err_msg=f"output {i}")
 
 
 @gpu

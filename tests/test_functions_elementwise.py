@@ -137,6 +137,7 @@ def _sigmoid(x):
 UNARY = {  # name: (F function, numpy reference, lo, hi, dtypes)
     "neg": (F.neg, np.negative, -3, 3, NUMERIC),
     "abs": (F.abs, np.abs, -3, 3, ALL),
+    "square": (F.square, np.square, -3, 3, NUMERIC),
     "sign": (F.sign, np.sign, -3, 3, NUMERIC),
     "exp": (F.exp, np.exp, -3, 3, ALL),
     "log": (F.log, np.log, 1, 5, NUMERIC),

@@ -113,6 +113,26 @@ def test_mean_squared_error(backend, dtype, shape):
     check(got, np.mean(d * d), dtype)
 
 
+@pytest.mark.parametrize("tdtype", [np.int32, np.int64], ids=ids)
+@pytest.mark.parametrize("tshape, axis", [((5,), -1), ((5,), 0), ((2, 3), -1), ((2, 3), 0),
+                                          ((2, 3), 1), ((2, 3), -2), ((4, 1, 2), 2)],
+                         ids=ids)
+def test_one_hot(backend, tdtype, tshape, axis):
+    """Values and the class axis's position against numpy (np.eye, moved to ``axis``)."""
+    k = 4
+    t = np.random.default_rng(3).integers(0, k, tshape).astype(tdtype)
+    want = np.moveaxis(np.eye(k, dtype=np.float32)[t], -1, axis)
+    check(F.one_hot(A(t), k, axis=axis), want)
+    if axis == -1:
+        check(F.one_hot(A(t), k), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int32, np.int64], ids=ids)
+def test_one_hot_dtype(backend, dtype):
+    t = np.array([2, 0, 1])
+    check(F.one_hot(A(t), 3, dtype=dtype), np.eye(3, dtype=dtype)[t])
+
+
 # -- convolution and pooling ---------------------------------------------------------------
 def conv_ref(x, W, b=None, stride=1, pad=0, dilation=1, groups=1):
     """Direct loop over outputs: out[n, o, i, j] = sum(window * W[o]) + b[o]."""

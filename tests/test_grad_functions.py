@@ -60,15 +60,16 @@ def _np_im2col(x, k, s=1, p=0, d=1):
     return cols.reshape(n, c * k * k, oh * ow), oh, ow
 
 
-def _np_col2im(cols, size, k, s=1, p=0):
+def _np_col2im(cols, size, k, s=1, p=0, d=1):
     c, h, w = size
     n = cols.shape[0]
-    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    oh, ow = (h + 2 * p - d * (k - 1) - 1) // s + 1, (w + 2 * p - d * (k - 1) - 1) // s + 1
     img = np.zeros((n, c, h + 2 * p, w + 2 * p))
     c6 = cols.reshape(n, c, k, k, oh, ow)
     for i in range(k):
         for j in range(k):
-            img[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s] += c6[:, :, i, j]
+            img[:, :, i * d:i * d + s * (oh - 1) + 1:s,
+                j * d:j * d + s * (ow - 1) + 1:s] += c6[:, :, i, j]
     return img[:, :, p:p + h, p:p + w]
 
 
@@ -84,6 +85,23 @@ def _np_conv(x, w, b=None, s=1, p=0, d=1, g=1):
 def _np_pool(x, k, reduce):
     n, c, h, w = x.shape
     return reduce(x.reshape(n, c, h // k, k, w // k, k), axis=(3, 5))
+
+
+def _np_pool_windows(x, k, s, p, mode):
+    """Overlapping (stride < kernel), padded pooling by explicit windows: max pads with
+    -inf, average counts the zero padding (as F.average_pooling does)."""
+    h, w = x.shape[-2:]
+    xp = np.pad(x, [(0, 0)] * (x.ndim - 2) + [(p, p), (p, p)],
+                constant_values=-np.inf if mode == "max" else 0.0)
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    rows = []
+    for i in range(oh):
+        cols = []
+        for j in range(ow):
+            win = xp[..., i * s:i * s + k, j * s:j * s + k]
+            cols.append(win.max(axis=(-2, -1)) if mode == "max" else win.mean(axis=(-2, -1)))
+        rows.append(np.stack(cols, -1))
+    return np.stack(rows, -2)
 
 
 def _np_bn(x, gamma, beta, rmean=None, rvar=None, eps=1e-5):
@@ -105,6 +123,7 @@ CASES = [
     Case("rsub_scalar", lambda a: 1.0 - a, lambda a: 1.0 - a, [(2, 3)]),
     Case("mul", F.mul, np.multiply, [(2, 1, 3), (4, 1)]),
     Case("square", lambda a: a * a, np.square, [(2, 3)]),
+    Case("square_F", F.square, np.square, [(2, 3)]),
     Case("div", F.div, np.divide, [(2, 3), (3,)], low=0.5),
     Case("rdiv_scalar", lambda a: 2.0 / a, lambda a: 2.0 / a, [(2, 3)], low=0.5),
     Case("pow", F.pow, np.power, [(2, 3), (2, 3)], low=0.5),
@@ -169,12 +188,28 @@ CASES = [
     Case("softmax_cross_entropy", lambda x, t: F.softmax_cross_entropy(x, t),
          lambda x, t: -np.take_along_axis(_np_log_softmax(x), t[:, None], 1)[:, 0], [(3, 4)],
          consts=[_LABELS]),
+    Case("softmax_cross_entropy_axis1", lambda x, t: F.softmax_cross_entropy(x, t, axis=1),
+         lambda x, t: -np.take_along_axis(_np_log_softmax(x, 1), t[:, None], 1)[:, 0],
+         [(2, 4, 3)], consts=[np.array([[3, 0, 1], [2, 2, 0]])]),
+    Case("softmax_cross_entropy_axis0", lambda x, t: F.softmax_cross_entropy(x, t, axis=0),
+         lambda x, t: -np.take_along_axis(_np_log_softmax(x, 0), t[None], 0)[0],
+         [(3, 4)], consts=[np.array([2, 0, 1, 1])]),
     Case("mean_squared_error", F.mean_squared_error, lambda a, b: np.mean((a - b) ** 2),
          [(2, 3), (2, 3)]),
     Case("im2col", lambda x: F.im2col(x, 2, stride=1, pad=1),
          lambda x: _np_im2col(x, 2, 1, 1)[0], [(1, 2, 3, 3)]),
     Case("col2im", lambda c: F.col2im(c, (2, 3, 3), 2, stride=1, pad=1),
          lambda c: _np_col2im(c, (2, 3, 3), 2, 1, 1), [(1, 8, 16)]),
+    Case("im2col_stride_pad", lambda x: F.im2col(x, 3, stride=2, pad=1),
+         lambda x: _np_im2col(x, 3, 2, 1)[0], [(2, 2, 5, 4)]),
+    Case("im2col_dilation", lambda x: F.im2col(x, 2, stride=1, pad=0, dilation=2),
+         lambda x: _np_im2col(x, 2, 1, 0, 2)[0], [(1, 2, 5, 5)]),
+    Case("im2col_all", lambda x: F.im2col(x, 2, stride=2, pad=2, dilation=3),
+         lambda x: _np_im2col(x, 2, 2, 2, 3)[0], [(1, 1, 6, 7)]),
+    Case("col2im_stride_pad", lambda c: F.col2im(c, (2, 5, 4), 3, stride=2, pad=1),
+         lambda c: _np_col2im(c, (2, 5, 4), 3, 2, 1), [(2, 18, 6)]),
+    Case("col2im_dilation", lambda c: F.col2im(c, (1, 6, 7), 2, stride=2, pad=2, dilation=3),
+         lambda c: _np_col2im(c, (1, 6, 7), 2, 2, 2, 3), [(1, 4, 16)]),
     Case("conv2d", lambda x, w, b: F.conv2d(x, w, b, pad=1),
          lambda x, w, b: _np_conv(x, w, b, p=1), [(2, 2, 4, 4), (3, 2, 3, 3), (3,)]),
     Case("conv2d_groups_stride_dilation",
@@ -184,6 +219,12 @@ CASES = [
          [(1, 2, 4, 4)]),
     Case("average_pooling", lambda x: F.average_pooling(x, 2),
          lambda x: _np_pool(x, 2, np.mean), [(1, 2, 4, 4)]),
+    Case("max_pooling_overlap_pad", lambda x: F.max_pooling(x, 3, stride=2, pad=1),
+         lambda x: _np_pool_windows(x, 3, 2, 1, "max"), [(1, 2, 5, 6)]),
+    Case("average_pooling_overlap_pad", lambda x: F.average_pooling(x, 3, stride=2, pad=1),
+         lambda x: _np_pool_windows(x, 3, 2, 1, "average"), [(1, 2, 5, 6)]),
+    Case("max_pooling_overlap", lambda x: F.max_pooling(x, 2, stride=1),
+         lambda x: _np_pool_windows(x, 2, 1, 0, "max"), [(2, 1, 4, 3)]),
     Case("batch_normalization",
          lambda x, g, b, rm, rv: F.batch_normalization(x, g, b, rm, rv),
          lambda x, g, b, rm, rv: _np_bn(x, g, b), [(4, 3, 2), (3,), (3,)],
@@ -362,3 +403,42 @@ def test_every_differentiable_table_row_has_a_case() -> None:
     rows = {n for n, row in elementwise.UNARY.items() if row[2] is not None}
     rows |= {n for n, row in elementwise.BINARY.items() if row[2] is not None}
     assert rows <= {c.name for c in CASES}
+
+
+#: float32 gradients: a representative set (elementwise, broadcasting, reductions,
+#: matmul, softmax/cross-entropy, conv, pooling, normalization) against the float64
+#: numerical reference, with float32's tolerance.
+F32_CASES = [c for c in CASES if c.name in {
+    "add", "mul", "div", "exp", "tanh", "sigmoid", "sum", "mean", "max", "matmul_batched",
+    "affine", "softmax", "log_softmax", "softmax_cross_entropy", "mean_squared_error",
+    "conv2d", "max_pooling_overlap_pad", "average_pooling_overlap_pad", "batch_normalization",
+    "im2col_stride_pad", "col2im_stride_pad", "concatenate", "transpose", "broadcast_to"}]
+F32_GRAD_TOL = {"rtol": 1e-3, "atol": 1e-4}
+
+
+def test_float32_case_list_is_complete() -> None:
+    assert len(F32_CASES) == 24
+
+
+@pytest.mark.parametrize("case", F32_CASES, ids=[c.name for c in F32_CASES])
+def test_function_float32(case: Case, backend: str) -> None:
+    """The same gradients in float32, define-by-run and static, with float32 results."""
+    xs = _inputs(case)
+    xs32 = [x.astype(np.float32) for x in xs]
+    want = case.ref(*[x.astype(np.float64) for x in xs32], *case.consts)
+    gy = np.random.default_rng(1).standard_normal(np.shape(want))
+    num = _numerical(case, [x.astype(np.float64) for x in xs32], gy)
+    consts = [nna.NdArray.from_numpy_array(c.astype(np.float32) if c.dtype.kind == "f" else c)
+              for c in case.consts]
+    for auto in (False, True):
+        vs = [grad.Variable.from_numpy_array(x, need_grad=True) for x in xs32]
+        with grad.auto_forward(auto):
+            y = case.fn(*vs, *consts)
+        if not auto:
+            y.forward()
+        assert y.dtype == np.float32
+        np.testing.assert_allclose(y.d, want, **tol(np.float32))
+        y.backward(gy.astype(np.float32))
+        for v, n in zip(vs, num):
+            assert v.g.dtype == np.float32
+            np.testing.assert_allclose(v.g, n, **F32_GRAD_TOL)

@@ -85,14 +85,30 @@ def test_linear_shapes_device_and_forward(backend):
     assert list(nn.Linear(5, 3, bias=False).parameters()) == ["W"]
 
 
+def _conv_ref(x, W, b, stride, pad):
+    """Direct numpy convolution in float64 (independent of F.conv2d)."""
+    n, _, h, w = x.shape
+    o, _, kh, kw = W.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
+    out = np.empty((n, o, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.tensordot(win, W, axes=((1, 2, 3), (1, 2, 3))) + b
+    return out
+
+
 def test_conv2d_shapes_and_forward():
-    conv = nn.Conv2d(2, 4, 3, stride=1, pad=1, rng=np.random.default_rng(0))
+    conv = nn.Conv2d(2, 4, 3, stride=2, pad=1, rng=np.random.default_rng(0))
     assert conv.W.shape == (4, 2, 3, 3) and conv.b.shape == (4,)
-    x = nna.array(np.random.default_rng(1).standard_normal((1, 2, 5, 5)).astype(np.float32))
+    conv.b.d = np.random.default_rng(2).standard_normal(4)  # not the zeros it starts with
+    xn = np.random.default_rng(1).standard_normal((2, 2, 5, 6)).astype(np.float32)
     with grad.auto_forward():
-        y = conv(grad.Variable.from_ndarray(x))
-    ref = F.conv2d(x, conv.W.data, conv.b.data, stride=1, pad=1)
-    np.testing.assert_array_equal(host(y), host(ref))
+        y = conv(grad.Variable.from_ndarray(nna.array(xn)))
+    assert y.shape == (2, 4, 3, 3)
+    np.testing.assert_allclose(host(y), _conv_ref(xn, host(conv.W), host(conv.b), 2, 1),
+                               rtol=1e-5, atol=1e-5)
     assert nn.Conv2d(1, 1, (3, 2), bias=False).W.shape == (1, 1, 3, 2)
 
 
@@ -141,20 +157,74 @@ def test_zero_grad():
 
 
 # -- initializers ---------------------------------------------------------------------
+def _uniform_on(a, lim):
+    """``a`` fills [-lim, lim) like a uniform sample: bounded, reaching both ends, mean 0,
+    variance lim^2 / 3 (an all-zeros or a shrunken sample fails)."""
+    assert a.dtype == np.float32 and np.abs(a).max() <= lim
+    assert a.min() < -0.95 * lim and a.max() > 0.95 * lim
+    assert abs(a.mean()) < 0.05 * lim
+    assert abs(a.var() / (lim * lim / 3) - 1) < 0.05
+
+
+def _normal_with(a, sigma):
+    assert a.dtype == np.float32
+    assert abs(a.mean()) < 0.05 * sigma and abs(a.std() / sigma - 1) < 0.03
+
+
 def test_initializers_are_seeded_and_scaled():
     a = I.glorot_uniform((100, 50), 100, 50, np.random.default_rng(3))
     b = I.glorot_uniform((100, 50), 100, 50, np.random.default_rng(3))
     np.testing.assert_array_equal(a, b)
-    assert a.dtype == np.float32 and np.abs(a).max() <= np.sqrt(6 / 150)
-    he = I.he_normal((400, 400), 400, 400, np.random.default_rng(0))
-    assert abs(he.std() - np.sqrt(2 / 400)) < 0.01 * np.sqrt(2 / 400) * 10
-    assert np.abs(I.HeUniform()((10, 10), 10, 10)).max() <= np.sqrt(6 / 10)
-    assert abs(I.GlorotNormal()((300, 300), 300, 300).std() - np.sqrt(1 / 300)) < 5e-3
+    _uniform_on(a, np.sqrt(6 / 150))
+    _uniform_on(I.he_uniform((200, 100), 200, 100, np.random.default_rng(1)), np.sqrt(6 / 200))
+    _uniform_on(I.HeUniform()((100, 100), 10, 10), np.sqrt(6 / 10))
+    _uniform_on(I.HeUniform(gain=0.5)((100, 100), 10, 10), 0.5 * np.sqrt(6 / 10))
+    _uniform_on(I.GlorotUniform()((100, 100), 30, 70), np.sqrt(6 / 100))
+    _uniform_on(I.Uniform(0.2)((100, 100)), 0.2)
+    _normal_with(I.he_normal((400, 400), 400, 400, np.random.default_rng(0)), np.sqrt(2 / 400))
+    _normal_with(I.GlorotNormal()((300, 300), 300, 300), np.sqrt(1 / 300))
+    _normal_with(I.glorot_normal((300, 300), 100, 200, np.random.default_rng(2)),
+                 np.sqrt(2 / 300))
+    _normal_with(I.Normal(0.3)((300, 300)), 0.3)
+    # Layers use these with their fans: Linear(in, out), Conv2d(in * kh * kw, out * kh * kw).
+    _uniform_on(nn.Linear(300, 200, w_init=I.HeUniform()).W.d, np.sqrt(6 / 300))
+    _uniform_on(nn.Conv2d(16, 32, 3, w_init=I.HeUniform()).W.d, np.sqrt(6 / (16 * 9)))
     np.testing.assert_array_equal(I.Constant(0.5)((2, 2)), 0.5)
     I.seed(7)
     w1 = nn.Linear(3, 3).W.d.copy()
     I.seed(7)
     np.testing.assert_array_equal(nn.Linear(3, 3).W.d, w1)
+
+
+# -- devices ----------------------------------------------------------------------------
+def test_module_to_moves_every_array_explicitly(backend):
+    """``to(ctx)`` makes every parameter and state array current on ``ctx`` (explicit,
+    counted transfers; values unchanged); training there then moves nothing."""
+    with nna.context_scope("numpy"):
+        m = trained_net(0)  # parameters, running statistics and gradients on the host
+    params = m.parameters()
+    before = {k: host(a).copy() for k, a in m.named_arrays().items()}
+    grads = {k: host(p.grad).copy() for k, p in params.items()}
+    nna.reset_transfer_stats()
+    assert m.to(backend) is m
+    arrays = m.named_arrays()
+    for k, a in arrays.items():
+        nd = a if isinstance(a, nna.NdArray) else a.data
+        assert nd.head == f"{backend}:0", k
+    for k, p in params.items():
+        assert p.grad.head == f"{backend}:0", k
+    moved = nna.transfer_stats()["count"]
+    assert moved == (0 if backend == "numpy" else len(arrays) + len(params))
+    for k, a in arrays.items():
+        np.testing.assert_array_equal(host(a), before[k], err_msg=k)
+    for k, p in params.items():
+        np.testing.assert_array_equal(host(p.grad), grads[k], err_msg=k)
+    x = grad.Variable.from_ndarray(nna.zeros((6, 4)))
+    x.data.get_data("w")  # a fresh input written on the device
+    with nna.strict_transfers():  # nothing left on the host that a step would need
+        with grad.auto_forward():
+            loss = F.sum(m(x))
+        loss.backward()  # accumulates into the moved gradients
 
 
 # -- checkpoints ----------------------------------------------------------------------

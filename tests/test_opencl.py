@@ -11,13 +11,18 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import check_no_fallback, needs
 
 import nnarray as nna
 import nnarray.functions as F
 from nnarray.backends import opencl
 
 REASON = opencl.why_unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"opencl unavailable: {REASON}")
+
+
+@pytest.fixture(autouse=True)
+def _opencl():
+    needs("opencl")  # skips with the reason, or fails where NNARRAY_REQUIRE_BACKENDS says
 
 
 def _run(code: str, **env: str) -> str:
@@ -34,9 +39,10 @@ def on_cl(*arrays):
 
 
 @pytest.fixture
-def cl():
+def cl(request):
     with nna.context_scope("opencl"):
         yield nna.backends.get_device("opencl", 0)
+    check_no_fallback(request.node)
 
 
 # -- discovery and availability -----------------------------------------------------------
@@ -78,8 +84,24 @@ def test_device_selection_by_name_and_no_match():
     assert out[1] == "0"
 
 
-def test_unusable_devices_are_skipped_with_a_reason():
-    for line in opencl.skipped_devices():
+def test_unusable_devices_are_skipped_with_a_reason(monkeypatch):
+    """A device failing the probe is left out and listed with its reason (forced here:
+    a machine with only good devices would check nothing)."""
+    from nnarray.backends.opencl import device as cldev
+    real = cldev._probe
+    monkeypatch.setattr(cldev, "_probe", lambda d: ("probe kernel computed 0.0 instead of "
+                                                    "2.0", None) if d == bad else real(d))
+    bad = opencl._found().devices[-1][0]
+    found = cldev.Discovery()
+    assert bad not in [d for d, _ in found.devices]
+    assert [s.split(": ", 1)[1] for s in found.skipped] == [
+        "probe kernel computed 0.0 instead of 2.0"]
+    assert bad.name.strip() in found.skipped[0]
+    if len(found.devices) == 0:
+        assert found.reason.startswith("no usable OpenCL device: ")
+    else:
+        assert found.reason is None
+    for line in opencl.skipped_devices():  # this machine's real ones
         assert ": " in line  # "platform / device: reason"
 
 

@@ -107,3 +107,26 @@ def test_graph_runs_count_every_fallback(name, monkeypatch):
     np.testing.assert_allclose(y.d, 2 * np.tanh(np.linspace(-1, 1, 6, dtype=np.float32)),
                                rtol=1e-6)
     registry.cache.clear()
+
+
+
+
+@pytest.mark.allow_fallback("tanh falls back on purpose: the guard itself is tested")
+def test_fallback_guard_of_backend_tests(monkeypatch, request):
+    """conftest's default check (run after every ``backend`` test) fails on a fallback
+    unless the test is marked ``allow_fallback``."""
+    import types
+
+    from conftest import check_no_fallback, needs
+    needs("opencl")
+    kernels = dict(registry._kernels["tanh"])
+    kernels.pop("opencl", None)
+    monkeypatch.setitem(registry._kernels, "tanh", kernels)
+    registry.cache.clear()
+    with nna.context_scope("opencl"):
+        F.tanh(nna.array(np.ones(3, np.float32)))
+    unmarked = types.SimpleNamespace(get_closest_marker=lambda name: None)
+    with pytest.raises(AssertionError, match=r"fell back.*\('tanh', 'opencl', 'numpy'\)"):
+        check_no_fallback(unmarked)
+    check_no_fallback(request.node)  # marked: allowed
+    registry.cache.clear()

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import nnarray as nna
+import nnarray.functions as F
 from nnarray import grad, nn, solvers
 
 W0 = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)
@@ -146,3 +147,27 @@ def test_state_load_rejects_other_parameters(tmp_path):
     with pytest.raises(nn.CheckpointError, match=r"missing entries \['v/m', 'v/v'\]"):
         b.load_states(tmp_path / "s.npz")
     assert b.t == 0
+
+
+@pytest.mark.parametrize("make", [lambda: solvers.SGD(0.1), lambda: solvers.Momentum(0.1),
+                                  lambda: solvers.Adam(0.01)], ids=["sgd", "momentum", "adam"])
+def test_parameter_set_from_host_trains_without_transfers(backend, make):
+    """A parameter written on the host (``p.d = value``, as after loading weights by
+    hand) and then used on a device: after the first step nothing moves. The update used
+    to run on the host (the data's head) and move gradient and data every step."""
+    lin = nn.Linear(4, 3)
+    lin.W.d = np.ones((4, 3), np.float32)  # head: the host; the device copy is stale
+    opt = make()
+    opt.set_parameters(lin.parameters())
+    x = grad.Variable.from_numpy_array(np.ones((2, 4), np.float32))
+    x.data.get_data("rw")
+    for step in range(3):
+        nna.reset_transfer_stats()
+        opt.zero_grad()
+        with grad.auto_forward():
+            loss = F.sum(lin(x))
+        loss.backward()
+        opt.update()
+        if step:
+            assert nna.transfer_stats()["count"] == 0, (step, nna.transfer_stats())
+    assert lin.W.data.head == f"{backend}:0"

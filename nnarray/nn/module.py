@@ -106,9 +106,13 @@ class Module:
                 g.zero()
 
     def to(self, ctx: Context | str) -> Module:
-        """Move every parameter and state array to ``ctx`` (explicit transfers)."""
+        """Move every parameter and state array, and every gradient holding values, to
+        ``ctx`` (explicit transfers). Gradients accumulate across ``backward()`` calls,
+        so one left behind would be pulled over implicitly by the next backward."""
         for a in self.named_arrays().values():
             _p.place(_p.storage(a), ctx)
+            if isinstance(a, grad.Variable) and a.grad.head is not None:
+                _p.place(a.grad, ctx)
         return self
 
     # -- checkpoints -----------------------------------------------------------------

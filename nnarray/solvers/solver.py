@@ -124,9 +124,18 @@ class Solver(ABC):
         return (p for p in self.params.values() if p.need_grad and p.grad is not None)
 
     def _scope(self, p: Any):
-        """A context scope on the device that holds ``p``'s data."""
+        """A context scope on the device that holds ``p``'s data: where its gradient was
+        written if the data is current there too (a parameter set from the host, then
+        used on a device, has current copies on both and its head on the host; updating
+        on the host would move the gradient down and the data back up every step), else
+        where the data was last written."""
         cur = get_current_context()
-        head = p.data.head
+        data = p.data
+        head = data.head
+        g = p._grad
+        ghead = None if g is None else g.head
+        if ghead is not None and ghead != head and ghead in data.devices:
+            head = ghead
         if head is None or head == cur.key:
             return _SAME_DEVICE
         ctx = self._contexts.get(head)

@@ -7,14 +7,22 @@ that ``stats`` can say exactly what happened: ``compiled`` counts source compile
 ``loaded`` binary loads. Directory: ``$NNARRAY_OPENCL_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/nnarray/opencl`` (``~/.cache/...``); set the variable to ``off`` to
 disable it.
+
+Compiling is quiet: a first compile on a device prints one progress line to stderr (once
+per device and process; on pocl a first test run compiles for minutes), and builds pass
+``-w`` and filter pyopencl's ``CompilerWarning`` so that harmless compiler notes (pocl's
+"AVX vector ... changes the ABI" for ``float16`` vectors) stay out of the terminal. With
+``NNARRAY_DEBUG`` set, build logs are shown as the compiler wrote them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
 import threading
+import warnings
 from typing import Any
 
 import pyopencl as cl
@@ -26,6 +34,33 @@ from .device import _locks
 LOCAL = 256
 
 _enqueue = cl.enqueue_nd_range_kernel
+
+#: Devices (by identity) whose first compile this process has announced.
+_announced: set[str] = set()
+
+
+def _debug() -> bool:
+    return os.environ.get("NNARRAY_DEBUG", "") not in ("", "0")
+
+
+def _announce(identity: str, device: cl.Device) -> None:
+    """One stderr line per device and process before its first compile from source."""
+    if identity in _announced:
+        return
+    _announced.add(identity)
+    where = cache_dir()
+    later = f"cached in {where} for later runs" if where else "disk cache off"
+    print(f"nnarray: compiling OpenCL kernels for {device.name.strip()} "
+          f"({device.platform.name.strip()}; {later})...", file=sys.stderr, flush=True)
+
+
+def _build(prg: cl.Program, options: str, **kw: Any) -> cl.Program:
+    """``prg.build``: quiet (``-w``, no ``CompilerWarning``) unless ``NNARRAY_DEBUG``."""
+    if _debug():
+        return prg.build(options, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        return prg.build(f"{options} -w".strip(), **kw)
 
 
 def cache_dir() -> str | None:
@@ -83,12 +118,13 @@ class ProgramCache:
             try:
                 with open(path, "rb") as f:
                     binary = f.read()
-                prg = cl.Program(self.context, [self.device], [binary]).build(options)
+                prg = _build(cl.Program(self.context, [self.device], [binary]), options)
                 self.stats["loaded"] += 1
                 return prg
             except (OSError, cl.Error):
                 pass  # unreadable or stale binary: compile again and overwrite it
-        prg = cl.Program(self.context, source).build(options, cache_dir=False)
+        _announce(self._identity, self.device)
+        prg = _build(cl.Program(self.context, source), options, cache_dir=False)
         self.stats["compiled"] += 1
         if path is not None:
             _store(path, prg.get_info(cl.program_info.BINARIES)[0])
