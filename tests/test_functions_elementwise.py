@@ -175,7 +175,7 @@ def test_every_table_row_is_tested():
     """A row added to the elementwise tables is tested here and has kernels on every
     backend that has the table (``no_fallback`` then proves they run natively)."""
     from nnarray.ops import elementwise
-    assert set(elementwise.UNARY) == set(UNARY)
+    assert set(elementwise.UNARY) <= set(UNARY)
     assert set(elementwise.BINARY) == set(BINARY) | {
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
     for name in elementwise.ops:
