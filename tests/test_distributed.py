@@ -279,6 +279,19 @@ def test_sys_exit_on_one_rank_ends_every_rank():
     assert elapsed < 30, elapsed
 
 
+def test_data_parallel_example_on_two_ranks(tmp_path):
+    pytest.importorskip("sklearn")
+    log = tmp_path / "log.jsonl"
+    p, _ = _run([_mpiexec(), "-n", "2", sys.executable, str(ROOT / "examples" / "data_parallel.py"),
+                 "--epochs", "1", "--train-size", "256", "--no-progress", "--log", str(log)],
+                timeout=180)
+    assert p.returncode == 0, p.stdout
+    assert "rank 0/2 on numpy:0: 128 samples" in p.stdout, p.stdout
+    assert "rank 1/2 on numpy:0: 128 samples" in p.stdout
+    assert p.stdout.count("epoch   1") == 1  # rank 0 alone reports
+    assert len(log.read_text().splitlines()) == 1  # and logs
+
+
 # -- NCCL (CUDA) ---------------------------------------------------------------------
 def _gpus() -> int:
     reason = nna.backends.why_unavailable("cuda")
