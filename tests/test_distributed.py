@@ -168,6 +168,23 @@ def test_bucket_gathers_and_scatters_on_the_arrays_device(backend):
     assert all(x.head == b.home.key for x in xs)
 
 
+def test_bucket_spread_over_devices_goes_through_the_host():
+    _usable("opencl")
+    a, b = nna.array(np.float32([1, 2])), nna.array(np.float32([[3], [4]]))
+    a.get_data("rw", "opencl")
+    bucket = Bucket([a, b])
+    assert bucket.on_host  # spread: packed on the host
+    buf = np.empty(4, np.float32)
+    nna.reset_transfer_stats()
+    bucket.pack(buf)
+    np.testing.assert_array_equal(buf, [1, 2, 3, 4])
+    bucket.unpack(buf * 10)
+    assert nna.transfer_stats()["count"] == 2  # a read from and written back to opencl
+    assert a.head == "opencl:0" and b.head == "numpy:0"
+    np.testing.assert_array_equal(a.numpy(), [10, 20])
+    np.testing.assert_array_equal(b.numpy(), [[30], [40]])
+
+
 def test_placement():
     assert placement.choose("numpy", 3) == Context("numpy", 0)
     if nna.backends.why_unavailable("cuda") is not None:

@@ -5,8 +5,9 @@ gradient buckets).
 ``plan`` groups arrays by dtype, in the order given, into buckets of at most
 ``bucket_bytes`` (an array larger than that is a bucket of its own); it depends only on
 the arrays' dtypes and sizes, so every rank holding the same list plans the same buckets.
-A ``Bucket`` gathers its arrays into one flat array on their device (the array itself when
-it is alone) and scatters a flat result back with a write on each array's device.
+A ``Bucket`` on the host packs its arrays into a reusable numpy buffer and unpacks them
+(one copy each way); a bucket on one device gathers its arrays into one flat array there
+(the array itself when it is alone) and scatters a flat result back with writes there.
 """
 
 from __future__ import annotations
@@ -49,10 +50,10 @@ def _context(key: str) -> Context:
 
 
 class Bucket:
-    """Arrays of one dtype moved together. ``home`` is the device they share (the host
-    when they are spread over several devices, or when none was ever written)."""
+    """Arrays of one dtype moved together. ``home`` is the device they share, or the host
+    when they are spread over several devices (or none was ever written)."""
 
-    __slots__ = ("arrays", "dtype", "home", "_cuts")
+    __slots__ = ("arrays", "dtype", "home", "size", "_cuts")
 
     def __init__(self, arrays: Sequence[NdArray]) -> None:
         self.arrays = list(arrays)
@@ -60,41 +61,43 @@ class Bucket:
         heads = {a.head for a in self.arrays} - {None}
         key = heads.pop() if len(heads) == 1 else HOST
         self.home = _context(key)
-        self._cuts = np.cumsum([a.size for a in self.arrays])[:-1].tolist()
-
-    @property
-    def size(self) -> int:
-        return sum(a.size for a in self.arrays)
+        sizes = [a.size for a in self.arrays]
+        self.size = sum(sizes)
+        self._cuts = np.cumsum(sizes)[:-1].tolist()
 
     @property
     def on_host(self) -> bool:
         return self.home.key == HOST
 
+    # -- host buckets: packed straight into a reusable numpy buffer ----------------------
+    def pack(self, out: np.ndarray) -> None:
+        """Copy the arrays into the flat host buffer ``out`` (explicit, counted reads for
+        arrays held on a device)."""
+        np.concatenate([a.get_data("r", HOST).reshape(-1) for a in self.arrays], out=out)
+
+    def unpack(self, buf: np.ndarray) -> None:
+        """Copy ``buf`` back into the arrays; an array held on a device gets its new
+        values there (one counted transfer)."""
+        for a, part in zip(self.arrays, np.split(buf, self._cuts)):
+            where = a.head
+            a.get_data("w", HOST)[...] = part.reshape(a.shape)
+            if where not in (None, HOST):
+                a.get_data("rw", _context(where))
+
+    # -- device buckets: packed on the device ----------------------------------------
     def gather(self) -> NdArray:
         """One flat-packed array on ``home`` (the array itself when the bucket holds one:
         callers treat it as flat)."""
         if len(self.arrays) == 1:
             return self.arrays[0]
         with context_scope(self.home):
-            for a in self.arrays:  # spread over devices: explicit, counted reads first
-                if a.head not in (None, self.home.key):
-                    a.get_data("r", self.home)
             return F.concatenate([F.reshape(a, (a.size,)) for a in self.arrays])
 
     def scatter(self, flat: NdArray) -> None:
-        """Write ``flat`` (from ``gather``, its head on ``home``) back into the arrays,
-        each with a write on the device that holds it."""
+        """Write ``flat`` (from ``gather``, current on ``home``) back into the arrays with
+        a write on ``home``."""
         if len(self.arrays) == 1:
             return
         with context_scope(self.home):
-            parts = F.split(flat, self._cuts)
-            for a, p in zip(self.arrays, parts):
-                p = F.reshape(p, a.shape)
-                where = a.head
-                if where is None or where == self.home.key:
-                    F.assign(a, p)
-                    continue
-                ctx = _context(where)
-                p.get_data("r", ctx)  # explicit, counted move to the array's device
-                with context_scope(ctx):
-                    F.assign(a, p)
+            for a, p in zip(self.arrays, F.split(flat, self._cuts)):
+                F.assign(a, F.reshape(p, a.shape))

@@ -1,11 +1,12 @@
 """The communicator: this rank's place in the world and the collectives on NdArrays.
 
 Collectives run bucket by bucket (``buckets.py``). A bucket whose arrays live on a CUDA
-device goes through NCCL on the device; any other goes through the host transport
-(MPI): its flat array is read to the host once (``get_data("rw", "numpy")``, one counted
-transfer), reduced in place there and written back to its device once (one counted
-transfer), then scattered into the arrays on that device. Arrays already on the host move
-nothing. In a world of size 1 ``all_reduce`` and ``broadcast`` return at once.
+device goes through NCCL on the device. A bucket on another device goes through the host
+transport (MPI): packed into one flat array on its device, read to the host once
+(``get_data("rw", "numpy")``, one counted transfer), reduced in place there, written back
+to its device once (one counted transfer) and scattered into the arrays there. A bucket
+on the host is packed into a reusable numpy buffer (an array alone is reduced in place)
+and moves nothing. In a world of size 1 ``all_reduce`` and ``broadcast`` return at once.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..context import Context, context_scope
 from ..errors import DTypeError
 from ..ndarray import NdArray
 from . import checks
-from .buckets import DEFAULT_BUCKET_BYTES, Bucket, plan
+from .buckets import DEFAULT_BUCKET_BYTES, HOST, Bucket, plan
 
 OPS = ("sum", "mean", "max", "min")
 
@@ -43,6 +44,7 @@ class Communicator:
         self.bucket_bytes = int(bucket_bytes)
         self.calls = 0
         self._nccl: Any = None
+        self._buffers: dict[tuple[np.dtype, int], np.ndarray] = {}
 
     # -- collectives on arrays ---------------------------------------------------------
     def all_reduce(self, arrays: Sequence[NdArray], op: str = "mean") -> None:
@@ -62,21 +64,32 @@ class Communicator:
         reduce_op = "sum" if op == "mean" else op
         for idx in plan(arrays, self.bucket_bytes):
             b = Bucket([arrays[i] for i in idx])
-            flat = b.gather()
             if b.home.backend == "cuda":
-                x = flat.get_data("rw", b.home)
-                self._device().allreduce(x.reshape(-1), reduce_op)
+                flat = b.gather()
+                x = flat.get_data("rw", b.home).reshape(-1)
+                self._device().allreduce(x, reduce_op)
                 if op == "mean":
                     x *= x.dtype.type(1.0 / self.size)
-            else:
-                x = flat.get_data("rw", "numpy").reshape(-1)
+                b.scatter(flat)
+            elif b.on_host:
+                single = len(b.arrays) == 1
+                x = b.arrays[0].get_data("rw", HOST).reshape(-1) if single else self._buffer(b)
+                if not single:
+                    b.pack(x)
                 self._host.allreduce(x, reduce_op)
                 if op == "mean":
                     np.divide(x, self.size, out=x)
-                if not b.on_host:
-                    flat.get_data("rw", b.home)
+                if not single:
+                    b.unpack(x)
+            else:  # one device: packed there, one transfer to the host and one back
+                flat = b.gather()
+                x = flat.get_data("rw", HOST).reshape(-1)
+                self._host.allreduce(x, reduce_op)
+                if op == "mean":
+                    np.divide(x, self.size, out=x)
+                flat.get_data("rw", b.home)
+                b.scatter(flat)
             self.calls += 1
-            b.scatter(flat)
 
     def broadcast(self, arrays: Sequence[NdArray], root: int = 0) -> None:
         """Overwrite each array with rank ``root``'s, in place, in buckets."""
@@ -84,22 +97,33 @@ class Communicator:
         self._check_root(root)
         if self.size == 1:
             return
+        sender = self.rank == root
         for idx in plan(arrays, self.bucket_bytes):
             b = Bucket([arrays[i] for i in idx])
-            sender = self.rank == root
+            single = len(b.arrays) == 1
             if b.home.backend == "cuda":
                 flat = b.gather() if sender else _flat_like(b)
                 self._device().bcast(flat.get_data("rw", b.home).reshape(-1), root)
-            else:
-                flat = b.gather() if sender else _flat_like(b)
-                # the root only reads (one transfer), the others only write (one transfer)
-                x = flat.get_data("r" if sender else "w", "numpy").reshape(-1)
+                if not sender:
+                    b.scatter(flat)
+            elif b.on_host:
+                if single:  # the root only reads, the others only write
+                    x = b.arrays[0].get_data("r" if sender else "w", HOST).reshape(-1)
+                else:
+                    x = self._buffer(b)
+                    if sender:
+                        b.pack(x)
                 self._host.bcast(x, root)
-                if not sender and not b.on_host:
+                if not sender and not single:
+                    b.unpack(x)
+            else:  # the root reads once to the host, the others write once to the device
+                flat = b.gather() if sender else _flat_like(b)
+                self._host.bcast(flat.get_data("r" if sender else "w", HOST).reshape(-1),
+                                 root)
+                if not sender:
                     flat.get_data("rw", b.home)
+                    b.scatter(flat)
             self.calls += 1
-            if not sender:
-                b.scatter(flat)
 
     def all_gather(self, x: NdArray) -> NdArray:
         """Every rank's ``x`` stacked along a new first axis: shape ``(size, *x.shape)``,
@@ -118,9 +142,9 @@ class Communicator:
             self._device().allgather(x.get_data("r", home).reshape(-1),
                                      out.get_data("w", home).reshape(-1))
         else:
-            send = x.get_data("r", "numpy").reshape(-1)
-            self._host.allgather(send, out.get_data("w", "numpy").reshape(-1))
-            if home.key != "numpy:0":
+            send = x.get_data("r", HOST).reshape(-1)
+            self._host.allgather(send, out.get_data("w", HOST).reshape(-1))
+            if home.key != HOST:
                 out.get_data("rw", home)
         self.calls += 1
         return out
@@ -140,6 +164,17 @@ class Communicator:
         return self._host.allgather_obj(obj)
 
     # -- helpers -------------------------------------------------------------------------
+    def _buffer(self, b: Bucket) -> np.ndarray:
+        """A flat host buffer for ``b``, reused across calls (fresh large arrays cost page
+        faults on every touch)."""
+        key = (b.dtype, b.size)
+        x = self._buffers.get(key)
+        if x is None:
+            if len(self._buffers) >= 16:
+                self._buffers.clear()
+            x = self._buffers[key] = np.empty(b.size, b.dtype)
+        return x
+
     def _device(self) -> Any:
         if self._nccl is None:
             from .nccl import NcclTransport
