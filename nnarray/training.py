@@ -210,6 +210,8 @@ class Trainer:
         x, t = train
         if len(x) != len(t):
             raise ValueError(f"Trainer.fit: {len(x)} inputs but {len(t)} targets")
+        if self.comm is not None and self.comm.size > 1:
+            self._check_same_plan(len(x), epochs)
         per_epoch = -(-len(x) // self.batch_size)
         start = time.perf_counter()
         bar = tqdm(total=epochs * per_epoch, disable=not self.progress, leave=False,
@@ -224,6 +226,16 @@ class Trainer:
         finally:
             bar.close()
         return self.history
+
+    def _check_same_plan(self, n: int, epochs: int) -> None:
+        """Ranks that would run different numbers of steps would wait forever in a
+        collective: raise on every rank instead."""
+        from .distributed import DistributedError
+        plans = self.comm.allgather_obj((n, self.batch_size, epochs))
+        if len(set(plans)) > 1:
+            shown = ", ".join(f"rank {r}: {p}" for r, p in enumerate(plans))
+            raise DistributedError("Trainer.fit: the ranks disagree on (samples, batch_size, "
+                                   f"epochs): {shown}")
 
     def _epoch(self, x: np.ndarray, t: np.ndarray, bar: Any) -> dict[str, Any]:
         meter = _Meter()

@@ -4,7 +4,8 @@ one): ``python tests/mpi_worker.py MODE [ARGS]``.
 - ``ops BACKEND``: the collectives' results and transfer counts, asserted on every rank;
 - ``train OUT BACKEND...``: a tiny MLP trained with ``Trainer(comm=...)``; rank 0 saves
   the final parameters and the history to ``OUT/<backend>.npz``;
-- ``mismatch``: rank 1 builds another model; every rank must catch the error;
+- ``mismatch``: rank 1 builds another model, then fits a longer dataset; every rank must
+  catch both errors;
 - ``fault``: rank 1 raises after one step while rank 0 trains on;
 - ``exit``: rank 1 calls ``sys.exit(3)`` while rank 0 waits in an all-reduce.
 """
@@ -102,8 +103,16 @@ def mismatch() -> None:
         solver.set_parameters(nn.Sequential(*layers).parameters())
     except dist.DistributedError as e:
         print(f"rank {comm.rank} caught: {e}", flush=True)
-        return
-    print(f"rank {comm.rank}: no error", flush=True)
+    else:
+        print(f"rank {comm.rank}: no error", flush=True)
+    # datasets of different lengths would make the ranks run different numbers of steps
+    trainer = Trainer(mlp(), solvers.SGD(0.1, comm=comm), batch_size=4, progress=False,
+                      report=False, comm=comm)
+    x, t = data(8 + comm.rank)
+    try:
+        trainer.fit((x, t), epochs=1)
+    except dist.DistributedError as e:
+        print(f"rank {comm.rank} caught: {e}", flush=True)
 
 
 def fault() -> None:

@@ -279,6 +279,9 @@ def test_mismatched_models_raise_on_every_rank_before_training():
     for r in (0, 1):
         assert f"rank {r} caught: solver parameters differ across ranks" in p.stdout
     assert "'2.W' has shape (8, 4) on rank 1 but (8, 3) on rank 0" in p.stdout
+    for r in (0, 1):
+        assert f"rank {r} caught: Trainer.fit: the ranks disagree" in p.stdout
+    assert "rank 0: (8, 4, 1), rank 1: (9, 4, 1)" in p.stdout
 
 
 def test_a_failing_rank_ends_every_rank_within_seconds():

@@ -103,7 +103,8 @@ class Communicator:
             single = len(b.arrays) == 1
             if b.home.backend == "cuda":
                 flat = b.gather() if sender else _flat_like(b)
-                self._device().bcast(flat.get_data("rw", b.home).reshape(-1), root)
+                x = flat.get_data("r" if sender else "w", b.home).reshape(-1)
+                self._device().bcast(x, root)
                 if not sender:
                     b.scatter(flat)
             elif b.on_host:
