@@ -168,6 +168,15 @@ def test_bucket_gathers_and_scatters_on_the_arrays_device(backend):
     assert all(x.head == b.home.key for x in xs)
 
 
+def test_bucket_of_lazily_zeroed_arrays_lives_on_the_current_device(backend):
+    """A rank whose shard was empty holds zeroed gradients: they must take the same route
+    (NCCL or MPI) as the other ranks' written ones."""
+    b = Bucket([nna.zeros(3), nna.zeros((2, 2))])
+    assert b.home == nna.get_current_context()
+    flat = b.gather()
+    assert flat.head == b.home.key and flat.numpy().tolist() == [0] * 7
+
+
 def test_bucket_spread_over_devices_goes_through_the_host():
     _usable("opencl")
     a, b = nna.array(np.float32([1, 2])), nna.array(np.float32([[3], [4]]))

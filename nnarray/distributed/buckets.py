@@ -50,8 +50,9 @@ def _context(key: str) -> Context:
 
 
 class Bucket:
-    """Arrays of one dtype moved together. ``home`` is the device they share, or the host
-    when they are spread over several devices (or none was ever written)."""
+    """Arrays of one dtype moved together. ``home`` is the device they share (the current
+    context when none holds data yet, e.g. gradients zeroed on a rank whose shard was
+    empty), or the host when they are spread over several devices."""
 
     __slots__ = ("arrays", "dtype", "home", "size", "_cuts")
 
@@ -59,8 +60,10 @@ class Bucket:
         self.arrays = list(arrays)
         self.dtype = self.arrays[0].dtype
         heads = {a.head for a in self.arrays} - {None}
-        key = heads.pop() if len(heads) == 1 else HOST
-        self.home = _context(key)
+        if not heads:  # lazily filled (zeroed gradients): they materialize where we work,
+            self.home = get_current_context()  # as on the ranks that wrote theirs
+        else:
+            self.home = _context(heads.pop() if len(heads) == 1 else HOST)
         sizes = [a.size for a in self.arrays]
         self.size = sum(sizes)
         self._cuts = np.cumsum(sizes)[:-1].tolist()
