@@ -94,7 +94,8 @@ class Bucket:
         if len(self.arrays) == 1:
             return self.arrays[0]
         with context_scope(self.home):
-            return F.concatenate([F.reshape(a, (a.size,)) for a in self.arrays])
+            return F.concatenate([a if a.ndim == 1 else F.reshape(a, (a.size,))
+                                  for a in self.arrays])
 
     def scatter(self, flat: NdArray) -> None:
         """Write ``flat`` (from ``gather``, current on ``home``) back into the arrays with
@@ -103,4 +104,4 @@ class Bucket:
             return
         with context_scope(self.home):
             for a, p in zip(self.arrays, F.split(flat, self._cuts)):
-                F.assign(a, F.reshape(p, a.shape))
+                F.assign(a, p if a.ndim == 1 else F.reshape(p, a.shape))
