@@ -50,15 +50,20 @@ def check_ops(backend: str) -> None:
         np.testing.assert_array_equal(f32[1].numpy(), np.arange(5) * total)
         np.testing.assert_array_equal(i64.numpy(), np.arange(4) * n + sum(range(n)))
         assert all(a.head == comm.ctx.key for a in [*f32, i64])
-        for op, want in (("mean", (n - 1) / 2), ("max", n - 1), ("min", 0)):
+        for op, value in (("mean", (n - 1) / 2), ("max", n - 1), ("min", 0)):
             x = put(np.full(3, float(r), np.float32))
             comm.all_reduce([x], op=op)
-            np.testing.assert_allclose(x.numpy(), want, err_msg=op)
+            np.testing.assert_allclose(x.numpy(), value, err_msg=op)
         b = [put(np.full(2, 10.0 * r, np.float32)), put(np.full(3, r, np.int32))]
-        comm.broadcast(b, root=n - 1)
+        nna.reset_transfer_stats()
+        comm.broadcast(b, root=n - 1)  # two buckets: the root reads each, the others write
+        assert nna.transfer_stats()["count"] == want // 2, nna.transfer_stats()
         np.testing.assert_array_equal(b[0].numpy(), 10.0 * (n - 1))
         np.testing.assert_array_equal(b[1].numpy(), n - 1)
-        g = comm.all_gather(put(np.array([r, r * r], np.float64)))
+        x = put(np.array([r, r * r], np.float64))
+        nna.reset_transfer_stats()
+        g = comm.all_gather(x)  # x read to the host once, the result written back once
+        assert nna.transfer_stats()["count"] == want // 2, nna.transfer_stats()
         assert g.shape == (n, 2) and g.head == comm.ctx.key
         np.testing.assert_array_equal(g.numpy(), [[k, k * k] for k in range(n)])
         comm.barrier()
