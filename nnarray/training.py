@@ -185,7 +185,9 @@ class Trainer:
 
     def evaluate(self, x: np.ndarray, t: np.ndarray,
                  batch_size: int | None = None) -> dict[str, float]:
-        """Loss (and accuracy for classifiers) in evaluation mode without a graph."""
+        """Loss (and accuracy for classifiers) in evaluation mode without a graph. With a
+        ``comm`` of several ranks each evaluates its shard of ``x`` and the sums are
+        reduced: call it on every rank."""
         was_training = self.model.training
         self.model.eval()
         meter = _Meter()
