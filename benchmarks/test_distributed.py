@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -72,19 +73,17 @@ def job(backend: str, ranks: int, steps: int) -> dict:
     reason = nna.backends.why_unavailable(backend)
     if reason is not None:
         pytest.skip(f"{backend} unavailable: {reason}")
-    out = ROOT / f".dp_bench_{backend}_{ranks}_{os.getpid()}.json"
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
     env["PYTHONPATH"] = str(ROOT)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")  # two ranks on two cores: no BLAS threads
-    cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "benchmarks.data_parallel_job",
-           backend, str(steps), str(out)]
-    try:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m",
+               "benchmarks.data_parallel_job", backend, str(steps), str(out)]
         p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=300)
         assert p.returncode == 0, f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}"
         return json.loads(out.read_text())
-    finally:
-        out.unlink(missing_ok=True)
 
 
 def replay(benchmark, durations: list[float], label: str, variant: str,
