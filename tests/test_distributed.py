@@ -148,6 +148,7 @@ def test_buckets_group_by_dtype_keep_order_and_cap_bytes():
     assert plan(f, bucket_bytes=1000) == [[0, 1], [2], [3]]  # the big one alone
     assert plan(f, bucket_bytes=1 << 20) == [[0, 1, 2, 3]]
     assert plan([], 10) == []
+    assert plan(f, bucket_bytes=0) == [[0], [1], [2], [3]]  # one call per array, no packing
 
 
 def test_bucket_gathers_and_scatters_on_the_arrays_device(backend):
