@@ -38,7 +38,8 @@ def check_ops(backend: str) -> None:
         i64 = put(np.arange(4) + r)
         nna.reset_transfer_stats()
         calls = comm.calls
-        comm.all_reduce([*f32, i64], op="sum")
+        with nna.strict_transfers():  # every move is an explicit access
+            comm.all_reduce([*f32, i64], op="sum")
         # two buckets (float32, int64); on a device, one transfer each way per bucket
         assert comm.calls - calls == 2, comm.calls - calls
         moved = nna.transfer_stats()["count"]
@@ -56,7 +57,8 @@ def check_ops(backend: str) -> None:
             np.testing.assert_allclose(x.numpy(), value, err_msg=op)
         b = [put(np.full(2, 10.0 * r, np.float32)), put(np.full(3, r, np.int32))]
         nna.reset_transfer_stats()
-        comm.broadcast(b, root=n - 1)  # two buckets: the root reads each, the others write
+        with nna.strict_transfers():  # two buckets: the root reads each, the others write
+            comm.broadcast(b, root=n - 1)
         assert nna.transfer_stats()["count"] == want // 2, nna.transfer_stats()
         np.testing.assert_array_equal(b[0].numpy(), 10.0 * (n - 1))
         np.testing.assert_array_equal(b[1].numpy(), n - 1)
