@@ -51,8 +51,8 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """``nna.grad``, ``nna.nn``, ``nna.solvers``, ``nna.training`` import on first use."""
-    if name in ("grad", "nn", "solvers", "training"):
+    """``nna.grad``, ``nn``, ``solvers``, ``training``, ``distributed`` import on first use."""
+    if name in ("distributed", "grad", "nn", "solvers", "training"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,6 +5,12 @@ minibatches of numpy datasets, uploads each batch explicitly to the current cont
 forward/backward/update there, shows a tqdm progress bar, prints one report line per epoch
 (loss, accuracy, elapsed) and can append each report to a JSON-lines log. Loss and
 accuracy accumulate on the device and are read once per epoch.
+
+``Trainer(..., comm=comm)`` trains data-parallel (``nnarray.distributed``): every rank
+draws the same batches and trains on its contiguous shard of each; the solver averages
+the gradients, weighted so that with a mean loss the step equals the whole batch's even
+when the shards differ in size; evaluation shards the validation set; the epoch's loss
+and accuracy are summed over the ranks; rank 0 alone shows progress, reports and logs.
 """
 
 from __future__ import annotations
@@ -37,6 +43,14 @@ def minibatches(n: int, batch_size: int, shuffle: bool = True,
     stop = n - n % batch_size if drop_last else n
     for i in range(0, stop, batch_size):
         yield order[i:i + batch_size]
+
+
+def shard(n: int, rank: int, size: int) -> tuple[int, int]:
+    """``(start, stop)`` of rank ``rank``'s contiguous share of ``n`` items (sizes differ
+    by at most one, larger first, as ``numpy.array_split``)."""
+    q, r = divmod(n, size)
+    start = rank * q + min(rank, r)
+    return start, start + q + (rank < r)
 
 
 def variable(a: np.ndarray) -> Any:
@@ -78,11 +92,23 @@ class _Meter:
             self.correct += c
         self.n += n
 
-    def read(self) -> dict[str, float]:
-        n = max(self.n, 1)
-        out = {"loss": float(self.loss.get_data("r", "numpy")) / n}
-        if self.correct is not None:
-            out["accuracy"] = float(self.correct.get_data("r", "numpy")) / n
+    def read(self, comm: Any = None) -> dict[str, float]:
+        """Means over every sample seen (on every rank, with ``comm``)."""
+        c = self.correct
+        sums = np.array([float(self.loss.get_data("r", "numpy")),
+                         0.0 if c is None else float(c.get_data("r", "numpy")),
+                         self.n, c is not None], np.float64)
+        if comm is not None and comm.size > 1:
+            total = NdArray.from_numpy_array(sums)
+            comm.all_reduce([total], op="sum")
+            sums = total.numpy()
+            classifier = sums[3] == comm.size
+        else:
+            classifier = c is not None
+        n = max(sums[2], 1)
+        out = {"loss": float(sums[0] / n)}
+        if classifier:
+            out["accuracy"] = float(sums[1] / n)
         return out
 
 
@@ -91,20 +117,34 @@ class Trainer:
 
     ``loss_fn(y, t)`` returns a scalar (default: mean softmax cross entropy); ``seed``
     seeds the shuffling; ``log_path`` appends one JSON object per epoch; ``progress``
-    shows a tqdm bar; ``report`` prints one line per epoch to ``out``.
+    shows a tqdm bar; ``report`` prints one line per epoch to ``out``. ``comm``
+    (``nnarray.distributed``) trains data-parallel: each rank on its shard of every batch
+    (``batch_size`` is the global batch), with the solver's gradients averaged over the
+    ranks; rank 0 alone shows progress, reports and logs.
     """
 
     def __init__(self, model: Module, solver: Solver,
                  loss_fn: Callable[[Any, Any], Any] = softmax_cross_entropy_loss,
                  batch_size: int = 32, shuffle: bool = True, seed: int = 0,
                  weight_decay: float = 0.0, log_path: str | os.PathLike | None = None,
-                 progress: bool = True, report: bool = True, out: TextIO | None = None) -> None:
+                 progress: bool = True, report: bool = True, out: TextIO | None = None,
+                 comm: Any = None) -> None:
         self.model, self.solver, self.loss_fn = model, solver, loss_fn
         self.batch_size, self.shuffle = int(batch_size), bool(shuffle)
+        self.comm = comm
+        self.is_main = comm is None or comm.rank == 0
+        if comm is not None:
+            if solver.comm is None:  # gradients unaveraged would let the ranks drift apart
+                solver.comm = comm
+                if solver.params:
+                    solver.set_parameters(solver.params)
+            elif solver.comm is not comm:
+                raise ValueError("Trainer: the solver was given another communicator")
+            seed = comm.bcast_obj(seed)  # every rank draws the same batches
         self.rng = np.random.default_rng(seed)
         self.decay = float(weight_decay)
-        self.log_path = log_path
-        self.progress, self.report = progress, report
+        self.log_path = log_path if self.is_main else None
+        self.progress, self.report = progress and self.is_main, report and self.is_main
         self.out = out or sys.stdout
         self.epoch = 0
         self.iteration = 0
@@ -114,14 +154,29 @@ class Trainer:
 
     def step(self, x: np.ndarray, t: np.ndarray) -> tuple[Any, Any, Any]:
         """One iteration on a batch: forward, backward, update. Returns ``(loss, y, t)``
-        Variables; nothing moves between devices but the explicit batch upload."""
-        xv, tv = variable(x), variable(t)
+        Variables; nothing moves between devices but the explicit batch upload.
+
+        With a ``comm`` of several ranks this rank runs its shard of the batch (returning
+        ``(None, None, None)`` when the shard is empty) and its gradient is weighted by
+        ``shard size * ranks / batch size`` before the solver averages it."""
+        weight = 1.0
+        comm = self.comm
+        if comm is not None and comm.size > 1:
+            n = len(x)
+            start, stop = shard(n, comm.rank, comm.size)
+            x, t = x[start:stop], t[start:stop]
+            weight = (stop - start) * comm.size / n
         self.model.train()
         self.solver.zero_grad()
-        with grad.auto_forward():
-            y = self.model(xv)
-            loss = self.loss_fn(y, tv)
-        loss.backward()
+        loss = y = tv = None
+        if len(x):
+            xv, tv = variable(x), variable(t)
+            with grad.auto_forward():
+                y = self.model(xv)
+                loss = self.loss_fn(y, tv)
+            loss.backward()
+            if weight != 1.0:
+                self.solver.scale_grad(weight)
         if self.decay:
             self.solver.weight_decay(self.decay)
         self.solver.update()
@@ -130,10 +185,16 @@ class Trainer:
 
     def evaluate(self, x: np.ndarray, t: np.ndarray,
                  batch_size: int | None = None) -> dict[str, float]:
-        """Loss (and accuracy for classifiers) in evaluation mode without a graph."""
+        """Loss (and accuracy for classifiers) in evaluation mode without a graph. With a
+        ``comm`` of several ranks each evaluates its shard of ``x`` and the sums are
+        reduced: call it on every rank."""
         was_training = self.model.training
         self.model.eval()
         meter = _Meter()
+        comm = self.comm
+        if comm is not None and comm.size > 1:
+            start, stop = shard(len(x), comm.rank, comm.size)
+            x, t = x[start:stop], t[start:stop]
         try:
             with grad.no_grad(), grad.auto_forward():
                 for idx in minibatches(len(x), batch_size or self.batch_size, shuffle=False):
@@ -142,7 +203,7 @@ class Trainer:
                     meter.add(self.loss_fn(y, tv).data, y.data, tv.data)
         finally:
             self.model.train(was_training)
-        return meter.read()
+        return meter.read(comm)
 
     def fit(self, train: tuple[np.ndarray, np.ndarray], epochs: int,
             val: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict[str, Any]]:
@@ -151,6 +212,8 @@ class Trainer:
         x, t = train
         if len(x) != len(t):
             raise ValueError(f"Trainer.fit: {len(x)} inputs but {len(t)} targets")
+        if self.comm is not None and self.comm.size > 1:
+            self._check_same_plan(len(x), epochs)
         per_epoch = -(-len(x) // self.batch_size)
         start = time.perf_counter()
         # The bar counts iterations (minibatches) over all epochs; its label says which
@@ -169,15 +232,26 @@ class Trainer:
             bar.close()
         return self.history
 
+    def _check_same_plan(self, n: int, epochs: int) -> None:
+        """Ranks that would run different numbers of steps would wait forever in a
+        collective: raise on every rank instead."""
+        from .distributed import DistributedError
+        plans = self.comm.allgather_obj((n, self.batch_size, epochs))
+        if len(set(plans)) > 1:
+            shown = ", ".join(f"rank {r}: {p}" for r, p in enumerate(plans))
+            raise DistributedError("Trainer.fit: the ranks disagree on (samples, batch_size, "
+                                   f"epochs): {shown}")
+
     def _epoch(self, x: np.ndarray, t: np.ndarray, bar: Any, last: int) -> dict[str, Any]:
         meter = _Meter()
         self.epoch += 1
         bar.set_description(f"epoch {self.epoch}/{last}", refresh=False)
         for idx in minibatches(len(x), self.batch_size, self.shuffle, self.rng):
             loss, y, tv = self.step(x[idx], t[idx])
-            meter.add(loss.data, y.data, tv.data)
+            if loss is not None:
+                meter.add(loss.data, y.data, tv.data)
             bar.update(1)
-        return {"epoch": self.epoch, "iteration": self.iteration, **meter.read()}
+        return {"epoch": self.epoch, "iteration": self.iteration, **meter.read(self.comm)}
 
     def _record(self, rec: dict[str, Any], bar: Any) -> None:
         self.history.append(rec)

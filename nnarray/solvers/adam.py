@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .. import functions as F
 from ..ndarray import NdArray
@@ -16,8 +17,8 @@ class Adam(Solver):
     state_names = ("m", "v")
 
     def __init__(self, lr: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
-                 eps: float = 1e-8) -> None:
-        super().__init__(lr)
+                 eps: float = 1e-8, *, comm: Any = None) -> None:
+        super().__init__(lr, comm=comm)
         for name, b in (("beta1", beta1), ("beta2", beta2)):
             if not 0.0 <= b < 1.0:
                 raise ValueError(f"Adam: {name} must be in [0, 1), got {b}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..ndarray import NdArray
 from .solver import Solver
 
@@ -11,8 +13,8 @@ class Momentum(Solver):
 
     state_names = ("v",)
 
-    def __init__(self, lr: float = 0.01, momentum: float = 0.9) -> None:
-        super().__init__(lr)
+    def __init__(self, lr: float = 0.01, momentum: float = 0.9, *, comm: Any = None) -> None:
+        super().__init__(lr, comm=comm)
         if not 0.0 <= momentum < 1.0:
             raise ValueError(f"Momentum: momentum must be in [0, 1), got {momentum}")
         self.momentum = float(momentum)

@@ -4,6 +4,11 @@ step count, and runs each update on the device that holds the parameter.
 Updates are NdArray in-place ops and ``F`` calls on the parameter's device, so a step
 moves no data between devices. State arrays are created lazily zero-filled: they
 materialize on the parameter's device at the first update, with no transfer.
+
+With ``comm`` (``nnarray.distributed``) the solver trains data-parallel: ``set_parameters``
+checks that every rank holds the same parameter list and broadcasts rank 0's values;
+``update`` averages the gradients over the ranks (bucketed all-reduce) before the step, so
+every rank applies the same update to the same parameters.
 """
 
 from __future__ import annotations
@@ -35,6 +40,12 @@ def _as_dict(params: Mapping[str, Any] | Iterable[Any]) -> dict[str, Any]:
     return items
 
 
+def _signatures(items: dict[str, Any]) -> list[tuple]:
+    """What must agree across ranks: name, shape, dtype, need_grad, backend of the data."""
+    return [(k, tuple(p.shape), str(p.data.dtype), bool(p.need_grad),
+             (p.data.head or "").partition(":")[0]) for k, p in items.items()]
+
+
 _SAME_DEVICE = contextlib.nullcontext()  # the parameter already lives on the current device
 
 
@@ -45,10 +56,11 @@ class Solver(ABC):
 
     state_names: tuple[str, ...] = ()
 
-    def __init__(self, lr: float) -> None:
+    def __init__(self, lr: float, *, comm: Any = None) -> None:
         if lr < 0:
             raise ValueError(f"{type(self).__name__}: lr must be >= 0, got {lr}")
         self.lr = float(lr)
+        self.comm = comm
         self.t = 0
         self.params: dict[str, Any] = {}
         self.states: dict[str, dict[str, NdArray]] = {}
@@ -56,8 +68,16 @@ class Solver(ABC):
 
     def set_parameters(self, params: Mapping[str, Any] | Iterable[Any]) -> None:
         """Take ``{name: Variable}`` (e.g. ``module.parameters()``) or a sequence of
-        Variables; new parameters get fresh state, known ones keep theirs."""
+        Variables; new parameters get fresh state, known ones keep theirs.
+
+        With ``comm`` of several ranks: a parameter list that differs across ranks
+        (names, shapes, dtypes) raises ``DistributedError`` on every rank; else every
+        rank's parameters become rank 0's."""
         items = _as_dict(params)
+        if self._distributed:
+            from ..distributed import checks
+            checks.same_everywhere(self.comm, _signatures(items), "solver parameters")
+            self.comm.broadcast([p.data for p in items.values()], root=0)
         old, self.params, self.states = self.states, items, {}
         for k, p in items.items():
             st = old.get(k)
@@ -80,9 +100,21 @@ class Solver(ABC):
             with self._scope(p):
                 g += p.data * rate
 
+    def scale_grad(self, factor: float) -> None:
+        """``grad *= factor`` for every parameter, on its device."""
+        if factor == 1:
+            return
+        for p in self._trainable():
+            g = p.grad
+            with self._scope(p):
+                g *= factor
+
     def update(self) -> None:
-        """One optimization step for every parameter with a gradient."""
+        """One optimization step for every parameter with a gradient (averaged over the
+        ranks first when the solver has a ``comm``)."""
         self.t += 1
+        if self._distributed:
+            self.comm.all_reduce([p.grad for p in self._trainable()], op="mean")
         for name, p in self.params.items():
             if p.need_grad and p.grad is not None:
                 with self._scope(p):
@@ -100,7 +132,10 @@ class Solver(ABC):
 
     # -- state checkpoints -------------------------------------------------------------
     def save_states(self, path: str | os.PathLike) -> None:
-        """Write the step count and every state array to an ``.npz`` file, atomically."""
+        """Write the step count and every state array to an ``.npz`` file, atomically
+        (with a ``comm`` of several ranks, rank 0 alone writes: the states are equal)."""
+        if self._distributed and self.comm.rank != 0:
+            return
         arrays = {f"{k}/{s}": _p.to_host(a) for k, st in self.states.items()
                   for s, a in st.items()}
         arrays["t"] = np.array(self.t, np.int64)
@@ -120,6 +155,10 @@ class Solver(ABC):
         self.t = int(found["t"])
 
     # -- helpers -------------------------------------------------------------------
+    @property
+    def _distributed(self) -> bool:
+        return self.comm is not None and self.comm.size > 1
+
     def _trainable(self) -> Iterable[Any]:
         return (p for p in self.params.values() if p.need_grad and p.grad is not None)
 

@@ -1,0 +1,57 @@
+"""Finding the world this process belongs to.
+
+An MPI launcher (``mpiexec``, ``mpirun``, ``srun --mpi=pmix``) leaves its marks in the
+environment; only then is mpi4py imported (which initializes MPI). A plain
+``python script.py`` is a world of size 1 with no import of mpi4py at all, so users who
+never installed the ``distributed`` extra train unchanged. Launched on several ranks
+without mpi4py, every rank would silently train alone: that raises instead.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .errors import DistributedError
+
+#: Variables set by MPICH/Intel MPI (PMI), Open MPI, PMIx and MVAPICH launchers.
+_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PMIX_SIZE")
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK")
+
+
+def launched_size() -> int | None:
+    """The world size an MPI launcher announced (``0`` when it names no size), or
+    ``None`` when this process was not started by one."""
+    for v in _SIZE_VARS:
+        s = os.environ.get(v)
+        if s and s.isdigit():
+            return int(s)
+    if any(os.environ.get(v) for v in _RANK_VARS):
+        return 0
+    return None
+
+
+def mpi_world() -> Any | None:
+    """``mpi4py.MPI.COMM_WORLD`` when launched by MPI, else ``None`` (a world of one)."""
+    size = launched_size()
+    if size is None:
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        if size == 1:
+            return None
+        raise DistributedError(
+            f"started by an MPI launcher ({size or 'several'} ranks) but mpi4py cannot be "
+            f"imported ({e}); install it with: pip install 'nnarray[distributed]'") from None
+    return MPI.COMM_WORLD
+
+
+def local_rank(comm: Any) -> int:
+    """This rank's index among the ranks on its node (shared-memory domain)."""
+    from mpi4py import MPI
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return node.Get_rank()
+    finally:
+        node.Free()

@@ -1,0 +1,162 @@
+"""Scripts the distributed tests run under ``mpiexec -n 2`` (and plainly, as a world of
+one): ``python tests/mpi_worker.py MODE [ARGS]``.
+
+- ``ops BACKEND``: the collectives' results and transfer counts, asserted on every rank;
+- ``train OUT BACKEND...``: a tiny MLP trained with ``Trainer(comm=...)``; rank 0 saves
+  the final parameters and the history to ``OUT/<backend>.npz``;
+- ``mismatch``: rank 1 builds another model, then fits a longer dataset; every rank must
+  catch both errors;
+- ``fault``: rank 1 raises after one step while rank 0 trains on;
+- ``exit``: rank 1 calls ``sys.exit(3)`` while rank 0 waits in an all-reduce.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+
+import nnarray as nna
+from nnarray import distributed as dist
+from nnarray import nn, solvers
+from nnarray.training import Trainer
+
+
+def check_ops(backend: str) -> None:
+    comm = dist.init(backend=backend)
+    r, n = comm.rank, comm.size
+    with nna.context_scope(comm.ctx):
+        def put(a):
+            x = nna.array(a)
+            x.get_data("rw")  # on this rank's device
+            return x
+
+        f32 = [put(np.full((3, 2), r + 1.0, np.float32)),
+               put(np.arange(5, dtype=np.float32) * (r + 1)), put(np.float32(r))]
+        i64 = put(np.arange(4) + r)
+        nna.reset_transfer_stats()
+        calls = comm.calls
+        with nna.strict_transfers():  # every move is an explicit access
+            comm.all_reduce([*f32, i64], op="sum")
+        # two buckets (float32, int64); on a device, one transfer each way per bucket
+        assert comm.calls - calls == 2, comm.calls - calls
+        moved = nna.transfer_stats()["count"]
+        # numpy needs no transfer, CUDA reduces on the device through NCCL
+        want = 4 if comm.ctx.backend not in ("numpy", "cuda") else 0
+        assert moved == want, nna.transfer_stats()
+        total = sum(range(1, n + 1))
+        np.testing.assert_array_equal(f32[0].numpy(), np.full((3, 2), total, np.float32))
+        np.testing.assert_array_equal(f32[1].numpy(), np.arange(5) * total)
+        np.testing.assert_array_equal(i64.numpy(), np.arange(4) * n + sum(range(n)))
+        assert all(a.head == comm.ctx.key for a in [*f32, i64])
+        for op, value in (("mean", (n - 1) / 2), ("max", n - 1), ("min", 0)):
+            x = put(np.full(3, float(r), np.float32))
+            comm.all_reduce([x], op=op)
+            np.testing.assert_allclose(x.numpy(), value, err_msg=op)
+        b = [put(np.full(2, 10.0 * r, np.float32)), put(np.full(3, r, np.int32))]
+        nna.reset_transfer_stats()
+        with nna.strict_transfers():  # two buckets: the root reads each, the others write
+            comm.broadcast(b, root=n - 1)
+        assert nna.transfer_stats()["count"] == want // 2, nna.transfer_stats()
+        np.testing.assert_array_equal(b[0].numpy(), 10.0 * (n - 1))
+        np.testing.assert_array_equal(b[1].numpy(), n - 1)
+        x = put(np.array([r, r * r], np.float64))
+        nna.reset_transfer_stats()
+        g = comm.all_gather(x)  # x read to the host once, the result written back once
+        assert nna.transfer_stats()["count"] == want // 2, nna.transfer_stats()
+        assert g.shape == (n, 2) and g.head == comm.ctx.key
+        np.testing.assert_array_equal(g.numpy(), [[k, k * k] for k in range(n)])
+        comm.barrier()
+    print(f"ops ok on rank {r} ({comm.ctx})", flush=True)
+
+
+def mlp(seed: int = 0) -> nn.Module:
+    rng = np.random.default_rng(seed)
+    return nn.Sequential(nn.Linear(4, 8, rng=rng), nn.relu, nn.Linear(8, 3, rng=rng))
+
+
+def data(n: int = 29) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((n, 4)).astype(np.float32)
+    return x, (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5)
+
+
+def train(out: str, backends: list[str]) -> None:
+    for backend in backends:
+        comm = dist.init(backend=backend)
+        with nna.context_scope(comm.ctx):
+            # every rank starts from other weights: set_parameters broadcasts rank 0's
+            model = mlp(seed=comm.rank)
+            solver = solvers.Momentum(0.1, comm=comm)
+            # batches of 7 over 29 samples: shards of 4 and 3, then 1 and 0 (empty)
+            trainer = Trainer(model, solver, batch_size=7, seed=3, weight_decay=1e-3,
+                              progress=False, report=False, comm=comm)
+            x, t = data()
+            hist = trainer.fit((x, t), epochs=3, val=(x[:9], t[:9]))
+            params = {k: p.data.numpy() for k, p in model.parameters().items()}
+        if comm.rank == 0:
+            np.savez(f"{out}/{backend}.npz", history=json.dumps(hist), **params)
+        print(f"trained on rank {comm.rank} of {comm.size} ({comm.ctx})", flush=True)
+
+
+def mismatch() -> None:
+    comm = dist.init()
+    rng = np.random.default_rng(0)
+    layers = [nn.Linear(4, 8, rng=rng), nn.relu, nn.Linear(8, 3 + comm.rank, rng=rng)]
+    solver = solvers.SGD(0.1, comm=comm)
+    try:
+        solver.set_parameters(nn.Sequential(*layers).parameters())
+    except dist.DistributedError as e:
+        print(f"rank {comm.rank} caught: {e}", flush=True)
+    else:
+        print(f"rank {comm.rank}: no error", flush=True)
+    # datasets of different lengths would make the ranks run different numbers of steps
+    trainer = Trainer(mlp(), solvers.SGD(0.1, comm=comm), batch_size=4, progress=False,
+                      report=False, comm=comm)
+    x, t = data(8 + comm.rank)
+    try:
+        trainer.fit((x, t), epochs=1)
+    except dist.DistributedError as e:
+        print(f"rank {comm.rank} caught: {e}", flush=True)
+
+
+def fault() -> None:
+    comm = dist.init()
+    model = mlp()
+    trainer = Trainer(model, solvers.SGD(0.1, comm=comm), batch_size=8, progress=False,
+                      report=False, comm=comm)
+    x, t = data(16)
+    trainer.step(x[:8], t[:8])
+    if comm.rank == 1:
+        raise ValueError("boom from rank one")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # would hang in the next all-reduce without abort
+        trainer.step(x[:8], t[:8])
+    print("rank 0 was never stopped", flush=True)
+
+
+def exit_early() -> None:
+    comm = dist.init()
+    if comm.rank == 1:
+        sys.exit(3)
+    x = nna.zeros(3)
+    comm.all_reduce([x])
+    print("rank 0 passed an all-reduce rank 1 never joined", flush=True)
+
+
+if __name__ == "__main__":
+    mode, args = sys.argv[1], sys.argv[2:]
+    if mode == "ops":
+        check_ops(*args)
+    elif mode == "train":
+        train(args[0], args[1:])
+    elif mode == "mismatch":
+        mismatch()
+    elif mode == "fault":
+        fault()
+    elif mode == "exit":
+        exit_early()
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
