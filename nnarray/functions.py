@@ -22,13 +22,14 @@ from .ops import softmax as _softmax
 
 # Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
 # sin, ...). Ops are called directly: the hot path has no wrapper.
-globals().update(_ew.ops)
-add, sub, mul, div, pow = _ew.add, _ew.sub, _ew.mul, _ew.div, _ew.pow
-maximum, minimum, where = _ew.maximum, _ew.minimum, _ew.where
+globals().update(_ew.functions)
+add, sub, mul, div, pow = (_ew.functions[n] for n in ("add", "sub", "mul", "div", "pow"))
+maximum, minimum = _ew.functions["maximum"], _ew.functions["minimum"]
 equal, not_equal, less, less_equal, greater, greater_equal = (
-    _ew.equal, _ew.not_equal, _ew.less, _ew.less_equal, _ew.greater, _ew.greater_equal)
+    _ew.functions[n] for n in ("equal", "not_equal", "less", "less_equal", "greater",
+                               "greater_equal"))
 neg, abs, sign, exp, log, sqrt = _ew.neg, _ew.abs, _ew.sign, _ew.exp, _ew.log, _ew.sqrt
-tanh, sigmoid, relu = _ew.tanh, _ew.sigmoid, _ew.relu
+tanh, sigmoid, relu, where = _ew.tanh, _ew.sigmoid, _ew.relu, _ew.where
 inplace, assign = _ew.inplace, _ew.assign
 
 # Shape and linear algebra.

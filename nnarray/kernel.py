@@ -43,7 +43,7 @@ class Kernel:
     and one output, such as ``F.add``): ``a`` an NdArray, ``b`` an NdArray or a scalar.
     """
 
-    __slots__ = ("op", "fn", "device", "fallback", "composite", "plain", "run2")
+    __slots__ = ("op", "fn", "device", "fallback", "composite", "plain", "run2", "valid")
 
     def __init__(self, op: str, fn: Callable, device: Device, fallback: Any = None,
                  composite: bool = False) -> None:
@@ -53,6 +53,7 @@ class Kernel:
         self.fallback = fallback
         self.composite = composite
         self.plain = fallback is None and not composite
+        self.valid = True  # False once the registry's kernels change (callers re-resolve)
         self.run2 = binary_runner(op, fn, device, NdArray, self.check if DEBUG else None) \
             if self.plain else lambda a, b, meta: self.run((a, b), {}, (meta,))
 

@@ -24,16 +24,25 @@ def register_kernel(op: str, backend: str) -> Callable[[Callable], Callable]:
     """Decorator: ``fn`` implements ``op`` on ``backend`` (native arrays in and out)."""
     def deco(fn: Callable) -> Callable:
         _kernels.setdefault(op, {})[backend] = fn
-        cache.clear()
+        invalidate()
         return fn
     return deco
+
+
+def invalidate() -> None:
+    """Forget every resolved Kernel (kernels changed): those still held somewhere are
+    marked invalid so that their holders resolve again."""
+    for t in cache.values():
+        for k in t.values():
+            k.valid = False
+    cache.clear()
 
 
 def register_composite(op: str, fn: Callable) -> None:
     """A backend-independent implementation of ``op`` written with ``F`` on NdArrays,
     used where the context's backend registers no kernel for ``op``."""
     _composites[op] = fn
-    cache.clear()
+    invalidate()
 
 
 def ops() -> list[str]:

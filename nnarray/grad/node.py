@@ -92,7 +92,11 @@ class Node:
         if rule is None:
             self.saved_inputs = self.saved_outputs = self.versions = ()
             return
-        self.retain(datas, outs, rule.retained_inputs(self.attrs), rule.outputs)
+        ri = rule.inputs if type(rule.inputs) is tuple else rule.retained_inputs(self.attrs)
+        if ri or rule.outputs:
+            self.retain(datas, outs, ri, rule.outputs)
+        else:
+            self.saved_inputs = self.saved_outputs = self.versions = ()
 
     def retain(self, datas: Any, outs: Any, ri: tuple, ro: tuple) -> None:
         """Keep inputs ``ri`` and outputs ``ro`` with their versions (checked later)."""
@@ -146,7 +150,7 @@ class Node:
     def kernel_for(self, ctx: Any) -> Any:
         """The Kernel running this node under ``ctx`` (resolved once per context)."""
         k = self._kernel
-        if k is None or k[0] is not ctx:
+        if k is None or k[0] is not ctx or not k[1].valid:
             k = self._kernel = (ctx, lookup(self.function.name, ctx))
         return k[1]
 

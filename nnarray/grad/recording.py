@@ -101,17 +101,27 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
     and dtypes (Python scalars by type), which is all such an op depends on; under
     ``auto_forward`` the cached plain Kernel runs directly."""
     ta, tb = type(a), type(b)
-    if ta is Variable:
-        kb = (b.shape, b.dtype) if tb is Variable else tb if tb is float or tb is int else None
-        key = (op, a.shape, a.dtype, kb) if kb is not None else None
+    if ta is Variable and tb is Variable and a.dtype is b.dtype and a.shape == b.shape:
+        key = True  # equal operands: the result dtype is all there is to know
+        d = op._same.get(a.dtype)
+        if d is None:
+            metas = op.infer((a, b), {})
+            op._same[a.dtype] = metas[0][1]
+        else:
+            metas = ((a.shape, d),)
     else:
-        key = (op, ta, b.shape, b.dtype) if tb is Variable and (ta is float or ta is int) \
-            else None
-    metas = _binary_metas.get(key) if key is not None else None
-    if metas is None:
-        metas = op.infer((a, b), {})
-        if key is not None and len(_binary_metas) < 4096:
-            _binary_metas[key] = metas
+        if ta is Variable:
+            kb = (b.shape, b.dtype) if tb is Variable else tb if tb is float or tb is int \
+                else None
+            key = (op, a.shape, a.dtype, kb) if kb is not None else None
+        else:
+            key = (op, ta, b.shape, b.dtype) if tb is Variable and (ta is float or ta is int) \
+                else None
+        metas = _binary_metas.get(key) if key is not None else None
+        if metas is None:
+            metas = op.infer((a, b), {})
+            if key is not None and len(_binary_metas) < 4096:
+                _binary_metas[key] = metas
     if key is None or _mode.get() != modes.AUTO:
         return record(op, (a, b), {}, metas)
     t = _kernel_cache.get(_current.get(_context._default))
@@ -138,7 +148,11 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
         rank = b._parent.rank + 1
     node = Node(op, (a, b), {}, metas, rank)
     node.dynamic = True
-    node.save((da, db), (out,))
+    rule = op.backward
+    if rule.inputs or rule.outputs:  # elementwise rules retain fixed operands
+        node.retain((da, db), (out,), rule.inputs, rule.outputs)
+    else:
+        node.saved_inputs = node.saved_outputs = node.versions = ()
     v = _make(out.shape, out.dtype, out, None, True, node)
     node.outputs = (_wref(v),)
     return v

@@ -135,31 +135,20 @@ def _infer_where(inputs, attrs):
 
 
 class BinaryOp(Op):
-    """A two-operand elementwise op with a fast path for NdArrays of equal shape: F.add
-    on tiny arrays is dominated by dispatch, so it skips argument packing, remembers the
-    result dtype per operand dtypes and runs the cached plain ``Kernel`` directly."""
+    """A two-operand elementwise op. ``F`` exposes it through ``function()``: a plain
+    function (cheaper to call than an object) whose fast path serves NdArrays of equal
+    shape, or an NdArray and a Python scalar: F.add on tiny arrays is all dispatch, so it
+    remembers the result dtype per operand dtypes and runs the context's cached Kernel
+    directly, skipping validation it already did once."""
 
-    __slots__ = ("_pcache",)
+    __slots__ = ("_pcache", "_same")
 
     def __init__(self, name, infer, differentiable=True):
         super().__init__(name, infer, differentiable)
-        self._pcache: dict = {}
+        self._pcache: dict = {}  # (dtype, dtype or scalar type) -> result dtype
+        self._same: dict = {}  # dtype -> result dtype, for two operands of that dtype
 
     def __call__(self, a, b):  # type: ignore[override]
-        if type(a) is NdArray:
-            tb = type(b)
-            if tb is NdArray:
-                d = self._pcache.get((a.dtype, b.dtype)) if a.shape == b.shape else None
-            elif tb is float or tb is int:
-                d = self._pcache.get((a.dtype, tb))
-            else:
-                d = None
-            if d is not None:
-                t = _kernel_cache.get(_current.get(_context._default))
-                if t is not None:
-                    k = t.get(self.name)
-                    if k is not None:
-                        return k.run2(a, b, (a.shape, d))
         if isinstance(a, GraphValue):
             return a._record_binary(self, a, b)
         if isinstance(b, GraphValue):
@@ -169,9 +158,49 @@ class BinaryOp(Op):
             tb = type(b)
             if tb is NdArray and a.shape == b.shape:
                 self._pcache[(a.dtype, b.dtype)] = metas[0][1]
+                if a.dtype is b.dtype:
+                    self._same[a.dtype] = metas[0][1]
             elif tb is float or tb is int:
                 self._pcache[(a.dtype, tb)] = metas[0][1]
         return execute(self.name, (a, b), {}, metas)
+
+    def function(self) -> Any:
+        """The public ``F`` function of this op (``fn.op`` is the op)."""
+        op, name, pcache, same = self, self.name, self._pcache, self._same
+        last: list = [(None, None)]  # (context, Kernel) of the previous fast call: one tuple,
+        # replaced whole, so threads with different contexts never see a mixed pair
+
+        def fn(a: Any, b: Any) -> Any:
+            if type(a) is NdArray:
+                tb = type(b)
+                if tb is NdArray:
+                    if a.shape == b.shape:
+                        d = same.get(a.dtype) if a.dtype is b.dtype else \
+                            pcache.get((a.dtype, b.dtype))
+                    else:
+                        d = None
+                elif tb is float or tb is int:
+                    d = pcache.get((a.dtype, tb))
+                else:
+                    d = None
+                if d is not None:
+                    ctx = _current.get(_context._default)
+                    p = last[0]
+                    if p[0] is ctx and p[1].valid:
+                        return p[1].run2(a, b, (a.shape, d))
+                    t = _kernel_cache.get(ctx)
+                    if t is not None:
+                        k = t.get(name)
+                        if k is not None:
+                            last[0] = (ctx, k)
+                            return k.run2(a, b, (a.shape, d))
+            elif isinstance(a, GraphValue):
+                return a._record_binary(op, a, b)
+            return op(a, b)
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = f"Elementwise ``{name}`` with numpy broadcasting (see ``BINARY``)."
+        fn.op = op  # type: ignore[attr-defined]
+        return fn
 
 
 def _infer_div(inputs, attrs):
@@ -292,6 +321,9 @@ _unary_ops = {n: Op(n, _infer_unary(n), differentiable=d is not None)
               for n, (_, _, d) in UNARY.items()}
 #: Every table-declared elementwise op by name (``nnarray.functions`` exports them).
 ops: dict[str, Op] = {**_binary_ops, **_unary_ops}
+#: What ``F`` exports for them: binary ops as their fast functions, unary ops as is.
+functions: dict[str, Any] = {**{n: o.function() for n, o in _binary_ops.items()},
+                             **_unary_ops}
 
 add, sub, mul, div, pow = (_binary_ops[n] for n in ("add", "sub", "mul", "div", "pow"))
 maximum, minimum = _binary_ops["maximum"], _binary_ops["minimum"]
@@ -319,6 +351,7 @@ for _n, (_, _keep, _d) in UNARY.items():
 
 def inplace(op: Op, a: Any, b: Any) -> Any:
     """``a op= b`` really in place: the result is written into ``a``'s storage."""
+    op = getattr(op, "op", op)  # F.add is the function of the op
     if type(a) is not NdArray:
         return a._inplace(op, b)  # graph values define their own in-place semantics
     k = lookup(op.name, _current.get(_context._default))

@@ -1,6 +1,9 @@
 """Matrix products.
 
-Kernel contract: ``matmul(a, b)`` with numpy's rules (1-D promotion, batched broadcast).
+Kernel contract: ``matmul(a, b, transpose_a, transpose_b)`` with numpy's rules (1-D
+promotion, batched broadcast); ``transpose_a``/``transpose_b`` swap an operand's last two
+axes first (operands of 2 dims or more), so that the backward rules' products with a
+transposed operand need no copy of it (BLAS takes the transposed view as it is).
 ``affine`` is composed from ``reshape``, ``matmul`` and ``add``.
 """
 
@@ -35,14 +38,26 @@ def matmul_shape(op: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int
     return tuple(out)
 
 
+def _swapped(op: str, name: str, shape: tuple[int, ...], flag: Any) -> tuple[int, ...]:
+    if not flag:
+        return shape
+    if len(shape) < 2:
+        raise ShapeError(f"{op}: transpose_{name} needs '{name}' of 2 dims or more, got "
+                         f"shape {shape}")
+    return shape[:-2] + (shape[-1], shape[-2])
+
+
 def _infer_matmul(inputs, attrs):
     a, b = inputs
     require_array("matmul", "a", a)
     require_array("matmul", "b", b)
+    ta = attrs["transpose_a"] = bool(attrs.get("transpose_a", False))
+    tb = attrs["transpose_b"] = bool(attrs.get("transpose_b", False))
     d = dtypes.promote("matmul", a, b)
     if d == np.bool_:
         d = np.dtype(np.bool_)
-    return ((matmul_shape("matmul", a.shape, b.shape), d),)
+    return ((matmul_shape("matmul", _swapped("matmul", "a", a.shape, ta),
+                          _swapped("matmul", "b", b.shape, tb)), d),)
 
 
 matmul = Op("matmul", _infer_matmul)
@@ -76,28 +91,29 @@ def affine(x: Any, W: Any, b: Any = None) -> Any:
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
 from .backward import sum_to as _sum_to  # noqa: E402
-from .shape import transpose as _transpose  # noqa: E402
-
-
-def _swap(x: Any) -> Any:
-    """Swap the last two axes."""
-    n = x.ndim
-    return _transpose(x, axes=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 @_backward(matmul, inputs=(0, 1))
 def _matmul_grad(c, g):
+    """With ``A = a`` or its transpose (``transpose_a``), likewise ``B``: ``dA = g Bᵀ``,
+    ``dB = Aᵀ g``, each written as one matmul with transpose flags (no copies)."""
     a, b = c.inputs
     sa, sb = c.in_meta[0][0], c.in_meta[1][0]
+    ta, tb = c.attrs.get("transpose_a", False), c.attrs.get("transpose_b", False)
     a2 = reshape(a, shape=(1,) + sa) if len(sa) == 1 else a
     b2 = reshape(b, shape=sb + (1,)) if len(sb) == 1 else b
-    g2 = reshape(g, shape=matmul_shape("matmul", a2.shape, b2.shape)) \
+    g2 = reshape(g, shape=matmul_shape("matmul", _swapped("", "a", a2.shape, ta),
+                                       _swapped("", "b", b2.shape, tb))) \
         if len(sa) == 1 or len(sb) == 1 else g
     ga = gb = None
     if c.need[0]:
-        ga = _sum_to(matmul(g2, _swap(b2)), a2.shape)
+        ga = matmul(b2, g2, transpose_a=tb, transpose_b=True) if ta else \
+            matmul(g2, b2, transpose_b=not tb)
+        ga = _sum_to(ga, a2.shape)
         ga = _fit(c, 0, reshape(ga, shape=sa) if ga.shape != sa else ga)
     if c.need[1]:
-        gb = _sum_to(matmul(_swap(a2), g2), b2.shape)
+        gb = matmul(g2, a2, transpose_a=True, transpose_b=ta) if tb else \
+            matmul(a2, g2, transpose_a=not ta)
+        gb = _sum_to(gb, b2.shape)
         gb = _fit(c, 1, reshape(gb, shape=sb) if gb.shape != sb else gb)
     return ga, gb

@@ -143,8 +143,10 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         return out
 
     @reg("matmul")
-    def matmul(a, b):
-        return fresh(xp.matmul(a, b))
+    def matmul(a, b, transpose_a=False, transpose_b=False):
+        # a transposed view goes to BLAS as it is (a flag, not a copy)
+        return fresh(xp.matmul(xp.swapaxes(a, -1, -2) if transpose_a else a,
+                               xp.swapaxes(b, -1, -2) if transpose_b else b))
 
     def _log_softmax(x, axis):
         z = x - x.max(axis=axis, keepdims=True)

@@ -20,7 +20,7 @@ from .device import OpenCLDevice, device_of
 from .elementwise import cast
 from .gemm import Gemm
 from .programs import launch
-from .shape import broadcast_to
+from .shape import broadcast_to, transpose
 
 _F32 = np.dtype(np.float32)
 
@@ -67,8 +67,19 @@ def _int_matmul(dev: OpenCLDevice, t: CLType, a, b, out, batch, m, n, k, sa, sb)
             L(out.size)])
 
 
+def _swap_last(x: Any) -> Any:
+    """A C-contiguous copy with the last two axes swapped (the GEMM kernels take
+    contiguous operands)."""
+    n = x.ndim
+    return transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
 @register_kernel("matmul", "opencl")
-def matmul(a, b):
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    if transpose_a:
+        a = _swap_last(a)
+    if transpose_b:
+        b = _swap_last(b)
     dev = device_of(a)
     d = promote("matmul", a, b)
     dev.check_dtype(d, "matmul")
