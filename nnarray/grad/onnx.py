@@ -81,7 +81,7 @@ class _Exporter:
 
     def initializer(self, base: str, value: np.ndarray) -> str:
         name = self.fresh(base)
-        self.inits[name] = np.ascontiguousarray(value)
+        self.inits[name] = np.array(value, order="C")  # keeps 0-d (ascontiguousarray would not)
         return name
 
     def const(self, value: Any, dtype: Any, base: str = "const") -> str:
@@ -894,6 +894,34 @@ def _i_split(im, node, at):
     return F.split(x, cuts, axis=axis)
 
 
+def _i_pad(im, node, at):
+    mode = at.get("mode", b"constant")
+    if mode not in (b"constant", "constant"):
+        raise GraphError(f"onnx import: Pad node '{node.name}': mode {mode!r} is not "
+                         "supported (constant only)")
+    from ..ndarray import full
+    x = im.var(node, 0)
+    pads = [int(p) for p in im.const(node, 1, "pads")]
+    value = im.const(node, 2, "constant_value")
+    value = 0 if value is None else value.reshape(-1)[0].item()
+    axes = im.const(node, 3, "axes")
+    axes = list(range(x.ndim)) if axes is None else [int(a) % x.ndim for a in axes]
+    k = len(axes)
+    for a, before, after in zip(axes, pads[:k], pads[k:]):
+        if before < 0 or after < 0:  # negative pads crop
+            key = [slice(None)] * x.ndim
+            key[a] = slice(max(-before, 0), x.shape[a] - max(-after, 0))
+            x = F.getitem(x, tuple(key))
+            before, after = max(before, 0), max(after, 0)
+        parts = []
+        for n in (before, after):
+            shape = x.shape[:a] + (n,) + x.shape[a + 1:]
+            parts.append(full(shape, value, x.dtype) if n else None)
+        if before or after:
+            x = F.concatenate([p for p in (parts[0], x, parts[1]) if p is not None], axis=a)
+    return [x]
+
+
 def _i_gather(im, node, at):
     x = im.var(node, 0)
     idx = im.const(node, 1, "indices")
@@ -1067,7 +1095,7 @@ _IMPORT: dict[str, Any] = {
     "ReduceMax": _i_reduce(F.max), "ReduceMin": _i_reduce(F.min),
     "ArgMax": _i_arg(F.argmax), "ArgMin": _i_arg(F.argmin),
     "Reshape": _i_reshape, "Transpose": _i_transpose, "Expand": _i_expand,
-    "Concat": _i_concat, "Slice": _i_slice, "Split": _i_split, "Gather": _i_gather,
+    "Concat": _i_concat, "Slice": _i_slice, "Pad": _i_pad, "Split": _i_split, "Gather": _i_gather,
     "Flatten": _i_flatten, "Squeeze": _i_squeeze, "Unsqueeze": _i_unsqueeze,
     "Identity": _i_identity, "MatMul": _i_binary(F.matmul), "Gemm": _i_gemm,
     "Softmax": _i_softmax(F.softmax), "LogSoftmax": _i_softmax(F.log_softmax),
