@@ -271,10 +271,28 @@ def test_opset_18_reductions_take_axes_as_input(tmp_path):
     close(got, y.d)
 
 
+def test_col2im_needs_opset_18(tmp_path):
+    cd = _f(2, 12, 15)
+    y = F.col2im(leaf(cd), (3, 4, 5), 2, stride=(1, 2), pad=1)
+    y.forward()
+    with pytest.raises(GraphError, match="'col2im'.*opset 18"):
+        gonnx.export([y], tmp_path / "x.onnx")
+    gonnx.export([y], tmp_path / "x.onnx", opset=18)
+    (got,) = ort_run(tmp_path / "x.onnx", {"arg0": cd})
+    close(got, y.d)
+    roundtrip(tmp_path / "x.onnx", {"arg0": cd}, [y.d])
+
+
 def test_export_without_translation_raises_naming_the_op(tmp_path):
-    cols = leaf(_f(1, 4, 4))
-    y = F.col2im(cols, (1, 3, 3), 2)
-    with pytest.raises(GraphError, match="col2im"):
+    class Twice(grad.PythonFunction):
+        def setup_impl(self, inputs, outputs):
+            outputs[0].reset_shape(inputs[0].shape, True)
+
+        def forward_impl(self, inputs, outputs):
+            outputs[0].d = inputs[0].d * 2
+
+    y = Twice()(leaf(X))
+    with pytest.raises(GraphError, match="no ONNX translation for op 'Twice'"):
         gonnx.export([y], tmp_path / "x.onnx")
 
 

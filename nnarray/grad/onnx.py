@@ -203,7 +203,8 @@ class _Exporter:
             handler = _EXPORT.get(n.name)
             if handler is None:
                 raise GraphError(f"onnx export: no ONNX translation for op '{n.name}' "
-                                 f"(node {n!r}, input shapes {[s for s, _ in n.in_meta]})")
+                                 f"(node {n!r}, input shapes "
+                                 f"{[getattr(a, 'shape', ()) for a in n.inputs]})")
             handler(self, n, names)
         graph_outputs = []
         for k, v in enumerate(outputs):
@@ -634,6 +635,16 @@ def _x_im2col(ex, n, outs):
     ex.emit("Reshape", [cat, ex.ints([N, ckk, L])], outs)
 
 
+def _x_col2im(ex, n, outs):
+    if ex.opset < 18:
+        raise GraphError(f"onnx export: op 'col2im' needs ONNX Col2Im, which is opset 18; "
+                         f"export with opset=18 (node {n!r})")
+    a = n.attrs
+    ex.emit("Col2Im", [ex.value(n.inputs[0]), ex.ints(a["size"][1:]), ex.ints(a["kernel"])],
+            outs, strides=list(a["stride"]), pads=list(a["pad"]) * 2,
+            dilations=list(a["dilation"]))
+
+
 _EXPORT: dict[str, Any] = {
     **{k: _x_binary for k in _BIN}, "add": _x_add,
     **{k: _x_unary for k in (*_UN, "expm1", "log1p", "log2", "log10")},
@@ -644,7 +655,7 @@ _EXPORT: dict[str, Any] = {
     "softmax": _x_softmax, "log_softmax": _x_softmax, "one_hot": _x_one_hot,
     "softmax_cross_entropy": _x_sce, "mean_squared_error": _x_mse,
     "batch_normalization": _x_batch_normalization, "dropout": _x_dropout,
-    "im2col": _x_im2col,
+    "im2col": _x_im2col, "col2im": _x_col2im,
 }
 
 #: nnarray ops ``export`` translates (the rest raise ``GraphError`` naming the op).
@@ -662,8 +673,6 @@ def to_model(outputs: Any, params: dict | None = None, arg_names: dict | None = 
         if not isinstance(v, Variable):
             raise TypeError(f"onnx export: outputs[{k}] must be a grad.Variable, got "
                             f"{type(v).__name__}")
-        if v.parent is not None and v.parent.dynamic:
-            pass  # recorded under auto_forward: the graph is still there to export
     if opset < 17:
         raise ValueError(f"onnx export: opset must be >= 17, got {opset}")
     model = _Exporter(int(opset)).run(outputs, dict(params or {}), dict(arg_names or {}))
@@ -1011,6 +1020,18 @@ def _i_global_pool(fn):
     return h
 
 
+def _i_col2im(im, node, at):
+    cols = im.var(node, 0)
+    size = [int(s) for s in im.const(node, 1, "image_shape")]
+    k = [int(s) for s in im.const(node, 2, "block_shape")]
+    if len(size) != 2:
+        raise GraphError(f"onnx import: Col2Im node '{node.name}': only 2-D images are "
+                         f"supported, got image_shape {size}")
+    c = cols.shape[1] // (k[0] * k[1])
+    return [F.col2im(cols, (c, *size), tuple(k), stride=tuple(at.get("strides", (1, 1))),
+                     pad=_pads2(node, at), dilation=tuple(at.get("dilations", (1, 1))))]
+
+
 def _i_batch_norm(im, node, at):
     if at.get("training_mode", 0):
         raise GraphError(f"onnx import: BatchNormalization node '{node.name}': "
@@ -1099,7 +1120,8 @@ _IMPORT: dict[str, Any] = {
     "Flatten": _i_flatten, "Squeeze": _i_squeeze, "Unsqueeze": _i_unsqueeze,
     "Identity": _i_identity, "MatMul": _i_binary(F.matmul), "Gemm": _i_gemm,
     "Softmax": _i_softmax(F.softmax), "LogSoftmax": _i_softmax(F.log_softmax),
-    "Conv": _i_conv, "MaxPool": _i_pool("max"), "AveragePool": _i_pool("average"),
+    "Conv": _i_conv, "Col2Im": _i_col2im,
+    "MaxPool": _i_pool("max"), "AveragePool": _i_pool("average"),
     "GlobalAveragePool": _i_global_pool(F.mean), "GlobalMaxPool": _i_global_pool(F.max),
     "BatchNormalization": _i_batch_norm, "Dropout": _i_dropout, "OneHot": _i_one_hot,
 }
