@@ -369,3 +369,17 @@ def test_import_initializers_are_parameters(tmp_path):
     values["x"].d = X
     outs[0].forward()
     close(outs[0].d, X @ w)
+
+
+def test_import_symbolic_batch_needs_a_shape(tmp_path):
+    path = tmp_path / "dyn.onnx"
+    model = _model([_n("Relu", ["x"], ["r"]),
+                    _n("Constant", [], ["s"], value_ints=[-1]),
+                    _n("Reshape", ["r", "s"], ["y"])], [("x", ["N", 4])], [("y", ["M"])])
+    onnx.save(model, str(path))
+    with pytest.raises(GraphError, match="symbolic dimension 0 .*shapes="):
+        gonnx.import_model(path)
+    outs, values = gonnx.import_model(path, shapes={"x": (3, 4)})
+    values["x"].d = X
+    outs[0].forward()
+    close(outs[0].d, np.maximum(X, 0).reshape(-1))

@@ -198,7 +198,8 @@ class _Exporter:
                 if o is not None and id(o) in want:
                     names.append(self.claim(o, want.pop(id(o))))
                 else:
-                    nm = self.fresh(f"{n.name}{len(self.nodes)}" + (f"_{j}" if j else ""))
+                    nm = self.fresh(getattr(o, "name", None) or
+                                    f"{n.name}{len(self.nodes)}" + (f"_{j}" if j else ""))
                     names.append(self.claim(o, nm) if o is not None else nm)
             handler = _EXPORT.get(n.name)
             if handler is None:
@@ -767,6 +768,12 @@ def _i_binary(fn):
     return h
 
 
+def _i_pow(im, node, at):
+    a, b = im.var(node, 0), im.var(node, 1)
+    y = F.pow(a, b)
+    return [y if y.dtype == a.dtype else F.cast(y, a.dtype)]  # ONNX: the base's type
+
+
 def _i_div(im, node, at):
     a, b = im.var(node, 0), im.var(node, 1)
     y = F.div(a, b)
@@ -809,7 +816,7 @@ def _i_reduce(fn):
         if axes == ():
             return [x]
         y = fn(x, axis=axes, keepdims=keep)
-        if fn is F.sum and y.dtype != x.dtype:  # ONNX keeps the input's type
+        if y.dtype != x.dtype:  # ONNX keeps the input's type (nnarray: int64 sums, ...)
             y = F.cast(y, x.dtype)
         return [y]
     return h
@@ -1105,7 +1112,7 @@ def _i_where(im, node, at):
 
 _IMPORT: dict[str, Any] = {
     "Add": _i_binary(F.add), "Sub": _i_binary(F.sub), "Mul": _i_binary(F.mul),
-    "Div": _i_div, "Pow": _i_binary(F.pow),
+    "Div": _i_div, "Pow": _i_pow,
     "Equal": _i_binary(F.equal), "Less": _i_binary(F.less), "Greater": _i_binary(F.greater),
     "LessOrEqual": _i_binary(F.less_equal), "GreaterOrEqual": _i_binary(F.greater_equal),
     "And": _i_binary(F.minimum), "Or": _i_binary(F.maximum), "Not": _i_not,
@@ -1130,9 +1137,20 @@ _IMPORT: dict[str, Any] = {
 IMPORTED_OPS: frozenset[str] = frozenset(_IMPORT) | {"Constant"}
 
 
-def from_model(model: Any) -> tuple[list, dict]:
-    """``import_model`` on an ``onnx.ModelProto``."""
+def _constant(node: Any, at: dict) -> np.ndarray:
     from onnx import numpy_helper
+    if "value" in at:
+        return numpy_helper.to_array(at["value"])
+    for k, dt in (("value_float", np.float32), ("value_floats", np.float32),
+                  ("value_int", np.int64), ("value_ints", np.int64)):
+        if k in at:
+            return np.array(at[k], dt)
+    raise GraphError(f"onnx import: Constant node '{node.name}': attribute "
+                     f"{sorted(at)} is not supported (value, value_float(s), value_int(s))")
+
+
+def from_model(model: Any, shapes: dict | None = None) -> tuple[list, dict]:
+    """``import_model`` on an ``onnx.ModelProto``."""
     g = model.graph
     for op in model.opset_import:
         if op.domain in ("", "ai.onnx") and op.version < 13:
@@ -1143,12 +1161,15 @@ def from_model(model: Any) -> tuple[list, dict]:
         if inp.name in im.consts:
             continue  # an initializer listed as an input (IR < 4 style)
         tt = inp.type.tensor_type
-        shape = []
-        for k, d in enumerate(tt.shape.dim):
-            if not d.HasField("dim_value"):
-                raise GraphError(f"onnx import: input '{inp.name}' has a symbolic dimension "
-                                 f"{k} ('{d.dim_param}'); nnarray graphs need static shapes")
-            shape.append(d.dim_value)
+        shape = list((shapes or {}).get(inp.name, ()))
+        if not shape:
+            for k, d in enumerate(tt.shape.dim):
+                if not d.HasField("dim_value"):
+                    raise GraphError(
+                        f"onnx import: input '{inp.name}' has a symbolic dimension {k} "
+                        f"('{d.dim_param}'); nnarray graphs need static shapes: pass "
+                        f"shapes={{'{inp.name}': (...)}}")
+                shape.append(d.dim_value)
         v = im.vars[inp.name] = Variable(tuple(shape), dtype=_np_dtype(tt.elem_type))
         inputs[inp.name] = v
     for node in g.node:
@@ -1157,10 +1178,7 @@ def from_model(model: Any) -> tuple[list, dict]:
                              f"(node '{node.name}')")
         at = _attrs(node)
         if node.op_type == "Constant":
-            if "value" not in at:
-                raise GraphError(f"onnx import: Constant node '{node.name}': only the "
-                                 "'value' attribute is supported")
-            im.consts[node.output[0]] = numpy_helper.to_array(at["value"])
+            im.consts[node.output[0]] = _constant(node, at)
             continue
         h = _IMPORT.get(node.op_type)
         if h is None:
@@ -1187,12 +1205,13 @@ def from_model(model: Any) -> tuple[list, dict]:
     return outputs, {**inputs, **im.params}
 
 
-def import_model(path: str | os.PathLike) -> tuple[list, dict]:
+def import_model(path: str | os.PathLike, shapes: dict | None = None) -> tuple[list, dict]:
     """A static nnarray graph from the ONNX model at ``path``: ``(outputs, values)`` with
     the graph's outputs (Variables, in order) and ``{name: Variable}`` holding first the
     graph inputs (Variables of their shapes and dtypes: set ``.d`` and call ``forward()``)
     then every initializer used as a tensor (a leaf holding its data; float ones
-    ``need_grad``). Constants read as attributes (shapes, axes) stay numpy. An ONNX op
-    without a translation raises ``GraphError`` naming it and its node."""
+    ``need_grad``). Constants read as attributes (shapes, axes) stay numpy. ``shapes``
+    gives inputs with symbolic dimensions (a dynamic batch size) their static shape. An
+    ONNX op without a translation raises ``GraphError`` naming it and its node."""
     onnx = _onnx()
-    return from_model(onnx.load(os.fspath(path)))
+    return from_model(onnx.load(os.fspath(path)), shapes)
