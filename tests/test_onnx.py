@@ -170,6 +170,9 @@ CASES = [
        [POS, _f(4, lo=-1, hi=2)] if n == "pow" else [HALVES, HALVES2])
       for n in _BINARY],
     ("add_scalar", lambda x: x + 1.5, [X]),
+    ("add_bool_is_or", lambda a, b: a + b, [X > 0, HALVES > 0]),
+    ("mul_bool_is_and", lambda a, b: a * b, [X > 0, HALVES > 0]),
+    ("minimum_bool_is_and", lambda a, b: F.minimum(a, b), [X > 0, HALVES > 0]),
     ("rsub_scalar", lambda x: 2.0 - x, [X]),
     ("div_int_to_float64", lambda a, b: a / b, [I32, np.full((3, 4), 3, np.int32)]),
     ("add_int_float", lambda a, b: a + b, [I32, X]),
@@ -326,6 +329,7 @@ IMPORT_CASES = [
     ("Constant", [_n("Constant", [], ["c"], value=onnx.numpy_helper.from_array(_f(4))),
                   _n("Mul", ["x", "c"], ["y"])], (3, 4), (3, 4), []),
     ("GlobalAveragePool", [_n("GlobalAveragePool", ["x"], ["y"])], (2, 3, 4, 5), (2, 3, 1, 1), []),
+    ("GlobalMaxPool", [_n("GlobalMaxPool", ["x"], ["y"])], (2, 3, 4, 5), (2, 3, 1, 1), []),
     ("OneHot_values", [_n("Cast", ["x"], ["t"], to=onnx.TensorProto.INT64),
                        _n("Abs", ["t"], ["ta"]),
                        _n("OneHot", ["ta", "d", "v"], ["y"], axis=1)], (3,), (3, 4),
