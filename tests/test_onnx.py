@@ -334,6 +334,12 @@ IMPORT_CASES = [
                        _n("Abs", ["t"], ["ta"]),
                        _n("OneHot", ["ta", "d", "v"], ["y"], axis=1)], (3,), (3, 4),
      [("d", np.array(4, np.int64)), ("v", np.array([-1.0, 2.0], np.float32))]),
+    ("Shape_arithmetic_flatten",  # how exporters write x.view(x.size(0), -1)
+     [_n("Shape", ["x"], ["s"]), _n("Gather", ["s", "zero"], ["n"], axis=0),
+      _n("Unsqueeze", ["n", "zeroes"], ["n1"]), _n("Concat", ["n1", "minus1"], ["shape"], axis=0),
+      _n("Reshape", ["x", "shape"], ["y"])], (2, 3, 4), (2, 12),
+     [("zero", np.array(0, np.int64)), ("zeroes", np.array([0], np.int64)),
+      ("minus1", np.array([-1], np.int64))]),
     ("Slice_negative_step", [_n("Slice", ["x", "s", "e", "a", "st"], ["y"])], (5, 4), (3, 4),
      [("s", np.array([-1], np.int64)), ("e", np.array([-(2**63)], np.int64)),
       ("a", np.array([0], np.int64)), ("st", np.array([-2], np.int64))]),

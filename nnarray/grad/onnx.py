@@ -706,6 +706,17 @@ class _Importer:
             t.name: numpy_helper.to_array(t) for t in graph.initializer}
         self.vars: dict[str, Any] = {}
         self.params: dict[str, Variable] = {}
+        self.fold = False  # the node at hand computes on constants only (run now)
+
+    def foldable(self, node: Any) -> bool:
+        """Every input a constant, none of them a floating tensor of several elements
+        (weights stay parameters): shape arithmetic (``Shape`` -> ``Gather`` -> ``Concat``
+        -> ``Reshape``, as exporters write ``flatten``) is computed at import."""
+        ins = [i for i in node.input if i]
+        if not ins or any(i not in self.consts for i in ins):
+            return False
+        return all(self.consts[i].dtype.kind in "biu" or self.consts[i].size <= 1
+                   for i in ins)
 
     def has(self, node: Any, i: int) -> bool:
         return len(node.input) > i and node.input[i] != ""
@@ -727,6 +738,8 @@ class _Importer:
             return v
         if name in self.consts:
             a = self.consts[name]
+            if self.fold:
+                return NdArray.from_numpy_array(a)
             if a.dtype == np.uint8 or a.dtype.kind not in "biuf":
                 raise GraphError(f"onnx import: {node.op_type} node '{node.name}': initializer "
                                  f"'{name}' has unsupported dtype {a.dtype}")
@@ -1134,7 +1147,7 @@ _IMPORT: dict[str, Any] = {
 }
 
 #: ONNX ops (default domain) ``import_model`` translates.
-IMPORTED_OPS: frozenset[str] = frozenset(_IMPORT) | {"Constant"}
+IMPORTED_OPS: frozenset[str] = frozenset(_IMPORT) | {"Constant", "Shape"}
 
 
 def _constant(node: Any, at: dict) -> np.ndarray:
@@ -1170,7 +1183,10 @@ def from_model(model: Any, shapes: dict | None = None) -> tuple[list, dict]:
                         f"('{d.dim_param}'); nnarray graphs need static shapes: pass "
                         f"shapes={{'{inp.name}': (...)}}")
                 shape.append(d.dim_value)
-        v = im.vars[inp.name] = Variable(tuple(shape), dtype=_np_dtype(tt.elem_type))
+        try:
+            v = im.vars[inp.name] = Variable(tuple(shape), dtype=_np_dtype(tt.elem_type))
+        except Exception as e:
+            raise GraphError(f"onnx import: input '{inp.name}': {e}") from e
         inputs[inp.name] = v
     for node in g.node:
         if node.domain not in ("", "ai.onnx"):
@@ -1180,18 +1196,31 @@ def from_model(model: Any, shapes: dict | None = None) -> tuple[list, dict]:
         if node.op_type == "Constant":
             im.consts[node.output[0]] = _constant(node, at)
             continue
+        if node.op_type == "Shape":  # static shapes: a constant
+            x = im.vars.get(node.input[0])
+            shape = x.shape if x is not None else im.const(node, 0, "data").shape
+            im.consts[node.output[0]] = np.array(
+                shape[at.get("start", 0):at.get("end", len(shape))], np.int64)
+            continue
         h = _IMPORT.get(node.op_type)
         if h is None:
             raise GraphError(f"onnx import: unsupported ONNX op '{node.op_type}' "
                              f"(node '{node.name}')")
+        im.fold = im.foldable(node)
         try:
             outs = h(im, node, at)
         except GraphError:
             raise
         except Exception as e:
             raise GraphError(f"onnx import: {node.op_type} node '{node.name}': {e}") from e
+        finally:
+            fold, im.fold = im.fold, False
         for name, v in zip(node.output, outs):
-            if name:
+            if not name:
+                continue
+            if fold and isinstance(v, NdArray):
+                im.consts[name] = v.numpy()
+            else:
                 im.vars[name] = v
     outputs = []
     for o in g.output:
