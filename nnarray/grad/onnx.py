@@ -62,7 +62,7 @@ class _Exporter:
         self.scalars: dict[tuple, str] = {}
         self.producer: dict[int, Any] = {}  # id(Variable) -> its Node (the graph's)
         self.conv: dict[int, tuple] = {}  # id(reshape output) -> (x, W, attrs)
-        self.pool: dict[int, tuple] = {}  # id(reduction output) -> (kind, x, attrs)
+        self.pool: dict[int, tuple] = {}  # id(reduction output) -> (op, x, attrs, im2col's)
 
     # -- names and values -------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -494,6 +494,12 @@ def _x_dropout(ex, n, outs):
 
 
 # -- convolution and pooling -------------------------------------------------------------
+def _window_out(shape: tuple, a: dict) -> tuple[int, int]:
+    """``(OH, OW)`` of ``im2col`` attributes ``a`` on an ``(N, C, H, W)`` input."""
+    return tuple((size + 2 * p - d * (k - 1) - 1) // st + 1 for size, k, st, p, d in zip(
+        shape[2:], a["kernel"], a["stride"], a["pad"], a["dilation"]))
+
+
 def _conv_match(ex: _Exporter, r: Any) -> bool:
     """``reshape(matmul(reshape(W), im2col(x)))`` as conv2d composes it (groups too)."""
     y = r.inputs[0]
@@ -514,17 +520,17 @@ def _conv_match(ex: _Exporter, r: Any) -> bool:
         if im is None or len(cols.shape) != 4:
             return False
         g = cols.shape[1]
-        if wr.shape != (g, o // g, cg * kh * kw):
+        if wr.shape != (g, o // g, cg * kh * kw) or \
+                cols.shape != (im.out_metas[0][0][0], g, cg * kh * kw, im.out_metas[0][0][2]):
             return False
     elif wr.shape != (o, cg * kh * kw):
         return False
     x = im.inputs[0]
     ia = im.attrs
-    if ia["pad_value"] != 0.0 or tuple(ia["kernel"]) != (kh, kw) or x.shape[1] != cg * g:
+    if ia["pad_value"] != 0.0 or tuple(ia["kernel"]) != (kh, kw) or x.shape[1] != cg * g \
+            or x.dtype != W.dtype or m.out_metas[0][1] != x.dtype:
         return False
-    n_, _, oh_ow = im.out_metas[0][0]
-    if r.attrs["shape"][:2] != (x.shape[0], o) or \
-            r.attrs["shape"][2] * r.attrs["shape"][3] != oh_ow:
+    if tuple(r.attrs["shape"]) != (x.shape[0], o, *_window_out(x.shape, ia)):
         return False
     ex.conv[id(r)] = (x, W, {"kernel_shape": [kh, kw], "strides": list(ia["stride"]),
                              "pads": list(ia["pad"]) * 2, "dilations": list(ia["dilation"]),
@@ -580,12 +586,12 @@ def _pool_match(ex: _Exporter, n: Any) -> bool:
              "pads": list(ia["pad"]) * 2}
     if n.name == "mean":
         attrs["count_include_pad"] = 1
-    ex.pool[id(n)] = ("MaxPool" if n.name == "max" else "AveragePool", x, attrs)
+    ex.pool[id(n)] = ("MaxPool" if n.name == "max" else "AveragePool", x, attrs, ia)
     return True
 
 
 def _x_pool(ex, n, outs):
-    op, x, attrs = ex.pool[id(n)]
+    op, x, attrs, _ = ex.pool[id(n)]
     p = ex.emit(op, [ex.value(x)], **attrs)
     ex.emit("Reshape", [p, ex.ints(n.out_metas[0][0])], outs)
     y = n.output_variables()
@@ -598,13 +604,14 @@ def _pool_reshape(ex: _Exporter, r: Any, outs: list) -> bool:
     info = ex.pool.get(id(r.inputs[0]))
     if info is None:
         return False
-    op, xr, attrs = info
+    op, xr, attrs, ia = info
     xn = ex.parent(xr, "reshape")
     if xn is None:
         return False
     x = xn.inputs[0]
-    shape = r.attrs["shape"]
-    if x.ndim != 4 or tuple(shape[:2]) != tuple(x.shape[:2]):
+    if x.ndim != 4 or xr.shape != (x.shape[0] * x.shape[1], 1, *x.shape[2:]):
+        return False
+    if tuple(r.attrs["shape"]) != (*x.shape[:2], *_window_out(x.shape, ia)):
         return False
     ex.emit(op, [ex.value(x)], outs, **attrs)
     return True
