@@ -393,3 +393,14 @@ def test_import_symbolic_batch_needs_a_shape(tmp_path):
     values["x"].d = X
     outs[0].forward()
     close(outs[0].d, np.maximum(X, 0).reshape(-1))
+
+
+def test_graph_recorded_under_auto_forward_exports(tmp_path):
+    rng = np.random.default_rng(3)
+    m = MLP(rng)
+    with grad.auto_forward():
+        y = m(grad.Variable.from_numpy_array(X[:, :3].repeat(2, axis=1)))
+    path = tmp_path / "dyn.onnx"
+    gonnx.export([y], path, params=m.parameters())
+    (got,) = ort_run(path, {"arg0": X[:, :3].repeat(2, axis=1)})
+    close(got, y.d)

@@ -60,7 +60,6 @@ class _Exporter:
         self.keep: list = []  # keeps the objects whose ids are keys above alive
         self.used: set[str] = set()
         self.scalars: dict[tuple, str] = {}
-        self.producer: dict[int, Any] = {}  # id(Variable) -> its Node (the graph's)
         self.conv: dict[int, tuple] = {}  # id(reshape output) -> (x, W, attrs)
         self.pool: dict[int, tuple] = {}  # id(reduction output) -> (op, x, attrs, im2col's)
 
@@ -85,16 +84,15 @@ class _Exporter:
         return name
 
     def const(self, value: Any, dtype: Any, base: str = "const") -> str:
-        """An initializer holding ``value`` as ``dtype`` (scalars shared)."""
+        """An initializer holding ``value`` as ``dtype`` (small ones shared)."""
         a = np.asarray(value, dtype=dtype)
-        if a.ndim == 0:
-            key = (a.dtype.str, a.item() if not (a.dtype.kind == "f" and math.isnan(a))
-                   else "nan")
-            n = self.scalars.get(key)
-            if n is None:
-                n = self.scalars[key] = self.initializer(base, a)
-            return n
-        return self.initializer(base, a)
+        if a.size > 64:
+            return self.initializer(base, a)
+        key = (a.dtype.str, a.shape, a.tobytes())  # exact: -0.0, NaN payloads
+        n = self.scalars.get(key)
+        if n is None:
+            n = self.scalars[key] = self.initializer(base, a)
+        return n
 
     def ints(self, values: Sequence[int]) -> str:
         return self.const(np.asarray(list(values), np.int64), np.int64, "shape")
@@ -139,8 +137,10 @@ class _Exporter:
                 ins.append(self.ints(axes))
             else:
                 attrs["axes"] = list(axes)
-        return self.emit(op, ins, [out] if out else None, **attrs) if out else \
-            self.emit(op, ins, **attrs)
+        if out is None:
+            return self.emit(op, ins, **attrs)
+        self.emit(op, ins, [out], **attrs)
+        return out
 
     # -- the graph ---------------------------------------------------------------------
     def run(self, outputs: list, params: dict, arg_names: dict) -> Any:
@@ -153,10 +153,6 @@ class _Exporter:
                     seen.add(id(n))
                     order.append(n)
         order.sort(key=lambda n: n.rank)  # producers first across several outputs
-        # output names: the variable's name, else out<k>; reserved first
-        out_names: list[str] = []
-        for k, v in enumerate(outputs):
-            out_names.append(self.fresh(getattr(v, "name", None) or f"out{k}"))
         # parameters and arguments
         pid = {id(v): k for k, v in (params or {}).items()}
         leaves: list = []
@@ -166,10 +162,6 @@ class _Exporter:
                 if isinstance(a, Variable) and a._parent is None and id(a) not in lseen:
                     lseen.add(id(a))
                     leaves.append(a)
-            for r in n.outputs:
-                o = r()
-                if o is not None:
-                    self.producer[id(o)] = n
         for v in outputs:
             if v._parent is None and id(v) not in lseen:
                 lseen.add(id(v))
@@ -189,6 +181,9 @@ class _Exporter:
             name = self.claim(v, self.fresh(name))
             self.inputs.append(helper.make_tensor_value_info(
                 name, _tensor_type(v.dtype), list(v.shape)))
+        # output names (after the parameters': those are the names users look up)
+        out_names = [self.fresh(getattr(v, "name", None) or f"out{k}")
+                     for k, v in enumerate(outputs)]
         want = {id(v): out_names[k] for k, v in reversed(list(enumerate(outputs)))
                 if v._parent is not None}
         for n in order:
