@@ -207,6 +207,8 @@ CASES = [
     ("matmul", lambda a, b: F.matmul(a, b), [X, _f(4, 5)]),
     ("matmul_batched", lambda a, b: F.matmul(a, b), [X3, _f(4, 2)]),
     ("matmul_vector", lambda a, b: F.matmul(a, b), [X, _f(4)]),
+    ("matmul_transposed", lambda a, b: F.matmul(a, b, transpose_a=True, transpose_b=True),
+     [X, _f(5, 3)]),
     ("affine", lambda x, w, b: F.affine(x, w, b), [X3, _f(12, 5), _f(5)]),
     ("softmax", lambda x: F.softmax(x, axis=1), [X3]),
     ("log_softmax", lambda x: F.log_softmax(x), [X3]),

@@ -399,7 +399,13 @@ def _x_slice(ex, n, outs):
 
 def _x_matmul(ex, n, outs):
     dt = n.out_metas[0][1]
-    ex.emit("MatMul", [ex.operand(a, dt) for a in n.inputs], outs)
+    ins = [ex.operand(a, dt) for a in n.inputs]
+    for i, flag in enumerate((n.attrs.get("transpose_a"), n.attrs.get("transpose_b"))):
+        if flag:  # swap the last two axes first
+            nd = len(n.inputs[i].shape)
+            ins[i] = ex.emit("Transpose", [ins[i]],
+                             perm=list(range(nd - 2)) + [nd - 1, nd - 2])
+    ex.emit("MatMul", ins, outs)
 
 
 def _x_softmax(ex, n, outs):
