@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,13 +56,10 @@ REPLAY = Replay()
 
 
 def _mpiexec() -> str:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        pytest.skip("mpi4py not installed (pip install 'nnarray[distributed]')")
-    exe = shutil.which("mpiexec") or shutil.which("mpiexec", path=str(Path(sys.executable).parent))
+    from nnarray.distributed.world import launcher
+    exe, why = launcher()
     if exe is None:
-        pytest.skip("no mpiexec on PATH or beside the Python executable")
+        pytest.skip(why)
     return exe
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -61,14 +60,10 @@ def _run(cmd: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, f
 
 
 def _mpiexec() -> str:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        pytest.skip("mpi4py not installed (pip install 'nnarray[distributed]')")
-    exe = shutil.which("mpiexec") or shutil.which("mpiexec", path=str(Path(sys.executable).parent))
+    from nnarray.distributed.world import launcher
+    exe, why = launcher()
     if exe is None:
-        pytest.skip("no mpiexec on PATH or beside the Python executable "
-                    "(pip install 'nnarray[distributed]' installs MPICH's)")
+        pytest.skip(why)
     return exe
 
 

@@ -55,3 +55,21 @@ def local_rank(comm: Any) -> int:
         return node.Get_rank()
     finally:
         node.Free()
+
+
+def launcher() -> tuple[str | None, str]:
+    """``(path of mpiexec, "")`` for launching ranks from Python (tests, benchmarks), or
+    ``(None, why not)`` when mpi4py or mpiexec is missing."""
+    import shutil
+    import sys
+    from pathlib import Path
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None, "mpi4py not installed (pip install 'nnarray[distributed]')"
+    exe = shutil.which("mpiexec") or shutil.which("mpiexec", path=str(Path(sys.executable).parent))
+    if exe is None:
+        return None, ("no mpiexec on PATH or beside the Python executable "
+                      "(pip install 'nnarray[distributed]' installs MPICH's)")
+    return exe, ""
+
