@@ -59,7 +59,11 @@ def _key(x: Any, op: str, arg: str) -> Any:
 
 def promote(op: str, *xs: Any, args: tuple[str, ...] = ("a", "b", "c")) -> np.dtype:
     """numpy's result dtype of ``xs`` (arrays strong, Python scalars weak)."""
-    key = tuple(_key(x, op, a) for x, a in zip(xs, args))
+    if len(xs) == 2:  # fast path: two arrays whose dtypes were seen before
+        d = _promote_cache.get((getattr(xs[0], "dtype", None), getattr(xs[1], "dtype", None)))
+        if d is not None:
+            return d
+    key = tuple([_key(x, op, a) for x, a in zip(xs, args)])
     d = _promote_cache.get(key)
     if d is None:
         parts = [_WEAK[k] if k in _WEAK else k for k in key]
