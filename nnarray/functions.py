@@ -19,6 +19,7 @@ from .ops import random as _random
 from .ops import reduction as _red
 from .ops import shape as _shape
 from .ops import softmax as _softmax
+from .ops import update as _update
 
 # Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
 # sin, ...). Ops are called directly: the hot path has no wrapper.
@@ -43,6 +44,7 @@ mean_squared_error = _softmax.mean_squared_error
 conv2d, max_pooling, average_pooling = _conv.conv2d, _conv.max_pooling, _conv.average_pooling
 batch_normalization = _norm.batch_normalization
 dropout = _random.dropout
+sgd_update = _update.sgd_update
 seed = _random.seed
 
 

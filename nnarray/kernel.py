@@ -91,6 +91,16 @@ class Kernel:
         self.fn(*xs, out=target.native(dev, mode), **attrs)
         return target
 
+    def run_inplace(self, targets: Sequence[NdArray], inputs: Sequence[NdArray],
+                    attrs: dict) -> None:
+        """Run a kernel that updates ``targets`` in place from ``inputs`` (lists of
+        native arrays in, the targets accessed ``'rw'``), e.g. fused solver updates."""
+        if self.fallback is not None:
+            fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
+        dev = self.device
+        xs = [x.native(dev) for x in inputs]
+        self.fn([t.native(dev, "rw") for t in targets], xs, **attrs)
+
     def emit(self, out: Any, meta: Meta, into: NdArray | None = None) -> NdArray:
         """``out`` (a fresh native array of the device) as an NdArray: adopted by
         ``into`` when given, else wrapped in a new one."""

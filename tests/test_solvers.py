@@ -171,3 +171,32 @@ def test_parameter_set_from_host_trains_without_transfers(backend, make):
         if step:
             assert nna.transfer_stats()["count"] == 0, (step, nna.transfer_stats())
     assert lin.W.data.head == f"{backend}:0"
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_fused_sgd_update_matches_numpy(backend, dtype):
+    rng = np.random.default_rng(3)
+    ws = [rng.standard_normal(s).astype(dtype) for s in ((5, 3), (7,), ())]
+    gs = [rng.standard_normal(w.shape).astype(dtype) for w in ws]
+    a = [nna.array(w) for w in ws]
+    b = [nna.array(g) for g in gs]
+    for x in a + b:
+        x.get_data("rw")  # current on the backend only
+    versions = [x.version for x in a]
+    F.sgd_update(a, b, 0.125)
+    for x, w, g, v in zip(a, ws, gs, versions):
+        assert x.head == nna.get_current_context().key and x.version > v
+        np.testing.assert_allclose(host(x), w - dtype(0.125) * g,
+                                   rtol=1e-3 if dtype == np.float16 else 1e-6)
+    np.testing.assert_array_equal(host(b[0]), gs[0])  # gradients untouched
+
+
+def test_fused_sgd_update_validates_before_running(backend):
+    w, g = nna.array(np.ones((2, 3), np.float32)), nna.array(np.ones((3, 2), np.float32))
+    with pytest.raises(nna.ShapeError, match=r"sgd_update: parameter 0 has shape \(2, 3\)"):
+        F.sgd_update([w], [g], 0.1)
+    with pytest.raises(nna.DTypeError, match="sgd_update: parameter 0 is float32"):
+        F.sgd_update([w], [nna.array(np.ones((2, 3)))], 0.1)
+    with pytest.raises(nna.ShapeError, match="1 parameters but 0 gradients"):
+        F.sgd_update([w], [], 0.1)
+    np.testing.assert_array_equal(host(w), 1.0)  # nothing ran

@@ -111,14 +111,24 @@ class Solver(ABC):
 
     def update(self) -> None:
         """One optimization step for every parameter with a gradient (averaged over the
-        ranks first when the solver has a ``comm``)."""
+        ranks first when the solver has a ``comm``), each on its parameter's device."""
         self.t += 1
         if self._distributed:
             self.comm.all_reduce([p.grad for p in self._trainable()], op="mean")
+        groups: dict[Any, list] = {}
         for name, p in self.params.items():
             if p.need_grad and p.grad is not None:
-                with self._scope(p):
-                    self.update_one(p.data, p.grad, self.states[name])
+                groups.setdefault(self._context_of(p), []).append(
+                    (p.data, p.grad, self.states[name]))
+        for ctx, items in groups.items():
+            with _SAME_DEVICE if ctx is None else context_scope(ctx):
+                self.update_group(items)
+
+    def update_group(self, items: list[tuple[NdArray, NdArray, dict]]) -> None:
+        """Update the ``(data, grad, state)`` of parameters on one device (the current
+        context); solvers with a fused kernel override this."""
+        for w, g, state in items:
+            self.update_one(w, g, state)
 
     @abstractmethod
     def update_one(self, w: NdArray, g: NdArray, state: dict[str, NdArray]) -> None:
@@ -163,8 +173,13 @@ class Solver(ABC):
         return (p for p in self.params.values() if p.need_grad and p.grad is not None)
 
     def _scope(self, p: Any):
-        """A context scope on the device that holds ``p``'s data: where its gradient was
-        written if the data is current there too (a parameter set from the host, then
+        """A context scope on the device that holds ``p``'s data (``_context_of``)."""
+        ctx = self._context_of(p)
+        return _SAME_DEVICE if ctx is None else context_scope(ctx)
+
+    def _context_of(self, p: Any) -> Context | None:
+        """The context to update ``p`` in (``None``: the current one): where its gradient
+        was written if the data is current there too (a parameter set from the host, then
         used on a device, has current copies on both and its head on the host; updating
         on the host would move the gradient down and the data back up every step), else
         where the data was last written."""
@@ -176,11 +191,11 @@ class Solver(ABC):
         if ghead is not None and ghead != head and ghead in data.devices:
             head = ghead
         if head is None or head == cur.key:
-            return _SAME_DEVICE
+            return None
         ctx = self._contexts.get(head)
         if ctx is None:
             ctx = self._contexts[head] = Context.parse(head, cur.fallback)
-        return context_scope(ctx)
+        return ctx
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(lr={self.lr}, t={self.t}, params={len(self.params)})"

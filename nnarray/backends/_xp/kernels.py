@@ -50,7 +50,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         def k(x, out=None):
             if out is None:
                 if x.size < big:
-                    return fresh(uf(x))
+                    r = uf(x)
+                    return r if type(r) is nd else xp.asarray(r)
                 out = empty(x.shape, uf(x.reshape(-1)[:1]).dtype)
             uf(x, out=out)
             return out
@@ -64,7 +65,9 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
     def _relu(x, out=None):
         if x.dtype == np.bool_:
             return x.copy() if out is None else _assign(out, x)
-        return xp.maximum(x, x.dtype.type(0), **({} if out is None else {"out": out}))
+        if out is None:
+            return xp.maximum(x, x.dtype.type(0))
+        return xp.maximum(x, x.dtype.type(0), out=out)
 
     def _sigmoid(x, out=None):
         if x.dtype.kind != "f":
@@ -165,6 +168,18 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         ls = _log_softmax(x, axis)
         picked = xp.take_along_axis(ls, xp.expand_dims(t.astype(np.int64), axis), axis=axis)
         return fresh(-xp.squeeze(picked, axis=axis))
+
+    @reg("sgd_update")
+    def sgd_update(ws, gs, lr):
+        for w, g in zip(ws, gs):
+            w -= w.dtype.type(lr) * g
+
+    @reg("mean_squared_error")
+    def mean_squared_error(x, t):
+        # three array-module calls instead of the composite's three dispatched ops
+        d = xp.subtract(x, t)
+        xp.multiply(d, d, out=d)
+        return xp.asarray(d.mean(), dtype=d.dtype)
 
     @reg("one_hot")
     def one_hot(t, num_classes, axis, dtype):

@@ -337,3 +337,18 @@ def where(c, x, y):
         p = dev.plans[key] = plan(dev, "where", "v0 ? v1 : v2", xs, [cltype(_BOOL), ct, ct],
                                   broadcast_shape(c, x, y), d)
     return p.run(dev, xs)
+
+
+@register_kernel("sgd_update", "opencl")
+def sgd_update(ws, gs, lr):
+    """``w = w - lr * g`` per pair, each one pass over memory (no temporary)."""
+    for w, g in zip(ws, gs):
+        dev = device_of(w)
+        key = ("sgd_update", w.dtype, w.shape)
+        p = dev.plans.get(key)
+        if p is None:
+            ct = cltype(w.dtype)
+            p = dev.plans[key] = plan(dev, "sgd_update", "v0 - v2 * v1", (w, g, float(lr)),
+                                      [ct, ct, ct], w.shape, w.dtype)
+        p.run(dev, (w, g, float(lr)), w)
+
