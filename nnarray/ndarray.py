@@ -96,7 +96,7 @@ class NdArray(SyncedArray, ArrayOperators):
 
     def zero(self) -> None:
         """Lazily set every element to zero (no allocation, no transfer)."""
-        self._set_fill(self.dtype.type(0).item())
+        self._set_fill(False if self.dtype.kind == "b" else 0)
 
     def fill(self, value: Any) -> None:
         """Lazily set every element to ``value``, exactly for every dtype; a value the

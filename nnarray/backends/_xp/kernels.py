@@ -105,9 +105,11 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         # two Python scalars give nnarray's dtype (float32 for floats), not numpy's float64
         return fresh(xp.where(c, x, y).astype(promote("where", x, y), copy=False))
 
-    for name, fn in (("sum", xp.sum), ("mean", xp.mean), ("max", xp.max), ("min", xp.min)):
-        def red(x, axis, keepdims, _fn=fn):
-            return fresh(_fn(x, axis=axis, keepdims=keepdims))
+    # the array methods: numpy's module-level functions add a Python wrapper layer
+    for name, meth in (("sum", nd.sum), ("mean", nd.mean), ("max", nd.max), ("min", nd.min)):
+        def red(x, axis, keepdims, _m=meth):
+            r = _m(x, axis=axis, keepdims=keepdims)
+            return r if type(r) is nd else xp.asarray(r)
         reg(name)(red)
 
     for name, fn in (("argmax", xp.argmax), ("argmin", xp.argmin)):
@@ -148,8 +150,9 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
     @reg("matmul")
     def matmul(a, b, transpose_a=False, transpose_b=False):
         # a transposed view goes to BLAS as it is (a flag, not a copy)
-        return fresh(xp.matmul(xp.swapaxes(a, -1, -2) if transpose_a else a,
-                               xp.swapaxes(b, -1, -2) if transpose_b else b))
+        r = xp.matmul(a.swapaxes(-1, -2) if transpose_a else a,
+                      b.swapaxes(-1, -2) if transpose_b else b)
+        return r if type(r) is nd else xp.asarray(r)
 
     def _log_softmax(x, axis):
         z = x - x.max(axis=axis, keepdims=True)
