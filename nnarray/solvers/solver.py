@@ -116,10 +116,13 @@ class Solver(ABC):
         if self._distributed:
             self.comm.all_reduce([p.grad for p in self._trainable()], op="mean")
         groups: dict[Any, list] = {}
+        cur = get_current_context()
+        states = self.states
         for name, p in self.params.items():
-            if p.need_grad and p.grad is not None:
-                groups.setdefault(self._context_of(p), []).append(
-                    (p.data, p.grad, self.states[name]))
+            if p.need_grad:
+                g = p.grad
+                groups.setdefault(self._context_of(p, cur), []).append(
+                    (p.data, g, states[name]))
         for ctx, items in groups.items():
             with _SAME_DEVICE if ctx is None else context_scope(ctx):
                 self.update_group(items)
@@ -174,16 +177,15 @@ class Solver(ABC):
 
     def _scope(self, p: Any):
         """A context scope on the device that holds ``p``'s data (``_context_of``)."""
-        ctx = self._context_of(p)
+        ctx = self._context_of(p, get_current_context())
         return _SAME_DEVICE if ctx is None else context_scope(ctx)
 
-    def _context_of(self, p: Any) -> Context | None:
+    def _context_of(self, p: Any, cur: Context) -> Context | None:
         """The context to update ``p`` in (``None``: the current one): where its gradient
         was written if the data is current there too (a parameter set from the host, then
         used on a device, has current copies on both and its head on the host; updating
         on the host would move the gradient down and the data back up every step), else
-        where the data was last written."""
-        cur = get_current_context()
+        where the data was last written (``cur``: the current context)."""
         data = p.data
         head = data.head
         g = p._grad

@@ -182,7 +182,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         # three array-module calls instead of the composite's three dispatched ops
         d = xp.subtract(x, t)
         xp.multiply(d, d, out=d)
-        return xp.asarray(d.mean(), dtype=d.dtype)
+        acc = np.float32 if d.dtype == np.float16 else None  # as numpy's mean accumulates
+        return xp.asarray(d.sum(dtype=acc) / d.size, dtype=d.dtype)
 
     @reg("one_hot")
     def one_hot(t, num_classes, axis, dtype):
