@@ -12,6 +12,7 @@ variable until some ``need_grad`` flag changes.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from .. import context as _context
@@ -34,15 +35,25 @@ def invalidate_plans() -> None:
 class Plan:
     """Everything about one output's graph that does not change between iterations."""
 
-    __slots__ = ("generation", "order", "release", "bwd", "program", "steps")
+    __slots__ = ("generation", "root", "order", "_release", "bwd", "program", "steps",
+                 "__weakref__")
 
     def __init__(self, root: Variable) -> None:
         self.generation = _generation
+        self.root = weakref.ref(root)
         self.order = topological(root)
-        self.release = _forward_release(self.order, root)
+        self._release: Any = None
         self.bwd: Any = None
         self.program: Any = None
         self.steps: Any = None
+
+    @property
+    def release(self) -> list:
+        """Per node, the intermediates it is the last consumer of (``clear_buffer``);
+        computed on first use: a define-by-run graph's plan seldom needs it."""
+        if self._release is None:
+            self._release = _forward_release(self.order, self.root())
+        return self._release
 
     def backward_order(self) -> list:
         """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
