@@ -203,11 +203,21 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1
                      for s, k, st, p, d in zip((h, w), kernel, stride, pad, dilation))
 
+    def _tiles(kernel, stride, pad, dilation):
+        """Windows that tile the image (pooling's stride == kernel, no padding): im2col
+        and col2im are then one permuting copy each, instead of a loop over offsets."""
+        return tuple(stride) == tuple(kernel) and not any(pad) and tuple(dilation) == (1, 1)
+
     @reg("im2col")
     def im2col(x, kernel, stride, pad, dilation, pad_value):
         n, c, h, w = x.shape
         oh, ow = _out_hw(h, w, kernel, stride, pad, dilation)
-        ph, pw = pad
+        (kh, kw), ph, pw = kernel, *pad
+        if _tiles(kernel, stride, pad, dilation):
+            t = x[:, :, :oh * kh, :ow * kw].reshape(n, c, oh, kh, ow, kw)
+            cols = empty((n, c, kh, kw, oh, ow), x.dtype)
+            xp.copyto(cols, t.transpose(0, 1, 3, 5, 2, 4))
+            return cols.reshape(n, c * kh * kw, oh * ow)
         if ph or pw:
             xp_ = xp.full((n, c, h + 2 * ph, w + 2 * pw), pad_value, dtype=x.dtype)
             xp_[:, :, ph:ph + h, pw:pw + w] = x
@@ -222,7 +232,16 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         c, h, w = size
         n = cols.shape[0]
         oh, ow = _out_hw(h, w, kernel, stride, pad, dilation)
-        ph, pw = pad
+        (kh, kw), ph, pw = kernel, *pad
+        if _tiles(kernel, stride, pad, dilation):  # each pixel in one window at most
+            t = cols.reshape(n, c, kh, kw, oh, ow).transpose(0, 1, 4, 2, 5, 3)
+            if (oh * kh, ow * kw) == (h, w):
+                img = empty((n, c, h, w), cols.dtype)
+                xp.copyto(img.reshape(n, c, oh, kh, ow, kw), t)
+                return img
+            img = xp.zeros((n, c, h, w), dtype=cols.dtype)
+            img[:, :, :oh * kh, :ow * kw] = t.reshape(n, c, oh * kh, ow * kw)
+            return img
         img = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=cols.dtype)
         c6 = cols.reshape(n, c, kernel[0], kernel[1], oh, ow)
         for i, j, (si, sj) in _windows(kernel, stride, dilation, oh, ow):
