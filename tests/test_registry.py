@@ -48,14 +48,20 @@ def _other_backends():
     return [n for n, _ in nna.backends.available() if n != "numpy"]
 
 
+def _without_kernel(monkeypatch, op: str, backend: str) -> None:
+    """``backend`` loses its kernel for ``op`` for this test (it falls back)."""
+    nna.backends.ensure_loaded(backend)
+    kernels = dict(registry._kernels[op])
+    kernels.pop(backend, None)
+    monkeypatch.setitem(registry._kernels, op, kernels)
+    registry.invalidate()
+
+
 @pytest.mark.parametrize("name", _other_backends() or
                          [pytest.param("opencl", marks=pytest.mark.skip("no second backend"))])
 def test_fallback_moves_data_through_synced_storage(name, monkeypatch):
     nna.backends.ensure_loaded(name)
-    kernels = dict(registry._kernels["tanh"])
-    kernels.pop(name, None)
-    monkeypatch.setitem(registry._kernels, "tanh", kernels)
-    registry.invalidate()
+    _without_kernel(monkeypatch, "tanh", name)
     x = nna.array(np.linspace(-1, 1, 6, dtype=np.float32))
     with nna.context_scope(name):
         x.get_data("w")  # the only current copy now lives on the device
@@ -91,10 +97,7 @@ def test_graph_runs_count_every_fallback(name, monkeypatch):
     """Static graphs resolve kernels once, yet every run through a fallback is counted."""
     from nnarray import grad
     nna.backends.ensure_loaded(name)
-    kernels = dict(registry._kernels["tanh"])
-    kernels.pop(name, None)
-    monkeypatch.setitem(registry._kernels, "tanh", kernels)
-    registry.invalidate()
+    _without_kernel(monkeypatch, "tanh", name)
     x = grad.Variable.from_numpy_array(np.linspace(-1, 1, 6, dtype=np.float32))
     y = F.tanh(x) * 2.0
     with nna.context_scope(name):
@@ -119,10 +122,7 @@ def test_fallback_guard_of_backend_tests(monkeypatch, request):
 
     from conftest import check_no_fallback, needs
     needs("opencl")
-    kernels = dict(registry._kernels["tanh"])
-    kernels.pop("opencl", None)
-    monkeypatch.setitem(registry._kernels, "tanh", kernels)
-    registry.invalidate()
+    _without_kernel(monkeypatch, "tanh", "opencl")
     with nna.context_scope("opencl"):
         F.tanh(nna.array(np.ones(3, np.float32)))
     unmarked = types.SimpleNamespace(get_closest_marker=lambda name: None)
