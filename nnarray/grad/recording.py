@@ -124,8 +124,13 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
                 _binary_metas[key] = metas
     if key is None or _mode.get() != modes.AUTO:
         return record(op, (a, b), {}, metas)
-    t = _kernel_cache.get(_current.get(_context._default))
-    k = t.get(op.name) if t is not None else None
+    ctx = _current.get(_context._default)
+    k = op.last[0]
+    if k[0] is ctx and k[1].valid:
+        k = k[1]
+    else:
+        t = _kernel_cache.get(ctx)
+        k = t.get(op.name) if t is not None else None
     if k is None or not k.plain:
         return record(op, (a, b), {}, metas)
     if ta is Variable:

@@ -141,12 +141,15 @@ class BinaryOp(Op):
     remembers the result dtype per operand dtypes and runs the context's cached Kernel
     directly, skipping validation it already did once."""
 
-    __slots__ = ("_pcache", "_same")
+    __slots__ = ("_pcache", "_same", "last")
 
     def __init__(self, name, infer, differentiable=True):
         super().__init__(name, infer, differentiable)
         self._pcache: dict = {}  # (dtype, dtype or scalar type) -> result dtype
         self._same: dict = {}  # dtype -> result dtype, for two operands of that dtype
+        #: ``[(context, Kernel)]`` of the previous fast call: one tuple, replaced whole, so
+        #: threads with different contexts never see a mixed pair (check ``Kernel.valid``)
+        self.last: list = [(None, None)]
 
     def __call__(self, a, b):  # type: ignore[override]
         if isinstance(a, GraphValue):
@@ -166,9 +169,7 @@ class BinaryOp(Op):
 
     def function(self) -> Any:
         """The public ``F`` function of this op (``fn.op`` is the op)."""
-        op, name, pcache, same = self, self.name, self._pcache, self._same
-        last: list = [(None, None)]  # (context, Kernel) of the previous fast call: one tuple,
-        # replaced whole, so threads with different contexts never see a mixed pair
+        op, name, pcache, same, last = self, self.name, self._pcache, self._same, self.last
 
         def fn(a: Any, b: Any) -> Any:
             if type(a) is NdArray:
