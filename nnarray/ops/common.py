@@ -9,6 +9,8 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import DTypeError, InvalidValueError, ShapeError
+from ..ndarray import NdArray
+from .op import GraphValue
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
@@ -41,6 +43,8 @@ def broadcast_to_shape(op: str, src: tuple[int, ...], dst: tuple[int, ...]) -> N
 
 
 def require_array(op: str, arg: str, x: Any) -> None:
+    if type(x) is NdArray or isinstance(x, GraphValue):  # the usual case, first
+        return
     if not hasattr(x, "shape") or dtypes.is_scalar(x):
         raise TypeError(f"{op}: argument '{arg}' must be an NdArray or Variable, "
                         f"got {type(x).__name__}")

@@ -30,7 +30,7 @@ def matmul_shape(op: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int
     if a2[-1] != b2[-2]:
         raise ShapeError(f"{op}: inner dimensions differ: 'a' {sa} and 'b' {sb}")
     try:
-        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+        batch = a2[:-2] if a2[:-2] == b2[:-2] else np.broadcast_shapes(a2[:-2], b2[:-2])
     except ValueError:
         raise ShapeError(f"{op}: batch dimensions of 'a' {sa} and 'b' {sb} do not "
                          "broadcast") from None
