@@ -63,20 +63,23 @@ class Kernel:
         inferred metas, or are adopted by the NdArrays of ``into`` (``None`` entries make
         new ones); one output is returned bare, several as a tuple. An allocation that
         fails raises ``OutOfMemoryError`` naming the op."""
-        try:
-            return self._run(inputs, attrs, metas, into)
-        except OutOfMemoryError as e:
-            raise naming(self.op, e) from e
-
-    def _run(self, inputs: Sequence, attrs: dict, metas: tuple, into: Any) -> Any:
         if self.composite:
             return self.fn(*inputs, **attrs)
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         dev = self.device
-        out = self.fn(*[x.native(dev) if type(x) is NdArray else x for x in inputs], **attrs)
+        try:
+            out = self.fn(*[x.native(dev) if type(x) is NdArray else x for x in inputs],
+                          **attrs)
+        except OutOfMemoryError as e:
+            raise naming(self.op, e) from e
         if len(metas) == 1:
-            return self.emit(out, metas[0], into[0] if into else None)
+            if DEBUG:
+                self.check(out, metas[0])
+            if not into or into[0] is None:
+                return _wrap(out, dev, metas[0])
+            into[0].adopt(dev, out)
+            return into[0]
         return tuple([self.emit(o, m, into[i] if into else None)
                       for i, (o, m) in enumerate(zip(out, metas))])
 
