@@ -151,6 +151,48 @@ def randn(shape: Any, mu: float = 0.0, sigma: float = 1.0, seed: int | None = No
     return _random.randn(shape=shape, mu=mu, sigma=sigma, seed=seed, dtype=dtype)
 
 
+def _takes_name(fn: Any) -> Any:
+    """``fn`` taking ``name=`` too: its output node gets the name, its inner nodes the
+    scope ``name/`` (``nnarray.grad.naming``); Ops take ``name=`` in ``Op.__call__``."""
+    import functools
+
+    fname = fn.__name__
+    if fname in _COMPOSITES:  # several ops: the output node is named after the function
+        @functools.wraps(fn)
+        def named(*args: Any, name: Any = None, **kwargs: Any) -> Any:
+            from .grad.naming import call_named, composite_result
+            if name is None:
+                return composite_result(fn(*args, **kwargs), fname, args)
+            return call_named(fn, args, kwargs, name)
+        return named
+
+    @functools.wraps(fn)
+    def named(*args: Any, name: Any = None, **kwargs: Any) -> Any:
+        if name is None:
+            return fn(*args, **kwargs)
+        from .grad.naming import call_named
+        return call_named(fn, args, kwargs, name)
+    return named
+
+
+_COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squared_error",
+                         "batch_normalization", "softmax", "log_softmax", "dropout",
+                         "max_pooling", "average_pooling", "mean", "square"))
+
+
+def _wrap_all() -> None:
+    from .ops.op import Op
+    g = globals()
+    for n, v in list(g.items()):
+        if n.startswith("_") or not callable(v) or isinstance(v, (Op, type)) or \
+                n in ("Any", "seed", "inplace", "assign"):
+            continue
+        if getattr(v, "__module__", "").startswith("nnarray"):
+            g[n] = _takes_name(v)
+
+
+_wrap_all()
+
 __all__ = sorted(n for n, v in globals().items()
                  if not n.startswith("_") and callable(v) and n not in ("Any",))
 

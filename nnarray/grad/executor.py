@@ -70,10 +70,24 @@ class Plan:
 
 def topological(root: Variable) -> list:
     """The nodes behind ``root`` in an order where producers precede consumers."""
-    start = root._parent
-    if start is None:
-        return []
-    order, seen, stack = [], set(), [(start, False)]
+    return topological_many((root,))
+
+
+def topological_many(roots: Any) -> list:
+    """The nodes behind every root: producers precede consumers, and inputs are visited
+    in order (so leaves appear in first-use order)."""
+    order: list = []
+    seen: set = set()
+    for root in roots:
+        start = root._parent
+        if start is None or id(start) in seen:
+            continue
+        _visit(start, order, seen)
+    return order
+
+
+def _visit(start: Any, order: list, seen: set) -> None:
+    stack = [(start, False)]
     while stack:
         n, done = stack.pop()
         if done:
@@ -87,7 +101,6 @@ def topological(root: Variable) -> list:
             p = a._parent if isinstance(a, Variable) else None
             if p is not None and id(p) not in seen:
                 stack.append((p, False))
-    return order
 
 
 def _forward_release(order: list, root: Variable) -> list:
@@ -147,15 +160,19 @@ def _compile(prog: Any, ctx: Any) -> tuple:
     return ctx, steps, fused
 
 
-def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool) -> None:
+def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
+           more_seeds: Any = ()) -> None:
     """Run a traced program on the graph whose forward order is ``nodes``: check and bind
-    its saved data, run the steps, deliver the gradients."""
+    its saved data, run the steps, deliver the gradients (``more_seeds``: the output
+    gradients of a program traced from several roots, after the first)."""
     for k in prog.checks:
         nodes[k].check()
     for v, k, i in prog.binds:
         n = nodes[k]
         v._data = n.saved_inputs[i] if i >= 0 else n.saved_outputs[-1 - i]
     prog.seed._data = seed
+    for sv, g in zip(prog.more_seeds, more_seeds):
+        sv._data = g
     skip = _skipped(prog) if prog.inv_steps else ()
     compiled = prog.compiled
     if compiled is None or compiled[0] is not ctx:
@@ -191,3 +208,5 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool) 
     for v, _, _ in prog.binds:
         v._data = None
     prog.seed._data = None
+    for sv in prog.more_seeds:
+        sv._data = None

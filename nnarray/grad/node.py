@@ -43,7 +43,7 @@ class Node:
 
     __slots__ = ("function", "inputs", "attrs", "out_metas", "outputs", "rank",
                  "saved_inputs", "saved_outputs", "versions", "dynamic", "_kernel",
-                 "_in_meta", "__weakref__")
+                 "_in_meta", "_label", "__weakref__")
 
     #: A traced backward through this node may replay on another graph of its signature.
     relocatable = True
@@ -62,11 +62,26 @@ class Node:
         self.dynamic = False  # recorded under auto_forward (its data is already computed)
         self._kernel: Any = None  # (context, Kernel) last resolved
         self._in_meta: Any = None
+        self._label: Any = None
 
     @property
     def name(self) -> str:
         """The function's name (the op's, or the PythonFunction's)."""
         return self.function.name
+
+    @property
+    def label(self) -> str:
+        """The node's own name (``add0``, ``layer1/affine2``, or an explicit ``name=``;
+        see ``naming.py``); a define-by-run node is named on first request."""
+        lb = self._label
+        if lb is None:
+            from .naming import auto_name
+            lb = self._label = auto_name(self.function.name.lower())
+        return lb
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self._label = value
 
     @property
     def differentiable(self) -> bool:

@@ -66,6 +66,8 @@ class PythonFunction:
                 return outs[0] if len(outs) == 1 else tuple(outs)
         rank = 1 + max([v._parent.rank for v in vin if v._parent is not None], default=0)
         node = PyNode(self, tuple(vin), rank)
+        if m == modes.STATIC:
+            _ = node.label  # named when recorded, like a built-in op's node
         node.out_metas = tuple((o.shape, o.dtype) for o in outs)
         for o in outs:
             o._parent = node

@@ -20,6 +20,7 @@ from ..ndarray import NdArray
 from ..ops.op import execute
 from ..registry import cache as _kernel_cache
 from . import modes
+from .naming import auto_name
 from .node import Node
 from .variable import Variable, _make
 
@@ -50,6 +51,7 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
                 x = NdArray.from_numpy_array(x)
             args.append(x)
         node = Node(op, tuple(args), attrs, metas, rank)
+        node._label = auto_name(op.name)
         need = need and op.differentiable
         outs = [_make(s, d, None, None, need, node) for s, d in metas]
         node.outputs = tuple([_wref(v) for v in outs])

@@ -145,7 +145,10 @@ class BinaryOp(Op):
         super().__init__(name, infer, differentiable)
         self._pcache: dict = {}
 
-    def __call__(self, a, b):  # type: ignore[override]
+    def __call__(self, a, b, name=None):  # type: ignore[override]
+        if name is not None:  # a graph node's name (see Op.__call__)
+            from ..grad.naming import name_result
+            return name_result(self(a, b), name, (a, b))
         if type(a) is NdArray:
             tb = type(b)
             if tb is NdArray:

@@ -1,0 +1,96 @@
+"""Names of graph nodes: ``"<op><k>"`` auto-names, explicit ``name=``, ``name_scope``.
+
+Every node has a name. Nodes recorded in static mode are named when they are recorded:
+``<scope><op><k>`` where ``<scope>`` is the active ``name_scope`` prefixes joined by
+``/`` (``"layer1/"``, ``"a/b/"``) and ``k`` counts the nodes of that op already named
+under that same scope in this process (MXNet's ``NameManager``): the first ``add`` is
+``add0``, the next ``add1``; inside ``name_scope("layer1")`` the first ``affine`` is
+``layer1/affine0``. Nodes recorded under ``auto_forward`` are named on first request (the
+counters are not touched on the define-by-run hot path). ``reset_names()`` starts every
+counter again from 0 (a fresh name manager). A function called with ``name="fc1"``
+gives its output node that name (in the active scope) and the nodes it makes inside a
+scope of that name (``fc1/matmul0``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+scope: contextvars.ContextVar[str] = contextvars.ContextVar("nnarray_name_scope", default="")
+_counters: dict[tuple[str, str], int] = {}
+_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def name_scope(prefix: str) -> Iterator[str]:
+    """Prefix the auto-names of nodes made inside with ``prefix/`` (scopes nest)."""
+    if not isinstance(prefix, str) or not prefix or "/" in prefix:
+        raise ValueError(f"name_scope: the prefix must be a non-empty string without '/', "
+                         f"got {prefix!r}")
+    full = scope.get() + prefix + "/"
+    tok = scope.set(full)
+    try:
+        yield full
+    finally:
+        scope.reset(tok)
+
+
+def auto_name(op: str, prefix: str | None = None) -> str:
+    """The next name ``<prefix><op><k>`` (``prefix``: the active scope)."""
+    sc = scope.get() if prefix is None else prefix
+    key = (sc, op)
+    with _lock:
+        k = _counters.get(key, 0)
+        _counters[key] = k + 1
+    return f"{sc}{op}{k}"
+
+
+def reset_names() -> None:
+    """Start every auto-name counter again from 0."""
+    with _lock:
+        _counters.clear()
+
+
+def scoped(name: str) -> str:
+    """An explicit ``name`` in the active scope."""
+    return scope.get() + name
+
+
+def name_result(out: Any, name: str, inputs: tuple = ()) -> Any:
+    """Give the node that produced ``out`` (a Variable or a tuple of them) the explicit
+    ``name`` in the active scope; values that are inputs or leaves keep their names."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    first = out[0] if isinstance(out, tuple) and out else out
+    node = getattr(first, "_parent", None)
+    if node is None or any(first is x for x in inputs):
+        return out
+    node.label = scoped(name)
+    return out
+
+
+def call_named(fn: Any, args: tuple, kwargs: dict, name: str) -> Any:
+    """``fn(*args, **kwargs)`` with its inner nodes in ``name_scope(name)`` and its output
+    node named ``name`` (how every ``F`` function takes ``name=``)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    tok = scope.set(scope.get() + name + "/")
+    try:
+        out = fn(*args, **kwargs)
+    finally:
+        scope.reset(tok)
+    return name_result(out, name, args)
+
+
+def composite_result(out: Any, fname: str, inputs: tuple) -> Any:
+    """A function made of several ops names its static output node after itself
+    (``affine0``, not the ``add`` it ends with)."""
+    node = getattr(out, "_parent", None)
+    if node is not None and not node.dynamic and node.function.name != fname and \
+            not any(out is x for x in inputs):
+        node.label = auto_name(fname)
+    return out
