@@ -16,9 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..backends import host_device
 from ..errors import GraphError
 from ..ndarray import NdArray
 from ..registry import lookup
+from .modes import SAVED
 from .variable import Variable
 
 
@@ -118,6 +122,7 @@ class Node:
                 d = ins[i] = datas[i]
                 if type(d) is NdArray:
                     vers.append((i, d, d.version))
+                    d._snap = SAVED
             self.saved_inputs = ins
         else:
             self.saved_inputs = ()
@@ -126,6 +131,7 @@ class Node:
             for j in ro:
                 d = o[j] = outs[j]
                 vers.append((-1 - j, d, d.version))
+                d._snap = SAVED
             self.saved_outputs = o
         else:
             self.saved_outputs = ()
@@ -138,6 +144,11 @@ class Node:
             raise GraphError(f"{self.name}: backward before forward (call forward() on the "
                              "graph's output first), or after clear_buffer freed its data")
         for i, d, v in vs:
+            s = d._snap
+            if s is not None and s is not SAVED and d.version == v and s[0] == v and \
+                    not np.array_equal(s[1], d.native(host_device(), "r", explicit=True)):
+                d.version += 1  # written through a host view handed out by Variable.d
+                d._snap = None
             if d.version != v:
                 what = f"input {i}" if i >= 0 else f"output {-1 - i}"
                 raise GraphError(

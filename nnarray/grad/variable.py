@@ -14,6 +14,7 @@ from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
 from . import modes
+from .modes import SAVED
 
 _new = object.__new__
 
@@ -113,11 +114,16 @@ class Variable(GraphValue, ArrayOperators):
     def d(self) -> np.ndarray:
         """The values as a writable host numpy array. Reading does not count as an
         in-place write for the graph's check (like ``torch.Tensor.numpy()``); writes
-        through ``.d = v``, ``.data`` or in-place ops do."""
+        through ``.d = v``, ``.data`` or in-place ops do, and so does a write through
+        this view while the data is saved for a backward pass (a snapshot taken here
+        is compared when the backward pass checks its saved data)."""
         nd = self.data
         v = nd.version
         a = nd.native(backends.host_device(), "rw", explicit=True)
         nd.version = v
+        s = nd._snap
+        if s is not None and (s is SAVED or s[0] != v):
+            nd._snap = (v, a.copy())
         return a
 
     @d.setter
