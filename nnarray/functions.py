@@ -162,8 +162,9 @@ def _takes_name(fn: Any) -> Any:
         def named(*args: Any, name: Any = None, **kwargs: Any) -> Any:
             from .grad.naming import call_named, composite_result
             if name is None:
-                return composite_result(fn(*args, **kwargs), fname, args)
-            return call_named(fn, args, kwargs, name)
+                return composite_result(fn(*args, **kwargs), fname, args, fn, kwargs)
+            return composite_result(call_named(fn, args, kwargs, name), fname, args, fn,
+                                    kwargs, rename=False)
         return named
 
     @functools.wraps(fn)

@@ -288,13 +288,16 @@ def _rebuild(order: list, subst: dict) -> dict:
     new = dict(subst)
     if not new:
         return new
+    inner = _macro_members(order)
     tok = modes.mode.set(modes.STATIC)
     ttok = recording.tape.set(None)
     try:
         for n in order:
+            if id(n) in inner:
+                continue  # recorded again by its function's call (below)
             changed = False
             ins = []
-            for a in n.inputs:
+            for a in (n.macro[1] if n.macro is not None else n.inputs):
                 b = new.get(id(a)) if isinstance(a, Variable) else None
                 if b is not None:
                     changed = True
@@ -316,6 +319,27 @@ def _rebuild(order: list, subst: dict) -> dict:
     return new
 
 
+def _macro_members(order: list) -> set:
+    """The nodes inside composite functions' calls (``Node.macro``), by id."""
+    inner: set = set()
+    for n in reversed(order):
+        m = n.macro
+        if m is None or id(n) in inner:
+            continue
+        stop = {id(a) for a in m[1] if isinstance(a, Variable)}
+        stack = list(n.inputs)
+        while stack:
+            a = stack.pop()
+            if not isinstance(a, Variable) or id(a) in stop:
+                continue
+            p = a._parent
+            if p is None or id(p) in inner:
+                continue
+            inner.add(id(p))
+            stack.extend(p.inputs)
+    return inner
+
+
 def _shapes(xs: Iterable) -> str:
     return ", ".join(str(getattr(x, "shape", x)) if isinstance(x, (Variable, NdArray))
                      else repr(x) for x in xs)
@@ -326,7 +350,12 @@ def _reapply(n: Any, ins: tuple, label: str | None = None) -> tuple:
     ``n``'s name, or ``label``)."""
     label = label or n.label
     try:
-        if isinstance(n, PyNode):
+        if n.macro is not None:
+            fn, _, kwargs = n.macro
+            out = fn(*ins, **kwargs)
+            if isinstance(out, Variable) and out._parent is not None:
+                out._parent.macro = (fn, ins, kwargs)
+        elif isinstance(n, PyNode):
             out = n.function(*ins)
         else:
             op = n.function
@@ -447,17 +476,22 @@ class Executor:
         ctx = self.ctx
         if steps is None:
             steps = self._steps[save] = [n.forward_step(ctx, save) for n in self._order]
-        for v, nd in zip(self.graph._args, self.arg_dict.values()):
+        args, outs = self.graph._args, self._outs
+        kept = [v._data for v in args] + [v._data for v in outs]
+        for v, nd in zip(args, self.arg_dict.values()):
             v._data = nd
-        outs = self._outs
         for v, d in zip(outs, self._out_data):
             if v._parent is not None:
                 v._data = d
-        for step, rel in zip(steps, self._release):
-            step()
-            for v in rel:
-                v._data = None
-        self._out_data = res = [v.data for v in outs]
+        try:
+            for step, rel in zip(steps, self._release):
+                step()
+                for v in rel:
+                    v._data = None
+            self._out_data = res = [v.data for v in outs]
+        finally:  # the graph's own Variables keep their data
+            for v, d in zip(args + outs, kept):
+                v._data = d
         self.outputs = res
         self._trained = save
         if self._order:

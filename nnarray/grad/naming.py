@@ -86,11 +86,15 @@ def call_named(fn: Any, args: tuple, kwargs: dict, name: str) -> Any:
     return name_result(out, name, args)
 
 
-def composite_result(out: Any, fname: str, inputs: tuple) -> Any:
+def composite_result(out: Any, fname: str, inputs: tuple, fn: Any = None,
+                     kwargs: Any = None, rename: bool = True) -> Any:
     """A function made of several ops names its static output node after itself
-    (``affine0``, not the ``add`` it ends with)."""
+    (``affine0``, not the ``add`` it ends with) and marks it with the call, so that
+    shape inference on new inputs calls the function again (``Node.macro``)."""
     node = getattr(out, "_parent", None)
-    if node is not None and not node.dynamic and node.function.name != fname and \
-            not any(out is x for x in inputs):
-        node.label = auto_name(fname)
+    if node is not None and not node.dynamic and not any(out is x for x in inputs):
+        if rename and node.function.name != fname:
+            node.label = auto_name(fname)
+        if fn is not None:
+            node.macro = (fn, inputs, kwargs or {})
     return out

@@ -47,7 +47,7 @@ class Node:
 
     __slots__ = ("function", "inputs", "attrs", "out_metas", "outputs", "rank",
                  "saved_inputs", "saved_outputs", "versions", "dynamic", "_kernel",
-                 "_in_meta", "_label", "__weakref__")
+                 "_in_meta", "_label", "macro", "__weakref__")
 
     #: A traced backward through this node may replay on another graph of its signature.
     relocatable = True
@@ -67,6 +67,9 @@ class Node:
         self._kernel: Any = None  # (context, Kernel) last resolved
         self._in_meta: Any = None
         self._label: Any = None
+        #: ``(function, args, kwargs)`` when this node is the output of a function made of
+        #: several ops (``F.conv2d``): re-inference calls the function again.
+        self.macro: Any = None
 
     @property
     def name(self) -> str:
