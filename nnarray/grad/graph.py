@@ -457,6 +457,7 @@ class Executor:
         self._program: Any = None
         self._out_data: list = [None] * len(self._outs)
         self._trained = False
+        self._seeds: Any = None
         self.outputs: list[NdArray] = []
 
     # -- forward ----------------------------------------------------------------------------
@@ -517,7 +518,8 @@ class Executor:
         if len(out_grads) != len(outs):
             raise GraphError(f"Executor.backward: {len(out_grads)} out_grads for "
                              f"{len(outs)} outputs")
-        seeds = [_seed(v, g) for v, g in zip(outs, out_grads)]
+        seeds = self._seeds = [_seed(v, g, old) for v, g, old in
+                               zip(outs, out_grads, self._seeds or [None] * len(outs))]
         prog = self._program
         if prog is None:
             prog = self._program = trace(outs[0], self._backward_order(), self._order,
@@ -564,10 +566,12 @@ class Executor:
         return f"<Executor on {self.ctx} of {self.graph!r}>"
 
 
-def _seed(v: Variable, g: Any) -> NdArray:
+def _seed(v: Variable, g: Any, last: Any) -> NdArray:
     if isinstance(g, NdArray):
         nd = g
-    elif dtypes.is_scalar(g):
+    elif dtypes.is_scalar(g):  # the last seed is reused while it holds this value
+        if last is not None and last.holds_fill(g):
+            return last
         return full(v.shape, g, v.dtype)
     else:
         nd = NdArray.from_numpy_array(np.asarray(g, dtype=v.dtype))
