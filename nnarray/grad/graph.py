@@ -364,7 +364,8 @@ def _reapply(n: Any, ins: tuple, label: str | None = None) -> tuple:
                 attrs["shape"] = _reshape_target(n, ins[0], attrs["shape"])
             out = recording.record(op, ins, attrs, op.infer(ins, attrs))
     except (ShapeError, DTypeError, ValueError) as e:
-        raise type(e)(f"node '{label}' ({n.name}) with inputs of shapes {_shapes(ins)}: "
+        what = n.macro[0].__name__ if n.macro is not None else n.name
+        raise type(e)(f"node '{label}' ({what}) with inputs of shapes {_shapes(ins)}: "
                       f"{e}") from None
     outs = out if isinstance(out, tuple) else (out,)
     outs[0]._parent.label = label
