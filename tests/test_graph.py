@@ -399,3 +399,19 @@ def test_write_through_d_to_saved_data_raises(backend) -> None:
         x.d[...] = v
         z.forward()
         z.backward()
+
+
+def test_reset_shape_of_an_input_raises_instead_of_old_shapes() -> None:
+    x = Variable((2, 3))
+    y = F.sum(F.tanh(x) * 2, axis=1)
+    y.forward()
+    x.reset_shape((4, 3))
+    with pytest.raises(GraphError, match="changed shape"):
+        y.forward()
+    x2 = Variable((2, 3))
+    y2 = F.sum(F.tanh(x2), axis=1)
+    x2.reset_shape((4, 3))
+    with pytest.raises(GraphError, match="tanh"):
+        y2.forward()
+    g = Graph(F.sum(F.tanh(Variable((2, 3), name="x")), axis=1))
+    assert g.bind("numpy", {"x": _nd(np.ones((4, 3), np.float32))}).forward()[0].shape == (4,)

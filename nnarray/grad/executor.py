@@ -17,6 +17,7 @@ from typing import Any
 from .. import context as _context
 from .. import dtypes
 from ..context import _current
+from ..errors import GraphError
 from ..ndarray import NdArray
 from .codegen import generate
 from .variable import Variable
@@ -34,7 +35,7 @@ def invalidate_plans() -> None:
 class Plan:
     """Everything about one output's graph that does not change between iterations."""
 
-    __slots__ = ("generation", "order", "release", "bwd", "program", "steps")
+    __slots__ = ("generation", "order", "release", "bwd", "program", "steps", "leaves")
 
     def __init__(self, root: Variable) -> None:
         self.generation = _generation
@@ -43,6 +44,7 @@ class Plan:
         self.bwd: Any = None
         self.program: Any = None
         self.steps: Any = None
+        self.leaves: Any = None  # [(leaf, shape)] checked before each static forward
 
     def backward_order(self) -> list:
         """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
@@ -116,6 +118,30 @@ def _forward_release(order: list, root: Variable) -> list:
     return rel
 
 
+def _checked_leaves(order: list) -> list:
+    """The leaves with their shapes, after checking every node's inference still gives the
+    shapes it was built with (an input's ``reset_shape`` since then raises, naming it)."""
+    from ..errors import DTypeError, ShapeError
+    leaves: dict[int, tuple] = {}
+    for n in order:
+        for a in n.inputs:
+            if isinstance(a, Variable) and a._parent is None:
+                leaves[id(a)] = (a, a.shape)
+        if n.macro is not None or not hasattr(n.function, "infer"):
+            continue
+        try:
+            metas = n.function.infer(n.inputs, dict(n.attrs))
+        except (ShapeError, DTypeError, ValueError) as e:
+            metas = e
+        if metas != n.out_metas:
+            shapes = ", ".join(str(getattr(a, "shape", a)) for a in n.inputs)
+            raise GraphError(f"forward: node '{n.label}' ({n.name}) was built for other input "
+                             f"shapes than its inputs' now ({shapes}; reset_shape?): build "
+                             "the graph again, or bind the new shapes with "
+                             f"grad.Graph(...).bind ({metas})")
+    return list(leaves.values())
+
+
 def plan_of(root: Variable) -> Plan:
     p = root._plan
     if p is None or p.generation != _generation:
@@ -126,6 +152,14 @@ def plan_of(root: Variable) -> Plan:
 def forward(root: Variable, clear_buffer: bool = False) -> None:
     """Run the graph behind ``root`` (kernels resolved once per node and context)."""
     plan = plan_of(root)
+    leaves = plan.leaves
+    if leaves is None:
+        leaves = plan.leaves = _checked_leaves(plan.order)
+    for v, shape in leaves:
+        if v.shape != shape:
+            raise GraphError(f"forward: an input of the graph changed shape from {shape} to "
+                             f"{v.shape} (reset_shape) after the graph was built; build the "
+                             "graph again, or bind the new shape with grad.Graph(...).bind")
     ctx = _current.get(_context._default)
     steps = plan.steps
     if steps is None or steps[0] is not ctx:
