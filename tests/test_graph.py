@@ -415,3 +415,37 @@ def test_reset_shape_of_an_input_raises_instead_of_old_shapes() -> None:
         y2.forward()
     g = Graph(F.sum(F.tanh(Variable((2, 3), name="x")), axis=1))
     assert g.bind("numpy", {"x": _nd(np.ones((4, 3), np.float32))}).forward()[0].shape == (4,)
+
+
+class Halves(PythonFunction):
+    def min_outputs(self):
+        return 2
+
+    def setup_impl(self, inputs, outputs):
+        n = inputs[0].shape[0] // 2
+        outputs[0].reset_shape((n,), True)
+        outputs[1].reset_shape((inputs[0].shape[0] - n,), True)
+
+    def forward_impl(self, inputs, outputs):
+        n = outputs[0].shape[0]
+        outputs[0].d = inputs[0].d[:n]
+        outputs[1].d = inputs[0].d[n:]
+
+    def backward_impl(self, inputs, outputs, propagate_down, accum):
+        g = np.concatenate([outputs[0].g, outputs[1].g])
+        inputs[0].g = inputs[0].g + g if accum[0] else g
+
+
+def test_outputs_of_a_node_with_several_are_numbered(backend) -> None:
+    grad.reset_names()
+    x = Variable((4,), name="x")
+    lo, hi = Halves()(x)
+    assert (lo.name, hi.name) == ("halves0_output0", "halves0_output1")
+    g = Graph([lo, F.sum(hi * 3.0)])
+    assert g.outputs() == ["halves0_output0", "sum0"]
+    ex = g.bind(backend, {"x": _nd(np.arange(4, dtype=np.float32))})
+    lo_v, s = ex.forward()
+    np.testing.assert_allclose(lo_v.numpy(), [0.0, 1.0])
+    np.testing.assert_allclose(s.numpy(), 15.0)
+    ex.backward([np.ones(2, np.float32), 1.0])
+    np.testing.assert_allclose(ex.grad_dict["x"].numpy(), [1.0, 1.0, 3.0, 3.0])

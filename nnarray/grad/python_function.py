@@ -15,6 +15,7 @@ from typing import Any
 from .. import dtypes
 from ..ndarray import NdArray
 from . import modes
+from .modes import SAVED
 from .node import Node
 from .variable import Variable, _make
 
@@ -128,6 +129,8 @@ class PyNode(Node):
         self.saved_outputs = [o.data for o in outs]
         self.versions = [(i, d, d.version) for i, d in enumerate(self.saved_inputs)] + \
                         [(-1 - j, d, d.version) for j, d in enumerate(self.saved_outputs)]
+        for d in self.saved_inputs + self.saved_outputs:
+            d._snap = SAVED  # a write through Variable.d is detected (node.py)
 
     def forward_step(self, ctx: Any, save: bool) -> Any:
         return self.run
