@@ -176,9 +176,13 @@ def _takes_name(fn: Any) -> Any:
     return named
 
 
+#: Functions whose recorded nodes depend on their input shapes beyond each op's own
+#: inference (several ops, or attributes computed from the shapes): graph re-inference
+#: calls them again (``Node.macro``).
 _COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squared_error",
                          "batch_normalization", "softmax", "log_softmax", "dropout",
-                         "max_pooling", "average_pooling", "mean", "square"))
+                         "max_pooling", "average_pooling", "mean", "square", "getitem",
+                         "slice", "stack", "split", "im2col", "col2im"))
 
 
 def _wrap_all() -> None:

@@ -289,6 +289,7 @@ def _rebuild(order: list, subst: dict) -> dict:
     if not new:
         return new
     inner = _macro_members(order)
+    calls: dict = {}  # a split's call, made again once for all its outputs
     tok = modes.mode.set(modes.STATIC)
     ttok = recording.tape.set(None)
     try:
@@ -298,6 +299,13 @@ def _rebuild(order: list, subst: dict) -> dict:
             changed = False
             ins = []
             for a in (n.macro[1] if n.macro is not None else n.inputs):
+                if isinstance(a, (list, tuple)):  # concatenate([...]), stack([...])
+                    b = type(a)(new.get(id(e), e) if isinstance(e, Variable) else e
+                                for e in a)
+                    if any(x is not y for x, y in zip(a, b)):
+                        changed = True
+                        ins.append(b)
+                        continue
                 b = new.get(id(a)) if isinstance(a, Variable) else None
                 if b is not None:
                     changed = True
@@ -306,7 +314,7 @@ def _rebuild(order: list, subst: dict) -> dict:
                     ins.append(a)
             if not changed:
                 continue
-            outs = _reapply(n, tuple(ins))
+            outs = _reapply(n, tuple(ins), calls=calls)
             for r, o in zip(n.outputs, outs):
                 old = r()
                 if old is not None:
@@ -326,7 +334,11 @@ def _macro_members(order: list) -> set:
         m = n.macro
         if m is None or id(n) in inner:
             continue
-        stop = {id(a) for a in m[1] if isinstance(a, Variable)}
+        stop = set()
+        for a in m[1]:
+            for e in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(e, Variable):
+                    stop.add(id(e))
         stack = list(n.inputs)
         while stack:
             a = stack.pop()
@@ -345,16 +357,25 @@ def _shapes(xs: Iterable) -> str:
                      else repr(x) for x in xs)
 
 
-def _reapply(n: Any, ins: tuple, label: str | None = None) -> tuple:
+def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None) -> tuple:
     """Node ``n``'s function recorded on ``ins``: its output Variables (the node keeps
     ``n``'s name, or ``label``)."""
     label = label or n.label
     try:
         if n.macro is not None:
-            fn, _, kwargs = n.macro
-            out = fn(*ins, **kwargs)
-            if isinstance(out, Variable) and out._parent is not None:
-                out._parent.macro = (fn, ins, kwargs)
+            fn, _, kwargs, j = n.macro
+            key = (fn, tuple(id(a) for a in ins), j is None)
+            out = calls.get(key) if calls is not None and j is not None else None
+            if out is None:
+                out = fn(*ins, **kwargs)
+                if j is not None and calls is not None:
+                    calls[key] = out
+            if j is not None:
+                for q, o in enumerate(out):
+                    o._parent.macro = (fn, ins, kwargs, q)
+                out = out[j]
+            elif isinstance(out, Variable) and out._parent is not None:
+                out._parent.macro = (fn, ins, kwargs, None)
         elif isinstance(n, PyNode):
             out = n.function(*ins)
         else:
@@ -374,19 +395,24 @@ def _reapply(n: Any, ins: tuple, label: str | None = None) -> tuple:
 
 def _reshape_target(n: Any, x: Any, shape: tuple) -> tuple:
     """A reshape's target for a new input shape: a leading (batch) axis that followed the
-    input's follows it again (``x.reshape(N, -1)`` recorded with ``N`` concrete)."""
+    input's follows it again, and a flattening last axis takes the rest
+    (``x.reshape(N, -1)`` recorded with ``N`` and the flattened size concrete)."""
     old = n.in_meta[0][0]
     new = getattr(x, "shape", old)
     if new == old or not shape or not old or not new or shape[0] != old[0]:
         return shape
-    rest = 1
-    for s in shape[1:]:
-        rest *= s
     size = 1
     for s in new:
         size *= s
-    if rest and new[0] * rest == size:
+    mid = 1
+    for s in shape[1:-1]:
+        mid *= s
+    if len(shape) > 1 and mid * shape[-1] * new[0] == size:
         return (new[0],) + tuple(shape[1:])
+    if len(shape) > 1 and new[0] * mid and size % (new[0] * mid) == 0:
+        return (new[0],) + tuple(shape[1:-1]) + (size // (new[0] * mid),)
+    if len(shape) == 1:
+        return (size,)
     return shape
 
 

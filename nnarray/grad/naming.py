@@ -91,10 +91,17 @@ def composite_result(out: Any, fname: str, inputs: tuple, fn: Any = None,
     """A function made of several ops names its static output node after itself
     (``affine0``, not the ``add`` it ends with) and marks it with the call, so that
     shape inference on new inputs calls the function again (``Node.macro``)."""
+    if isinstance(out, (tuple, list)):  # split: each output's node re-runs the call
+        for j, o in enumerate(out):
+            node = getattr(o, "_parent", None)
+            if node is not None and not node.dynamic and fn is not None and \
+                    not any(o is x for x in inputs):
+                node.macro = (fn, inputs, kwargs or {}, j)
+        return out
     node = getattr(out, "_parent", None)
     if node is not None and not node.dynamic and not any(out is x for x in inputs):
         if rename and node.function.name != fname:
             node.label = auto_name(fname)
         if fn is not None:
-            node.macro = (fn, inputs, kwargs or {})
+            node.macro = (fn, inputs, kwargs or {}, None)
     return out
