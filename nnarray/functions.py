@@ -19,6 +19,7 @@ from .ops import random as _random
 from .ops import reduction as _red
 from .ops import shape as _shape
 from .ops import softmax as _softmax
+from .ops.op import GraphValue as _GraphValue
 
 # Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
 # sin, ...). Ops are called directly: the hot path has no wrapper.
@@ -160,9 +161,14 @@ def _takes_name(fn: Any) -> Any:
     if fname in _COMPOSITES:  # several ops: the output node is named after the function
         @functools.wraps(fn)
         def named(*args: Any, name: Any = None, **kwargs: Any) -> Any:
-            from .grad.naming import call_named, composite_result
             if name is None:
-                return composite_result(fn(*args, **kwargs), fname, args, fn, kwargs)
+                out = fn(*args, **kwargs)
+                first = out[0] if type(out) is list and out else out
+                if not isinstance(first, _GraphValue):
+                    return out  # NdArrays: no graph, nothing to mark
+                from .grad.naming import composite_result
+                return composite_result(out, fname, args, fn, kwargs)
+            from .grad.naming import call_named, composite_result
             return composite_result(call_named(fn, args, kwargs, name), fname, args, fn,
                                     kwargs, rename=False)
         return named

@@ -494,3 +494,13 @@ def test_many_ops_round_trip_and_reinfer(backend) -> None:
     b = args(3, 8)
     for p, q in zip(small.eval(backend, **b), big.eval(backend, **b)):
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5)
+
+
+def test_define_by_run_graphs_are_named_in_execution_order(backend) -> None:
+    grad.reset_names()
+    x = Variable.from_numpy_array(np.ones((2, 3), np.float32), need_grad=True, name="x")
+    with grad.auto_forward():
+        y = F.sum(F.tanh(x + 1.0) + x)
+    g = Graph(y)
+    assert g.nodes() == ["add0", "tanh0", "add1", "sum0"] and g.arguments() == ["x"]
+    np.testing.assert_allclose(g.eval(backend)[0].numpy(), y.d, rtol=1e-6)

@@ -89,6 +89,9 @@ class Graph:
             named[id(v)] = n
         self._outputs = outs
         self._order = topological_many(outs)
+        for n in self._order:  # define-by-run nodes get their names in execution order
+            if n._label is None:
+                _ = n.label
         args: list[Variable] = []
         seen: set = set()
         for n in self._order:
