@@ -504,3 +504,34 @@ def test_define_by_run_graphs_are_named_in_execution_order(backend) -> None:
     g = Graph(y)
     assert g.nodes() == ["add0", "tanh0", "add1", "sum0"] and g.arguments() == ["x"]
     np.testing.assert_allclose(g.eval(backend)[0].numpy(), y.d, rtol=1e-6)
+
+
+class DropBN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.bn = nn.BatchNorm(3)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(F.relu(self.bn(self.fc(x))))
+
+
+def test_forward_is_train_false_runs_dropout_and_batchnorm_in_inference(backend) -> None:
+    m = DropBN()
+    m.train()
+    x = Variable((6, 4), name="data")
+    g = Graph(m(x), params=m.parameters())
+    xs = _rand(6, 4, seed=3)
+    ex = g.bind(backend, {"data": _nd(xs)})
+    ex.forward(is_train=True)
+    assert (ex.outputs[0].numpy() == 0).mean() > 0.3  # dropout active
+    rm = m.bn.running_mean.numpy().copy()
+    (out,) = ex.forward(is_train=False)
+    m.eval()
+    with grad.auto_forward():
+        want = m(Variable.from_numpy_array(xs)).d
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(m.bn.running_mean.numpy(), rm)  # not updated in inference
+    np.testing.assert_allclose(g.eval(backend, data=_nd(xs))[0].numpy(), want, rtol=1e-5,
+                               atol=1e-6)

@@ -213,10 +213,10 @@ class Graph:
                 names.setdefault(n, v)
         return self._with(subst, {n: v for n, v in names.items()})
 
-    def _with(self, subst: dict, params: dict | None = None) -> Graph:
-        """A Graph over the nodes rebuilt on ``subst`` (``{id(old leaf): new value}``),
-        its arguments named as here."""
-        new = _rebuild(self._order, subst)
+    def _with(self, subst: dict, params: dict | None = None, inference: bool = False) -> Graph:
+        """A Graph over the nodes rebuilt on ``subst`` (``{id(old leaf): new value}``; in
+        inference mode with ``inference``), its arguments named as here."""
+        new = _rebuild(self._order, subst, inference)
         outs = [new.get(id(o), o) for o in self._outputs]
         if params is None:
             params = {}
@@ -285,11 +285,13 @@ class Graph:
 
 
 # -- rebuilding nodes on new inputs -------------------------------------------------------
-def _rebuild(order: list, subst: dict) -> dict:
+def _rebuild(order: list, subst: dict, inference: bool = False) -> dict:
     """Record the nodes of ``order`` that depend on a substituted value again, on the new
-    values (static mode): ``{id(old variable): new variable}``."""
+    values (static mode): ``{id(old variable): new variable}``. ``inference``: nodes that
+    train (dropout, batch normalization in training mode) are recorded again in
+    inference mode too."""
     new = dict(subst)
-    if not new:
+    if not new and not inference:
         return new
     inner = _macro_members(order)
     calls: dict = {}  # a split's call, made again once for all its outputs
@@ -315,9 +317,10 @@ def _rebuild(order: list, subst: dict) -> dict:
                     ins.append(b)
                 else:
                     ins.append(a)
-            if not changed:
+            force = inference and _trains(n)
+            if not changed and not force:
                 continue
-            outs = _reapply(n, tuple(ins), calls=calls)
+            outs = _reapply(n, tuple(ins), calls=calls, inference=force)
             for r, o in zip(n.outputs, outs):
                 old = r()
                 if old is not None:
@@ -360,12 +363,43 @@ def _shapes(xs: Iterable) -> str:
                      else repr(x) for x in xs)
 
 
-def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None) -> tuple:
-    """Node ``n``'s function recorded on ``ins``: its output Variables (the node keeps
-    ``n``'s name, or ``label``)."""
+_TRAINING = ("dropout", "batch_normalization")
+
+
+def _training_call(fn: Any, args: tuple, kwargs: dict) -> dict | None:
+    """The bound arguments of a dropout / batch_normalization call, when it trains."""
+    if getattr(fn, "__name__", None) not in _TRAINING:
+        return None
+    import inspect
+    try:
+        b = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return None
+    b.apply_defaults()
+    return dict(b.arguments) if b.arguments.get("training") else None
+
+
+def _trains(n: Any) -> bool:
+    m = n.macro
+    if m is not None:
+        return _training_call(m[0], m[1], m[2]) is not None
+    return bool(getattr(n, "attrs", {}).get("training")) and not isinstance(n, PyNode)
+
+
+def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
+             inference: bool = False) -> tuple:
+    """Node ``n``'s function recorded on ``ins`` (``inference``: in inference mode): its
+    output Variables (the node keeps ``n``'s name, or ``label``)."""
     label = label or n.label
     try:
-        if n.macro is not None:
+        if n.macro is not None and inference:
+            fn, _, kwargs, _ = n.macro
+            bound = _training_call(fn, ins, kwargs) or {}
+            bound["training"] = False
+            out = fn(**bound)
+            if out is ins[0]:
+                return (out,)  # dropout in inference is the identity
+        elif n.macro is not None:
             fn, _, kwargs, j = n.macro
             key = (fn, tuple(id(a) for a in ins), j is None)
             out = calls.get(key) if calls is not None and j is not None else None
@@ -384,6 +418,8 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None) ->
         else:
             op = n.function
             attrs = dict(n.attrs)
+            if inference:
+                attrs["training"] = False
             if op.name == "reshape":
                 attrs["shape"] = _reshape_target(n, ins[0], attrs["shape"])
             out = recording.record(op, ins, attrs, op.infer(ins, attrs))
@@ -482,10 +518,8 @@ class Executor:
         self._train = any(r != "null" for r in self.grad_req.values())
         self._outs = graph._outputs
         self._order = graph._order
-        self._release = _release_plan(self._order, self._outs)
-        self._steps: dict[bool, list] = {}
+        self._runs: dict[bool, list] = {}
         self._program: Any = None
-        self._out_data: list = [None] * len(self._outs)
         self._trained = False
         self._seeds: Any = None
         self.outputs: list[NdArray] = []
@@ -503,23 +537,23 @@ class Executor:
             else:
                 nd.data = val
         save = bool(is_train) and self._train
-        steps = self._steps.get(save)
-        ctx = self.ctx
-        if steps is None:
-            steps = self._steps[save] = [n.forward_step(ctx, save) for n in self._order]
-        args, outs = self.graph._args, self._outs
+        run = self._runs.get(save)
+        if run is None:
+            run = self._runs[save] = self._run(bool(is_train), save)
+        order, release, outs, steps, out_data = run
+        args = self.graph._args
         kept = [v._data for v in args] + [v._data for v in outs]
         for v, nd in zip(args, self.arg_dict.values()):
             v._data = nd
-        for v, d in zip(outs, self._out_data):
+        for v, d in zip(outs, out_data):
             if v._parent is not None:
                 v._data = d
         try:
-            for step, rel in zip(steps, self._release):
+            for step, rel in zip(steps, release):
                 step()
                 for v in rel:
                     v._data = None
-            self._out_data = res = [v.data for v in outs]
+            run[4] = res = [v.data for v in outs]
         finally:  # the graph's own Variables keep their data
             for v, d in zip(args + outs, kept):
                 v._data = d
@@ -528,6 +562,17 @@ class Executor:
         if self._order:
             _owner[id(self._order[-1])] = self
         return res
+
+    def _run(self, is_train: bool, save: bool) -> list:
+        """``[order, release plan, outputs, compiled steps, output arrays]`` of a mode:
+        inference runs a twin of the graph whose dropout and batch normalization nodes
+        are in inference mode, when it has any."""
+        order, outs = self._order, self._outs
+        if not is_train and any(_trains(n) for n in order):
+            twin = self.graph._with({}, inference=True)
+            order, outs = twin._order, twin._outputs
+        steps = [n.forward_step(self.ctx, save) for n in order]
+        return [order, _release_plan(order, outs), outs, steps, [None] * len(outs)]
 
     # -- backward -----------------------------------------------------------------------------
     def backward(self, out_grads: Any = None) -> None:
