@@ -50,6 +50,16 @@ def test_auto_names_count_per_op_and_scope() -> None:
     assert (a + b).name == "add0"
 
 
+def test_auto_names_start_again_once_their_nodes_are_freed() -> None:
+    a = Variable((2, 3), name="a")
+    c = a + a
+    first = c.name
+    d = a + a
+    assert d.name != first
+    del c, d
+    assert (a + a).name == "add0"  # every add named so far was freed
+
+
 def test_every_function_takes_name() -> None:
     a = Variable((2, 3), name="a")
     w = Variable((3, 4), name="w")

@@ -2,14 +2,14 @@
 
 Every node has a name. Nodes recorded in static mode are named when they are recorded:
 ``<scope><op><k>`` where ``<scope>`` is the active ``name_scope`` prefixes joined by
-``/`` (``"layer1/"``, ``"a/b/"``) and ``k`` counts the nodes of that op already named
-under that same scope in this process (MXNet's ``NameManager``): the first ``add`` is
-``add0``, the next ``add1``; inside ``name_scope("layer1")`` the first ``affine`` is
-``layer1/affine0``. Nodes recorded under ``auto_forward`` are named on first request (the
-counters are not touched on the define-by-run hot path). ``reset_names()`` starts every
-counter again from 0 (a fresh name manager). A function called with ``name="fc1"``
-gives its output node that name (in the active scope) and the nodes it makes inside a
-scope of that name (``fc1/matmul0``).
+``/`` (``"layer1/"``, ``"a/b/"``) and ``k`` counts the nodes of that op named under that
+scope (MXNet's ``NameManager``), restarting from 0 once every node named from a counter
+was freed: the first ``add`` is ``add0``, the next ``add1``; inside
+``name_scope("layer1")`` the first ``affine`` is ``layer1/affine0``. Nodes recorded under
+``auto_forward`` are named on first request (the counters are not touched on the
+define-by-run hot path). ``reset_names()`` starts every counter again from 0. A function
+called with ``name="fc1"`` gives its output node that name (in the active scope) and the
+nodes it makes inside a scope of that name (``fc1/matmul0``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ from collections.abc import Iterator
 from typing import Any
 
 scope: contextvars.ContextVar[str] = contextvars.ContextVar("nnarray_name_scope", default="")
-_counters: dict[tuple[str, str], int] = {}
-_lock = threading.Lock()
+#: Per (scope, op): ``[next k, nodes named so that are alive]``; when the last such node
+#: is freed the counter starts again from 0, so a graph built after earlier ones were
+#: dropped reads ``add0`` again, while live nodes' names stay distinct.
+_counters: dict[tuple[str, str], list] = {}
+_lock = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -39,20 +42,37 @@ def name_scope(prefix: str) -> Iterator[str]:
         scope.reset(tok)
 
 
-def auto_name(op: str, prefix: str | None = None) -> str:
-    """The next name ``<prefix><op><k>`` (``prefix``: the active scope)."""
+def auto_name(op: str, prefix: str | None = None, node: Any = None) -> str:
+    """The next name ``<prefix><op><k>`` (``prefix``: the active scope); ``node``: the
+    node taking it, counted alive until it is freed (``release``)."""
     sc = scope.get() if prefix is None else prefix
     key = (sc, op)
     with _lock:
-        k = _counters.get(key, 0)
-        _counters[key] = k + 1
+        e = _counters.get(key)
+        if e is None:
+            e = _counters[key] = [0, 0]
+        k = e[0]
+        e[0] = k + 1
+        if node is not None:
+            e[1] += 1
+            node._namekey = e
     return f"{sc}{op}{k}"
+
+
+def release(e: list) -> None:
+    """A node named from counter ``e`` was freed (``Node.__del__``; no lock: it may run
+    inside ``auto_name`` when that allocation collects garbage)."""
+    e[1] -= 1
+    if e[1] <= 0:
+        e[1] = 0
+        e[0] = 0
 
 
 def reset_names() -> None:
     """Start every auto-name counter again from 0."""
     with _lock:
-        _counters.clear()
+        for e in _counters.values():
+            e[0] = 0
 
 
 def scoped(name: str) -> str:
@@ -101,7 +121,10 @@ def composite_result(out: Any, fname: str, inputs: tuple, fn: Any = None,
     node = getattr(out, "_parent", None)
     if node is not None and not node.dynamic and not any(out is x for x in inputs):
         if rename and node.function.name != fname:
-            node.label = auto_name(fname)
+            old = node._namekey
+            node.label = auto_name(fname, None, node)
+            if old is not None:
+                release(old)
         if fn is not None:
             node.macro = (fn, inputs, kwargs or {}, None)
     return out

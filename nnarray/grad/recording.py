@@ -51,7 +51,7 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
                 x = NdArray.from_numpy_array(x)
             args.append(x)
         node = Node(op, tuple(args), attrs, metas, rank)
-        node._label = auto_name(op.name)
+        node._label = auto_name(op.name, None, node)
         need = need and op.differentiable
         outs = [_make(s, d, None, None, need, node) for s, d in metas]
         node.outputs = tuple([_wref(v) for v in outs])
