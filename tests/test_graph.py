@@ -545,3 +545,17 @@ def test_forward_is_train_false_runs_dropout_and_batchnorm_in_inference(backend)
     np.testing.assert_array_equal(m.bn.running_mean.numpy(), rm)  # not updated in inference
     np.testing.assert_allclose(g.eval(backend, data=_nd(xs))[0].numpy(), want, rtol=1e-5,
                                atol=1e-6)
+
+
+def test_bind_takes_a_list_in_argument_order_and_checks_names() -> None:
+    a, b = Variable((2,), name="a"), Variable((2,), name="b")
+    g = Graph(a - b)
+    out = g.bind("numpy", [_nd(np.array([3.0, 4.0], np.float32)),
+                           _nd(np.array([1.0, 1.0], np.float32))]).forward()[0]
+    np.testing.assert_allclose(out.numpy(), [2.0, 3.0])
+    with pytest.raises(GraphError, match="'c'"):
+        g.bind("numpy", {"c": _nd(np.ones(2, np.float32))})
+    with pytest.raises(GraphError, match="grad_req names 'z'"):
+        g.bind("numpy", {}, grad_req={"z": "write"})
+    with pytest.raises(ValueError, match="grad_req"):
+        g.bind("numpy", {}, grad_req="sometimes")

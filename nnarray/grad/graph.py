@@ -229,8 +229,9 @@ class Graph:
              args_grad: dict | None = None) -> Executor:
         """An ``Executor`` running this graph on ``ctx`` with ``args`` (``{name:
         NdArray}``; arguments not given take their Variable's current data).
-        ``grad_req``: ``"write"`` | ``"add"`` | ``"null"`` or ``{name: req}``;
-        ``args_grad``: ``{name: NdArray}`` to receive gradients (default: new arrays)."""
+        ``args`` may also be a list in argument order. ``grad_req``: ``"write"`` |
+        ``"add"`` | ``"null"`` or ``{name: req}`` (missing: ``"null"``); ``args_grad``:
+        ``{name: NdArray}`` (or a list) to receive gradients (default: new arrays)."""
         return Executor(self, ctx, args or {}, grad_req, args_grad or {})
 
     simple_bind = bind
@@ -467,6 +468,17 @@ class Executor:
                  args_grad: dict) -> None:
         self.ctx = as_context(ctx)
         names = graph._names
+        if isinstance(args, (list, tuple)):  # in argument order (MXNet)
+            if len(args) > len(names):
+                raise GraphError(f"bind: {len(args)} arrays for {len(names)} arguments")
+            args = dict(zip(names, args))
+        if isinstance(args_grad, (list, tuple)):
+            args_grad = {n: g for n, g in zip(names, args_grad) if g is not None}
+        if isinstance(grad_req, dict):
+            for k in grad_req:
+                if k not in graph._index:
+                    raise GraphError(f"bind: grad_req names '{k}', not an argument "
+                                     f"(arguments: {', '.join(names)})")
         for k in list(args) + list(args_grad):
             if k not in graph._index:
                 raise GraphError(f"bind: '{k}' is not an argument (arguments: "
