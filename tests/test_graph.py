@@ -390,6 +390,10 @@ def test_static_value_under_auto_forward_is_computed(backend) -> None:
         s2 = F.sum(2 * F.tanh(x) + ys)
     np.testing.assert_allclose(float(s.d), 2 * np.tanh([0.5, 1.0]).sum(), rtol=1e-6)
     np.testing.assert_allclose(float(s2.d), 3 * np.tanh([0.5, 1.0]).sum(), rtol=1e-6)
+    zs = F.tanh(x)
+    with grad.auto_forward():
+        z = Twice(2.0)(zs)  # a PythonFunction on a static value computes it first too
+    np.testing.assert_allclose(z.d, 2 * np.tanh([0.5, 1.0]), rtol=1e-6)
 
 
 def test_write_through_d_to_saved_data_raises(backend) -> None:

@@ -58,6 +58,10 @@ class PythonFunction:
         m = modes.mode.get()
         need = graph and m != modes.NO_GRAD and any(v._need_grad for v in vin)
         if not graph or m != modes.STATIC:
+            for v in vin:  # a static value not computed yet is computed, not read as zeros
+                if v._data is None and v._parent is not None and not v._parent.dynamic:
+                    from .recording import computed
+                    computed(v)
             with modes.no_grad():
                 self.forward_impl(vin, outs)
             if not graph:
