@@ -128,8 +128,11 @@ class Graph:
     list_outputs = outputs
 
     def _out_name(self, k: int, v: Variable) -> str:
-        if v._parent is None:
-            return self._names[self._args.index(v)] if v in self._args else f"output{k}"
+        if v._parent is None:  # a leaf output is an argument (found by identity)
+            for n, a in zip(self._names, self._args):
+                if a is v:
+                    return n
+            return f"output{k}"
         return v.name
 
     def argument_variables(self) -> dict[str, Variable]:
