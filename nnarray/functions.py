@@ -3,6 +3,11 @@
 Every function takes NdArrays (runs now on the current context) or graph values such as
 ``grad.Variable`` (records a node), validates its inputs before any kernel runs, and
 dispatches through the op registry. The semantics live in ``nnarray.ops``.
+
+Every function also takes ``name=`` (the graph node's name, ``nnarray.grad.naming``;
+ignored on NdArrays): ops in ``Op.__call__``, the functions defined here through one
+wrapper (``_takes_name``), which also marks the calls of functions whose nodes depend on
+their input shapes so that graph re-inference calls them again.
 """
 
 from __future__ import annotations
