@@ -653,7 +653,7 @@ class Executor:
         return out
 
     def __repr__(self) -> str:
-        return f"<Executor on {self.ctx} of {self.graph!r}>"
+        return f"<Executor on {self.ctx} of {getattr(self, 'graph', None)!r}>"
 
 
 def _seed(v: Variable, g: Any, last: Any) -> NdArray:
@@ -734,19 +734,37 @@ def _dec(x: Any) -> Any:
 def _to_doc(g: Graph) -> dict:
     argi = {id(v): k for k, v in enumerate(g._args)}
     nodei = {id(n): k for k, n in enumerate(g._order)}
+    consts: list = []
+    consti: dict[int, int] = {}
 
     def ref(a: Any, where: str) -> Any:
         if isinstance(a, Variable):
             p = a._parent
             if p is None:
-                return {"arg": argi[id(a)]}
+                k = argi.get(id(a))
+                if k is None:
+                    raise GraphError(f"to_json: {where} refers to a Variable outside the graph")
+                return {"arg": k}
             j = 0 if len(p.outputs) == 1 else \
                 next(q for q, r in enumerate(p.outputs) if r() is a)
-            return {"node": nodei[id(p)], "out": j}
-        if isinstance(a, NdArray):
-            return {"const": {"shape": list(a.shape), "dtype": str(a.dtype),
-                              "values": a.numpy().ravel().tolist()}}
+            k = nodei.get(id(p))
+            if k is None:
+                raise GraphError(f"to_json: {where} refers to a Variable outside the graph")
+            return {"node": k, "out": j}
+        if isinstance(a, NdArray):  # constants are stored once, shared by reference
+            k = consti.get(id(a))
+            if k is None:
+                k = consti[id(a)] = len(consts)
+                consts.append({"shape": list(a.shape), "dtype": str(a.dtype),
+                               "values": a.numpy().ravel().tolist()})
+            return {"const": k}
         return {"value": _enc(a, where)}
+
+    def call_ref(a: Any, where: str) -> Any:
+        if isinstance(a, (list, tuple)) and any(isinstance(e, (Variable, NdArray)) for e in a):
+            return {"items": [call_ref(e, where) for e in a],
+                    "kind": "list" if isinstance(a, list) else "tuple"}
+        return ref(a, where)
 
     nodes = []
     for n in g._order:
@@ -766,13 +784,20 @@ def _to_doc(g: Graph) -> dict:
             entry["attrs"] = {k: _enc(v, f"{where} attribute '{k}'")
                               for k, v in n.attrs.items()}
         entry["inputs"] = [ref(a, where) for a in n.inputs]
+        if n.macro is not None:  # the function call re-inference makes again
+            fn, margs, kwargs, j = n.macro
+            entry["call"] = {"function": fn.__name__,
+                             "args": [call_ref(a, where) for a in margs],
+                             "kwargs": {k: call_ref(v, where) for k, v in kwargs.items()},
+                             "output": j}
         nodes.append(entry)
     heads = []
     for v in g._outputs:
         heads.append(ref(v, "output"))
     args = [{"name": name, "shape": list(v.shape), "dtype": str(v.dtype),
              "need_grad": v._need_grad} for name, v in zip(g._names, g._args)]
-    return {"format": _FORMAT, "arguments": args, "nodes": nodes, "heads": heads}
+    return {"format": _FORMAT, "arguments": args, "constants": consts, "nodes": nodes,
+            "heads": heads}
 
 
 _op_table: dict[str, Any] = {}
@@ -809,16 +834,23 @@ def _from_doc(doc: Any) -> Graph:
     nodes: list[tuple] = []
     table = _ops()
 
+    consts = [NdArray.from_numpy_array(
+        np.asarray(c["values"], dtype=c["dtype"]).reshape(c["shape"]))
+        for c in doc.get("constants", [])]
+
     def value(r: dict) -> Any:
         if "arg" in r:
             return args[r["arg"]]
         if "node" in r:
             return nodes[r["node"]][r["out"]]
         if "const" in r:
-            c = r["const"]
-            return NdArray.from_numpy_array(
-                np.asarray(c["values"], dtype=c["dtype"]).reshape(c["shape"]))
+            return consts[r["const"]]
+        if "items" in r:
+            items = [value(e) for e in r["items"]]
+            return items if r["kind"] == "list" else tuple(items)
         return _dec(r["value"])
+
+    from .. import functions as _F
 
     tok = modes.mode.set(modes.STATIC)
     try:
@@ -849,6 +881,16 @@ def _from_doc(doc: Any) -> Graph:
                 out = recording.record(op, ins, attrs, metas)
             outs = out if isinstance(out, tuple) else (out,)
             outs[0]._parent.label = label
+            call = e.get("call")
+            if call is not None:
+                name = call["function"]
+                fn = getattr(_F, name, None) if name in _F._COMPOSITES else None
+                if fn is None:
+                    raise GraphError(f"Graph.from_json: node '{label}': unknown function "
+                                     f"'{name}'")
+                outs[0]._parent.macro = (
+                    getattr(fn, "__wrapped__", fn), tuple(value(a) for a in call["args"]),
+                    {k: value(v) for k, v in call["kwargs"].items()}, call["output"])
             nodes.append(outs)
     finally:
         modes.mode.reset(tok)

@@ -114,13 +114,12 @@ def composite_result(out: Any, fname: str, inputs: tuple, fn: Any = None,
     if isinstance(out, (tuple, list)):  # split: each output's node re-runs the call
         for j, o in enumerate(out):
             node = getattr(o, "_parent", None)
-            if node is not None and not node.dynamic and fn is not None and \
-                    not any(o is x for x in inputs):
+            if node is not None and fn is not None and not any(o is x for x in inputs):
                 node.macro = (fn, inputs, kwargs or {}, j)
         return out
     node = getattr(out, "_parent", None)
-    if node is not None and not node.dynamic and not any(out is x for x in inputs):
-        if rename and node.function.name != fname:
+    if node is not None and not any(out is x for x in inputs):
+        if rename and not node.dynamic and node.function.name != fname:
             old = node._namekey
             node.label = auto_name(fname, None, node)
             if old is not None:
