@@ -171,8 +171,11 @@ def _takes_name(fn: Any) -> Any:
                 first = out[0] if type(out) is list and out else out
                 if not isinstance(first, _GraphValue):
                     return out  # NdArrays: no graph, nothing to mark
-                from .grad.naming import composite_result
-                return composite_result(out, fname, args, fn, kwargs)
+                mark = _mark[0]
+                if mark is None:
+                    from .grad.naming import composite_result
+                    mark = _mark[0] = composite_result
+                return mark(out, fname, args, fn, kwargs)
             from .grad.naming import call_named, composite_result
             return composite_result(call_named(fn, args, kwargs, name), fname, args, fn,
                                     kwargs, rename=False)
@@ -190,6 +193,8 @@ def _takes_name(fn: Any) -> Any:
 #: Functions whose recorded nodes depend on their input shapes beyond each op's own
 #: inference (several ops, or attributes computed from the shapes): graph re-inference
 #: calls them again (``Node.macro``).
+_mark: list = [None]  # grad.naming.composite_result, imported on first graph use
+
 _COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squared_error",
                          "batch_normalization", "softmax", "log_softmax", "dropout",
                          "max_pooling", "average_pooling", "mean", "square", "getitem",

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import threading
+import itertools
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +26,6 @@ scope: contextvars.ContextVar[str] = contextvars.ContextVar("nnarray_name_scope"
 #: is freed the counter starts again from 0, so a graph built after earlier ones were
 #: dropped reads ``add0`` again, while live nodes' names stay distinct.
 _counters: dict[tuple[str, str], list] = {}
-_lock = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -44,35 +44,43 @@ def name_scope(prefix: str) -> Iterator[str]:
 
 def auto_name(op: str, prefix: str | None = None, node: Any = None) -> str:
     """The next name ``<prefix><op><k>`` (``prefix``: the active scope); ``node``: the
-    node taking it, counted alive until it is freed (``release``)."""
+    node taking it, counted alive until it is freed (``release``). No lock: ``next`` on
+    a counter is atomic."""
     sc = scope.get() if prefix is None else prefix
     key = (sc, op)
-    with _lock:
-        e = _counters.get(key)
-        if e is None:
-            e = _counters[key] = [0, 0]
-        k = e[0]
-        e[0] = k + 1
-        if node is not None:
-            e[1] += 1
-            node._namekey = e
+    e = _counters.get(key)
+    if e is None:
+        e = _counters.setdefault(key, [itertools.count(), 0])
+    k = next(e[0])
+    if node is not None:  # counted alive until freed
+        e[1] += 1
+        _alive[_ref(node, _freed)] = e
     return f"{sc}{op}{k}"
 
 
+#: A weak reference per named node -> its counter (a callback releases it).
+_alive: dict = {}
+_ref = weakref.ref
+
+
+def _freed(r: Any) -> None:
+    e = _alive.pop(r, None)
+    if e is not None:
+        release(e)
+
+
 def release(e: list) -> None:
-    """A node named from counter ``e`` was freed (``Node.__del__``; no lock: it may run
-    inside ``auto_name`` when that allocation collects garbage)."""
+    """A node named from counter ``e`` was freed (a weak reference's callback)."""
     e[1] -= 1
     if e[1] <= 0:
         e[1] = 0
-        e[0] = 0
+        e[0] = itertools.count()
 
 
 def reset_names() -> None:
     """Start every auto-name counter again from 0."""
-    with _lock:
-        for e in _counters.values():
-            e[0] = 0
+    for e in list(_counters.values()):
+        e[0] = itertools.count()
 
 
 def scoped(name: str) -> str:
@@ -111,19 +119,24 @@ def composite_result(out: Any, fname: str, inputs: tuple, fn: Any = None,
     """A function made of several ops names its static output node after itself
     (``affine0``, not the ``add`` it ends with) and marks it with the call, so that
     shape inference on new inputs calls the function again (``Node.macro``)."""
-    if isinstance(out, (tuple, list)):  # split: each output's node re-runs the call
+    t = type(out)
+    if t is list or t is tuple:  # split: each output's node re-runs the call
         for j, o in enumerate(out):
             node = getattr(o, "_parent", None)
             if node is not None and fn is not None and not any(o is x for x in inputs):
                 node.macro = (fn, inputs, kwargs or {}, j)
         return out
     node = getattr(out, "_parent", None)
-    if node is not None and not any(out is x for x in inputs):
-        if rename and not node.dynamic and node.function.name != fname:
-            old = node._namekey
-            node.label = auto_name(fname, None, node)
-            if old is not None:
-                release(old)
-        if fn is not None:
-            node.macro = (fn, inputs, kwargs or {}, None)
+    if node is None:
+        return out
+    for x in inputs:
+        if x is out:
+            return out
+    if fn is not None:
+        node.macro = (fn, inputs, kwargs or _NO_KWARGS, None)
+    if rename and not node.dynamic and node.function.name != fname:
+        node.label = auto_name(fname, None, node)  # the op's counter is released at death
     return out
+
+
+_NO_KWARGS: dict = {}

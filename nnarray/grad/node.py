@@ -47,7 +47,7 @@ class Node:
 
     __slots__ = ("function", "inputs", "attrs", "out_metas", "outputs", "rank",
                  "saved_inputs", "saved_outputs", "versions", "dynamic", "_kernel",
-                 "_in_meta", "_label", "macro", "_namekey", "__weakref__")
+                 "_in_meta", "_label", "macro", "__weakref__")
 
     #: A traced backward through this node may replay on another graph of its signature.
     relocatable = True
@@ -67,7 +67,6 @@ class Node:
         self._kernel: Any = None  # (context, Kernel) last resolved
         self._in_meta: Any = None
         self._label: Any = None
-        self._namekey: Any = None  # the auto-name counter this node's name came from
         #: ``(function, args, kwargs)`` when this node is the output of a function made of
         #: several ops (``F.conv2d``): re-inference calls the function again.
         self.macro: Any = None
@@ -86,13 +85,6 @@ class Node:
             from .naming import auto_name
             lb = self._label = auto_name(self.function.name.lower(), None, self)
         return lb
-
-    def __del__(self) -> None:
-        e = self._namekey
-        if e is not None:  # the auto-name counter may start again (naming.release)
-            e[1] -= 1
-            if e[1] <= 0:
-                e[1] = e[0] = 0
 
     @label.setter
     def label(self, value: str) -> None:
