@@ -141,10 +141,11 @@ def build_cnn(nn: Any) -> Any:
 
 
 def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None,
-                 static: bool = False) -> tuple[Any, Any]:
+                 static: bool = False, executor: bool = False) -> tuple[Any, Any]:
     """``(model, step)``: one training step of the MLP or CNN on the current context,
-    define-by-run, or (``static``) on a graph built once and re-run with ``forward()``;
-    ``params`` overrides the initial parameters."""
+    define-by-run, or (``static``) on a graph built once and re-run with ``forward()``,
+    or (``executor``) on that graph bound as a ``grad.Graph`` executor writing the
+    parameters' gradients; ``params`` overrides the initial parameters."""
     grad, nn, solvers = _layers()
     model = build_mlp(nn) if kind == "mlp" else build_cnn(nn)
     for name, value in (params or {}).items():
@@ -159,7 +160,20 @@ def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None,
             return F.mean_squared_error(y, t)
         return F.mean(F.softmax_cross_entropy(y, t))
 
-    if static:
+    if executor:
+        import nnarray as nna
+        loss = loss_of(model(x))
+        ps = model.parameters()
+        ex = grad.Graph(loss, params=ps).bind(
+            nna.get_current_context(), {}, grad_req=dict.fromkeys(ps, "write"),
+            args_grad={n: p.grad for n, p in ps.items()})
+
+        def step() -> Any:
+            ex.forward()
+            ex.backward()
+            solver.update()
+            return loss.__class__.from_ndarray(ex.outputs[0])
+    elif static:
         graph = loss_of(model(x))
 
         def step() -> Any:
@@ -251,19 +265,27 @@ def test_step_nnarray_static(benchmark, backend, kind):
 
 
 @KINDS
+def test_step_nnarray_executor(benchmark, backend, kind):
+    benchmark.group = GROUPS[kind]
+    measure(benchmark, backend, nnarray_step(kind, initial(kind), executor=True)[1],
+            variant="graph executor", check=_first_loss(kind))
+
+
+@KINDS
 def test_step_reference(benchmark, ref, kind):
     benchmark.group = GROUPS[kind]
     measure(benchmark, ref, reference_step(kind, ref), baseline=ref.name == "numpy",
             check=_first_loss(kind))
 
 
-@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+@pytest.mark.parametrize("static", [False, True, "executor"],
+                         ids=["dynamic", "static", "executor"])
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
 def test_step_matches_numpy_reference(kind, static, backend):
     """Two steps from the same parameters: nnarray and the hand-written reference agree
     (so the benchmark compares equal work)."""
     params = mlp_params() if kind == "mlp" else cnn_params()
-    model, step = nnarray_step(kind, params, static)
+    model, step = nnarray_step(kind, params, static is True, static == "executor")
     ref = (MLPReference if kind == "mlp" else CNNReference)(np, np.array)
     for _ in range(2):
         loss = step()

@@ -30,7 +30,7 @@ from .errors import (
     ShapeError,
     TransferError,
 )
-from .memory import empty_cache
+from .memory import empty_cache, memory_stats, reset_peak_memory
 from .ndarray import NdArray, array, full, ones, zeros
 from .ops.random import seed  # noqa: E402
 from .registry import fallback_stats, register_kernel, reset_fallback_stats
@@ -43,9 +43,9 @@ __all__ = [
     "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError", "OutOfMemoryError",
     "ShapeError", "TransferError",
     "array", "backends", "context_scope", "device_synchronize", "empty_cache", "fallback_stats",
-    "from_dlpack", "full", "functions", "get_current_context", "ones", "register_kernel",
-    "registry",
-    "reset_fallback_stats", "reset_transfer_stats", "seed", "set_default_context",
+    "from_dlpack", "full", "functions", "get_current_context", "memory_stats", "ones",
+    "register_kernel", "registry", "reset_fallback_stats", "reset_peak_memory",
+    "reset_transfer_stats", "seed", "set_default_context",
     "strict_transfers", "transfer_stats", "zeros",
 ]
 

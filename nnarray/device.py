@@ -69,6 +69,14 @@ class Device:
     def synchronize(self) -> None:
         """Wait for queued work on this device."""
 
+    def memory_stats(self) -> dict[str, int]:
+        """``{"in_use": bytes, "peak": bytes}`` of this device's arrays (0 where the
+        backend does not count them)."""
+        return {"in_use": 0, "peak": 0}
+
+    def reset_peak_memory(self) -> None:
+        """Start the peak again from the bytes in use now."""
+
     def empty_cache(self) -> None:
         """Release the memory pool's cached (free) blocks (``nna.empty_cache``)."""
 

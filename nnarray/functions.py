@@ -3,6 +3,11 @@
 Every function takes NdArrays (runs now on the current context) or graph values such as
 ``grad.Variable`` (records a node), validates its inputs before any kernel runs, and
 dispatches through the op registry. The semantics live in ``nnarray.ops``.
+
+Every function also takes ``name=`` (the graph node's name, ``nnarray.grad.naming``;
+ignored on NdArrays): ops in ``Op.__call__``, the functions defined here through one
+wrapper (``_takes_name``), which also marks the calls of functions whose nodes depend on
+their input shapes so that graph re-inference calls them again.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from .ops import reduction as _red
 from .ops import shape as _shape
 from .ops import softmax as _softmax
 from .ops import update as _update
+from .ops.op import GraphValue as _GraphValue
 
 # Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
 # sin, ...). Ops are called directly: the hot path has no wrapper.
@@ -153,6 +159,63 @@ def randn(shape: Any, mu: float = 0.0, sigma: float = 1.0, seed: int | None = No
     """Normal ``(mu, sigma)`` numbers on the current device."""
     return _random.randn(shape=shape, mu=mu, sigma=sigma, seed=seed, dtype=dtype)
 
+
+def _takes_name(fn: Any) -> Any:
+    """``fn`` taking ``name=`` too: its output node gets the name, its inner nodes the
+    scope ``name/`` (``nnarray.grad.naming``); Ops take ``name=`` in ``Op.__call__``."""
+    import functools
+
+    fname = fn.__name__
+    if fname in _COMPOSITES:  # several ops: the output node is named after the function
+        @functools.wraps(fn)
+        def named(*args: Any, name: Any = None, **kwargs: Any) -> Any:
+            if name is None:
+                out = fn(*args, **kwargs)
+                first = out[0] if type(out) is list and out else out
+                if not isinstance(first, _GraphValue):
+                    return out  # NdArrays: no graph, nothing to mark
+                mark = _mark[0]
+                if mark is None:
+                    from .grad.naming import composite_result
+                    mark = _mark[0] = composite_result
+                return mark(out, fname, args, fn, kwargs)
+            from .grad.naming import call_named, composite_result
+            return composite_result(call_named(fn, args, kwargs, name), fname, args, fn,
+                                    kwargs, rename=False)
+        return named
+
+    @functools.wraps(fn)
+    def named(*args: Any, name: Any = None, **kwargs: Any) -> Any:
+        if name is None:
+            return fn(*args, **kwargs)
+        from .grad.naming import call_named
+        return call_named(fn, args, kwargs, name)
+    return named
+
+
+#: Functions whose recorded nodes depend on their input shapes beyond each op's own
+#: inference (several ops, or attributes computed from the shapes): graph re-inference
+#: calls them again (``Node.macro``).
+_mark: list = [None]  # grad.naming.composite_result, imported on first graph use
+
+_COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squared_error",
+                         "batch_normalization", "softmax", "log_softmax", "dropout",
+                         "max_pooling", "average_pooling", "mean", "square", "getitem",
+                         "slice", "stack", "split", "im2col", "col2im"))
+
+
+def _wrap_all() -> None:
+    from .ops.op import Op
+    g = globals()
+    for n, v in list(g.items()):
+        if n.startswith("_") or not callable(v) or isinstance(v, (Op, type)) or \
+                hasattr(v, "op") or n in ("Any", "seed", "inplace", "assign", "sgd_update"):
+            continue  # Ops and the binary ops' functions (``fn.op``) take name= themselves
+        if getattr(v, "__module__", "").startswith("nnarray"):
+            g[n] = _takes_name(v)
+
+
+_wrap_all()
 
 __all__ = sorted(n for n, v in globals().items()
                  if not n.startswith("_") and callable(v) and n not in ("Any",))

@@ -40,6 +40,28 @@ def empty_cache(ctx: Any = None) -> None:
     backends.get_device(c.backend, c.device_id).empty_cache()
 
 
+def memory_stats(ctx: Any = None) -> dict:
+    """``{"in_use": bytes, "peak": bytes}`` of ``ctx``'s device (``None``: the current
+    context's), like ``torch.cuda.memory_stats``. Counted at the devices' pools, cheaply:
+    the host counts its pooled arrays (1 MiB or more; smaller ones come straight from
+    numpy), OpenCL every buffer of its pool, CUDA CuPy's pool. The peak is the most in
+    use since the last ``reset_peak_memory``."""
+    return _device_of(ctx).memory_stats()
+
+
+def reset_peak_memory(ctx: Any = None) -> None:
+    """Start ``ctx``'s device's (``None``: the current context's) peak again from the
+    bytes in use now."""
+    _device_of(ctx).reset_peak_memory()
+
+
+def _device_of(ctx: Any) -> Any:
+    from . import backends
+    from .context import as_context, get_current_context
+    c = get_current_context() if ctx is None else as_context(ctx)
+    return backends.get_device(c.backend, c.device_id)
+
+
 def release_all() -> None:
     """After a failed allocation: every instantiated device gives its cache back (an
     OpenCL CPU device's memory is the host's)."""

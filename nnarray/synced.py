@@ -34,7 +34,7 @@ class SyncedArray:
     """
 
     __slots__ = ("shape", "dtype", "_copies", "_stale", "_head", "_fill", "version",
-                 "__weakref__")
+                 "_snap", "__weakref__")
 
     @classmethod
     def _wrap(cls, x: Any, dev: Device, meta: tuple) -> Any:
@@ -47,6 +47,7 @@ class SyncedArray:
         a._head = dev
         a._fill = _NO_FILL
         a.version = 0
+        a._snap = None
         return a
 
     def _init_empty(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
@@ -57,6 +58,9 @@ class SyncedArray:
         self._head: Device | None = None
         self._fill: Any = _NO_FILL
         self.version = 0
+        #: Set by the autograd engine while the array is saved for a backward pass, and to
+        #: a host snapshot once it was handed out for writing (``Variable.d``).
+        self._snap: Any = None
 
     # -- the public accessors ---------------------------------------------------------
     def native(self, dev: Device, mode: str = "r", explicit: bool = False) -> Any:
@@ -281,6 +285,7 @@ def binary_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -
         o._head = dev
         o._fill = _NO_FILL
         o.version = 0
+        o._snap = None
         return o
     return run2
 

@@ -61,6 +61,14 @@ def test_digits_cnn_two_short_epochs(backend, tmp_path):
     assert len(log.read_text().splitlines()) == 2 and (tmp_path / "cnn.npz").exists()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mxnet_symbol_tutorial(backend):
+    needs(backend)
+    out = run(str(EXAMPLES / "mxnet_symbol.py"), "--backend", backend, timeout=120)
+    assert "all steps done" in out and out.count("  ok  ") == 7
+    assert "round-trips exactly" in out and "raises" in out
+
+
 def test_unavailable_backend_is_reported():
     if nna.backends.why_unavailable("cuda") is None:
         pytest.skip("cuda is available here")

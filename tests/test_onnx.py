@@ -98,7 +98,7 @@ def test_model_matches_onnxruntime(backend, kind, tmp_path):
     model = onnx.load(str(path))
     assert [i.name for i in model.graph.input] == ["data"]
     assert set(m.parameters()) <= {t.name for t in model.graph.initializer}
-    assert [o.name for o in model.graph.output] == ["out0"]
+    assert [o.name for o in model.graph.output] == [y.name]  # the node's auto-name
     ops = [n.op_type for n in model.graph.node]
     if kind == "cnn":  # composites exported as the units ONNX users expect
         assert ops.count("Conv") == 2 and "BatchNormalization" in ops
@@ -128,7 +128,7 @@ def test_names_multiple_outputs_and_leaf_outputs(tmp_path):
     gonnx.export([s, p, a], path, arg_names={id(a): "a"})
     g = onnx.load(str(path)).graph
     assert [i.name for i in g.input] == ["a", "arg0"]
-    assert [o.name for o in g.output] == ["out0", "out1", "out2"]
+    assert [o.name for o in g.output] == [s.name, p.name, "out2"]  # node names; a leaf: out<k>
     got = ort_run(path, {"a": a.d, "arg0": b.d})
     s.forward()
     p.forward()
@@ -406,3 +406,24 @@ def test_graph_recorded_under_auto_forward_exports(tmp_path):
     gonnx.export([y], path, params=m.parameters())
     (got,) = ort_run(path, {"arg0": X[:, :3].repeat(2, axis=1)})
     close(got, y.d)
+
+
+def test_graph_to_onnx_and_back(backend, tmp_path):
+    """grad.Graph's ONNX methods: parameters as initializers, the data as the one input,
+    onnxruntime and the re-imported Graph agree with the original."""
+    rng = np.random.default_rng(5)
+    m = MLP(rng)
+    xd = rng.standard_normal((3, 6)).astype(np.float32)
+    x = grad.Variable((3, 6), name="data")
+    g = grad.Graph(m(x), params=m.parameters())
+    assert g.arguments()[0] == "data"
+    want = g.eval(backend, data=NdArray.from_numpy_array(xd))[0].numpy()
+    path = tmp_path / "g.onnx"
+    g.to_onnx(path, params=m.parameters())
+    inits = {t.name for t in onnx.load(str(path)).graph.initializer}
+    assert set(m.parameters()) <= inits
+    np.testing.assert_allclose(ort_run(path, {"data": xd})[0], want, rtol=1e-5, atol=1e-5)
+    back = grad.Graph.from_onnx(path)
+    assert "data" in back.arguments()
+    got = back.eval(backend, data=NdArray.from_numpy_array(xd))[0].numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -13,9 +13,12 @@ from ..errors import GraphError
 from . import backward, executor, node, program, recording, variable  # noqa: F401
 from .dot import to_dot
 from .gradcheck import gradcheck
+from .graph import Executor, Graph, register_function
 from .modes import auto_forward, is_auto_forward, no_grad
+from .naming import name_scope, reset_names
 from .python_function import PythonFunction
 from .variable import Variable
 
-__all__ = ["GraphError", "PythonFunction", "Variable", "auto_forward", "gradcheck",
-           "is_auto_forward", "no_grad", "to_dot"]
+__all__ = ["Executor", "Graph", "GraphError", "PythonFunction", "Variable", "auto_forward",
+           "gradcheck", "is_auto_forward", "name_scope", "no_grad", "register_function",
+           "reset_names", "to_dot"]

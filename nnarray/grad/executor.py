@@ -18,6 +18,7 @@ from typing import Any
 from .. import context as _context
 from .. import dtypes
 from ..context import _current
+from ..errors import GraphError
 from ..ndarray import NdArray
 from .codegen import generate
 from .variable import Variable
@@ -36,7 +37,7 @@ class Plan:
     """Everything about one output's graph that does not change between iterations."""
 
     __slots__ = ("generation", "root", "order", "_release", "bwd", "program", "steps",
-                 "__weakref__")
+                 "leaves", "__weakref__")
 
     def __init__(self, root: Variable) -> None:
         self.generation = _generation
@@ -46,6 +47,7 @@ class Plan:
         self.bwd: Any = None
         self.program: Any = None
         self.steps: Any = None
+        self.leaves: Any = None  # [(leaf, shape)] checked before each static forward
 
     @property
     def release(self) -> list:
@@ -81,10 +83,24 @@ class Plan:
 
 def topological(root: Variable) -> list:
     """The nodes behind ``root`` in an order where producers precede consumers."""
-    start = root._parent
-    if start is None:
-        return []
-    order, seen, stack = [], set(), [(start, False)]
+    return topological_many((root,))
+
+
+def topological_many(roots: Any) -> list:
+    """The nodes behind every root: producers precede consumers, and inputs are visited
+    in order (so leaves appear in first-use order)."""
+    order: list = []
+    seen: set = set()
+    for root in roots:
+        start = root._parent
+        if start is None or id(start) in seen:
+            continue
+        _visit(start, order, seen)
+    return order
+
+
+def _visit(start: Any, order: list, seen: set) -> None:
+    stack = [(start, False)]
     while stack:
         n, done = stack.pop()
         if done:
@@ -98,7 +114,6 @@ def topological(root: Variable) -> list:
             p = a._parent if isinstance(a, Variable) else None
             if p is not None and id(p) not in seen:
                 stack.append((p, False))
-    return order
 
 
 def _forward_release(order: list, root: Variable) -> list:
@@ -114,6 +129,30 @@ def _forward_release(order: list, root: Variable) -> list:
     return rel
 
 
+def _checked_leaves(order: list) -> list:
+    """The leaves with their shapes, after checking every node's inference still gives the
+    shapes it was built with (an input's ``reset_shape`` since then raises, naming it)."""
+    from ..errors import DTypeError, ShapeError
+    leaves: dict[int, tuple] = {}
+    for n in order:
+        for a in n.inputs:
+            if isinstance(a, Variable) and a._parent is None:
+                leaves[id(a)] = (a, a.shape)
+        if n.macro is not None or not hasattr(n.function, "infer"):
+            continue
+        try:
+            metas = n.function.infer(n.inputs, dict(n.attrs))
+        except (ShapeError, DTypeError, ValueError) as e:
+            metas = e
+        if metas != n.out_metas:
+            shapes = ", ".join(str(getattr(a, "shape", a)) for a in n.inputs)
+            raise GraphError(f"forward: node '{n.label}' ({n.name}) was built for other input "
+                             f"shapes than its inputs' now ({shapes}; reset_shape?): build "
+                             "the graph again, or bind the new shapes with "
+                             f"grad.Graph(...).bind ({metas})")
+    return list(leaves.values())
+
+
 def plan_of(root: Variable) -> Plan:
     p = root._plan
     if p is None or p.generation != _generation:
@@ -124,6 +163,14 @@ def plan_of(root: Variable) -> Plan:
 def forward(root: Variable, clear_buffer: bool = False) -> None:
     """Run the graph behind ``root`` (kernels resolved once per node and context)."""
     plan = plan_of(root)
+    leaves = plan.leaves
+    if leaves is None:
+        leaves = plan.leaves = _checked_leaves(plan.order)
+    for v, shape in leaves:
+        if v.shape != shape:
+            raise GraphError(f"forward: an input of the graph changed shape from {shape} to "
+                             f"{v.shape} (reset_shape) after the graph was built; build the "
+                             "graph again, or bind the new shape with grad.Graph(...).bind")
     ctx = _current.get(_context._default)
     steps = plan.steps
     if steps is None or steps[0] is not ctx:
@@ -158,15 +205,19 @@ def _compile(prog: Any, ctx: Any) -> tuple:
     return ctx, steps, fused
 
 
-def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool) -> None:
+def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
+           more_seeds: Any = ()) -> None:
     """Run a traced program on the graph whose forward order is ``nodes``: check and bind
-    its saved data, run the steps, deliver the gradients."""
+    its saved data, run the steps, deliver the gradients (``more_seeds``: the output
+    gradients of a program traced from several roots, after the first)."""
     for k in prog.checks:
         nodes[k].check()
     for v, k, i in prog.binds:
         n = nodes[k]
         v._data = n.saved_inputs[i] if i >= 0 else n.saved_outputs[-1 - i]
     prog.seed._data = seed
+    for sv, g in zip(prog.more_seeds, more_seeds):
+        sv._data = g
     skip = _skipped(prog) if prog.inv_steps else ()
     compiled = prog.compiled
     if compiled is None or compiled[0] is not ctx:
@@ -202,3 +253,5 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool) 
     for v, _, _ in prog.binds:
         v._data = None
     prog.seed._data = None
+    for sv in prog.more_seeds:
+        sv._data = None

@@ -49,3 +49,8 @@ def no_grad() -> Iterator[None]:
 def is_auto_forward() -> bool:
     """True inside ``auto_forward()`` (or ``no_grad()``: both run functions now)."""
     return mode.get() != STATIC
+
+
+#: Marks an NdArray saved for a backward pass (``NdArray._snap``): ``Variable.d`` then
+#: keeps a snapshot, so that a write through the numpy view it hands out is detected.
+SAVED = object()

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..backends import host_device
 from ..errors import GraphError
 from ..ndarray import NdArray
 from ..registry import lookup
+from .modes import SAVED
 from .variable import Variable
 
 
@@ -43,7 +47,7 @@ class Node:
 
     __slots__ = ("function", "inputs", "attrs", "out_metas", "outputs", "rank",
                  "saved_inputs", "saved_outputs", "versions", "dynamic", "_kernel",
-                 "_in_meta", "__weakref__")
+                 "_in_meta", "_label", "macro", "__weakref__")
 
     #: A traced backward through this node may replay on another graph of its signature.
     relocatable = True
@@ -62,11 +66,29 @@ class Node:
         self.dynamic = False  # recorded under auto_forward (its data is already computed)
         self._kernel: Any = None  # (context, Kernel) last resolved
         self._in_meta: Any = None
+        self._label: Any = None
+        #: ``(function, args, kwargs)`` when this node is the output of a function made of
+        #: several ops (``F.conv2d``): re-inference calls the function again.
+        self.macro: Any = None
 
     @property
     def name(self) -> str:
         """The function's name (the op's, or the PythonFunction's)."""
         return self.function.name
+
+    @property
+    def label(self) -> str:
+        """The node's own name (``add0``, ``layer1/affine2``, or an explicit ``name=``;
+        see ``naming.py``); a define-by-run node is named on first request."""
+        lb = self._label
+        if lb is None:
+            from .naming import auto_name
+            lb = self._label = auto_name(self.function.name.lower(), None, self)
+        return lb
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self._label = value
 
     @property
     def differentiable(self) -> bool:
@@ -107,6 +129,7 @@ class Node:
                 d = ins[i] = datas[i]
                 if type(d) is NdArray:
                     vers.append((i, d, d.version))
+                    d._snap = SAVED
             self.saved_inputs = ins
         else:
             self.saved_inputs = ()
@@ -115,6 +138,7 @@ class Node:
             for j in ro:
                 d = o[j] = outs[j]
                 vers.append((-1 - j, d, d.version))
+                d._snap = SAVED
             self.saved_outputs = o
         else:
             self.saved_outputs = ()
@@ -127,6 +151,11 @@ class Node:
             raise GraphError(f"{self.name}: backward before forward (call forward() on the "
                              "graph's output first), or after clear_buffer freed its data")
         for i, d, v in vs:
+            s = d._snap
+            if s is not None and s is not SAVED and d.version == v and s[0] == v and \
+                    not np.array_equal(s[1], d.native(host_device(), "r", explicit=True)):
+                d.version += 1  # written through a host view handed out by Variable.d
+                d._snap = None
             if d.version != v:
                 what = f"input {i}" if i >= 0 else f"output {-1 - i}"
                 raise GraphError(

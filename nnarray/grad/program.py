@@ -22,13 +22,14 @@ from .variable import Variable, _make
 class Program:
     """A traced backward pass of one output variable."""
 
-    __slots__ = ("seed", "binds", "checks", "steps", "leaves", "inter", "release", "inv_proxies",
-                 "inv_last", "inv_steps", "compiled", "relocatable", "__weakref__")
+    __slots__ = ("seed", "more_seeds", "binds", "checks", "steps", "leaves", "inter", "release",
+                 "inv_proxies", "inv_last", "inv_steps", "compiled", "relocatable", "__weakref__")
 
-    def __init__(self, root: Variable) -> None:
+    def __init__(self, root: Variable, more_roots: Any = ()) -> None:
         # Forward nodes are named by their index in the plan's order, variables by
         # (node index, argument index): a program replays on any graph of the same shape.
         self.seed = _make(root.shape, root.dtype, None, None, False)
+        self.more_seeds = [_make(r.shape, r.dtype, None, None, False) for r in more_roots]
         self.binds: list[tuple[Variable, int, int]] = []
         self.checks: list[int] = []
         self.steps: list[Any] = []
@@ -48,12 +49,16 @@ class Program:
         return v
 
 
-def trace(root: Variable, order: list, nodes: list) -> Program:
+def trace(root: Variable, order: list, nodes: list, more_roots: Any = ()) -> Program:
     """Run the rules of ``order`` (``[(node, need)]``, descending rank) on Variables;
-    ``nodes`` is the plan's forward order (what node indices refer to)."""
-    prog = Program(root)
+    ``nodes`` is the plan's forward order (what node indices refer to); ``more_roots``:
+    further outputs seeded with their own gradients (a Group's backward)."""
+    prog = Program(root, more_roots)
     index = {id(n): k for k, n in enumerate(nodes)}
     grads: dict[int, Any] = {id(root): prog.seed}
+    for r, sv in zip(more_roots, prog.more_seeds):
+        prev = grads.get(id(r))
+        grads[id(r)] = sv if prev is None else F.add(prev, sv)
     keep: dict[int, tuple[int, int, Variable]] = {}
     tokens = (tape.set(prog.steps), modes.mode.set(modes.STATIC))
     try:

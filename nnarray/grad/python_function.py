@@ -15,6 +15,7 @@ from typing import Any
 from .. import dtypes
 from ..ndarray import NdArray
 from . import modes
+from .modes import SAVED
 from .node import Node
 from .variable import Variable, _make
 
@@ -57,6 +58,10 @@ class PythonFunction:
         m = modes.mode.get()
         need = graph and m != modes.NO_GRAD and any(v._need_grad for v in vin)
         if not graph or m != modes.STATIC:
+            for v in vin:  # a static value not computed yet is computed, not read as zeros
+                if v._data is None and v._parent is not None and not v._parent.dynamic:
+                    from .recording import computed
+                    computed(v)
             with modes.no_grad():
                 self.forward_impl(vin, outs)
             if not graph:
@@ -66,6 +71,8 @@ class PythonFunction:
                 return outs[0] if len(outs) == 1 else tuple(outs)
         rank = 1 + max([v._parent.rank for v in vin if v._parent is not None], default=0)
         node = PyNode(self, tuple(vin), rank)
+        if m == modes.STATIC:
+            _ = node.label  # named when recorded, like a built-in op's node
         node.out_metas = tuple((o.shape, o.dtype) for o in outs)
         for o in outs:
             o._parent = node
@@ -126,6 +133,8 @@ class PyNode(Node):
         self.saved_outputs = [o.data for o in outs]
         self.versions = [(i, d, d.version) for i, d in enumerate(self.saved_inputs)] + \
                         [(-1 - j, d, d.version) for j, d in enumerate(self.saved_outputs)]
+        for d in self.saved_inputs + self.saved_outputs:
+            d._snap = SAVED  # a write through Variable.d is detected (node.py)
 
     def forward_step(self, ctx: Any, save: bool) -> Any:
         return self.run

@@ -20,6 +20,7 @@ from ..ndarray import NdArray
 from ..ops.op import execute
 from ..registry import cache as _kernel_cache
 from . import modes
+from .naming import auto_name
 from .node import Node
 from .variable import Variable, _make
 
@@ -50,6 +51,7 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
                 x = NdArray.from_numpy_array(x)
             args.append(x)
         node = Node(op, tuple(args), attrs, metas, rank)
+        node._label = auto_name(op.name, None, node)
         need = need and op.differentiable
         outs = [_make(s, d, None, None, need, node) for s, d in metas]
         node.outputs = tuple([_wref(v) for v in outs])
@@ -64,7 +66,7 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
             if x._need_grad:
                 need = True
                 rank = _rank_after(rank, x)
-            datas.append(x.data)
+            datas.append(x._data if x._data is not None else computed(x))
         elif type(x) is np.ndarray:  # a numpy operand is a constant
             np_seen = True
             datas.append(NdArray.from_numpy_array(x))
@@ -80,6 +82,17 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
             if np_seen else tuple(inputs)
         vs = _dynamic_node(op, args, attrs, metas, rank, datas, outs)
     return vs[0] if single else tuple(vs)
+
+
+def computed(x: Variable) -> Any:
+    """``x``'s data for a function run now: a static graph's value not computed yet is
+    computed first (its graph's forward), never read as zeros."""
+    if x._data is None:
+        p = x._parent
+        if p is not None and not p.dynamic:
+            from .executor import forward
+            forward(x)
+    return x.data
 
 
 def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, datas: Any,
@@ -136,12 +149,12 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
     if ta is Variable:
         da = a._data
         if da is None:
-            da = a.data
+            da = computed(a)
         out = k.run2(da, b if tb is not Variable else b._data if b._data is not None
-                     else b.data, metas[0])
+                     else computed(b), metas[0])
     else:
         da = a
-        out = k.run((a, b.data), {}, metas)
+        out = k.run((a, computed(b)), {}, metas)
     db = b.data if tb is Variable else b
     if not ((ta is Variable and a._need_grad) or (tb is Variable and b._need_grad)) or \
             not op.differentiable:

@@ -14,6 +14,7 @@ from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
 from . import modes
+from .modes import SAVED
 
 _new = object.__new__
 
@@ -28,11 +29,13 @@ class Variable(GraphValue, ArrayOperators):
     """
 
     __slots__ = ("shape", "dtype", "_data", "_grad", "_need_grad", "_explicit", "_parent",
-                 "_gstamp", "_plan", "__weakref__")
+                 "_gstamp", "_plan", "_name", "__weakref__")
     __array_ufunc__ = None  # numpy defers `ndarray op Variable` to our reflected ops
 
     def __init__(self, shape: int | Sequence[int] = (), need_grad: bool = False,
-                 dtype: Any = np.float32) -> None:
+                 dtype: Any = np.float32, name: str | None = None) -> None:
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"Variable: name must be a non-empty string, got {name!r}")
         self.shape = normalize_shape(shape, "Variable")
         self.dtype = dtypes.normalize(dtype, "Variable")
         self._data: NdArray | None = None
@@ -42,17 +45,45 @@ class Variable(GraphValue, ArrayOperators):
         self._parent: Any = None
         self._gstamp = 0
         self._plan: Any = None
+        self._name = name
 
     @classmethod
-    def from_numpy_array(cls, a: Any, need_grad: bool = False) -> Variable:
+    def from_numpy_array(cls, a: Any, need_grad: bool = False,
+                         name: str | None = None) -> Variable:
         """A leaf holding a copy of ``a`` (its dtype kept)."""
-        return cls.from_ndarray(NdArray.from_numpy_array(a), need_grad)
+        return cls.from_ndarray(NdArray.from_numpy_array(a), need_grad, name)
 
     @classmethod
-    def from_ndarray(cls, data: NdArray, need_grad: bool = False) -> Variable:
+    def from_ndarray(cls, data: NdArray, need_grad: bool = False,
+                     name: str | None = None) -> Variable:
         """A leaf whose ``data`` is ``data`` (shared, not copied)."""
         v = _make(data.shape, data.dtype, data, None, bool(need_grad))
+        v._name = name
         return v
+
+    @property
+    def name(self) -> str | None:
+        """A leaf's name (``None`` unless given); a function output's is its node's name
+        (``add0``), ``<node>_output<j>`` for output ``j`` of a node with several."""
+        if self._name is not None:
+            return self._name
+        p = self._parent
+        if p is None:
+            return None
+        if len(p.outputs) == 1:
+            return p.label
+        j = next((q for q, r in enumerate(p.outputs) if r() is self), 0)
+        return f"{p.label}_output{j}"
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ValueError(f"Variable.name must be a non-empty string, got {value!r}")
+        p = self._parent
+        if p is not None and len(p.outputs) == 1 and value is not None:
+            p.label = value  # renames the node
+        else:
+            self._name = value
 
     # -- data and gradient -----------------------------------------------------------
     @property
@@ -83,11 +114,16 @@ class Variable(GraphValue, ArrayOperators):
     def d(self) -> np.ndarray:
         """The values as a writable host numpy array. Reading does not count as an
         in-place write for the graph's check (like ``torch.Tensor.numpy()``); writes
-        through ``.d = v``, ``.data`` or in-place ops do."""
+        through ``.d = v``, ``.data`` or in-place ops do, and so does a write through
+        this view while the data is saved for a backward pass (a snapshot taken here
+        is compared when the backward pass checks its saved data)."""
         nd = self.data
         v = nd.version
         a = nd.native(backends.host_device(), "rw", explicit=True)
         nd.version = v
+        s = nd._snap
+        if s is not None and (s is SAVED or s[0] != v):
+            nd._snap = (v, a.copy())
         return a
 
     @d.setter
@@ -148,8 +184,9 @@ class Variable(GraphValue, ArrayOperators):
         return self.shape[0]
 
     def __repr__(self) -> str:
-        p = "" if self._parent is None else f", parent={self._parent.name}"
-        return (f"Variable(shape={self.shape}, dtype={self.dtype}, "
+        p = "" if self._parent is None else f", parent={self._parent.label}"
+        n = "" if self._name is None else f"name={self._name!r}, "
+        return (f"Variable({n}shape={self.shape}, dtype={self.dtype}, "
                 f"need_grad={self._need_grad}{p})")
 
     __hash__ = object.__hash__  # identity: Variables key dicts (== is elementwise)
@@ -211,6 +248,7 @@ def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | N
     v._parent = parent
     v._gstamp = 0
     v._plan = None
+    v._name = None
     return v
 
 

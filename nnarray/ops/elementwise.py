@@ -151,7 +151,10 @@ class BinaryOp(Op):
         #: threads with different contexts never see a mixed pair (check ``Kernel.valid``)
         self.last: list = [(None, None)]
 
-    def __call__(self, a, b):  # type: ignore[override]
+    def __call__(self, a, b, name=None):  # type: ignore[override]
+        if name is not None:  # a graph node's name (see Op.__call__)
+            from ..grad.naming import name_result
+            return name_result(self(a, b), name, (a, b))
         if isinstance(a, GraphValue):
             return a._record_binary(self, a, b)
         if isinstance(b, GraphValue):
@@ -171,7 +174,9 @@ class BinaryOp(Op):
         """The public ``F`` function of this op (``fn.op`` is the op)."""
         op, name, pcache, same, last = self, self.name, self._pcache, self._same, self.last
 
-        def fn(a: Any, b: Any) -> Any:
+        def fn(a: Any, b: Any, name: Any = None) -> Any:
+            if name is not None:  # a graph node's name (``nnarray.grad.naming``)
+                return op(a, b, name=name)
             if type(a) is NdArray:
                 tb = type(b)
                 if tb is NdArray:

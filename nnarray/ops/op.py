@@ -52,6 +52,11 @@ class Op:
         self.differentiable = differentiable
 
     def __call__(self, *inputs: Any, **attrs: Any) -> Any:
+        if "name" in attrs:  # a graph node's name: NdArray calls ignore it
+            name = attrs.pop("name")
+            if name is not None:
+                from ..grad.naming import name_result
+                return name_result(self(*inputs, **attrs), name, inputs)
         metas = self.infer(inputs, attrs)
         for x in inputs:
             if type(x) is not NdArray and isinstance(x, GraphValue):

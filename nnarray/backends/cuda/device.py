@@ -44,6 +44,17 @@ class CudaDevice(Device):
         with self.scope:
             return self._cp.full(shape, value, dtype)
 
+    def memory_stats(self) -> dict[str, int]:
+        """CuPy's pool: ``in_use`` is its used bytes; ``peak`` is the most seen at the
+        allocations made through this device and at these queries (kernels allocating
+        through CuPy directly are seen at the next query)."""
+        used = self.pool.used_bytes()
+        self._peak = max(getattr(self, "_peak", 0), used)
+        return {"in_use": used, "peak": self._peak}
+
+    def reset_peak_memory(self) -> None:
+        self._peak = self.pool.used_bytes()
+
     def empty_cache(self) -> None:
         with self.scope:
             self.pool.free_all_blocks()

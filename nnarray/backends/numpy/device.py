@@ -40,5 +40,11 @@ class NumpyDevice(Device):
     def empty_cache(self) -> None:
         self.pool.clear()
 
+    def memory_stats(self) -> dict[str, int]:
+        return self.pool.memory_stats()
+
+    def reset_peak_memory(self) -> None:
+        self.pool.reset_peak()
+
     def describe(self) -> str:
         return f"numpy:0 (host CPU, numpy {np.__version__})"

@@ -32,6 +32,7 @@ class HostPool:
         self._bufs: dict[int, list[np.ndarray]] = {}
         self._total = 0
         self._lock = threading.RLock()  # a failed allocation clears this pool too
+        self._peak = 0  # bytes of pool buffers in use, at most, since the last reset
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
@@ -56,7 +57,33 @@ class HostPool:
                 if keep:
                     lst.append(buf)
                     self._total += key
-        return buf[:n].view(dtype).reshape(shape)
+            out = buf[:n].view(dtype).reshape(shape)
+            used = self._in_use()
+            if used > self._peak:
+                self._peak = used
+        return out
+
+    def _in_use(self) -> int:
+        """Bytes of the pool's buffers some array refers to (a scan of the cached buffers:
+        a handful, on allocations of 1 MiB or more only)."""
+        n = 0
+        for k, lst in self._bufs.items():
+            for i in range(len(lst)):
+                if _getrefcount(lst[i]) > 2:  # refs: the list and the call's argument
+                    n += k
+        return n
+
+    def memory_stats(self) -> dict[str, int]:
+        """``{"in_use", "peak"}`` bytes of the pool's buffers (arrays of ``min_bytes``
+        or more; smaller ones come straight from numpy and are not counted)."""
+        with self._lock:
+            used = self._in_use()
+            self._peak = max(self._peak, used)
+            return {"in_use": used, "peak": self._peak}
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self._peak = self._in_use()
 
     def _allocate(self, key: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         try:

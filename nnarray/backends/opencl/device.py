@@ -70,6 +70,7 @@ class OpenCLDevice(Device):
         self.max_cached = cache_limit()
         self.max_alloc = cl_device.max_mem_alloc_size
         self._pad = LOCAL
+        self.peak = 0  # the pool's most active bytes since the last reset_peak_memory
         self._layouts: dict[tuple, tuple] = {}
         self._copy = cl.enqueue_copy
         self._err: Any = None  # kernels' out-of-range reports: (flag, value, bound) int64
@@ -95,6 +96,9 @@ class OpenCLDevice(Device):
             data = self._alloc(nbytes)
         except Exception as e:  # pyopencl's errors; retried once after releasing caches
             data = self._alloc_again(shape, dt, nbytes, e)
+        used = self.pool.active_bytes
+        if used > self.peak:
+            self.peak = used
         # pyopencl's ``_fast`` constructor skips ~15 us of argument checking per array.
         return self._array(None, shape, dt, allocator=self.pool, data=data,
                            strides=strides, _fast=True, _size=size, _context=self.context,
@@ -118,6 +122,14 @@ class OpenCLDevice(Device):
         pool = self.pool
         if pool.held_blocks and pool.managed_bytes - pool.active_bytes > self.max_cached:
             pool.free_held()
+
+    def memory_stats(self) -> dict[str, int]:
+        used = self.pool.active_bytes
+        self.peak = max(self.peak, used)
+        return {"in_use": used, "peak": self.peak}
+
+    def reset_peak_memory(self) -> None:
+        self.peak = self.pool.active_bytes
 
     def empty_cache(self) -> None:
         with self.lock:

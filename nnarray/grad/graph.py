@@ -1,0 +1,901 @@
+"""Graphs as objects (MXNet's Symbol flow): ``Graph``, ``Executor``, JSON.
+
+A ``Graph`` is a view of a static graph: its output Variables and, through them, the
+nodes behind them (nothing is copied). Its arguments are the leaf Variables in first-use
+order, named by ``params`` (``model.parameters()``'s dotted names), else by the
+Variable's ``name``, else ``arg<k>`` (``k``: its position). Shape and dtype inference,
+composition and binding to arrays of new shapes rebuild the nodes on new placeholders
+(``_rebuild``: every op's ``infer`` runs again, kernels do not); the original graph is
+never changed.
+
+``Graph.bind`` gives an ``Executor``: it runs the graph's own nodes with the compiled
+steps that ``Variable.forward()`` uses (``executor.py``) and replays a backward program
+traced by ``program.py`` (seeded at every output), with gradients delivered per
+``grad_req``. Its memory is planned: each intermediate is dropped after its last
+consumer ran (only what a backward rule retains stays alive), so intermediates whose
+lifetimes do not overlap share buffers through the device pools; the backward replay
+frees each saved array after its last use.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..context import as_context
+from ..errors import DTypeError, GraphError, ShapeError
+from ..ndarray import NdArray, full
+from . import modes, recording
+from .executor import replay, topological_many
+from .program import trace
+from .python_function import PyNode, PythonFunction
+from .variable import Variable
+
+_FLOATS = dtypes.FLOATS
+_REQS = ("write", "add", "null")
+
+#: Argument placeholders of loaded graphs: they have structure, no data, until bound.
+_unbound: weakref.WeakSet = weakref.WeakSet()
+
+#: PythonFunction classes that may be serialized, by name (``register_function``).
+_functions: dict[str, type] = {}
+
+
+def register_function(cls: type, name: str | None = None) -> type:
+    """Allow ``cls`` (a ``PythonFunction`` subclass) in saved graphs under ``name``
+    (default: the class name); its instance attributes are saved with the node. Usable
+    as a decorator."""
+    if not (isinstance(cls, type) and issubclass(cls, PythonFunction)):
+        raise TypeError(f"register_function: expected a PythonFunction subclass, got {cls!r}")
+    _functions[name or cls.__name__] = cls
+    return cls
+
+
+def _registered_name(fn: Any) -> str | None:
+    for k, c in _functions.items():
+        if type(fn) is c:
+            return k
+    return None
+
+
+class Graph:
+    """A view of the static graph behind ``outputs`` (a Variable, a Graph, or a list of
+    them: a Group). ``params``: ``{name: Variable}`` naming arguments."""
+
+    def __init__(self, outputs: Any, params: dict | None = None) -> None:
+        items = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        outs: list[Variable] = []
+        named: dict[int, str] = {}
+        for o in items:
+            if isinstance(o, Graph):
+                outs.extend(o._outputs)
+                for n, v in zip(o._names, o._args):
+                    named.setdefault(id(v), n)
+            elif isinstance(o, Variable):
+                outs.append(o)
+            else:
+                raise TypeError(f"Graph: outputs must be Variables or Graphs, got "
+                                f"{type(o).__name__}")
+        if not outs:
+            raise ValueError("Graph: no outputs")
+        for n, v in (params or {}).items():
+            if not isinstance(v, Variable):
+                raise TypeError(f"Graph: params[{n!r}] is a {type(v).__name__}, not a Variable")
+            named[id(v)] = n
+        self._outputs = outs
+        self._order = topological_many(outs)
+        for n in self._order:  # define-by-run nodes get their names in execution order
+            if n._label is None:
+                _ = n.label
+        args: list[Variable] = []
+        seen: set = set()
+        for n in self._order:
+            for a in n.inputs:
+                if isinstance(a, Variable) and a._parent is None and id(a) not in seen:
+                    seen.add(id(a))
+                    args.append(a)
+        for o in outs:
+            if o._parent is None and id(o) not in seen:
+                seen.add(id(o))
+                args.append(o)
+        self._args = args
+        names = []
+        for k, v in enumerate(args):
+            names.append(named.get(id(v)) or v._name or f"arg{k}")
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise GraphError(f"Graph: several arguments are named {', '.join(dup)} (name the "
+                             "Variables apart, or pass params=)")
+        self._names = names
+        self._index = {n: k for k, n in enumerate(names)}
+
+    # -- what the graph is ------------------------------------------------------------
+    def arguments(self) -> list[str]:
+        """The argument names (leaf Variables in first-use order)."""
+        return list(self._names)
+
+    list_arguments = arguments  # MXNet's name
+
+    def outputs(self) -> list[str]:
+        """The output names (the output nodes' names)."""
+        return [self._out_name(k, v) for k, v in enumerate(self._outputs)]
+
+    list_outputs = outputs
+
+    def _out_name(self, k: int, v: Variable) -> str:
+        if v._parent is None:  # a leaf output is an argument (found by identity)
+            for n, a in zip(self._names, self._args):
+                if a is v:
+                    return n
+            return f"output{k}"
+        return v.name
+
+    def argument_variables(self) -> dict[str, Variable]:
+        """``{argument name: its Variable}``."""
+        return dict(zip(self._names, self._args))
+
+    def output_variables(self) -> list[Variable]:
+        """The output Variables."""
+        return list(self._outputs)
+
+    def nodes(self) -> list[str]:
+        """Every node's name, in execution order."""
+        return [n.label for n in self._order]
+
+    def __repr__(self) -> str:
+        return (f"<Graph {len(self._order)} nodes, arguments {self._names}, "
+                f"outputs {self.outputs()}>")
+
+    # -- inference ----------------------------------------------------------------------
+    def _placeholders(self, what: str, given: dict, shape: bool) -> dict:
+        subst = {}
+        for name, val in given.items():
+            k = self._index.get(name)
+            if k is None:
+                raise GraphError(f"{what}: '{name}' is not an argument (arguments: "
+                                 f"{', '.join(self._names)})")
+            v = self._args[k]
+            if shape:
+                new = Variable(val, v._need_grad, v.dtype, name=v._name)
+            else:
+                new = Variable(v.shape, v._need_grad, dtypes.normalize(val, what), name=v._name)
+            if new.shape != v.shape or new.dtype != v.dtype:
+                subst[id(v)] = new
+        return subst
+
+    def infer_shape(self, **shapes: Any) -> tuple[dict, dict]:
+        """``({argument: shape}, {output: shape})`` with the given argument shapes (the
+        others keep theirs); every op's validation runs again, and a ``ShapeError``
+        names the node and the shapes."""
+        g = self._with(self._placeholders("infer_shape", shapes, True))
+        return ({n: v.shape for n, v in zip(g._names, g._args)},
+                {n: v.shape for n, v in zip(g.outputs(), g._outputs)})
+
+    def infer_type(self, **types: Any) -> tuple[dict, dict]:
+        """``({argument: dtype}, {output: dtype})`` with the given argument dtypes."""
+        g = self._with(self._placeholders("infer_type", types, False))
+        return ({n: v.dtype for n, v in zip(g._names, g._args)},
+                {n: v.dtype for n, v in zip(g.outputs(), g._outputs)})
+
+    # -- composition ------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Graph:
+        """Substitute arguments (by position or name) with Variables or single-output
+        Graphs: a new Graph whose arguments are the union, in first-use order."""
+        if len(args) > len(self._names):
+            raise GraphError(f"Graph call: {len(args)} positional values for "
+                             f"{len(self._names)} arguments")
+        given = dict(zip(self._names, args))
+        for k, v in kwargs.items():
+            if k in given:
+                raise GraphError(f"Graph call: argument '{k}' given twice")
+            given[k] = v
+        subst: dict[int, Variable] = {}
+        names: dict[str, Variable] = {}
+        for name, val in given.items():
+            k = self._index.get(name)
+            if k is None:
+                raise GraphError(f"Graph call: '{name}' is not an argument (arguments: "
+                                 f"{', '.join(self._names)})")
+            if isinstance(val, Graph):
+                if len(val._outputs) != 1:
+                    raise GraphError(f"Graph call: the graph given for '{name}' has "
+                                     f"{len(val._outputs)} outputs; one is needed")
+                names.update(val.argument_variables())
+                val = val._outputs[0]
+            if not isinstance(val, Variable):
+                raise TypeError(f"Graph call: '{name}' must be a Variable or a Graph, got "
+                                f"{type(val).__name__}")
+            subst[id(self._args[k])] = val
+        for n, v in zip(self._names, self._args):
+            if id(v) not in subst:
+                names.setdefault(n, v)
+        return self._with(subst, {n: v for n, v in names.items()})
+
+    def _with(self, subst: dict, params: dict | None = None, inference: bool = False) -> Graph:
+        """A Graph over the nodes rebuilt on ``subst`` (``{id(old leaf): new value}``; in
+        inference mode with ``inference``), its arguments named as here."""
+        new = _rebuild(self._order, subst, inference)
+        outs = [new.get(id(o), o) for o in self._outputs]
+        if params is None:
+            params = {}
+            for n, v in zip(self._names, self._args):
+                params[n] = new.get(id(v), v)
+        return Graph(outs, params=params)
+
+    # -- running ----------------------------------------------------------------------------
+    def bind(self, ctx: Any, args: dict | None = None, grad_req: Any = "write",
+             args_grad: dict | None = None) -> Executor:
+        """An ``Executor`` running this graph on ``ctx`` with ``args`` (``{name:
+        NdArray}``; arguments not given take their Variable's current data).
+        ``args`` may also be a list in argument order. ``grad_req``: ``"write"`` |
+        ``"add"`` | ``"null"`` or ``{name: req}`` (missing: ``"null"``); ``args_grad``:
+        ``{name: NdArray}`` (or a list) to receive gradients (default: new arrays)."""
+        return Executor(self, ctx, args or {}, grad_req, args_grad or {})
+
+    simple_bind = bind
+
+    def eval(self, ctx: Any, **args: Any) -> list[NdArray]:
+        """``bind(ctx, args, grad_req="null").forward(is_train=False)``: the outputs."""
+        return self.bind(ctx, args, grad_req="null").forward(is_train=False)
+
+    # -- serialization ------------------------------------------------------------------------
+    def to_json(self) -> str:
+        """The structure as JSON text: ops, attributes, names, topology, argument shapes
+        and dtypes (no data; constants inside the graph are kept)."""
+        return json.dumps(_to_doc(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> Graph:
+        """A graph from ``to_json`` text: new argument Variables (no data: bind them)."""
+        try:
+            doc = json.loads(text)
+        except ValueError as e:
+            raise GraphError(f"Graph.from_json: not JSON ({e})") from None
+        return _from_doc(doc)
+
+    def save(self, path: Any) -> None:
+        """Write ``to_json()`` to ``path`` (atomically)."""
+        import os
+        text = self.to_json()
+        tmp = f"{os.fspath(path)}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Any) -> Graph:
+        """A graph saved with ``save``."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json(f.read())
+
+    def to_onnx(self, path: Any, params: dict | None = None) -> None:
+        """Export to ONNX (``nnarray.grad.onnx``); ``params``' arguments become
+        initializers."""
+        from . import onnx
+        names = {id(v): n for n, v in zip(self._names, self._args)}
+        onnx.export(list(self._outputs), path, params, names)
+
+    @classmethod
+    def from_onnx(cls, path: Any) -> Graph:
+        """Import an ONNX model (``nnarray.grad.onnx``)."""
+        from . import onnx
+        outs, arguments = onnx.import_model(path)
+        return cls(outs, params=arguments)
+
+
+# -- rebuilding nodes on new inputs -------------------------------------------------------
+def _rebuild(order: list, subst: dict, inference: bool = False) -> dict:
+    """Record the nodes of ``order`` that depend on a substituted value again, on the new
+    values (static mode): ``{id(old variable): new variable}``. ``inference``: nodes that
+    train (dropout, batch normalization in training mode) are recorded again in
+    inference mode too."""
+    new = dict(subst)
+    if not new and not inference:
+        return new
+    inner = _macro_members(order)
+    calls: dict = {}  # a split's call, made again once for all its outputs
+    tok = modes.mode.set(modes.STATIC)
+    ttok = recording.tape.set(None)
+    try:
+        for n in order:
+            if id(n) in inner:
+                continue  # recorded again by its function's call (below)
+            changed = False
+            ins = []
+            for a in (n.macro[1] if n.macro is not None else n.inputs):
+                if isinstance(a, (list, tuple)):  # concatenate([...]), stack([...])
+                    b = type(a)(new.get(id(e), e) if isinstance(e, Variable) else e
+                                for e in a)
+                    if any(x is not y for x, y in zip(a, b)):
+                        changed = True
+                        ins.append(b)
+                        continue
+                b = new.get(id(a)) if isinstance(a, Variable) else None
+                if b is not None:
+                    changed = True
+                    ins.append(b)
+                else:
+                    ins.append(a)
+            force = inference and _trains(n)
+            if not changed and not force:
+                continue
+            outs = _reapply(n, tuple(ins), calls=calls, inference=force)
+            for r, o in zip(n.outputs, outs):
+                old = r()
+                if old is not None:
+                    new[id(old)] = o
+                    if old._explicit:
+                        o._need_grad, o._explicit = old._need_grad, True
+    finally:
+        recording.tape.reset(ttok)
+        modes.mode.reset(tok)
+    return new
+
+
+def _macro_members(order: list) -> set:
+    """The nodes inside composite functions' calls (``Node.macro``), by id."""
+    inner: set = set()
+    for n in reversed(order):
+        m = n.macro
+        if m is None or id(n) in inner:
+            continue
+        stop = set()
+        for a in m[1]:
+            for e in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(e, Variable):
+                    stop.add(id(e))
+        stack = list(n.inputs)
+        while stack:
+            a = stack.pop()
+            if not isinstance(a, Variable) or id(a) in stop:
+                continue
+            p = a._parent
+            if p is None or id(p) in inner:
+                continue
+            inner.add(id(p))
+            stack.extend(p.inputs)
+    return inner
+
+
+def _shapes(xs: Iterable) -> str:
+    return ", ".join(str(getattr(x, "shape", x)) if isinstance(x, (Variable, NdArray))
+                     else repr(x) for x in xs)
+
+
+_TRAINING = ("dropout", "batch_normalization")
+
+
+def _training_call(fn: Any, args: tuple, kwargs: dict) -> dict | None:
+    """The bound arguments of a dropout / batch_normalization call, when it trains."""
+    if getattr(fn, "__name__", None) not in _TRAINING:
+        return None
+    import inspect
+    try:
+        b = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return None
+    b.apply_defaults()
+    return dict(b.arguments) if b.arguments.get("training") else None
+
+
+def _trains(n: Any) -> bool:
+    m = n.macro
+    if m is not None:
+        return _training_call(m[0], m[1], m[2]) is not None
+    return bool(getattr(n, "attrs", {}).get("training")) and not isinstance(n, PyNode)
+
+
+def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
+             inference: bool = False) -> tuple:
+    """Node ``n``'s function recorded on ``ins`` (``inference``: in inference mode): its
+    output Variables (the node keeps ``n``'s name, or ``label``)."""
+    label = label or n.label
+    try:
+        if n.macro is not None and inference:
+            fn, _, kwargs, _ = n.macro
+            bound = _training_call(fn, ins, kwargs) or {}
+            bound["training"] = False
+            out = fn(**bound)
+            if out is ins[0]:
+                return (out,)  # dropout in inference is the identity
+        elif n.macro is not None:
+            fn, _, kwargs, j = n.macro
+            key = (fn, tuple(id(a) for a in ins), j is None)
+            out = calls.get(key) if calls is not None and j is not None else None
+            if out is None:
+                out = fn(*ins, **kwargs)
+                if j is not None and calls is not None:
+                    calls[key] = out
+            if j is not None:
+                for q, o in enumerate(out):
+                    o._parent.macro = (fn, ins, kwargs, q)
+                out = out[j]
+            elif isinstance(out, Variable) and out._parent is not None:
+                out._parent.macro = (fn, ins, kwargs, None)
+        elif isinstance(n, PyNode):
+            out = n.function(*ins)
+        else:
+            op = n.function
+            attrs = dict(n.attrs)
+            if inference:
+                attrs["training"] = False
+            if op.name == "reshape":
+                attrs["shape"] = _reshape_target(n, ins[0], attrs["shape"])
+            out = recording.record(op, ins, attrs, op.infer(ins, attrs))
+    except (ShapeError, DTypeError, ValueError) as e:
+        what = n.macro[0].__name__ if n.macro is not None else n.name
+        raise type(e)(f"node '{label}' ({what}) with inputs of shapes {_shapes(ins)}: "
+                      f"{e}") from None
+    outs = out if isinstance(out, tuple) else (out,)
+    outs[0]._parent.label = label
+    return outs
+
+
+def _reshape_target(n: Any, x: Any, shape: tuple) -> tuple:
+    """A reshape's target for a new input shape: a leading (batch) axis that followed the
+    input's follows it again, and a flattening last axis takes the rest
+    (``x.reshape(N, -1)`` recorded with ``N`` and the flattened size concrete)."""
+    old = n.in_meta[0][0]
+    new = getattr(x, "shape", old)
+    if new == old or not shape or not old or not new or shape[0] != old[0]:
+        return shape
+    size = 1
+    for s in new:
+        size *= s
+    mid = 1
+    for s in shape[1:-1]:
+        mid *= s
+    if len(shape) > 1 and mid * shape[-1] * new[0] == size:
+        return (new[0],) + tuple(shape[1:])
+    if len(shape) > 1 and new[0] * mid and size % (new[0] * mid) == 0:
+        return (new[0],) + tuple(shape[1:-1]) + (size // (new[0] * mid),)
+    if len(shape) == 1:
+        return (size,)
+    return shape
+
+
+# -- the executor ---------------------------------------------------------------------------
+_owner: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+class Executor:
+    """A graph bound to arrays on a context (``Graph.bind``): ``forward``, ``outputs``,
+    ``backward``, ``grad_dict``, ``arg_dict``."""
+
+    def __init__(self, graph: Graph, ctx: Any, args: dict, grad_req: Any,
+                 args_grad: dict) -> None:
+        self.ctx = as_context(ctx)
+        names = graph._names
+        if isinstance(args, (list, tuple)):  # in argument order (MXNet)
+            if len(args) > len(names):
+                raise GraphError(f"bind: {len(args)} arrays for {len(names)} arguments")
+            args = dict(zip(names, args))
+        if isinstance(args_grad, (list, tuple)):
+            args_grad = {n: g for n, g in zip(names, args_grad) if g is not None}
+        if isinstance(grad_req, dict):
+            for k in grad_req:
+                if k not in graph._index:
+                    raise GraphError(f"bind: grad_req names '{k}', not an argument "
+                                     f"(arguments: {', '.join(names)})")
+        for k in list(args) + list(args_grad):
+            if k not in graph._index:
+                raise GraphError(f"bind: '{k}' is not an argument (arguments: "
+                                 f"{', '.join(names)})")
+        arrays: dict[str, NdArray] = {}
+        missing = []
+        for name, v in zip(names, graph._args):
+            nd = args.get(name)
+            if nd is None:
+                if v in _unbound:
+                    missing.append(name)
+                    continue
+                nd = v.data
+            elif not isinstance(nd, NdArray):
+                nd = NdArray.from_numpy_array(nd)
+            arrays[name] = nd
+        if missing:
+            raise GraphError(f"bind: no data for argument{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(missing)} (a loaded graph has no parameters: "
+                             "pass them in args)")
+        subst = {}
+        for name, v in zip(names, graph._args):
+            nd = arrays[name]
+            if nd.shape != v.shape or nd.dtype != v.dtype:
+                subst[id(v)] = Variable(nd.shape, v._need_grad, nd.dtype, name=v._name)
+        if subst:  # new shapes: the nodes are recorded again (inference only)
+            graph = graph._with(subst)
+        self.graph = graph
+        self.arg_dict = arrays
+        reqs = grad_req if isinstance(grad_req, dict) else dict.fromkeys(names, grad_req)
+        self.grad_req: dict[str, str] = {}
+        for name, v in zip(names, graph._args):
+            r = reqs.get(name, "null")
+            if r not in _REQS:
+                raise ValueError(f"bind: grad_req for '{name}' must be one of {_REQS}, "
+                                 f"got {r!r}")
+            self.grad_req[name] = r if v.dtype in _FLOATS else "null"
+        self.grad_dict: dict[str, NdArray] = {}
+        for name, v in zip(names, graph._args):
+            if self.grad_req[name] != "null":
+                g = args_grad.get(name)
+                if g is None:
+                    g = NdArray(v.shape, v.dtype)
+                    g.zero()
+                elif g.shape != v.shape:
+                    raise ShapeError(f"bind: args_grad['{name}'] has shape {g.shape}, the "
+                                     f"argument {v.shape}")
+                self.grad_dict[name] = g
+        self._train = any(r != "null" for r in self.grad_req.values())
+        self._outs = graph._outputs
+        self._order = graph._order
+        self._runs: dict[bool, list] = {}
+        self._program: Any = None
+        self._trained = False
+        self._seeds: Any = None
+        self.outputs: list[NdArray] = []
+
+    # -- forward ----------------------------------------------------------------------------
+    def forward(self, is_train: bool = True, **args: Any) -> list[NdArray]:
+        """Run the graph (``is_train``: keep what backward needs); ``args`` copies new
+        values into bound arrays first. Returns (and keeps in ``outputs``) the outputs."""
+        for k, val in args.items():
+            nd = self.arg_dict.get(k)
+            if nd is None:
+                raise GraphError(f"forward: '{k}' is not an argument")
+            if isinstance(val, NdArray):
+                nd.copy_from(val)
+            else:
+                nd.data = val
+        save = bool(is_train) and self._train
+        run = self._runs.get(save)
+        if run is None:
+            run = self._runs[save] = self._run(bool(is_train), save)
+        order, release, outs, steps, out_data = run
+        args = self.graph._args
+        kept = [v._data for v in args] + [v._data for v in outs]
+        for v, nd in zip(args, self.arg_dict.values()):
+            v._data = nd
+        for v, d in zip(outs, out_data):
+            if v._parent is not None:
+                v._data = d
+        try:
+            for step, rel in zip(steps, release):
+                step()
+                for v in rel:
+                    v._data = None
+            run[4] = res = [v.data for v in outs]
+        finally:  # the graph's own Variables keep their data
+            for v, d in zip(args + outs, kept):
+                v._data = d
+        self.outputs = res
+        self._trained = save
+        if self._order:
+            _owner[id(self._order[-1])] = self
+        return res
+
+    def _run(self, is_train: bool, save: bool) -> list:
+        """``[order, release plan, outputs, compiled steps, output arrays]`` of a mode:
+        inference runs a twin of the graph whose dropout and batch normalization nodes
+        are in inference mode, when it has any."""
+        order, outs = self._order, self._outs
+        if not is_train and any(_trains(n) for n in order):
+            twin = self.graph._with({}, inference=True)
+            order, outs = twin._order, twin._outputs
+        steps = [n.forward_step(self.ctx, save) for n in order]
+        return [order, _release_plan(order, outs), outs, steps, [None] * len(outs)]
+
+    # -- backward -----------------------------------------------------------------------------
+    def backward(self, out_grads: Any = None) -> None:
+        """Gradients of the outputs (seeded with ``out_grads``: one per output, an
+        NdArray, numpy array or scalar; default 1) into ``grad_dict`` per ``grad_req``."""
+        if not self.grad_dict:
+            return
+        if not self._trained:
+            raise GraphError("Executor.backward: run forward(is_train=True) first")
+        if self._order and _owner.get(id(self._order[-1])) is not self:
+            raise GraphError("Executor.backward: another executor (or forward()) ran this "
+                             "graph since this executor's forward; run forward() again")
+        outs = self._outs
+        if out_grads is None:
+            out_grads = [1] * len(outs)
+        elif not isinstance(out_grads, (list, tuple)):
+            out_grads = [out_grads]
+        if len(out_grads) != len(outs):
+            raise GraphError(f"Executor.backward: {len(out_grads)} out_grads for "
+                             f"{len(outs)} outputs")
+        seeds = self._seeds = [_seed(v, g, old) for v, g, old in
+                               zip(outs, out_grads, self._seeds or [None] * len(outs))]
+        prog = self._program
+        if prog is None:
+            prog = self._program = trace(outs[0], self._backward_order(), self._order,
+                                         outs[1:])
+        names, args = self.graph._names, self.graph._args
+        kept = []
+        for name, v in zip(names, args):
+            g = self.grad_dict.get(name)
+            if g is not None:
+                kept.append((v, v._grad))
+                if self.grad_req[name] == "write":
+                    g.zero()
+                v._grad = g
+        try:
+            replay(prog, self._order, seeds[0], self.ctx, True, seeds[1:])
+        finally:
+            for v, old in kept:
+                v._grad = old
+        self._trained = False
+
+    def _backward_order(self) -> list:
+        want = {id(v) for n, v in zip(self.graph._names, self.graph._args)
+                if self.grad_req[n] != "null"}
+        req: dict[int, bool] = {}
+
+        def requires(v: Any) -> bool:
+            if not isinstance(v, Variable) or v.dtype not in _FLOATS:
+                return False
+            p = v._parent
+            if p is None:
+                return id(v) in want
+            return req.get(id(p), False) and (v._need_grad or not v._explicit)
+
+        out = []
+        for n in self._order:
+            need = tuple([requires(a) for a in n.inputs])
+            req[id(n)] = r = n.differentiable and any(need)
+            if r:
+                out.append((n, need))
+        out.sort(key=lambda e: -e[0].rank)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Executor on {self.ctx} of {getattr(self, 'graph', None)!r}>"
+
+
+def _seed(v: Variable, g: Any, last: Any) -> NdArray:
+    if isinstance(g, NdArray):
+        nd = g
+    elif dtypes.is_scalar(g):  # the last seed is reused while it holds this value
+        if last is not None and last.holds_fill(g):
+            return last
+        return full(v.shape, g, v.dtype)
+    else:
+        nd = NdArray.from_numpy_array(np.asarray(g, dtype=v.dtype))
+    if nd.shape != v.shape:
+        raise ShapeError(f"Executor.backward: out_grad of shape {nd.shape} for an output of "
+                         f"shape {v.shape}")
+    return nd if nd.dtype == v.dtype else nd.astype(v.dtype)
+
+
+def _release_plan(order: list, outs: list) -> list:
+    """Per node: the intermediates whose last consumer it is (not the outputs)."""
+    keep = {id(v) for v in outs}
+    last: dict[int, tuple[int, Variable]] = {}
+    for i, n in enumerate(order):
+        for a in n.inputs:
+            if isinstance(a, Variable) and a._parent is not None and id(a) not in keep:
+                last[id(a)] = (i, a)
+    rel: list[list] = [[] for _ in order]
+    for i, a in last.values():
+        rel[i].append(a)
+    return rel
+
+
+# -- JSON ---------------------------------------------------------------------------------
+_FORMAT = "nnarray.graph/1"
+
+
+def _enc(x: Any, where: str) -> Any:
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, (int, float)) and type(x) in (int, float):
+        return x
+    if isinstance(x, np.generic):
+        return {"scalar": x.item(), "dtype": str(x.dtype)}
+    if isinstance(x, tuple):
+        return {"tuple": [_enc(e, where) for e in x]}
+    if isinstance(x, list):
+        return [_enc(e, where) for e in x]
+    if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic)):
+        return {"dtype": str(np.dtype(x))}
+    if isinstance(x, slice):
+        return {"slice": [_enc(x.start, where), _enc(x.stop, where), _enc(x.step, where)]}
+    if x is Ellipsis:
+        return {"ellipsis": True}
+    if isinstance(x, dict):
+        return {"dict": {str(k): _enc(v, where) for k, v in x.items()}}
+    raise GraphError(f"to_json: {where}: a {type(x).__name__} cannot be saved")
+
+
+def _dec(x: Any) -> Any:
+    if isinstance(x, list):
+        return [_dec(e) for e in x]
+    if not isinstance(x, dict):
+        return x
+    if "tuple" in x:
+        return tuple(_dec(e) for e in x["tuple"])
+    if "scalar" in x:
+        return np.dtype(x["dtype"]).type(x["scalar"])
+    if "dtype" in x:
+        return np.dtype(x["dtype"])
+    if "slice" in x:
+        return slice(*(_dec(e) for e in x["slice"]))
+    if "ellipsis" in x:
+        return Ellipsis
+    if "dict" in x:
+        return {k: _dec(v) for k, v in x["dict"].items()}
+    raise GraphError(f"from_json: unknown value {x!r}")
+
+
+def _to_doc(g: Graph) -> dict:
+    argi = {id(v): k for k, v in enumerate(g._args)}
+    nodei = {id(n): k for k, n in enumerate(g._order)}
+    consts: list = []
+    consti: dict[int, int] = {}
+
+    def ref(a: Any, where: str) -> Any:
+        if isinstance(a, Variable):
+            p = a._parent
+            if p is None:
+                k = argi.get(id(a))
+                if k is None:
+                    raise GraphError(f"to_json: {where} refers to a Variable outside the graph")
+                return {"arg": k}
+            j = 0 if len(p.outputs) == 1 else \
+                next(q for q, r in enumerate(p.outputs) if r() is a)
+            k = nodei.get(id(p))
+            if k is None:
+                raise GraphError(f"to_json: {where} refers to a Variable outside the graph")
+            return {"node": k, "out": j}
+        if isinstance(a, NdArray):  # constants are stored once, shared by reference
+            k = consti.get(id(a))
+            if k is None:
+                k = consti[id(a)] = len(consts)
+                consts.append({"shape": list(a.shape), "dtype": str(a.dtype),
+                               "values": a.numpy().ravel().tolist()})
+            return {"const": k}
+        return {"value": _enc(a, where)}
+
+    def call_ref(a: Any, where: str) -> Any:
+        if isinstance(a, (list, tuple)) and any(isinstance(e, (Variable, NdArray)) for e in a):
+            return {"items": [call_ref(e, where) for e in a],
+                    "kind": "list" if isinstance(a, list) else "tuple"}
+        return ref(a, where)
+
+    nodes = []
+    for n in g._order:
+        where = f"node '{n.label}' ({n.name})"
+        entry: dict[str, Any] = {"name": n.label}
+        if isinstance(n, PyNode):
+            reg = _registered_name(n.function)
+            if reg is None:
+                raise GraphError(f"to_json: {where}: the PythonFunction class "
+                                 f"{type(n.function).__name__} is not registered "
+                                 "(grad.register_function)")
+            state = {k: v for k, v in vars(n.function).items() if k != "ctx"}
+            entry["python"] = reg
+            entry["state"] = _enc(state, where)
+        else:
+            entry["op"] = n.name
+            entry["attrs"] = {k: _enc(v, f"{where} attribute '{k}'")
+                              for k, v in n.attrs.items()}
+        entry["inputs"] = [ref(a, where) for a in n.inputs]
+        if n.macro is not None:  # the function call re-inference makes again
+            fn, margs, kwargs, j = n.macro
+            entry["call"] = {"function": fn.__name__,
+                             "args": [call_ref(a, where) for a in margs],
+                             "kwargs": {k: call_ref(v, where) for k, v in kwargs.items()},
+                             "output": j}
+        nodes.append(entry)
+    heads = []
+    for v in g._outputs:
+        heads.append(ref(v, "output"))
+    args = [{"name": name, "shape": list(v.shape), "dtype": str(v.dtype),
+             "need_grad": v._need_grad} for name, v in zip(g._names, g._args)]
+    return {"format": _FORMAT, "arguments": args, "constants": consts, "nodes": nodes,
+            "heads": heads}
+
+
+_op_table: dict[str, Any] = {}
+
+
+def _ops() -> dict[str, Any]:
+    """Every Op by name (the spec modules' Op objects)."""
+    if not _op_table:
+        import importlib
+        import pkgutil
+
+        from .. import ops as _opspkg
+        from ..ops.op import Op
+        for m in pkgutil.iter_modules(_opspkg.__path__):
+            mod = importlib.import_module(f"{_opspkg.__name__}.{m.name}")
+            for v in list(vars(mod).values()):
+                cands = v.values() if isinstance(v, dict) else (v,)
+                for c in cands:
+                    if isinstance(c, Op):
+                        _op_table.setdefault(c.name, c)
+    return _op_table
+
+
+def _from_doc(doc: Any) -> Graph:
+    if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+        raise GraphError(f"Graph.from_json: not an nnarray graph (format {_FORMAT} expected)")
+    args = []
+    params = {}
+    for a in doc["arguments"]:
+        v = Variable(tuple(a["shape"]), a["need_grad"], a["dtype"], name=a["name"])
+        _unbound.add(v)
+        args.append(v)
+        params[a["name"]] = v
+    nodes: list[tuple] = []
+    table = _ops()
+
+    consts = [NdArray.from_numpy_array(
+        np.asarray(c["values"], dtype=c["dtype"]).reshape(c["shape"]))
+        for c in doc.get("constants", [])]
+
+    def value(r: dict) -> Any:
+        if "arg" in r:
+            return args[r["arg"]]
+        if "node" in r:
+            return nodes[r["node"]][r["out"]]
+        if "const" in r:
+            return consts[r["const"]]
+        if "items" in r:
+            items = [value(e) for e in r["items"]]
+            return items if r["kind"] == "list" else tuple(items)
+        return _dec(r["value"])
+
+    from .. import functions as _F
+
+    tok = modes.mode.set(modes.STATIC)
+    try:
+        for e in doc["nodes"]:
+            ins = tuple(value(r) for r in e["inputs"])
+            label = e["name"]
+            if "python" in e:
+                cls = _functions.get(e["python"])
+                if cls is None:
+                    raise GraphError(f"Graph.from_json: node '{label}': PythonFunction "
+                                     f"'{e['python']}' is not registered here "
+                                     "(grad.register_function)")
+                fn = cls.__new__(cls)
+                fn.__dict__.update(_dec(e["state"]))
+                fn.ctx = None
+                out = fn(*ins)
+            else:
+                op = table.get(e["op"])
+                if op is None:
+                    raise GraphError(f"Graph.from_json: node '{label}': unknown op "
+                                     f"'{e['op']}'")
+                attrs = {k: _dec(v) for k, v in e["attrs"].items()}
+                try:
+                    metas = op.infer(ins, attrs)
+                except (ShapeError, DTypeError, ValueError) as err:
+                    raise type(err)(f"node '{label}' ({op.name}) with inputs of shapes "
+                                    f"{_shapes(ins)}: {err}") from None
+                out = recording.record(op, ins, attrs, metas)
+            outs = out if isinstance(out, tuple) else (out,)
+            outs[0]._parent.label = label
+            call = e.get("call")
+            if call is not None:
+                name = call["function"]
+                fn = getattr(_F, name, None) if name in _F._COMPOSITES else None
+                if fn is None:
+                    raise GraphError(f"Graph.from_json: node '{label}': unknown function "
+                                     f"'{name}'")
+                outs[0]._parent.macro = (
+                    getattr(fn, "__wrapped__", fn), tuple(value(a) for a in call["args"]),
+                    {k: value(v) for k, v in call["kwargs"].items()}, call["output"])
+            nodes.append(outs)
+    finally:
+        modes.mode.reset(tok)
+    heads = [value(r) for r in doc["heads"]]
+    return Graph(heads, params=params)
+
+
+__all__ = ["Executor", "Graph", "register_function"]
