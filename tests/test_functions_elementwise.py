@@ -369,3 +369,22 @@ def test_operators_do_not_modify_inputs(backend):
     assert (a.version, b.version) == (va, vb)
     check(a, x)
     check(b, y)
+
+
+def test_binary_fast_path_skips_inference_once_seen(backend, monkeypatch):
+    """F.add and the operators on operands seen before take the fast path: no
+    re-validation, the context's cached Kernel (a guard for the dispatch benchmark)."""
+    a = A(np.ones((2, 3), np.float32))
+    F.add(a, a), a * 2.0  # first calls: inferred, result dtypes remembered
+    op, calls = F.add.op, []
+    infer = op.infer
+    monkeypatch.setattr(op, "infer", lambda *args: calls.append(args) or infer(*args))
+    mul_calls = []
+    minfer = F.mul.op.infer
+    monkeypatch.setattr(F.mul.op, "infer", lambda *args: mul_calls.append(1) or minfer(*args))
+    check(F.add(a, a), np.full((2, 3), 2, np.float32))
+    check(a + a, np.full((2, 3), 2, np.float32))
+    check(a * 2.0, np.full((2, 3), 2, np.float32))
+    assert calls == [] and mul_calls == []
+    F.add(a, A(np.ones((3,), np.float32)))  # broadcasting: the validated path
+    assert len(calls) == 1

@@ -172,7 +172,7 @@ class BinaryOp(Op):
 
     def function(self) -> Any:
         """The public ``F`` function of this op (``fn.op`` is the op)."""
-        op, name, pcache, same, last = self, self.name, self._pcache, self._same, self.last
+        op, opname, pcache, same, last = self, self.name, self._pcache, self._same, self.last
 
         def fn(a: Any, b: Any, name: Any = None) -> Any:
             if name is not None:  # a graph node's name (``nnarray.grad.naming``)
@@ -196,15 +196,15 @@ class BinaryOp(Op):
                         return p[1].run2(a, b, (a.shape, d))
                     t = _kernel_cache.get(ctx)
                     if t is not None:
-                        k = t.get(name)
+                        k = t.get(opname)
                         if k is not None:
                             last[0] = (ctx, k)
                             return k.run2(a, b, (a.shape, d))
             elif isinstance(a, GraphValue):
                 return a._record_binary(op, a, b)
             return op(a, b)
-        fn.__name__ = fn.__qualname__ = name
-        fn.__doc__ = f"Elementwise ``{name}`` with numpy broadcasting (see ``BINARY``)."
+        fn.__name__ = fn.__qualname__ = opname
+        fn.__doc__ = f"Elementwise ``{opname}`` with numpy broadcasting (see ``BINARY``)."
         fn.op = op  # type: ignore[attr-defined]
         return fn
 
