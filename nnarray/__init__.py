@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import (
     backends,
     functions,  # noqa: I001
+    namespace,
     registry,
 )
 from .context import (
@@ -31,6 +32,7 @@ from .errors import (
     TransferError,
 )
 from .memory import empty_cache
+from .namespace import *  # noqa: F403  (the Array API names; some shadow builtins)
 from .ndarray import NdArray, array, full, ones, zeros
 from .ops.random import seed  # noqa: E402
 from .registry import fallback_stats, register_kernel, reset_fallback_stats
@@ -47,6 +49,7 @@ __all__ = [
     "registry",
     "reset_fallback_stats", "reset_transfer_stats", "seed", "set_default_context",
     "strict_transfers", "transfer_stats", "zeros",
+    *namespace.__all__,
 ]
 
 

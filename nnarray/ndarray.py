@@ -11,7 +11,7 @@ import numpy as np
 
 from . import backends, dtypes
 from . import functions as F  # see operators.py: bound while nnarray imports functions
-from .context import Context, as_context
+from .context import Context, as_context, context_scope, get_current_context
 from .errors import DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import SyncedArray
@@ -115,9 +115,34 @@ class NdArray(SyncedArray, ArrayOperators):
                              f"{self.shape}")
         F.assign(self, other)
 
-    def astype(self, dtype: Any) -> NdArray:
-        """A new array of ``dtype``."""
+    def astype(self, dtype: Any, copy: bool = True, **numpy_kw: Any) -> NdArray:
+        """A new array of ``dtype`` (``self`` when ``copy=False`` and it already is)."""
+        if not copy and dtypes.normalize(dtype, "astype") == self.dtype:
+            return self
         return F.cast(self, dtype)
+
+    # -- the Array API -------------------------------------------------------------
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The ``nnarray`` module (Array API 2023.12)."""
+        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12"):
+            raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r}")
+        import nnarray
+        return nnarray
+
+    @property
+    def device(self) -> Context:
+        """The context holding the newest copy, or the current context for a lazy array."""
+        h = self._head
+        if h is None:
+            return get_current_context()
+        return Context(h.backend, h.device_id)
+
+    def to_device(self, device: Context | str, /, *, stream: Any = None) -> NdArray:
+        """A new array current on ``device``: one explicit, counted transfer."""
+        ctx = as_context(device)
+        self.native(_device(ctx), "r", explicit=True)  # the transfer (none if current)
+        with context_scope(ctx):
+            return F.cast(self, self.dtype)  # a new array on ctx, copied there
 
     def copy(self) -> NdArray:
         """A new array with the same contents."""

@@ -42,6 +42,14 @@ class ArrayOperators:
     def T(self) -> Any:
         return F.transpose(self)
 
+    @property
+    def mT(self) -> Any:
+        """The last two axes swapped (a stack of matrix transposes)."""
+        n = len(self.shape)
+        if n < 2:
+            raise ValueError(f"mT: needs at least 2 dimensions, shape is {self.shape}")
+        return F.transpose(self, (*range(n - 2), n - 1, n - 2))
+
     def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
         return F.sum(self, axis, keepdims)
 

@@ -17,6 +17,7 @@ from .op import Op
 
 _I64 = np.dtype(np.int64)
 _F64 = np.dtype(np.float64)
+_U64 = np.dtype(np.uint64)
 
 
 def _out_shape(shape, axes, keepdims):
@@ -36,7 +37,9 @@ def _infer_reduce(name: str):
         d = x.dtype
         if name == "sum" and d.kind in "bi":
             d = _I64
-        elif name == "mean" and d.kind in "bi":
+        elif name == "sum" and d.kind == "u":
+            d = _U64
+        elif name == "mean" and d.kind in "biu":
             d = _F64
         return ((_out_shape(x.shape, axes, keep), d),)
     return infer

@@ -159,7 +159,9 @@ def _acc_type(dev: OpenCLDevice, op: str, t: CLType) -> CLType:
         return t
     if t.is_float:
         return cltype(_F64) if dev.fp64 else cltype(np.float32) if t.calc == "float" else t
-    return cltype(_F64) if op == "mean" else cltype(_I64)
+    if op == "mean":
+        return cltype(_F64)
+    return cltype(np.dtype(np.uint64)) if t.dtype.kind == "u" else cltype(_I64)
 
 
 def _out_shape(shape: tuple[int, ...], axes: set[int], keepdims: bool) -> tuple[int, ...]:
@@ -175,8 +177,9 @@ def _register(op: str) -> None:
         axes = set(axis)
         in_t = cltype(x.dtype)
         out_d = x.dtype
-        if x.dtype.kind in "bi" and op in ("sum", "mean"):
-            out_d = _I64 if op == "sum" else _F64
+        if x.dtype.kind in "biu" and op in ("sum", "mean"):
+            out_d = _F64 if op == "mean" else np.dtype(np.uint64) if x.dtype.kind == "u" \
+                else _I64
         acc_t = _acc_type(dev, op, in_t)
         for d in (x.dtype, out_d, acc_t.dtype):
             dev.check_dtype(d, op)
