@@ -60,11 +60,6 @@ def cast(x: Any, dtype: Any) -> Any:
     return _ew.cast(x, dtype=dtype)
 
 
-def square(x: Any) -> Any:
-    """``x * x``."""
-    return _ew.mul(x, x)
-
-
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Sum over ``axis`` (``None``: every axis)."""
     return _red.sum(x, axis=axis, keepdims=keepdims)

@@ -107,3 +107,28 @@ def test_mT():
     check(A(a).mT, np.swapaxes(a, -1, -2))
     with pytest.raises(ValueError, match="mT"):
         A(np.zeros(3)).mT  # noqa: B018
+
+
+def test_new_operators_and_in_place_forms(backend):
+    a, b = np.array([-7, 5, 12, 3], np.int16), np.array([2, 3, -5, 1], np.int16)
+    for op, ref in [("__floordiv__", np.floor_divide), ("__mod__", np.remainder),
+                    ("__and__", np.bitwise_and), ("__or__", np.bitwise_or),
+                    ("__xor__", np.bitwise_xor), ("__lshift__", np.left_shift),
+                    ("__rshift__", np.right_shift)]:
+        rhs = np.abs(b) if "shift" in op else b
+        check(getattr(A(a), op)(A(rhs)), ref(a, rhs))
+        x = A(a)
+        y = getattr(x, op.replace("__", "__i", 1))(A(rhs))
+        assert y is x
+        check(x, ref(a, rhs))
+    check(~A(a), ~a)
+    check(7 // A(b), 7 // b)
+    check(2 << A(np.abs(b)), 2 << np.abs(b))
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_left_shift"])
+def test_bitwise_refuses_floats(name):
+    with pytest.raises(nna.DTypeError, match=f"{name}: argument 'a' must be an integer"):
+        getattr(F, name)(A(np.zeros(2, np.float32)), A(np.zeros(2, np.int32)))
+    with pytest.raises(nna.DTypeError, match="bitwise_invert: argument 'x'"):
+        F.bitwise_invert(A(np.zeros(2, np.float32)))
