@@ -65,6 +65,11 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return _red.sum(x, axis=axis, keepdims=keepdims)
 
 
+def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Product over ``axis`` (``None``: every axis)."""
+    return _red.prod(x, axis=axis, keepdims=keepdims)
+
+
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Mean over ``axis``."""
     return _red.mean(x, axis=axis, keepdims=keepdims)

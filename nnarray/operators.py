@@ -14,6 +14,22 @@ from typing import Any
 from . import functions as F
 
 
+def _X() -> Any:
+    """``nnarray.xp_functions`` (imported after this module)."""
+    from . import xp_functions
+    return xp_functions
+
+
+def _numpy_kw(op: str, out: Any, kw: dict) -> None:
+    """numpy's extra reduction keywords: accepted at their defaults, else a TypeError."""
+    if out is not None:
+        raise TypeError(f"{op}: out= is not supported (NdArrays are immutable results)")
+    for k, v in kw.items():
+        if k == "where" and v is True or k == "initial" and v is None:
+            continue
+        raise TypeError(f"{op}: unsupported numpy keyword {k}={v!r}")
+
+
 class ArrayOperators:
     """Mixin: shape-derived metadata, arithmetic, comparison and in-place operators,
     indexing and shape methods (the class provides ``shape`` and ``dtype``)."""
@@ -50,20 +66,65 @@ class ArrayOperators:
             raise ValueError(f"mT: needs at least 2 dimensions, shape is {self.shape}")
         return F.transpose(self, (*range(n - 2), n - 1, n - 2))
 
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return F.sum(self, axis, keepdims)
+    # Reductions accept numpy's keywords too, so np.sum(x), np.mean(x, axis=0), ... work
+    # on NdArrays and Variables (numpy calls these methods with dtype=, out=, ...).
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None,
+            keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("sum", out, numpy_kw)
+        return _X().sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return F.mean(self, axis, keepdims)
+    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("prod", out, numpy_kw)
+        return _X().prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("mean", out, numpy_kw)
+        x = self if dtype is None else F.cast(self, dtype)
+        return F.mean(x, axis, keepdims)
+
+    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("var", out, numpy_kw)
+        x = self if dtype is None else F.cast(self, dtype)
+        return _X().var(x, axis=axis, correction=ddof, keepdims=keepdims)
+
+    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("std", out, numpy_kw)
+        x = self if dtype is None else F.cast(self, dtype)
+        return _X().std(x, axis=axis, correction=ddof, keepdims=keepdims)
+
+    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            **numpy_kw: Any) -> Any:
+        _numpy_kw("max", out, numpy_kw)
         return F.max(self, axis, keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            **numpy_kw: Any) -> Any:
+        _numpy_kw("min", out, numpy_kw)
         return F.min(self, axis, keepdims)
 
-    def argmax(self, axis: Any = None) -> Any:
-        return F.argmax(self, axis)
+    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+               **numpy_kw: Any) -> Any:
+        _numpy_kw("argmax", out, numpy_kw)
+        return F.argmax(self, axis, keepdims)
+
+    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+               **numpy_kw: Any) -> Any:
+        _numpy_kw("argmin", out, numpy_kw)
+        return F.argmin(self, axis, keepdims)
+
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            **numpy_kw: Any) -> Any:
+        _numpy_kw("all", out, numpy_kw)
+        return _X().all(self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            **numpy_kw: Any) -> Any:
+        _numpy_kw("any", out, numpy_kw)
+        return _X().any(self, axis=axis, keepdims=keepdims)
 
     def __getitem__(self, key: Any) -> Any:
         return F.getitem(self, key)

@@ -132,3 +132,126 @@ def test_bitwise_refuses_floats(name):
         getattr(F, name)(A(np.zeros(2, np.float32)), A(np.zeros(2, np.int32)))
     with pytest.raises(nna.DTypeError, match="bitwise_invert: argument 'x'"):
         F.bitwise_invert(A(np.zeros(2, np.float32)))
+
+
+# -- creation functions ---------------------------------------------------------------
+def test_creation_defaults_and_dtypes():
+    assert nna.zeros((2, 3)).dtype == nna.float32 and nna.ones(2).dtype == nna.float32
+    assert nna.full(2, 3).dtype == nna.int64 and nna.full(2, True).dtype == nna.bool
+    assert nna.full(2, 1.5, dtype=nna.float16).dtype == nna.float16
+    check(nna.asarray([[1, 2], [3, 4]]), np.array([[1, 2], [3, 4]]))
+    check(nna.asarray([1.5, 2.0]), np.array([1.5, 2.0], np.float32))
+    check(nna.asarray(3.0), np.float32(3.0))
+    check(nna.asarray([1, 2], dtype=nna.uint8), np.array([1, 2], np.uint8))
+    check(nna.arange(5), np.arange(5))
+    check(nna.arange(1, 2, 0.25), np.arange(1, 2, 0.25, dtype=np.float32))
+    check(nna.arange(10, 0, -3, dtype=nna.int16), np.arange(10, 0, -3, dtype=np.int16))
+    check(nna.linspace(0, 1, 5), np.linspace(0, 1, 5, dtype=np.float32))
+    check(nna.linspace(0, 1, 4, endpoint=False), np.linspace(0, 1, 4, endpoint=False,
+                                                           dtype=np.float32))
+    check(nna.eye(3, 4, k=1, dtype=nna.int8), np.eye(3, 4, k=1, dtype=np.int8))
+    check(nna.empty((2, 0)), np.zeros((2, 0), np.float32))
+
+
+def test_asarray_shares_and_copies():
+    x = A(np.arange(3.0))
+    assert nna.asarray(x) is x
+    assert nna.asarray(x, copy=True) is not x
+    assert nna.asarray(x, dtype=nna.float32).dtype == nna.float32
+    with pytest.raises(ValueError, match="copy=False"):
+        nna.asarray(x, dtype=nna.float32, copy=False)
+    assert nna.astype(x, x.dtype, copy=False) is x
+    check(nna.astype(x, nna.int8), np.arange(3, dtype=np.int8))
+
+
+def test_like_functions_tril_triu_meshgrid(backend):
+    a = sample((3, 4), np.float32)
+    x = A(a)
+    for fn, ref in [(nna.zeros_like, np.zeros_like), (nna.ones_like, np.ones_like),
+                    (nna.empty_like, np.zeros_like)]:
+        check(fn(x), ref(a))
+    check(nna.full_like(x, 7, dtype=nna.int16), np.full_like(a, 7, dtype=np.int16))
+    check(nna.tril(x, k=1), np.tril(a, 1))
+    check(nna.triu(x, k=-1), np.triu(a, -1))
+    u, v = np.arange(3), np.arange(4.0)
+    for ix in ("xy", "ij"):
+        for got, want in zip(nna.meshgrid(A(u), A(v), indexing=ix),
+                             np.meshgrid(u, v, indexing=ix)):
+            check(got, want)
+
+
+def test_device_keyword(backend):
+    ctx = nna.Context.parse(backend)
+    for x in (nna.zeros(3, device=backend), nna.ones((2,), device=ctx),
+              nna.full(2, 1.5, device=backend), nna.arange(4, device=backend),
+              nna.asarray([1, 2], device=backend), nna.eye(2, device=backend)):
+        assert x.device == ctx, x
+    assert nna.zeros_like(nna.arange(3, device=backend)).device == ctx
+
+
+# -- statistics -------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's var over no elements
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), ()], ids=ids)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions(backend, axis, keepdims):
+    a = sample((2, 3, 4), np.float32, 1, 3)
+    x = A(a)
+    kw = {"axis": axis, "keepdims": keepdims}
+    for fn, ref in [(nna.sum, np.sum), (nna.prod, np.prod), (nna.mean, np.mean),
+                    (nna.max, np.max), (nna.min, np.min)]:
+        check(fn(x, **kw), ref(a, **kw))
+    check(nna.var(x, correction=1, **kw), np.var(a, ddof=1, **kw))
+    check(nna.std(x, **kw), np.std(a, **kw))
+    check(nna.all(x > 1.5, **kw), np.all(a > 1.5, **kw))
+    check(nna.any(x > 2.5, **kw), np.any(a > 2.5, **kw))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.bool_], ids=ids)
+def test_sum_prod_dtypes(backend, dtype):
+    a = sample((3, 4), dtype, 0, 3)
+    check(nna.sum(A(a), axis=1), np.sum(a, axis=1))
+    check(nna.prod(A(a), axis=0), np.prod(a, axis=0))
+    check(nna.sum(A(a), dtype=nna.float64), np.sum(a, dtype=np.float64))
+    check(nna.sum(A(a), axis=0, dtype=a.dtype), np.sum(a, axis=0, dtype=a.dtype))
+
+
+def test_all_any_empty(backend):
+    e = A(np.zeros((0, 3), np.float32))
+    check(nna.all(e), np.all(np.zeros((0, 3))))
+    check(nna.any(e, axis=0), np.any(np.zeros((0, 3)), axis=0))
+
+
+def test_numpy_functions_accept_ndarrays():
+    a = sample((3, 4), np.float32)
+    x = A(a)
+    check(np.sum(x), np.sum(a))
+    check(np.mean(x, axis=0), np.mean(a, axis=0))
+    check(np.max(x, axis=1, keepdims=True), np.max(a, axis=1, keepdims=True))
+    check(np.std(x, ddof=1), np.std(a, ddof=1))
+    check(np.argmax(x), np.argmax(a))
+    check(np.prod(x, axis=0), np.prod(a, axis=0))
+    with pytest.raises(TypeError, match="sum: out="):
+        np.sum(x, out=np.zeros(()))
+
+
+def test_prod_gradient_with_zeros():
+    from nnarray import grad
+    a = np.array([[2.0, 0.0, 3.0], [1.0, 2.0, 4.0], [0.0, 0.0, 5.0]])
+    v = grad.Variable.from_numpy_array(a, need_grad=True)
+    y = F.sum(F.prod(v, axis=1))
+    y.forward()
+    y.backward()
+    want = np.array([[0.0, 6.0, 0.0], [8.0, 4.0, 2.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(v.g, want)
+
+
+def test_standard_aliases():
+    assert nna.add is F.add and nna.subtract is F.sub and nna.multiply is F.mul
+    assert nna.divide is F.div and nna.negative is F.neg and nna.pow is F.pow
+    a = np.array([-2.0, 0.5, 3.0], np.float32)
+    check(nna.clip(A(a), min=-1.0, max=1.0), np.clip(a, -1, 1))
+    check(nna.clip(A(a), max=A(np.zeros(3, np.float32))), np.minimum(a, 0))
+    check(nna.concat([A(a), A(a)]), np.concatenate([a, a]))
+    check(nna.expand_dims(A(a), axis=-1), a[:, None])
+    check(nna.squeeze(A(a[None]), axis=0), a)
+    check(nna.permute_dims(A(a.reshape(1, 3)), (1, 0)), a.reshape(3, 1))

@@ -1,6 +1,6 @@
 """Reductions over axes.
 
-Kernel contract: ``sum/mean/max/min(x, axis: tuple[int, ...], keepdims: bool)`` with
+Kernel contract: ``sum/prod/mean/max/min(x, axis: tuple[int, ...], keepdims: bool)`` with
 ``axis`` sorted, non-negative and never empty unless ``x`` is 0-d; ``argmax/argmin(x,
 axis: int | None, keepdims: bool)`` -> int64 (``None``: over the flattened array).
 """
@@ -35,9 +35,9 @@ def _infer_reduce(name: str):
         if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"{name}: zero-size reduction over axis {axes} of shape {x.shape}")
         d = x.dtype
-        if name == "sum" and d.kind in "bi":
+        if name in ("sum", "prod") and d.kind in "bi":
             d = _I64
-        elif name == "sum" and d.kind == "u":
+        elif name in ("sum", "prod") and d.kind == "u":
             d = _U64
         elif name == "mean" and d.kind in "biu":
             d = _F64
@@ -63,7 +63,8 @@ def _infer_arg(name: str):
     return infer
 
 
-sum, mean, max, min = (Op(n, _infer_reduce(n)) for n in ("sum", "mean", "max", "min"))
+sum, prod, mean, max, min = (Op(n, _infer_reduce(n))
+                             for n in ("sum", "prod", "mean", "max", "min"))
 argmax = Op("argmax", _infer_arg("argmax"), differentiable=False)
 argmin = Op("argmin", _infer_arg("argmin"), differentiable=False)
 
@@ -80,6 +81,20 @@ def _sum_grad(c, g):
     shape = c.in_meta[0][0]
     g = _unreduce(g, shape, c.attrs["axis"], c.attrs["keepdims"])
     return (_fit(c, 0, _F.broadcast_to(g, shape)),)
+
+
+@_backward(prod, inputs=(0,), outputs=(0,))
+def _prod_grad(c, g):  # g * y / x where x != 0; the product of the others where x == 0
+    x, y = c.inputs[0], c.outputs[0]
+    axes, keep = c.attrs["axis"], c.attrs["keepdims"]
+    shape = c.in_meta[0][0]
+    zero = _F.equal(x, 0)
+    others = _F.prod(_F.where(zero, 1.0, x), axis=axes, keepdims=True)  # prod of nonzeros
+    nz = _F.sum(_F.cast(zero, np.int64), axis=axes, keepdims=True)
+    g = _unreduce(g, shape, axes, keep)
+    y = _unreduce(y, shape, axes, keep)
+    d = _F.where(zero, _F.where(_F.equal(nz, 1), others, 0.0), y / _F.where(zero, 1.0, x))
+    return (_fit(c, 0, g * d),)
 
 
 @_backward(mean)

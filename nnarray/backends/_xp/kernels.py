@@ -102,7 +102,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         # two Python scalars give nnarray's dtype (float32 for floats), not numpy's float64
         return fresh(xp.where(c, x, y).astype(promote("where", x, y), copy=False))
 
-    for name, fn in (("sum", xp.sum), ("mean", xp.mean), ("max", xp.max), ("min", xp.min)):
+    for name, fn in (("sum", xp.sum), ("prod", xp.prod), ("mean", xp.mean), ("max", xp.max),
+                     ("min", xp.min)):
         def red(x, axis, keepdims, _fn=fn):
             return fresh(_fn(x, axis=axis, keepdims=keepdims))
         reg(name)(red)

@@ -1,4 +1,4 @@
-"""Axis reductions: sum mean max min argmax argmin (pyopencl only reduces whole arrays).
+"""Axis reductions: sum prod mean max min argmax argmin (pyopencl only reduces whole arrays).
 
 The input's dimensions are coalesced into kept and reduced groups. Work-item ``g`` takes
 output ``g / nchunk`` and reduces chunk ``g % nchunk`` of its reduced elements, walking
@@ -56,6 +56,8 @@ def _odometer(d: int) -> str:
 def _combine(op: str, t: CLType) -> str:
     if op == "sum":
         return "acc += v;"
+    if op == "prod":
+        return "acc *= v;"
     cmp = ">" if op in ("max", "argmax") else "<"
     if op.startswith("arg"):
         nan = " || (isnan(v) && !isnan(acc))" if t.is_float else ""
@@ -70,7 +72,7 @@ def _combine(op: str, t: CLType) -> str:
 def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLType,
             scaled: bool, partial: bool) -> str:
     arg = op.startswith("arg")
-    init = {"sum": "0", "max": acc_t.lowest(), "min": acc_t.highest()}.get(op, "0")
+    init = {"sum": "0", "prod": "1", "max": acc_t.lowest(), "min": acc_t.highest()}.get(op, "0")
     params = [f"__global const {in_t.storage}* restrict x", f"__global {out_t.storage}* out"]
     if arg and partial:
         params.append("__global long* outi")
@@ -177,7 +179,7 @@ def _register(op: str) -> None:
         axes = set(axis)
         in_t = cltype(x.dtype)
         out_d = x.dtype
-        if x.dtype.kind in "biu" and op in ("sum", "mean"):
+        if x.dtype.kind in "biu" and op in ("sum", "prod", "mean"):
             out_d = _F64 if op == "mean" else np.dtype(np.uint64) if x.dtype.kind == "u" \
                 else _I64
         acc_t = _acc_type(dev, op, in_t)
@@ -193,7 +195,7 @@ def _register(op: str) -> None:
         return out
 
 
-for _op in ("sum", "mean", "max", "min"):
+for _op in ("sum", "prod", "mean", "max", "min"):
     _register(_op)
 
 
