@@ -70,6 +70,11 @@ def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return _red.prod(x, axis=axis, keepdims=keepdims)
 
 
+def cumulative_sum(x: Any, axis: Any = None) -> Any:
+    """Running sum along ``axis`` (optional for 1-D input); integers sum in int64."""
+    return _red.cumulative_sum(x, axis=axis)
+
+
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Mean over ``axis``."""
     return _red.mean(x, axis=axis, keepdims=keepdims)

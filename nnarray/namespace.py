@@ -174,8 +174,8 @@ class Info:
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict:
         if device is not None:
             as_context(device)
-        ds = [bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
-              float32, float64]
+        ds = [bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,
+              float64]  # the standard's dtypes (float16 is a numpy extra)
         if kind is not None:
             ds = [d for d in ds if isdtype(d, kind)]
         return {d.name: d for d in ds}

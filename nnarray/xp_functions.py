@@ -360,6 +360,26 @@ def prod(x: Any, /, *, axis: Any = None, dtype: Any = None,
     return _reduce("prod", F.prod, x, axis, keepdims, dtype)
 
 
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: builtins.bool = False) -> Any:
+    """The running sum along ``axis`` (needed unless ``x`` is 1-D); ``include_initial``
+    prepends the zero."""
+    _require("cumulative_sum", x)
+    if dtype is not None:
+        d = _dtypes.normalize(dtype, "cumulative_sum")
+        if d != x.dtype:
+            x = F.cast(x, d)
+    y = F.cumulative_sum(x, axis)
+    if dtype is not None and y.dtype != x.dtype:
+        y = F.cast(y, x.dtype)
+    if include_initial:
+        a = (0 if axis is None else axis) % x.ndim
+        z = zeros(x.shape[:a] + (1,) + x.shape[a + 1:], y.dtype,
+                  device=x.device if type(x) is NdArray else None)
+        y = F.concatenate([z, y], a)
+    return y
+
+
 def _same(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool) -> Any:
     _require(op, x)
     axis = _axes(axis)
@@ -460,6 +480,12 @@ def matrix_transpose(x: Any, /) -> Any:
 
 def broadcast_to(x: Any, /, shape: Any) -> Any:
     return F.broadcast_to(x, tuple(shape))
+
+
+def broadcast_arrays(*arrays: Any) -> list:
+    """The arrays broadcast against each other."""
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    return [a if a.shape == shape else F.broadcast_to(a, shape) for a in arrays]
 
 
 def concat(arrays: Any, /, *, axis: int | None = 0) -> Any:

@@ -63,6 +63,25 @@ def _infer_arg(name: str):
     return infer
 
 
+def _infer_cumsum(inputs, attrs):
+    (x,) = inputs
+    require_array("cumulative_sum", "x", x)
+    if x.ndim == 0:
+        raise ValueError("cumulative_sum: argument 'x' must have at least one dimension")
+    axis = attrs.get("axis")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"cumulative_sum: argument 'axis' is required for shape {x.shape}")
+        axis = 0
+    attrs["axis"] = norm_axis("cumulative_sum", axis, x.ndim)
+    d = x.dtype
+    d = _I64 if d.kind in "bi" else _U64 if d.kind == "u" else d
+    return ((x.shape, d),)
+
+
+#: Running sum along one axis (kernel contract: ``cumulative_sum(x, axis: int)``; the
+#: result has ``sum``'s dtype).
+cumulative_sum = Op("cumulative_sum", _infer_cumsum)
 sum, prod, mean, max, min = (Op(n, _infer_reduce(n))
                              for n in ("sum", "prod", "mean", "max", "min"))
 argmax = Op("argmax", _infer_arg("argmax"), differentiable=False)
@@ -95,6 +114,12 @@ def _prod_grad(c, g):  # g * y / x where x != 0; the product of the others where
     y = _unreduce(y, shape, axes, keep)
     d = _F.where(zero, _F.where(_F.equal(nz, 1), others, 0.0), y / _F.where(zero, 1.0, x))
     return (_fit(c, 0, g * d),)
+
+
+@_backward(cumulative_sum)
+def _cumsum_grad(c, g):  # the reversed running sum: total - running + own
+    a = c.attrs["axis"]
+    return (_fit(c, 0, _F.sum(g, axis=a, keepdims=True) - cumulative_sum(g, axis=a) + g),)
 
 
 @_backward(mean)

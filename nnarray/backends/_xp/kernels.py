@@ -108,6 +108,12 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
             return fresh(_fn(x, axis=axis, keepdims=keepdims))
         reg(name)(red)
 
+    @reg("cumulative_sum")
+    def cumulative_sum(x, axis):
+        d = x.dtype
+        d = np.int64 if d.kind in "bi" else np.uint64 if d.kind == "u" else d
+        return fresh(xp.cumsum(x, axis=axis, dtype=d))
+
     for name, fn in (("argmax", xp.argmax), ("argmin", xp.argmin)):
         def arg(x, axis, keepdims, _fn=fn):
             r = _fn(x, axis=axis)
