@@ -195,6 +195,10 @@ class NdArray(SyncedArray, ArrayOperators):
         self._implicit_read("float()")
         return float(self.item())
 
+    def __complex__(self) -> complex:
+        self._implicit_read("complex()")
+        return complex(self.item())
+
     def __int__(self) -> int:
         self._implicit_read("int()")
         return int(self.item())

@@ -18,7 +18,7 @@ import numpy as np
 from . import dtypes as _dtypes
 from . import functions as F
 from .context import as_context
-from .dlpack import from_dlpack  # noqa: F401  (re-exported: the standard's name)
+from .dlpack import from_dlpack as _from_dlpack
 from .errors import DTypeError
 from .ndarray import NdArray, fill_value, normalize_shape
 from .ndarray import array as _array
@@ -52,7 +52,22 @@ maximum, minimum, not_equal, positive, remainder, round, sign, signbit = (
                       "sign", "signbit"))
 sin, sinh, square, sqrt, tan, tanh, trunc = (
     _OPS[n] for n in ("sin", "sinh", "square", "sqrt", "tan", "tanh", "trunc"))
-where = _ew.where
+
+
+def where(condition: Any, x1: Any, x2: Any, /) -> Any:
+    """``x1`` where ``condition`` holds, else ``x2`` (broadcast, promoted)."""
+    return _ew.where(condition, x1, x2)
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: builtins.bool | None = None) -> Any:
+    """An NdArray over a DLPack tensor (zero-copy when possible); ``device=`` moves it
+    there (``copy=False`` then refuses), ``copy=True`` always copies."""
+    y = _from_dlpack(x)
+    if device is not None and as_context(device) != y.device:
+        if copy is False:
+            raise ValueError("from_dlpack: copy=False, but the data is on another device")
+        return y.to_device(device)
+    return F.cast(y, y.dtype) if copy else y
 
 
 def _require(op: str, x: Any) -> None:
@@ -498,12 +513,161 @@ def stack(arrays: Any, /, *, axis: int = 0) -> Any:
     return F.stack(list(arrays), axis)
 
 
-def expand_dims(x: Any, /, *, axis: int = 0) -> Any:
+def expand_dims(x: Any, /, axis: int = 0) -> Any:
     nd = x.ndim + 1
     if not -nd <= axis < nd:
         raise IndexError(f"expand_dims: axis {axis} is out of range for {nd} dimensions")
     a = axis % nd
     return F.reshape(x, x.shape[:a] + (1,) + x.shape[a:])
+
+
+def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
+    """Axes ``source`` moved to ``destination`` (ints or sequences), others in order."""
+    nd = x.ndim
+
+    def axes(v: Any, arg: str) -> tuple:
+        out = tuple(operator.index(a) for a in (v if isinstance(v, (tuple, list)) else (v,)))
+        for a in out:
+            if not -nd <= a < nd:
+                raise ValueError(f"moveaxis: {arg} axis {a} is out of range for {nd} dims")
+        return out
+
+    src = tuple(a % nd for a in axes(source, "source"))
+    dst = axes(destination, "destination")
+    if len(src) != len(dst) or len(set(src)) != len(src):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} must be "
+                         "distinct axes of equal number")
+    dst = tuple(a % nd for a in dst)
+    order = [a for a in range(nd) if a not in src]
+    for d, s_ in sorted(zip(dst, src)):
+        order.insert(d, s_)
+    return F.transpose(x, tuple(order))
+
+
+def flip(x: Any, /, *, axis: Any = None) -> Any:
+    """``x`` with the order of elements along ``axis`` (default: every axis) reversed."""
+    axes = norm_axes("flip", axis, x.shape)
+    key = tuple(builtins.slice(None, None, -1) if i in axes else builtins.slice(None)
+                for i in range(x.ndim))
+    return F.getitem(x, key) if axes else F.cast(x, x.dtype)
+
+
+def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Any:
+    """Elements shifted along ``axis`` (flattened when ``None``), wrapping around."""
+    if axis is None:
+        return F.reshape(roll(F.reshape(x, (-1,)), shift, axis=0), x.shape)
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: shift {shift} and axis {axis} differ in length")
+    y = x
+    for s_, a in zip(shifts, axes):
+        a = operator.index(a) % x.ndim
+        n = x.shape[a]
+        if n == 0:
+            continue
+        k = operator.index(s_) % n
+        if k:
+            head = [builtins.slice(None)] * x.ndim
+            tail = [builtins.slice(None)] * x.ndim
+            head[a], tail[a] = builtins.slice(n - k, None), builtins.slice(0, n - k)
+            y = F.concatenate([F.getitem(y, tuple(head)), F.getitem(y, tuple(tail))], a)
+    return y if y is not x else F.cast(x, x.dtype)
+
+
+def tile(x: Any, repetitions: Any, /) -> Any:
+    """``x`` repeated ``repetitions[i]`` times along each axis."""
+    reps = tuple(operator.index(r) for r in repetitions)
+    nd = builtins.max(len(reps), x.ndim)
+    reps = (1,) * (nd - len(reps)) + reps
+    shape = (1,) * (nd - x.ndim) + tuple(x.shape)
+    y = F.reshape(x, tuple(v for s_ in shape for v in (1, s_)))
+    y = F.broadcast_to(y, tuple(v for r, s_ in zip(reps, shape) for v in (r, s_)))
+    return F.reshape(y, tuple(r * s_ for r, s_ in zip(reps, shape)))
+
+
+def repeat(x: Any, repeats: Any, /, *, axis: int | None = None) -> Any:
+    """Each element repeated ``repeats`` times (an int, or one count per element, read
+    on the host) along ``axis`` (the flattened array when ``None``)."""
+    if axis is None:
+        x, axis = F.reshape(x, (-1,)), 0
+    a = operator.index(axis) % x.ndim
+    n = x.shape[a]
+    if isinstance(repeats, int) or (hasattr(repeats, "ndim") and repeats.ndim == 0):
+        r = int(repeats)
+        y = expand_dims(x, axis=a + 1)
+        shape = x.shape[:a + 1] + (r,) + x.shape[a + 1:]
+        return F.reshape(F.broadcast_to(y, shape), x.shape[:a] + (n * r,) + x.shape[a + 1:])
+    counts = np.asarray(repeats).astype(np.int64).reshape(-1)
+    if counts.shape[0] not in (1, n):
+        raise ValueError(f"repeat: {counts.shape[0]} repeats for an axis of length {n}")
+    if counts.shape[0] == 1:
+        return repeat(x, int(counts[0]), axis=a)
+    parts = [F.getitem(x, (builtins.slice(None),) * a + (builtins.slice(i, i + 1),))
+             for i in range(n)]
+    parts = [repeat(p, int(c), axis=a) for p, c in zip(parts, counts) if c]
+    if not parts:
+        return zeros(x.shape[:a] + (0,) + x.shape[a + 1:], x.dtype)
+    return F.concatenate(parts, a)
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple:
+    """The slices of ``x`` along ``axis``."""
+    a = operator.index(axis)
+    if not -x.ndim <= a < x.ndim:
+        raise IndexError(f"unstack: axis {axis} is out of range for shape {x.shape}")
+    a %= x.ndim
+    return tuple(F.getitem(x, (builtins.slice(None),) * a + (i,)) for i in range(x.shape[a]))
+
+
+def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Any:
+    """Sum of products over ``axes`` (an int: the last of ``x1`` with the first of
+    ``x2``; or two sequences of axes)."""
+    if isinstance(axes, int):
+        if axes < 0:
+            raise ValueError(f"tensordot: axes must be >= 0, got {axes}")
+        a1 = tuple(range(x1.ndim - axes, x1.ndim))
+        a2 = tuple(range(axes))
+    else:
+        a1 = tuple(operator.index(a) % x1.ndim for a in axes[0])
+        a2 = tuple(operator.index(a) % x2.ndim for a in axes[1])
+    for i, j in zip(a1, a2):
+        if x1.shape[i] != x2.shape[j]:
+            raise ValueError(f"tensordot: axis {i} of {x1.shape} and axis {j} of {x2.shape} "
+                             "differ in size")
+    k1 = [i for i in range(x1.ndim) if i not in a1]
+    k2 = [j for j in range(x2.ndim) if j not in a2]
+    m = int(np.prod([x1.shape[i] for i in k1], dtype=np.int64))
+    n = int(np.prod([x2.shape[j] for j in k2], dtype=np.int64))
+    k = int(np.prod([x1.shape[i] for i in a1], dtype=np.int64))
+    p = F.reshape(F.transpose(x1, (*k1, *a1)), (m, k))
+    q = F.reshape(F.transpose(x2, (*a2, *k2)), (k, n))
+    if k == 0 or p.dtype == _BOOL or q.dtype == _BOOL:
+        r = F.sum(F.mul(F.reshape(p, (m, k, 1)), F.reshape(q, (1, k, n))), axis=1) \
+            if k else zeros((m, n), result(p, q))
+    else:
+        r = F.matmul(p, q)
+    d = result(x1, x2)
+    if r.dtype != d:
+        r = F.cast(r, d)
+    return F.reshape(r, tuple(x1.shape[i] for i in k1) + tuple(x2.shape[j] for j in k2))
+
+
+def result(*xs: Any) -> np.dtype:
+    from .namespace import result_type
+    return result_type(*xs)
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """The dot product of vectors along ``axis`` (broadcast over the rest)."""
+    nd = builtins.max(x1.ndim, x2.ndim)
+    if not -nd <= axis < nd:
+        raise ValueError(f"vecdot: axis {axis} is out of range")
+    s1 = (1,) * (nd - x1.ndim) + tuple(x1.shape)
+    s2 = (1,) * (nd - x2.ndim) + tuple(x2.shape)
+    if s1[axis] != s2[axis]:
+        raise ValueError(f"vecdot: shapes {x1.shape} and {x2.shape} differ along axis {axis}")
+    return sum(F.mul(x1, x2), axis=axis, dtype=result(x1, x2))
 
 
 def squeeze(x: Any, /, axis: Any) -> Any:
@@ -518,4 +682,5 @@ def squeeze(x: Any, /, axis: Any) -> Any:
 __all__ = sorted(n for n, v in list(globals().items())
                  if not n.startswith("_") and n not in (
                      "annotations", "builtins", "operator", "np", "F", "Any", "DTypeError",
-                     "NdArray", "as_context", "fill_value", "normalize_shape", "norm_axes"))
+                     "NdArray", "as_context", "fill_value", "normalize_shape", "norm_axes",
+                     "result"))

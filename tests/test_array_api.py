@@ -270,3 +270,30 @@ def test_cumulative_sum(backend, dtype, axis):
                           np.cumsum(a, axis=axis, dtype=np.float64)], axis))
     with pytest.raises(ValueError, match="cumulative_sum: argument 'axis' is required"):
         nna.cumulative_sum(A(a))
+
+
+def test_manipulation_functions(backend):
+    a = np.arange(24).reshape(2, 3, 4)
+    x = A(a)
+    check(nna.moveaxis(x, (0, 1), (2, 0)), np.moveaxis(a, (0, 1), (2, 0)))
+    check(nna.flip(x, axis=(0, 2)), np.flip(a, (0, 2)))
+    check(nna.roll(x, 2), np.roll(a, 2))
+    check(nna.roll(x, (1, -1), axis=(0, 2)), np.roll(a, (1, -1), (0, 2)))
+    check(nna.tile(x, (2, 1, 1, 2)), np.tile(a, (2, 1, 1, 2)))
+    check(nna.repeat(x, 2, axis=1), np.repeat(a, 2, 1))
+    check(nna.repeat(x, A(np.array([1, 0, 2])), axis=1), np.repeat(a, [1, 0, 2], 1))
+    for got, want in zip(nna.unstack(x, axis=1), [a[:, i] for i in range(3)]):
+        check(got, want)
+    b = np.arange(12).reshape(3, 4)
+    check(nna.tensordot(x, A(b), axes=2), np.tensordot(a, b, 2))
+    check(nna.vecdot(A(a.astype(np.int8)), A(a.astype(np.int8))),
+          np.sum(a.astype(np.int8) * a.astype(np.int8), -1, dtype=np.int8))
+    check(nna.where(x > 5, x, 0), np.where(a > 5, a, 0))
+
+
+def test_from_dlpack_device_and_copy(backend):
+    a = np.arange(3.0)
+    y = nna.from_dlpack(a, device=backend)
+    assert y.device == nna.Context.parse(backend)
+    check(y, a)
+    check(nna.from_dlpack(a, copy=True), a)
