@@ -121,6 +121,35 @@ class NdArray(SyncedArray, ArrayOperators):
             return self
         return F.cast(self, dtype)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``x[key] = value`` in place on the current context, for basic indices (ints,
+        slices, ``...``, ``None``) and a scalar or an NdArray broadcastable to ``x[key]``.
+        Everything is checked before anything is written."""
+        view = _view(self.shape, key)
+        shape = view[1]
+        if isinstance(value, NdArray):
+            try:
+                if np.broadcast_shapes(value.shape, shape) != shape:
+                    raise ValueError
+            except ValueError:
+                raise ShapeError(f"setitem: value of shape {value.shape} does not broadcast "
+                                 f"to the target x[{key!r}] of shape {shape} (x has shape "
+                                 f"{self.shape})") from None
+            if not np.can_cast(value.dtype, self.dtype, "same_kind"):
+                raise DTypeError(f"setitem: cannot store {value.dtype} values in a "
+                                 f"{self.dtype} array (shape {self.shape})")
+        elif dtypes.is_scalar(value):
+            if isinstance(value, float) and self.dtype.kind in "biu":
+                raise DTypeError(f"setitem: cannot store the float {value!r} in a {self.dtype} "
+                                 f"array (shape {self.shape})")
+            value = fill_value(self.dtype, value, "setitem", self.shape)
+        else:
+            raise TypeError(f"setitem: value must be an NdArray or a scalar, got "
+                            f"{type(value).__name__}")
+        from .registry import lookup
+        lookup("setitem", get_current_context()).run_into(
+            self, (value,), {"key": key, "view": view})
+
     # -- the Array API -------------------------------------------------------------
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         """The ``nnarray`` module (Array API 2023.12)."""
@@ -226,6 +255,31 @@ class NdArray(SyncedArray, ArrayOperators):
         self._implicit_read("repr()")
         body = np.array2string(self._host_view(), separator=", ", prefix="NdArray(")
         return f"NdArray({body}, dtype={self.dtype}, head={self.head})"
+
+
+_BASIC = (int, np.integer, slice, type(Ellipsis), type(None))
+
+
+def _view(shape: tuple[int, ...], key: Any) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """(element offset, shape, element strides) of ``x[key]`` for a C-contiguous ``x`` of
+    ``shape`` and a basic index (numpy's rules; ``IndexError`` out of range)."""
+    k = key if isinstance(key, tuple) else (key,)
+    for i in k:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, _BASIC):
+            if isinstance(i, NdArray) and i.ndim == 0 and i.dtype.kind in "iu":
+                continue
+            raise IndexError(f"setitem: only basic indices (ints, slices, ..., None) are "
+                             f"supported yet, got {type(i).__name__} in {key!r}")
+    k = tuple(int(i) if isinstance(i, NdArray) else i for i in k)
+    st, n = [], 1
+    for s in reversed(shape):
+        st.append(n)
+        n *= s
+    base = np.zeros(1, np.uint8)
+    probe = np.lib.stride_tricks.as_strided(base, shape, tuple(reversed(st)))
+    v = probe[k]
+    off = v.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return off, tuple(v.shape), tuple(v.strides)
 
 
 def fill_value(dtype: np.dtype, value: Any, op: str, shape: tuple[int, ...]) -> Any:

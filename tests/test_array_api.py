@@ -297,3 +297,38 @@ def test_from_dlpack_device_and_copy(backend):
     assert y.device == nna.Context.parse(backend)
     check(y, a)
     check(nna.from_dlpack(a, copy=True), a)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint64, np.bool_],
+                         ids=ids)
+@pytest.mark.parametrize("key, value", [
+    ((1, slice(None), 2), 1), ((slice(None, None, -2), 3), np.arange(6)),
+    ((Ellipsis, slice(1, 4)), np.ones((5, 3))), (0, 2), ((None, 1), np.zeros((1, 5, 6))),
+    ((slice(3, 0, -1), slice(None, None, 2), -1), np.arange(3)), ((), 0)], ids=ids)
+def test_setitem_basic(backend, dtype, key, value):
+    a = sample((4, 5, 6), dtype, 0, 4)
+    x = A(a)
+    if isinstance(value, np.ndarray):
+        value = value.astype(dtype)
+        x[key] = A(value)
+    else:
+        x[key] = value
+    a[key] = value
+    check(x, a)
+    assert x.head == nna.Context.parse(backend).key  # written where the work ran
+
+
+def test_setitem_checks_everything_first():
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    x = A(a)
+    with pytest.raises(nna.ShapeError, match=r"setitem: value of shape \(2,\)"):
+        x[0] = A(np.zeros(2, np.float32))
+    with pytest.raises(IndexError):
+        x[5] = 1.0
+    with pytest.raises(IndexError, match="only basic indices"):
+        x[A(np.array([True, False]))] = 1.0
+    with pytest.raises(nna.DTypeError, match="setitem: cannot store float32"):
+        A(np.zeros(3, np.int32))[0] = A(np.ones((), np.float32))
+    with pytest.raises(nna.InvalidValueError, match="setitem"):
+        A(np.zeros(3, np.uint8))[0] = -1
+    check(x, a)  # nothing half-written

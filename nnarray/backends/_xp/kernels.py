@@ -108,6 +108,11 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
             return fresh(_fn(x, axis=axis, keepdims=keepdims))
         reg(name)(red)
 
+    @reg("setitem")
+    def setitem(value, key, view, out):
+        out[key] = value  # basic indices only (checked by the core): a view, then a copy
+        return out
+
     @reg("cumulative_sum")
     def cumulative_sum(x, axis):
         d = x.dtype
