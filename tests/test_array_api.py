@@ -332,3 +332,18 @@ def test_setitem_checks_everything_first():
     with pytest.raises(nna.InvalidValueError, match="setitem"):
         A(np.zeros(3, np.uint8))[0] = -1
     check(x, a)  # nothing half-written
+
+
+def test_nnarray_context_environment_variable():
+    import os
+    import subprocess
+    import sys
+    code = "import nnarray as n; print(n.get_current_context().key, (n.ones(2) + 1).device.key)"
+    env = {**os.environ, "NNARRAY_CONTEXT": "numpy:0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert out.stdout.split() == ["numpy:0", "numpy:0"]
+    env["NNARRAY_CONTEXT"] = "nosuch"
+    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert bad.returncode != 0 and "unknown backend 'nosuch'" in bad.stderr
