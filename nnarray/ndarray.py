@@ -275,10 +275,14 @@ def _view(shape: tuple[int, ...], key: Any) -> tuple[int, tuple[int, ...], tuple
     for s in reversed(shape):
         st.append(n)
         n *= s
+    if not any(i is Ellipsis for i in k):
+        k = k + (Ellipsis,)  # a view even when every axis gets an int (not a scalar)
     base = np.zeros(1, np.uint8)
     probe = np.lib.stride_tricks.as_strided(base, shape, tuple(reversed(st)))
     v = probe[k]
     off = v.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    if v.size and not 0 <= off < n:  # never hand a kernel a view outside the array
+        raise IndexError(f"setitem: index {key!r} is out of bounds for shape {shape}")
     return off, tuple(v.shape), tuple(v.strides)
 
 

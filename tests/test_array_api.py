@@ -304,7 +304,8 @@ def test_from_dlpack_device_and_copy(backend):
 @pytest.mark.parametrize("key, value", [
     ((1, slice(None), 2), 1), ((slice(None, None, -2), 3), np.arange(6)),
     ((Ellipsis, slice(1, 4)), np.ones((5, 3))), (0, 2), ((None, 1), np.zeros((1, 5, 6))),
-    ((slice(3, 0, -1), slice(None, None, 2), -1), np.arange(3)), ((), 0)], ids=ids)
+    ((slice(3, 0, -1), slice(None, None, 2), -1), np.arange(3)), ((), 0), ((1, 2, 3), 1),
+    ((-1, 0, Ellipsis, -2), 1)], ids=ids)
 def test_setitem_basic(backend, dtype, key, value):
     a = sample((4, 5, 6), dtype, 0, 4)
     x = A(a)
@@ -316,6 +317,17 @@ def test_setitem_basic(backend, dtype, key, value):
     a[key] = value
     check(x, a)
     assert x.head == nna.Context.parse(backend).key  # written where the work ran
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.int64], ids=ids)
+def test_setitem_zero_dim_and_one_element(backend, dtype):
+    x = A(np.array(10, dtype))
+    x[()] = 0
+    check(x, np.array(0, dtype))
+    y = A(np.array([10, 11], dtype))
+    y[1] = 0
+    y[-2] = A(np.array(3, dtype))
+    check(y, np.array([3, 0], dtype))
 
 
 def test_setitem_checks_everything_first():
