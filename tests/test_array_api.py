@@ -359,3 +359,13 @@ def test_nnarray_context_environment_variable():
     bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(__file__)))
     assert bad.returncode != 0 and "unknown backend 'nosuch'" in bad.stderr
+
+
+def test_array_api_compat_accepts_ndarrays(backend):
+    compat = pytest.importorskip("array_api_compat")
+    x = nna.asarray([1.0, 2.0, 4.0], device=backend)
+    xp = compat.array_namespace(x)
+    assert xp is nna and compat.device(x) == nna.Context.parse(backend)
+    y = xp.sum(xp.sqrt(x) * 2, axis=0)  # code written only against the standard
+    assert y.device == nna.Context.parse(backend)
+    np.testing.assert_allclose(float(y), 2 * (1 + np.sqrt(2) + 2), rtol=1e-6)
