@@ -100,6 +100,12 @@ def argmin(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return _red.argmin(x, axis=axis, keepdims=keepdims)
 
 
+def take(x: Any, indices: Any, axis: Any = None) -> Any:
+    """Elements of ``x`` at integer ``indices`` (1-D; negative count from the end) along
+    ``axis`` (optional for 1-D ``x``)."""
+    return _shape.take(x, indices, axis=axis)
+
+
 def reshape(x: Any, shape: Any) -> Any:
     """A new array of ``shape`` (one ``-1`` allowed); works on any input."""
     return _shape.reshape(x, shape=shape)

@@ -670,6 +670,11 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     return sum(F.mul(x1, x2), axis=axis, dtype=result(x1, x2))
 
 
+def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
+    """Elements of ``x`` at the 1-D integer ``indices`` along ``axis``."""
+    return F.take(x, indices, axis)
+
+
 def squeeze(x: Any, /, axis: Any) -> Any:
     axes = norm_axes("squeeze", axis, x.shape)
     for a in axes:

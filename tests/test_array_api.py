@@ -369,3 +369,20 @@ def test_array_api_compat_accepts_ndarrays(backend):
     y = xp.sum(xp.sqrt(x) * 2, axis=0)  # code written only against the standard
     assert y.device == nna.Context.parse(backend)
     np.testing.assert_allclose(float(y), 2 * (1 + np.sqrt(2) + 2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float16, np.bool_], ids=ids)
+@pytest.mark.parametrize("axis, idx", [(0, [1, 0, 1]), (1, [2, -1, 0, 0]), (2, []), (-1, [3])],
+                         ids=ids)
+def test_take(backend, dtype, axis, idx):
+    a = sample((2, 3, 4), dtype)
+    i = np.asarray(idx, np.int64 if axis else np.int32)
+    check(nna.take(A(a), A(i), axis=axis), np.take(a, i, axis=axis))
+
+
+def test_take_checks_arguments():
+    x = A(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="take: argument 'axis' is required"):
+        nna.take(x, A(np.array([0])))
+    with pytest.raises(nna.ShapeError, match="take: argument 'indices' must be a 1-D integer"):
+        nna.take(x, A(np.array([0.5])), axis=0)

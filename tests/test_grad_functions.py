@@ -171,6 +171,8 @@ CASES = [
     Case("where", lambda x, y, c: F.where(c, x, y), lambda x, y, c: np.where(c, x, y),
          [(2, 3), (3,)], consts=[_COND]),
     Case("sum", lambda x: F.sum(x, axis=1), lambda x: x.sum(axis=1), [(2, 3, 4)]),
+    Case("take", lambda x, i: F.take(x, i, axis=1), lambda x, i: np.take(x, i, axis=1),
+         [(2, 3, 2)], consts=[np.array([2, 0, 2, -1])]),
     Case("cumulative_sum", lambda x: F.cumulative_sum(x, axis=1),
          lambda x: np.cumsum(x, axis=1), [(2, 3, 4)]),
     Case("prod", lambda x: F.prod(x, axis=(0, 2)), lambda x: x.prod(axis=(0, 2)), [(2, 3, 4)],

@@ -108,6 +108,10 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
             return fresh(_fn(x, axis=axis, keepdims=keepdims))
         reg(name)(red)
 
+    @reg("take")
+    def take(x, indices, axis):
+        return copy(xp.take(x, indices, axis=axis))
+
     @reg("setitem")
     def setitem(value, key, view, out):
         out[key] = value  # basic indices only (checked by the core): a view, then a copy

@@ -1,4 +1,5 @@
-"""``x[key] = value`` for basic indices: one kernel writing through the view's strides.
+"""Indexing kernels. ``x[key] = value`` for basic indices: one kernel writing through
+the view's strides. ``take``: a gather along one axis.
 
 The core resolves the key to a view of ``x`` (element offset, shape, strides, possibly
 negative); the value is a native array broadcast to the view's shape, or a scalar.
@@ -48,4 +49,42 @@ def setitem(value: Any, key: Any, view: tuple, out: Any) -> Any:
     args = [out.base_data, value.base_data if is_arr else xt.scalar(value), L(n), L(base)]
     args += [L(d) for d in dims[1:]] + [L(s) for st in sts for s in st]
     launch(dev.queue, dev.programs.kernel(src, "setitem"), n, args)
+    return out
+
+
+_TAKE = """{hdr}__kernel void take(__global {s}* out, __global const {s}* restrict x,
+                   __global const {i}* restrict idx, const long n, const long k,
+                   const long len, const long inner) {{
+    const long g = get_global_id(0);
+    if (g >= n) return;
+    const long o = g / (k * inner), r = g - o * k * inner, j = r / inner, e = r - j * inner;
+    long t = (long)idx[j];
+    if (t < 0) t += len;
+    if (t < 0 || t >= len) {{ {zero} return; }}
+    {copy}
+}}
+"""
+
+
+@register_kernel("take", "opencl")
+def take(x: Any, indices: Any, axis: int) -> Any:
+    """One work-item per output element; an index out of range writes 0 (never reads
+    outside ``x``)."""
+    dev = device_of(x)
+    t = cltype(x.dtype)
+    it = cltype(indices.dtype)
+    k = indices.shape[0]
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+    out = dev.empty(shape, x.dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    if n == 0:
+        return out
+    inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    length = x.shape[axis]
+    src = _TAKE.format(hdr=header(t), s=t.storage, i=it.storage,
+                       zero=t.store("out", "g", f"({t.calc})0"),
+                       copy=t.store("out", "g", t.load("x", "(o * len + t) * inner + e")))
+    L = np.int64
+    launch(dev.queue, dev.programs.kernel(src, "take"), n,
+           [out.base_data, x.base_data, indices.base_data, L(n), L(k), L(length), L(inner)])
     return out
