@@ -8,7 +8,9 @@ from __future__ import annotations
 from . import (
     backends,
     functions,  # noqa: I001
+    namespace,
     registry,
+    xp_functions,
 )
 from .context import (
     Context,
@@ -31,10 +33,13 @@ from .errors import (
     TransferError,
 )
 from .memory import empty_cache, memory_stats, reset_peak_memory
-from .ndarray import NdArray, array, full, ones, zeros
+from .namespace import *  # noqa: F403  (the Array API names; some shadow builtins)
+from .ndarray import NdArray, array
 from .ops.random import seed  # noqa: E402
 from .registry import fallback_stats, register_kernel, reset_fallback_stats
 from .transfers import reset_transfer_stats, strict_transfers, transfer_stats
+from .xp_functions import *  # noqa: E402, F403  (the standard's functions; after ndarray)
+from .xp_functions import full, ones, zeros
 
 __version__ = "0.1.0"
 
@@ -47,6 +52,7 @@ __all__ = [
     "register_kernel", "registry", "reset_fallback_stats", "reset_peak_memory",
     "reset_transfer_stats", "seed", "set_default_context",
     "strict_transfers", "transfer_stats", "zeros",
+    *namespace.__all__, *xp_functions.__all__,
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 from collections.abc import Iterator, Sequence
 
 from .errors import BackendError
@@ -73,7 +74,14 @@ def as_context(ctx: Context | str | None) -> Context:
     return ctx if type(ctx) is Context else Context.parse(ctx)
 
 
-_default = Context()
+def _from_environment() -> Context:
+    """``NNARRAY_CONTEXT`` (e.g. ``opencl:1``) as the process default, else numpy. Its
+    backend is checked on first use, like any context."""
+    spec = os.environ.get("NNARRAY_CONTEXT", "").strip()
+    return Context.parse(spec) if spec else Context()
+
+
+_default = _from_environment()
 _current: contextvars.ContextVar[Context] = contextvars.ContextVar("nnarray_context")
 
 

@@ -9,9 +9,14 @@ import numpy as np
 from .errors import DTypeError
 
 SUPPORTED: tuple[np.dtype, ...] = tuple(np.dtype(t) for t in (
-    np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_))
+    np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+    np.uint8, np.uint16, np.uint32, np.uint64, np.bool_))
 FLOATS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
-INTEGERS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.int32, np.int64))
+SIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32,
+                                                             np.int64))
+UNSIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32,
+                                                               np.uint64))
+INTEGERS: frozenset[np.dtype] = SIGNED | UNSIGNED
 _SUPPORTED_SET = frozenset(SUPPORTED)
 _names = ", ".join(d.name for d in SUPPORTED)
 _norm_cache: dict[Any, np.dtype] = {}

@@ -69,14 +69,19 @@ def cast(x: Any, dtype: Any) -> Any:
     return _ew.cast(x, dtype=dtype)
 
 
-def square(x: Any) -> Any:
-    """``x * x``."""
-    return _ew.mul(x, x)
-
-
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Sum over ``axis`` (``None``: every axis)."""
     return _red.sum(x, axis=axis, keepdims=keepdims)
+
+
+def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Product over ``axis`` (``None``: every axis)."""
+    return _red.prod(x, axis=axis, keepdims=keepdims)
+
+
+def cumulative_sum(x: Any, axis: Any = None) -> Any:
+    """Running sum along ``axis`` (optional for 1-D input); integers sum in int64."""
+    return _red.cumulative_sum(x, axis=axis)
 
 
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
@@ -102,6 +107,12 @@ def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
 def argmin(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Index of the minimum (int64, no gradient)."""
     return _red.argmin(x, axis=axis, keepdims=keepdims)
+
+
+def take(x: Any, indices: Any, axis: Any = None) -> Any:
+    """Elements of ``x`` at integer ``indices`` (1-D; negative count from the end) along
+    ``axis`` (optional for 1-D ``x``)."""
+    return _shape.take(x, indices, axis=axis)
 
 
 def reshape(x: Any, shape: Any) -> Any:

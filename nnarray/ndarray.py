@@ -11,7 +11,7 @@ import numpy as np
 
 from . import backends, dtypes
 from . import functions as F  # see operators.py: bound while nnarray imports functions
-from .context import Context, as_context
+from .context import Context, as_context, context_scope, get_current_context
 from .errors import DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import SyncedArray
@@ -115,9 +115,63 @@ class NdArray(SyncedArray, ArrayOperators):
                              f"{self.shape}")
         F.assign(self, other)
 
-    def astype(self, dtype: Any) -> NdArray:
-        """A new array of ``dtype``."""
+    def astype(self, dtype: Any, copy: bool = True, **numpy_kw: Any) -> NdArray:
+        """A new array of ``dtype`` (``self`` when ``copy=False`` and it already is)."""
+        if not copy and dtypes.normalize(dtype, "astype") == self.dtype:
+            return self
         return F.cast(self, dtype)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``x[key] = value`` in place on the current context, for basic indices (ints,
+        slices, ``...``, ``None``) and a scalar or an NdArray broadcastable to ``x[key]``.
+        Everything is checked before anything is written."""
+        view = _view(self.shape, key)
+        shape = view[1]
+        if isinstance(value, NdArray):
+            try:
+                if np.broadcast_shapes(value.shape, shape) != shape:
+                    raise ValueError
+            except ValueError:
+                raise ShapeError(f"setitem: value of shape {value.shape} does not broadcast "
+                                 f"to the target x[{key!r}] of shape {shape} (x has shape "
+                                 f"{self.shape})") from None
+            if not np.can_cast(value.dtype, self.dtype, "same_kind"):
+                raise DTypeError(f"setitem: cannot store {value.dtype} values in a "
+                                 f"{self.dtype} array (shape {self.shape})")
+        elif dtypes.is_scalar(value):
+            if isinstance(value, float) and self.dtype.kind in "biu":
+                raise DTypeError(f"setitem: cannot store the float {value!r} in a {self.dtype} "
+                                 f"array (shape {self.shape})")
+            value = fill_value(self.dtype, value, "setitem", self.shape)
+        else:
+            raise TypeError(f"setitem: value must be an NdArray or a scalar, got "
+                            f"{type(value).__name__}")
+        from .registry import lookup
+        lookup("setitem", get_current_context()).run_into(
+            self, (value,), {"key": key, "view": view})
+
+    # -- the Array API -------------------------------------------------------------
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The ``nnarray`` module (Array API 2023.12)."""
+        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12"):
+            raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r}")
+        import nnarray
+        return nnarray
+
+    @property
+    def device(self) -> Context:
+        """The context holding the newest copy, or the current context for a lazy array."""
+        h = self._head
+        if h is None:
+            return get_current_context()
+        return Context(h.backend, h.device_id)
+
+    def to_device(self, device: Context | str, /, *, stream: Any = None) -> NdArray:
+        """A new array current on ``device``: one explicit, counted transfer."""
+        ctx = as_context(device)
+        self.native(_device(ctx), "r", explicit=True)  # the transfer (none if current)
+        with context_scope(ctx):
+            return F.cast(self, self.dtype)  # a new array on ctx, copied there
 
     def copy(self) -> NdArray:
         """A new array with the same contents."""
@@ -170,6 +224,10 @@ class NdArray(SyncedArray, ArrayOperators):
         self._implicit_read("float()")
         return float(self.item())
 
+    def __complex__(self) -> complex:
+        self._implicit_read("complex()")
+        return complex(self.item())
+
     def __int__(self) -> int:
         self._implicit_read("int()")
         return int(self.item())
@@ -197,6 +255,35 @@ class NdArray(SyncedArray, ArrayOperators):
         self._implicit_read("repr()")
         body = np.array2string(self._host_view(), separator=", ", prefix="NdArray(")
         return f"NdArray({body}, dtype={self.dtype}, head={self.head})"
+
+
+_BASIC = (int, np.integer, slice, type(Ellipsis), type(None))
+
+
+def _view(shape: tuple[int, ...], key: Any) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """(element offset, shape, element strides) of ``x[key]`` for a C-contiguous ``x`` of
+    ``shape`` and a basic index (numpy's rules; ``IndexError`` out of range)."""
+    k = key if isinstance(key, tuple) else (key,)
+    for i in k:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, _BASIC):
+            if isinstance(i, NdArray) and i.ndim == 0 and i.dtype.kind in "iu":
+                continue
+            raise IndexError(f"setitem: only basic indices (ints, slices, ..., None) are "
+                             f"supported yet, got {type(i).__name__} in {key!r}")
+    k = tuple(int(i) if isinstance(i, NdArray) else i for i in k)
+    st, n = [], 1
+    for s in reversed(shape):
+        st.append(n)
+        n *= s
+    if not any(i is Ellipsis for i in k):
+        k = k + (Ellipsis,)  # a view even when every axis gets an int (not a scalar)
+    base = np.zeros(1, np.uint8)
+    probe = np.lib.stride_tricks.as_strided(base, shape, tuple(reversed(st)))
+    v = probe[k]
+    off = v.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    if v.size and not 0 <= off < n:  # never hand a kernel a view outside the array
+        raise IndexError(f"setitem: index {key!r} is out of bounds for shape {shape}")
+    return off, tuple(v.shape), tuple(v.strides)
 
 
 def fill_value(dtype: np.dtype, value: Any, op: str, shape: tuple[int, ...]) -> Any:

@@ -14,6 +14,22 @@ from typing import Any
 from . import functions as F
 
 
+def _X() -> Any:
+    """``nnarray.xp_functions`` (imported after this module)."""
+    from . import xp_functions
+    return xp_functions
+
+
+def _numpy_kw(op: str, out: Any, kw: dict) -> None:
+    """numpy's extra reduction keywords: accepted at their defaults, else a TypeError."""
+    if out is not None:
+        raise TypeError(f"{op}: out= is not supported (NdArrays are immutable results)")
+    for k, v in kw.items():
+        if k == "where" and v is True or k == "initial" and v is None:
+            continue
+        raise TypeError(f"{op}: unsupported numpy keyword {k}={v!r}")
+
+
 class ArrayOperators:
     """Mixin: shape-derived metadata, arithmetic, comparison and in-place operators,
     indexing and shape methods (the class provides ``shape`` and ``dtype``)."""
@@ -42,20 +58,73 @@ class ArrayOperators:
     def T(self) -> Any:
         return F.transpose(self)
 
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return F.sum(self, axis, keepdims)
+    @property
+    def mT(self) -> Any:
+        """The last two axes swapped (a stack of matrix transposes)."""
+        n = len(self.shape)
+        if n < 2:
+            raise ValueError(f"mT: needs at least 2 dimensions, shape is {self.shape}")
+        return F.transpose(self, (*range(n - 2), n - 1, n - 2))
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
-        return F.mean(self, axis, keepdims)
+    # Reductions accept numpy's keywords too, so np.sum(x), np.mean(x, axis=0), ... work
+    # on NdArrays and Variables (numpy calls these methods with dtype=, out=, ...).
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None,
+            keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("sum", out, numpy_kw)
+        return _X().sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("prod", out, numpy_kw)
+        return _X().prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("mean", out, numpy_kw)
+        x = self if dtype is None else F.cast(self, dtype)
+        return F.mean(x, axis, keepdims)
+
+    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("var", out, numpy_kw)
+        x = self if dtype is None else F.cast(self, dtype)
+        return _X().var(x, axis=axis, correction=ddof, keepdims=keepdims)
+
+    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _numpy_kw("std", out, numpy_kw)
+        x = self if dtype is None else F.cast(self, dtype)
+        return _X().std(x, axis=axis, correction=ddof, keepdims=keepdims)
+
+    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            **numpy_kw: Any) -> Any:
+        _numpy_kw("max", out, numpy_kw)
         return F.max(self, axis, keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            **numpy_kw: Any) -> Any:
+        _numpy_kw("min", out, numpy_kw)
         return F.min(self, axis, keepdims)
 
-    def argmax(self, axis: Any = None) -> Any:
-        return F.argmax(self, axis)
+    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+               **numpy_kw: Any) -> Any:
+        _numpy_kw("argmax", out, numpy_kw)
+        return F.argmax(self, axis, keepdims)
+
+    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+               **numpy_kw: Any) -> Any:
+        _numpy_kw("argmin", out, numpy_kw)
+        return F.argmin(self, axis, keepdims)
+
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            **numpy_kw: Any) -> Any:
+        _numpy_kw("all", out, numpy_kw)
+        return _X().all(self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            **numpy_kw: Any) -> Any:
+        _numpy_kw("any", out, numpy_kw)
+        return _X().any(self, axis=axis, keepdims=keepdims)
 
     def __getitem__(self, key: Any) -> Any:
         return F.getitem(self, key)
@@ -70,6 +139,21 @@ class ArrayOperators:
     def __rtruediv__(self, o): return F.div(o, self)
     def __pow__(self, o): return F.pow(self, o)
     def __rpow__(self, o): return F.pow(o, self)
+    def __floordiv__(self, o): return F.floor_divide(self, o)
+    def __rfloordiv__(self, o): return F.floor_divide(o, self)
+    def __mod__(self, o): return F.remainder(self, o)
+    def __rmod__(self, o): return F.remainder(o, self)
+    def __and__(self, o): return F.bitwise_and(self, o)
+    def __rand__(self, o): return F.bitwise_and(o, self)
+    def __or__(self, o): return F.bitwise_or(self, o)
+    def __ror__(self, o): return F.bitwise_or(o, self)
+    def __xor__(self, o): return F.bitwise_xor(self, o)
+    def __rxor__(self, o): return F.bitwise_xor(o, self)
+    def __lshift__(self, o): return F.bitwise_left_shift(self, o)
+    def __rlshift__(self, o): return F.bitwise_left_shift(o, self)
+    def __rshift__(self, o): return F.bitwise_right_shift(self, o)
+    def __rrshift__(self, o): return F.bitwise_right_shift(o, self)
+    def __invert__(self): return F.bitwise_invert(self)
     def __matmul__(self, o): return F.matmul(self, o)
     def __rmatmul__(self, o): return F.matmul(o, self)
     def __neg__(self): return F.neg(self)
@@ -88,3 +172,10 @@ class ArrayOperators:
     def __imul__(self, o): return F.inplace(F.mul, self, o)
     def __itruediv__(self, o): return F.inplace(F.div, self, o)
     def __ipow__(self, o): return F.inplace(F.pow, self, o)
+    def __ifloordiv__(self, o): return F.inplace(F.floor_divide, self, o)
+    def __imod__(self, o): return F.inplace(F.remainder, self, o)
+    def __iand__(self, o): return F.inplace(F.bitwise_and, self, o)
+    def __ior__(self, o): return F.inplace(F.bitwise_or, self, o)
+    def __ixor__(self, o): return F.inplace(F.bitwise_xor, self, o)
+    def __ilshift__(self, o): return F.inplace(F.bitwise_left_shift, self, o)
+    def __irshift__(self, o): return F.inplace(F.bitwise_right_shift, self, o)

@@ -46,4 +46,6 @@ def sample(shape, dtype, lo=-3, hi=3, seed=0) -> np.ndarray:
         return rng.random(shape) < 0.5
     if dtype.kind == "i":
         return rng.integers(lo, hi + 1, shape).astype(dtype)
+    if dtype.kind == "u":
+        return rng.integers(max(lo, 0), max(hi, 0) + 1, shape).astype(dtype)
     return (rng.integers(lo * 4, hi * 4 + 1, shape) / 4).astype(dtype)

@@ -57,9 +57,12 @@ def require_float(op: str, arg: str, x: Any) -> None:
                          f"(shape {x.shape})")
 
 
+_LABELS = frozenset(np.dtype(t) for t in (np.int32, np.int64))
+
+
 def require_int(op: str, arg: str, x: Any) -> None:
     require_array(op, arg, x)
-    if x.dtype not in dtypes.INTEGERS:
+    if x.dtype not in _LABELS:
         raise DTypeError(f"{op}: argument '{arg}' must be int32 or int64, got {x.dtype} "
                          f"(shape {x.shape})")
 

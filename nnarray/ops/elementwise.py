@@ -218,6 +218,44 @@ def _infer_div(inputs, attrs):
     return ((broadcast("div", inputs), d),)
 
 
+def _infer_float2(name: str):
+    def infer(inputs, attrs):
+        a, b = inputs
+        _array_operand(name, a, b)
+        return ((broadcast(name, inputs), binary_dtype(name, _promote(name, a, b))),)
+    return infer
+
+
+def _infer_kinds(name: str, kinds: str, what: str):
+    base = _infer_binary(name)
+
+    def infer(inputs, attrs):
+        (meta,) = base(inputs, attrs)
+        for arg, v in zip("ab", inputs):
+            d = getattr(v, "dtype", None)
+            if d is None:
+                d = np.dtype({bool: np.bool_, int: np.int64}.get(type(v), np.float64))
+            if d.kind not in kinds:
+                raise DTypeError(f"{name}: argument '{arg}' must be {what}, got {d} (shapes "
+                                 f"{getattr(inputs[0], 'shape', ())}, "
+                                 f"{getattr(inputs[1], 'shape', ())})")
+        return (meta,)
+    return infer
+
+
+def binary_dtype(name: str, d: np.dtype) -> np.dtype:
+    """The result dtype of binary function ``name`` whose operands promote to ``d``
+    (backends building kernels use this rather than rederiving it)."""
+    rule = BINARY[name][0]
+    if rule in ("compare", "logical"):
+        return _BOOL
+    if rule == "div" and d not in dtypes.FLOATS:
+        return np.dtype(np.float64)
+    if rule == "float" and d not in dtypes.FLOATS:
+        return dtypes.ufunc_dtype(np.exp, d, name)
+    return d
+
+
 def _infer_pow(name: str):
     base = _infer_no_bool(name)
 
@@ -228,12 +266,17 @@ def _infer_pow(name: str):
 
 
 _BINARY_RULES = {"arith": _infer_binary, "no_bool": _infer_no_bool, "compare": _infer_compare,
-                 "div": lambda name: _infer_div, "pow": _infer_pow}
+                 "logical": _infer_compare, "div": lambda name: _infer_div, "pow": _infer_pow,
+                 "float": _infer_float2,
+                 "integral": lambda name: _infer_kinds(name, "biu", "an integer or bool"),
+                 "int": lambda name: _infer_kinds(name, "iu", "an integer")}
 
 #: Binary elementwise functions: name -> (dtype rule, retained values, d/da, d/db).
 #: Rules: "arith" numpy promotion; "no_bool" the same, bool refused; "pow" that, and no
 #: integer to a negative integer power; "div" float results (integers give float64);
-#: "compare" bool results. Each derivative maps the retained
+#: "compare" bool results; "logical" the same for any operands; "float" numpy's
+#: floating result (like the unary "float"); "integral" integer or bool operands; "int"
+#: integer operands. Each derivative maps the retained
 #: operands ``a``, ``b`` (listed as "ab"; else ``None``), the output ``y`` (listed as
 #: "y") and the output gradient ``g`` to that operand's gradient, before broadcasting is
 #: undone; ``None``: not differentiable.
@@ -248,6 +291,25 @@ BINARY: dict[str, tuple] = {
                 lambda a, b, y, g: where(greater_equal(a, b), 0.0, g)),
     "minimum": ("arith", "ab", lambda a, b, y, g: where(less_equal(a, b), g, 0.0),
                 lambda a, b, y, g: where(less_equal(a, b), 0.0, g)),
+    "atan2": ("float", "ab", lambda a, b, y, g: g * b / (a * a + b * b),
+              lambda a, b, y, g: -(g * a) / (a * a + b * b)),
+    "hypot": ("float", "aby", lambda a, b, y, g: g * a / y, lambda a, b, y, g: g * b / y),
+    "logaddexp": ("float", "aby", lambda a, b, y, g: g * exp(a - y),
+                  lambda a, b, y, g: g * exp(b - y)),
+    "copysign": ("float", "ab",
+                 lambda a, b, y, g: where(equal(signbit(a), signbit(b)), g, -g),
+                 lambda a, b, y, g: g * 0.0),
+    "remainder": ("no_bool", "ab", lambda a, b, y, g: g,
+                  lambda a, b, y, g: -(g * floor_divide(a, b))),
+    "floor_divide": ("no_bool", "", None, None),
+    "bitwise_and": ("integral", "", None, None),
+    "bitwise_or": ("integral", "", None, None),
+    "bitwise_xor": ("integral", "", None, None),
+    "bitwise_left_shift": ("int", "", None, None),
+    "bitwise_right_shift": ("int", "", None, None),
+    "logical_and": ("logical", "", None, None),
+    "logical_or": ("logical", "", None, None),
+    "logical_xor": ("logical", "", None, None),
     "equal": ("compare", "", None, None),
     "not_equal": ("compare", "", None, None),
     "less": ("compare", "", None, None),
@@ -258,7 +320,8 @@ BINARY: dict[str, tuple] = {
 
 #: Unary elementwise functions: name -> (dtype rule, retained value, derivative).
 #: Rules: "any" the input's dtype; "numeric" the same, bool refused; "float" numpy's
-#: floating result (float16 stays, integers give float64). The derivative maps the
+#: floating result (float16 stays, integers give float64); "integral" the input's dtype,
+#: floats refused; "pred" bool results. The derivative maps the
 #: retained input ``x`` or output ``y`` (named in the second field) and the output
 #: gradient ``g`` to the input gradient; ``None``: not differentiable.
 UNARY: dict[str, tuple] = {
@@ -283,6 +346,21 @@ UNARY: dict[str, tuple] = {
     "atan": ("float", "x", lambda x, y, g: g / (x * x + 1.0)),
     "sinh": ("float", "x", lambda x, y, g: g * cosh(x)),
     "cosh": ("float", "x", lambda x, y, g: g * sinh(x)),
+    "asinh": ("float", "x", lambda x, y, g: g / _F.sqrt(x * x + 1.0)),
+    "acosh": ("float", "x", lambda x, y, g: g / _F.sqrt(x * x - 1.0)),
+    "atanh": ("float", "x", lambda x, y, g: g / (1.0 - x * x)),
+    "square": ("numeric", "x", lambda x, y, g: g * (x * 2.0)),
+    "positive": ("numeric", "", lambda x, y, g: g),
+    "ceil": ("numeric", "", lambda x, y, g: g * 0.0),
+    "floor": ("numeric", "", lambda x, y, g: g * 0.0),
+    "trunc": ("numeric", "", lambda x, y, g: g * 0.0),
+    "round": ("numeric", "", lambda x, y, g: g * 0.0),
+    "bitwise_invert": ("integral", "", None),
+    "isfinite": ("pred", "", None),
+    "isinf": ("pred", "", None),
+    "isnan": ("pred", "", None),
+    "signbit": ("pred", "", None),
+    "logical_not": ("pred", "", None),
 }
 
 
@@ -294,6 +372,10 @@ def unary_dtype(name: str, dtype: np.dtype) -> np.dtype:
         return dtypes.ufunc_dtype(np.exp, dtype, name)
     if rule == "numeric" and dtype == _BOOL:
         raise DTypeError(f"{name}: argument 'x' must be numeric, got bool")
+    if rule == "integral" and dtype.kind == "f":
+        raise DTypeError(f"{name}: argument 'x' must be an integer or bool, got {dtype}")
+    if rule == "pred":
+        return _BOOL
     return dtype
 
 
@@ -301,6 +383,15 @@ def _infer_unary(name: str):
     rule = UNARY[name][0]
     if rule == "float":
         return _infer_float(name, np.exp)
+    if rule in ("pred", "integral"):
+        def infer(inputs, attrs):
+            (x,) = inputs
+            require_array(name, "x", x)
+            try:
+                return ((x.shape, unary_dtype(name, x.dtype)),)
+            except DTypeError as err:
+                raise DTypeError(f"{err} (shape {x.shape})") from None
+        return infer
     return _infer_same(name, allow_bool=rule == "any")
 
 
@@ -340,6 +431,7 @@ neg, abs, sign, relu, exp, log, sqrt, tanh, sigmoid = (
     _unary_ops[n] for n in ("neg", "abs", "sign", "relu", "exp", "log", "sqrt", "tanh",
                             "sigmoid"))
 sin, cos, sinh, cosh = (_unary_ops[n] for n in ("sin", "cos", "sinh", "cosh"))
+signbit, floor_divide = _unary_ops["signbit"], _binary_ops["floor_divide"]
 leaky_relu = Op("leaky_relu", _infer_leaky_relu)
 clip = Op("clip", _infer_clip)
 cast = Op("cast", _infer_cast)

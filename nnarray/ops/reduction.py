@@ -1,6 +1,6 @@
 """Reductions over axes.
 
-Kernel contract: ``sum/mean/max/min(x, axis: tuple[int, ...], keepdims: bool)`` with
+Kernel contract: ``sum/prod/mean/max/min(x, axis: tuple[int, ...], keepdims: bool)`` with
 ``axis`` sorted, non-negative and never empty unless ``x`` is 0-d; ``argmax/argmin(x,
 axis: int | None, keepdims: bool)`` -> int64 (``None``: over the flattened array).
 """
@@ -17,6 +17,7 @@ from .op import Op
 
 _I64 = np.dtype(np.int64)
 _F64 = np.dtype(np.float64)
+_U64 = np.dtype(np.uint64)
 
 
 def _out_shape(shape, axes, keepdims):
@@ -34,9 +35,11 @@ def _infer_reduce(name: str):
         if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"{name}: zero-size reduction over axis {axes} of shape {x.shape}")
         d = x.dtype
-        if name == "sum" and d.kind in "bi":
+        if name in ("sum", "prod") and d.kind in "bi":
             d = _I64
-        elif name == "mean" and d.kind in "bi":
+        elif name in ("sum", "prod") and d.kind == "u":
+            d = _U64
+        elif name == "mean" and d.kind in "biu":
             d = _F64
         return ((_out_shape(x.shape, axes, keep), d),)
     return infer
@@ -60,7 +63,27 @@ def _infer_arg(name: str):
     return infer
 
 
-sum, mean, max, min = (Op(n, _infer_reduce(n)) for n in ("sum", "mean", "max", "min"))
+def _infer_cumsum(inputs, attrs):
+    (x,) = inputs
+    require_array("cumulative_sum", "x", x)
+    if x.ndim == 0:
+        raise ValueError("cumulative_sum: argument 'x' must have at least one dimension")
+    axis = attrs.get("axis")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"cumulative_sum: argument 'axis' is required for shape {x.shape}")
+        axis = 0
+    attrs["axis"] = norm_axis("cumulative_sum", axis, x.ndim)
+    d = x.dtype
+    d = _I64 if d.kind in "bi" else _U64 if d.kind == "u" else d
+    return ((x.shape, d),)
+
+
+#: Running sum along one axis (kernel contract: ``cumulative_sum(x, axis: int)``; the
+#: result has ``sum``'s dtype).
+cumulative_sum = Op("cumulative_sum", _infer_cumsum)
+sum, prod, mean, max, min = (Op(n, _infer_reduce(n))
+                             for n in ("sum", "prod", "mean", "max", "min"))
 argmax = Op("argmax", _infer_arg("argmax"), differentiable=False)
 argmin = Op("argmin", _infer_arg("argmin"), differentiable=False)
 
@@ -77,6 +100,26 @@ def _sum_grad(c, g):
     shape = c.in_meta[0][0]
     g = _unreduce(g, shape, c.attrs["axis"], c.attrs["keepdims"])
     return (_fit(c, 0, _F.broadcast_to(g, shape)),)
+
+
+@_backward(prod, inputs=(0,), outputs=(0,))
+def _prod_grad(c, g):  # g * y / x where x != 0; the product of the others where x == 0
+    x, y = c.inputs[0], c.outputs[0]
+    axes, keep = c.attrs["axis"], c.attrs["keepdims"]
+    shape = c.in_meta[0][0]
+    zero = _F.equal(x, 0)
+    others = _F.prod(_F.where(zero, 1.0, x), axis=axes, keepdims=True)  # prod of nonzeros
+    nz = _F.sum(_F.cast(zero, np.int64), axis=axes, keepdims=True)
+    g = _unreduce(g, shape, axes, keep)
+    y = _unreduce(y, shape, axes, keep)
+    d = _F.where(zero, _F.where(_F.equal(nz, 1), others, 0.0), y / _F.where(zero, 1.0, x))
+    return (_fit(c, 0, g * d),)
+
+
+@_backward(cumulative_sum)
+def _cumsum_grad(c, g):  # the reversed running sum: total - running + own
+    a = c.attrs["axis"]
+    return (_fit(c, 0, _F.sum(g, axis=a, keepdims=True) - cumulative_sum(g, axis=a) + g),)
 
 
 @_backward(mean)

@@ -300,3 +300,46 @@ def _slice_grad(c, g):
                 parts.append(_zeros(g.shape[:k] + (after,) + g.shape[k + 1:], dtype))
             g = concatenate_op(*parts, axis=k)
     return (g,)
+
+
+from .backward import F as _F  # noqa: E402
+
+
+# -- take ---------------------------------------------------------------------------------
+def _infer_take(inputs, attrs):
+    x, idx = inputs
+    require_array("take", "x", x)
+    require_array("take", "indices", idx)
+    if idx.dtype.kind not in "iu" or idx.ndim != 1:
+        raise ShapeError(f"take: argument 'indices' must be a 1-D integer array, got "
+                         f"{idx.dtype} of shape {idx.shape}")
+    axis = attrs.get("axis")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: argument 'axis' is required for shape {x.shape}")
+        axis = 0
+    a = attrs["axis"] = norm_axis("take", axis, x.ndim)
+    if x.shape[a] == 0 and idx.shape[0]:
+        raise IndexError(f"take: cannot take from an empty axis {a} of shape {x.shape}")
+    return ((x.shape[:a] + idx.shape + x.shape[a + 1:], x.dtype),)
+
+
+#: ``x``'s elements at ``indices`` (negative from the end) along ``axis``; kernel
+#: contract ``take(x, indices, axis)``. An index out of range is an error on numpy and
+#: CuPy; the OpenCL kernel writes 0 there rather than read outside the buffer.
+take = Op("take", _infer_take)
+
+
+@_backward(take, inputs=(1,))
+def _take_grad(c, g):  # the scatter-add of g, as g @ one_hot(indices)
+    shape = c.in_meta[0][0]
+    a = c.attrs["axis"]
+    n = shape[a]
+    idx = _F.cast(_F.remainder(c.inputs[1], n), np.int64)
+    oh = _F.one_hot(idx, n, axis=-1, dtype=g.dtype)  # (k, n)
+    nd = len(shape)
+    perm = tuple(i for i in range(nd) if i != a) + (a,)
+    gm = _F.transpose(g, perm)  # (..., k)
+    r = _F.matmul(gm, oh)  # (..., n)
+    inv = tuple(int(i) for i in np.argsort(perm))
+    return (_fit(c, 0, _F.transpose(r, inv)), None)

@@ -106,11 +106,27 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         return fresh(xp.where(c, x, y).astype(promote("where", x, y), copy=False))
 
     # the array methods: numpy's module-level functions add a Python wrapper layer
-    for name, meth in (("sum", nd.sum), ("mean", nd.mean), ("max", nd.max), ("min", nd.min)):
+    for name, meth in (("sum", nd.sum), ("prod", nd.prod), ("mean", nd.mean), ("max", nd.max),
+                       ("min", nd.min)):
         def red(x, axis, keepdims, _m=meth):
             r = _m(x, axis=axis, keepdims=keepdims)
             return r if type(r) is nd else xp.asarray(r)
         reg(name)(red)
+
+    @reg("take")
+    def take(x, indices, axis):
+        return copy(xp.take(x, indices, axis=axis))
+
+    @reg("setitem")
+    def setitem(value, key, view, out):
+        out[key] = value  # basic indices only (checked by the core): a view, then a copy
+        return out
+
+    @reg("cumulative_sum")
+    def cumulative_sum(x, axis):
+        d = x.dtype
+        d = np.int64 if d.kind in "bi" else np.uint64 if d.kind == "u" else d
+        return fresh(xp.cumsum(x, axis=axis, dtype=d))
 
     for name, fn in (("argmax", xp.argmax), ("argmin", xp.argmin)):
         def arg(x, axis, keepdims, _fn=fn):

@@ -68,6 +68,7 @@ def load_kernels() -> None:
         matmul,
         random,
         reduction,
+        setitem,
         shape,
         softmax,
     )

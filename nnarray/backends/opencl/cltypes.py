@@ -47,21 +47,34 @@ class CLType:
         """The identity of ``max`` in the compute type."""
         if self.is_float:
             return "(-INFINITY)"
-        return {"uchar": "0", "int": "INT_MIN", "long": "LONG_MIN"}[self.calc]
+        if self.dtype.kind in "bu":
+            return "0"
+        return {"char": "CHAR_MIN", "short": "SHRT_MIN", "int": "INT_MIN",
+                "long": "LONG_MIN"}[self.calc]
 
     def highest(self) -> str:
         """The identity of ``min`` in the compute type."""
         if self.is_float:
             return "INFINITY"
-        return {"uchar": "1", "int": "INT_MAX", "long": "LONG_MAX"}[self.calc]
+        if self.is_bool:
+            return "1"
+        return {"char": "CHAR_MAX", "short": "SHRT_MAX", "int": "INT_MAX", "long": "LONG_MAX",
+                "uchar": "UCHAR_MAX", "ushort": "USHRT_MAX", "uint": "UINT_MAX",
+                "ulong": "ULONG_MAX"}[self.calc]
 
 
 _TABLE = {np.dtype(d): CLType(np.dtype(d), s, c, t) for d, s, c, t in (
     (np.float16, "half", "float", np.float32),
     (np.float32, "float", "float", np.float32),
     (np.float64, "double", "double", np.float64),
+    (np.int8, "char", "char", np.int8),
+    (np.int16, "short", "short", np.int16),
     (np.int32, "int", "int", np.int32),
     (np.int64, "long", "long", np.int64),
+    (np.uint8, "uchar", "uchar", np.uint8),
+    (np.uint16, "ushort", "ushort", np.uint16),
+    (np.uint32, "uint", "uint", np.uint32),
+    (np.uint64, "ulong", "ulong", np.uint64),
     (np.bool_, "uchar", "uchar", np.uint8),
 )}
 

@@ -22,7 +22,9 @@ import pyopencl.array as cla
 
 from ...dtypes import promote
 from ...ops.common import check_int_pow
-from ...ops.elementwise import unary_dtype
+from ...ops.elementwise import BINARY as _RULES
+from ...ops.elementwise import UNARY as _URULES
+from ...ops.elementwise import binary_dtype, unary_dtype
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
 from .device import OpenCLDevice, _by_queue, device_of
@@ -159,8 +161,70 @@ def broadcast_shape(*xs: Any) -> tuple[int, ...]:
 
 
 # -- op expressions -----------------------------------------------------------------------
+_BITWISE = {"bitwise_and": "v0 & v1", "bitwise_or": "v0 | v1", "bitwise_xor": "v0 ^ v1"}
+_LOGICAL = {"logical_and": "(v0 != 0) && (v1 != 0)", "logical_or": "(v0 != 0) || (v1 != 0)",
+            "logical_xor": "(v0 != 0) != (v1 != 0)"}
+_FLOAT2 = {"atan2": "atan2(v0, v1)", "hypot": "hypot(v0, v1)", "copysign": "copysign(v0, v1)",
+           # nan if either is; equal values (infinities too) need no inf - inf
+           "logaddexp": "(isnan(v0) || isnan(v1)) ? v0 + v1 : (v0 == v1 ? v0 + log((T)2) : "
+                        "fmax(v0, v1) + log1p(exp(-fabs(v0 - v1))))"}
+
+
+def _int_divmod(name: str, ct: CLType) -> str:
+    """numpy's floor division / remainder of integers (0 for a zero divisor; the
+    remainder takes the divisor's sign; MIN / -1 wraps rather than trapping)."""
+    if ct.dtype.kind == "u":
+        return "(v1 == 0 ? 0 : v0 / v1)" if name == "floor_divide" else \
+            "(v1 == 0 ? 0 : v0 % v1)"
+    c = ct.calc
+    if name == "floor_divide":
+        return (f"(v1 == 0 ? ({c})0 : v1 == -1 ? ({c})(0 - (v0)) : ({c})(v0 / v1 - "
+                f"(((v0 % v1) != 0) && ((v0 < 0) != (v1 < 0)))))")
+    return (f"(v1 == 0 || v1 == -1 ? ({c})0 : ({c})((v0 % v1) + "
+            f"((((v0 % v1) != 0) && (((v0 % v1) < 0) != (v1 < 0))) ? v1 : 0)))")
+
+
+_FLOORDIV = """
+static T floordiv_T(T a, T b) {
+  if (b == 0) return a / b;
+  T mod = fmod(a, b), div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return copysign((T)0, a / b);
+  T f = floor(div);
+  return (div - f > (T)0.5) ? f + 1 : f;
+}
+"""
+
+
+def _float_divmod(name: str, ct: CLType) -> tuple[str, str]:
+    """numpy's float floor division / remainder (``npy_divmod``)."""
+    c = ct.calc
+    if name == "floor_divide":
+        return f"floordiv_{c}(v0, v1)", _FLOORDIV.replace("_T", f"_{c}").replace("T", c)
+    mod = "fmod(v0, v1)"
+    return (f"(v1 == 0 ? {mod} : ({mod} != 0 ? (((({mod}) < 0) != (v1 < 0)) ? {mod} + v1 : "
+            f"{mod}) : copysign(({c})0, v1)))"), ""
+
+
+def _shift(name: str, ct: CLType) -> str:
+    bits = 8 * ct.dtype.itemsize
+    if name == "bitwise_left_shift":
+        return f"(v1 >= {bits} ? ({ct.calc})0 : ({ct.calc})(v0 << v1))"
+    return f"(v1 >= {bits} ? (v0 < 0 ? ({ct.calc})-1 : ({ct.calc})0) : ({ct.calc})(v0 >> v1))"
+
+
 def _binary_expr(name: str, ct: CLType) -> tuple[str, str]:
     """(expression of v0, v1 in ``ct``, helpers)."""
+    if name in _BITWISE:
+        return _BITWISE[name], ""
+    if name in _LOGICAL:
+        return _LOGICAL[name], ""
+    if name in _FLOAT2:
+        return _FLOAT2[name].replace("(T)", f"({ct.calc})"), ""
+    if name in ("floor_divide", "remainder"):
+        return _float_divmod(name, ct) if ct.is_float else (_int_divmod(name, ct), "")
+    if name in ("bitwise_left_shift", "bitwise_right_shift"):
+        return _shift(name, ct), ""
     if ct.is_bool:
         if name == "sub":
             raise TypeError("sub: numpy boolean subtract is not supported; use logical_xor")
@@ -198,13 +262,14 @@ def _register_binary(name: str) -> None:
         p = dev.plans.get(key)
         if p is None:
             d = promote(name, a, b)
-            if name == "div" and d.kind != "f":
-                d = _F64
+            res = binary_dtype(name, d)
+            if res != _BOOL:
+                d = res  # computed in the result type (floats of integer operands)
             ct = cltype(d)
             if compare:
-                expr, helpers, res = f"v0 {_COMPARE[name]} v1", "", _BOOL
+                expr, helpers = f"v0 {_COMPARE[name]} v1", ""
             else:
-                (expr, helpers), res = _binary_expr(name, ct), d
+                expr, helpers = _binary_expr(name, ct)
             rt = cltype(res)
             out_d = res if out is None else out.dtype
             p = dev.plans[key] = plan(dev, name, convert(expr, rt, cltype(out_d)), xs, [ct, ct],
@@ -225,7 +290,7 @@ def _min_on_host(x: Any) -> Any:
     return device_of(x).to_host(x).min()
 
 
-for _n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", *_COMPARE):
+for _n in _RULES:
     _register_binary(_n)
 
 
@@ -257,10 +322,26 @@ UNARY: dict[str, str | Callable[[CLType], str]] = {
     "log2": "log2(v0)", "log10": "log10(v0)", "sqrt": "sqrt(v0)", "tanh": "tanh(v0)",
     "sin": "sin(v0)", "cos": "cos(v0)", "tan": "tan(v0)", "asin": "asin(v0)",
     "acos": "acos(v0)", "atan": "atan(v0)", "sinh": "sinh(v0)", "cosh": "cosh(v0)",
+    "asinh": "asinh(v0)", "acosh": "acosh(v0)", "atanh": "atanh(v0)", "square": "v0 * v0",
+    "positive": "v0",
+    "ceil": lambda ct: "ceil(v0)" if ct.is_float else "v0",
+    "floor": lambda ct: "floor(v0)" if ct.is_float else "v0",
+    "trunc": lambda ct: "trunc(v0)" if ct.is_float else "v0",
+    "round": lambda ct: "rint(v0)" if ct.is_float else "v0",
+    "bitwise_invert": lambda ct: "!v0" if ct.is_bool else "~v0",
+    # predicates: computed in the input's type, converted to bool
+    "isfinite": lambda ct: "isfinite(v0)" if ct.is_float else "1",
+    "isinf": lambda ct: "isinf(v0)" if ct.is_float else "0",
+    "isnan": lambda ct: "isnan(v0)" if ct.is_float else "0",
+    "signbit": lambda ct: "signbit(v0)" if ct.is_float else ("v0 < 0" if ct.dtype.kind == "i"
+                                                             else "0"),
+    "logical_not": "v0 == 0",
 }
 
 
 def _register_unary(name: str, expr: str | Callable[[CLType], str]) -> None:
+    pred = _URULES[name][0] == "pred"
+
     @register_kernel(name, "opencl")
     def kernel(x, out=None):
         dev = device_of(x)
@@ -269,7 +350,7 @@ def _register_unary(name: str, expr: str | Callable[[CLType], str]) -> None:
         if p is None:
             d = unary_dtype(name, x.dtype)
             out_d = d if out is None else out.dtype
-            ct = cltype(d)
+            ct = cltype(x.dtype if pred else d)
             e = convert(expr if type(expr) is str else expr(ct), ct, cltype(out_d))
             p = dev.plans[key] = plan(dev, name, e, (x,), [ct], x.shape, out_d)
         return p.run(dev, (x,), out)

@@ -1,4 +1,4 @@
-"""Axis reductions: sum mean max min argmax argmin (pyopencl only reduces whole arrays).
+"""Axis reductions: sum prod mean max min argmax argmin (pyopencl only reduces whole arrays).
 
 The input's dimensions are coalesced into kept and reduced groups. Work-item ``g`` takes
 output ``g / nchunk`` and reduces chunk ``g % nchunk`` of its reduced elements, walking
@@ -56,6 +56,8 @@ def _odometer(d: int) -> str:
 def _combine(op: str, t: CLType) -> str:
     if op == "sum":
         return "acc += v;"
+    if op == "prod":
+        return "acc *= v;"
     cmp = ">" if op in ("max", "argmax") else "<"
     if op.startswith("arg"):
         nan = " || (isnan(v) && !isnan(acc))" if t.is_float else ""
@@ -70,7 +72,7 @@ def _combine(op: str, t: CLType) -> str:
 def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLType,
             scaled: bool, partial: bool) -> str:
     arg = op.startswith("arg")
-    init = {"sum": "0", "max": acc_t.lowest(), "min": acc_t.highest()}.get(op, "0")
+    init = {"sum": "0", "prod": "1", "max": acc_t.lowest(), "min": acc_t.highest()}.get(op, "0")
     params = [f"__global const {in_t.storage}* restrict x", f"__global {out_t.storage}* out"]
     if arg and partial:
         params.append("__global long* outi")
@@ -159,7 +161,9 @@ def _acc_type(dev: OpenCLDevice, op: str, t: CLType) -> CLType:
         return t
     if t.is_float:
         return cltype(_F64) if dev.fp64 else cltype(np.float32) if t.calc == "float" else t
-    return cltype(_F64) if op == "mean" else cltype(_I64)
+    if op == "mean":
+        return cltype(_F64)
+    return cltype(np.dtype(np.uint64)) if t.dtype.kind == "u" else cltype(_I64)
 
 
 def _out_shape(shape: tuple[int, ...], axes: set[int], keepdims: bool) -> tuple[int, ...]:
@@ -175,8 +179,9 @@ def _register(op: str) -> None:
         axes = set(axis)
         in_t = cltype(x.dtype)
         out_d = x.dtype
-        if x.dtype.kind in "bi" and op in ("sum", "mean"):
-            out_d = _I64 if op == "sum" else _F64
+        if x.dtype.kind in "biu" and op in ("sum", "prod", "mean"):
+            out_d = _F64 if op == "mean" else np.dtype(np.uint64) if x.dtype.kind == "u" \
+                else _I64
         acc_t = _acc_type(dev, op, in_t)
         for d in (x.dtype, out_d, acc_t.dtype):
             dev.check_dtype(d, op)
@@ -190,7 +195,7 @@ def _register(op: str) -> None:
         return out
 
 
-for _op in ("sum", "mean", "max", "min"):
+for _op in ("sum", "prod", "mean", "max", "min"):
     _register(_op)
 
 
@@ -226,3 +231,44 @@ def _register_arg(op: str) -> None:
 
 for _op in ("argmax", "argmin"):
     _register_arg(_op)
+
+
+_CUMSUM = """{hdr}__kernel void cumsum(__global const {s}* restrict x, __global {o}* out,
+                     const long outer, const long n, const long inner) {{
+    const long g = get_global_id(0);
+    if (g >= outer * inner) return;
+    const long base = (g / inner) * n * inner + g % inner;
+    {a} acc = 0;
+    for (long i = 0; i < n; ++i) {{
+      acc += {load};
+      {store}
+    }}
+}}
+"""
+
+
+@register_kernel("cumulative_sum", "opencl")
+def cumulative_sum(x, axis):
+    """One work-item per line along ``axis``, summing serially (in double for floats
+    where the device has fp64; the accumulator has the result's type otherwise)."""
+    dev = device_of(x)
+    in_t = cltype(x.dtype)
+    k = x.dtype.kind
+    out_d = _I64 if k in "bi" else np.dtype(np.uint64) if k == "u" else x.dtype
+    out_t = cltype(out_d)
+    acc_t = _acc_type(dev, "sum", in_t) if k == "f" else out_t
+    for d in (x.dtype, out_d, acc_t.dtype):
+        dev.check_dtype(d, "cumulative_sum")
+    out = dev.empty(x.shape, out_d)
+    if out.size == 0:
+        return out
+    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    src = _CUMSUM.format(hdr=header(in_t, acc_t, out_t), s=in_t.storage, o=out_t.storage,
+                         a=acc_t.calc,
+                         load=convert(in_t.load("x", "base + i * inner"), in_t, acc_t),
+                         store=out_t.store("out", "base + i * inner", convert("acc", acc_t, out_t)))
+    L = np.int64
+    launch(dev.queue, dev.programs.kernel(src, "cumsum"), outer * inner,
+           [x.base_data, out.base_data, L(outer), L(x.shape[axis]), L(inner)])
+    return out

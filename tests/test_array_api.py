@@ -1,0 +1,388 @@
+"""``import nnarray as xp``: the Array API 2023.12 namespace (API.md §7)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from helpers import A, check, ids, sample
+
+import nnarray as nna
+import nnarray.functions as F
+
+NEW_DTYPES = [np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64]
+ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+              "uint64", "float16", "float32", "float64"]
+
+
+def test_namespace_and_constants():
+    assert nna.__array_api_version__ == "2023.12"
+    x = A(np.arange(3))
+    assert x.__array_namespace__() is nna
+    assert (nna.e, nna.pi, nna.inf) == (math.e, math.pi, math.inf)
+    assert math.isnan(nna.nan) and nna.newaxis is None
+
+
+@pytest.mark.parametrize("name", ALL_DTYPES)
+def test_dtypes_are_numpy_dtypes(name):
+    assert getattr(nna, name) == np.dtype(name) and isinstance(getattr(nna, name), np.dtype)
+
+
+def test_isdtype():
+    assert nna.isdtype(nna.int8, "signed integer")
+    assert not nna.isdtype(nna.uint8, "signed integer")
+    assert nna.isdtype(nna.uint64, "integral") and nna.isdtype(nna.float16, "real floating")
+    assert nna.isdtype(nna.bool, ("bool", "numeric")) and not nna.isdtype(nna.bool, "numeric")
+    assert nna.isdtype(nna.float32, nna.float32) and not nna.isdtype(nna.float32, nna.float64)
+    assert not nna.isdtype(nna.float32, "complex floating")
+    with pytest.raises(ValueError, match="isdtype: unknown kind"):
+        nna.isdtype(nna.int8, "integer")
+
+
+@pytest.mark.parametrize("a, b, want", [
+    ("int8", "uint8", "int16"), ("uint8", "uint16", "uint16"), ("int16", "uint32", "int64"),
+    ("int32", "int64", "int64"), ("float16", "float32", "float32"), ("bool", "bool", "bool"),
+    ("uint32", "int32", "int64"), ("uint8", "int8", "int16")])
+def test_result_type_follows_the_standard_table(a, b, want):
+    assert nna.result_type(np.dtype(a), np.dtype(b)) == np.dtype(want)
+    assert nna.result_type(A(np.zeros(2, a)), np.dtype(b)) == np.dtype(want)
+
+
+def test_can_cast_finfo_iinfo():
+    assert nna.can_cast(nna.int8, nna.int16) and not nna.can_cast(nna.int16, nna.int8)
+    assert nna.can_cast(A(np.zeros(2, np.uint8)), nna.int16)
+    f = nna.finfo(nna.float32)
+    assert (f.bits, f.eps, f.dtype) == (32, float(np.finfo(np.float32).eps), nna.float32)
+    assert isinstance(f.max, float) and isinstance(f.smallest_normal, float)
+    i = nna.iinfo(nna.uint16)
+    assert (i.bits, i.min, i.max) == (16, 0, 65535)
+    with pytest.raises(nna.DTypeError, match="finfo"):
+        nna.finfo(nna.int32)
+
+
+def test_namespace_info_lists_every_context():
+    info = nna.__array_namespace_info__()
+    devs = info.devices()
+    assert nna.Context("numpy", 0) in devs and info.default_device() in devs
+    assert info.default_dtypes() == {"real floating": nna.float32, "integral": nna.int64,
+                                     "indexing": nna.int64}
+    assert list(info.dtypes()) == [d for d in ALL_DTYPES if d != "float16"]
+    assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32", "uint64"}
+
+
+@pytest.mark.parametrize("dtype", NEW_DTYPES, ids=ids)
+@pytest.mark.parametrize("name, ref", [("add", np.add), ("sub", np.subtract),
+                                       ("mul", np.multiply), ("maximum", np.maximum),
+                                       ("less", np.less), ("div", np.true_divide)])
+def test_small_integer_dtypes_run_on_every_backend(backend, dtype, name, ref):
+    a, b = sample((2, 3), dtype, 0, 9, seed=1), sample((3,), dtype, 1, 9, seed=2)
+    if name == "sub":
+        a = a + 10  # no wrap-around to compare (unsigned)
+    check(getattr(F, name)(A(a), A(b)), ref(a, b))
+    check(F.cast(A(a), np.float32), a.astype(np.float32))
+    check(F.sum(A(a), 1), a.sum(1))
+    check(F.max(A(a), 0), a.max(0))
+
+
+@pytest.mark.parametrize("da, db", [(np.int8, np.uint8), (np.uint16, np.int32),
+                                    (np.uint8, np.uint32), (np.int16, np.float32)], ids=ids)
+def test_mixed_small_integer_promotion(backend, da, db):
+    a, b = sample((4,), da, 0, 5, seed=1), sample((4,), db, 0, 5, seed=2)
+    check(A(a) + A(b), a + b)
+    check(A(a) * 3, a * 3)
+
+
+def test_device_and_to_device(backend):
+    x = A(np.arange(4, dtype=np.int16))
+    assert x.device == nna.Context("numpy", 0)
+    y = x.to_device(backend)
+    assert y.device == nna.Context.parse(backend) and y is not x
+    check(y, np.arange(4, dtype=np.int16))
+    assert nna.zeros(3).device == nna.get_current_context()  # lazy: the current context
+
+
+def test_mT():
+    a = sample((2, 3, 4), np.float32)
+    check(A(a).mT, np.swapaxes(a, -1, -2))
+    with pytest.raises(ValueError, match="mT"):
+        A(np.zeros(3)).mT  # noqa: B018
+
+
+def test_new_operators_and_in_place_forms(backend):
+    a, b = np.array([-7, 5, 12, 3], np.int16), np.array([2, 3, -5, 1], np.int16)
+    for op, ref in [("__floordiv__", np.floor_divide), ("__mod__", np.remainder),
+                    ("__and__", np.bitwise_and), ("__or__", np.bitwise_or),
+                    ("__xor__", np.bitwise_xor), ("__lshift__", np.left_shift),
+                    ("__rshift__", np.right_shift)]:
+        rhs = np.abs(b) if "shift" in op else b
+        check(getattr(A(a), op)(A(rhs)), ref(a, rhs))
+        x = A(a)
+        y = getattr(x, op.replace("__", "__i", 1))(A(rhs))
+        assert y is x
+        check(x, ref(a, rhs))
+    check(~A(a), ~a)
+    check(7 // A(b), 7 // b)
+    check(2 << A(np.abs(b)), 2 << np.abs(b))
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_left_shift"])
+def test_bitwise_refuses_floats(name):
+    with pytest.raises(nna.DTypeError, match=f"{name}: argument 'a' must be an integer"):
+        getattr(F, name)(A(np.zeros(2, np.float32)), A(np.zeros(2, np.int32)))
+    with pytest.raises(nna.DTypeError, match="bitwise_invert: argument 'x'"):
+        F.bitwise_invert(A(np.zeros(2, np.float32)))
+
+
+# -- creation functions ---------------------------------------------------------------
+def test_creation_defaults_and_dtypes():
+    assert nna.zeros((2, 3)).dtype == nna.float32 and nna.ones(2).dtype == nna.float32
+    assert nna.full(2, 3).dtype == nna.int64 and nna.full(2, True).dtype == nna.bool
+    assert nna.full(2, 1.5, dtype=nna.float16).dtype == nna.float16
+    check(nna.asarray([[1, 2], [3, 4]]), np.array([[1, 2], [3, 4]]))
+    check(nna.asarray([1.5, 2.0]), np.array([1.5, 2.0], np.float32))
+    check(nna.asarray(3.0), np.float32(3.0))
+    check(nna.asarray([1, 2], dtype=nna.uint8), np.array([1, 2], np.uint8))
+    check(nna.arange(5), np.arange(5))
+    check(nna.arange(1, 2, 0.25), np.arange(1, 2, 0.25, dtype=np.float32))
+    check(nna.arange(10, 0, -3, dtype=nna.int16), np.arange(10, 0, -3, dtype=np.int16))
+    check(nna.linspace(0, 1, 5), np.linspace(0, 1, 5, dtype=np.float32))
+    check(nna.linspace(0, 1, 4, endpoint=False), np.linspace(0, 1, 4, endpoint=False,
+                                                           dtype=np.float32))
+    check(nna.eye(3, 4, k=1, dtype=nna.int8), np.eye(3, 4, k=1, dtype=np.int8))
+    check(nna.empty((2, 0)), np.zeros((2, 0), np.float32))
+
+
+def test_asarray_shares_and_copies():
+    x = A(np.arange(3.0))
+    assert nna.asarray(x) is x
+    assert nna.asarray(x, copy=True) is not x
+    assert nna.asarray(x, dtype=nna.float32).dtype == nna.float32
+    with pytest.raises(ValueError, match="copy=False"):
+        nna.asarray(x, dtype=nna.float32, copy=False)
+    assert nna.astype(x, x.dtype, copy=False) is x
+    check(nna.astype(x, nna.int8), np.arange(3, dtype=np.int8))
+
+
+def test_like_functions_tril_triu_meshgrid(backend):
+    a = sample((3, 4), np.float32)
+    x = A(a)
+    for fn, ref in [(nna.zeros_like, np.zeros_like), (nna.ones_like, np.ones_like),
+                    (nna.empty_like, np.zeros_like)]:
+        check(fn(x), ref(a))
+    check(nna.full_like(x, 7, dtype=nna.int16), np.full_like(a, 7, dtype=np.int16))
+    check(nna.tril(x, k=1), np.tril(a, 1))
+    check(nna.triu(x, k=-1), np.triu(a, -1))
+    u, v = np.arange(3), np.arange(4.0)
+    for ix in ("xy", "ij"):
+        for got, want in zip(nna.meshgrid(A(u), A(v), indexing=ix),
+                             np.meshgrid(u, v, indexing=ix)):
+            check(got, want)
+
+
+def test_device_keyword(backend):
+    ctx = nna.Context.parse(backend)
+    for x in (nna.zeros(3, device=backend), nna.ones((2,), device=ctx),
+              nna.full(2, 1.5, device=backend), nna.arange(4, device=backend),
+              nna.asarray([1, 2], device=backend), nna.eye(2, device=backend)):
+        assert x.device == ctx, x
+    assert nna.zeros_like(nna.arange(3, device=backend)).device == ctx
+
+
+# -- statistics -------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's var over no elements
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), ()], ids=ids)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions(backend, axis, keepdims):
+    a = sample((2, 3, 4), np.float32, 1, 3)
+    x = A(a)
+    kw = {"axis": axis, "keepdims": keepdims}
+    for fn, ref in [(nna.sum, np.sum), (nna.prod, np.prod), (nna.mean, np.mean),
+                    (nna.max, np.max), (nna.min, np.min)]:
+        check(fn(x, **kw), ref(a, **kw))
+    check(nna.var(x, correction=1, **kw), np.var(a, ddof=1, **kw))
+    check(nna.std(x, **kw), np.std(a, **kw))
+    check(nna.all(x > 1.5, **kw), np.all(a > 1.5, **kw))
+    check(nna.any(x > 2.5, **kw), np.any(a > 2.5, **kw))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.bool_], ids=ids)
+def test_sum_prod_dtypes(backend, dtype):
+    a = sample((3, 4), dtype, 0, 3)
+    check(nna.sum(A(a), axis=1), np.sum(a, axis=1))
+    check(nna.prod(A(a), axis=0), np.prod(a, axis=0))
+    check(nna.sum(A(a), dtype=nna.float64), np.sum(a, dtype=np.float64))
+    check(nna.sum(A(a), axis=0, dtype=a.dtype), np.sum(a, axis=0, dtype=a.dtype))
+
+
+def test_all_any_empty(backend):
+    e = A(np.zeros((0, 3), np.float32))
+    check(nna.all(e), np.all(np.zeros((0, 3))))
+    check(nna.any(e, axis=0), np.any(np.zeros((0, 3)), axis=0))
+
+
+def test_numpy_functions_accept_ndarrays():
+    a = sample((3, 4), np.float32)
+    x = A(a)
+    check(np.sum(x), np.sum(a))
+    check(np.mean(x, axis=0), np.mean(a, axis=0))
+    check(np.max(x, axis=1, keepdims=True), np.max(a, axis=1, keepdims=True))
+    check(np.std(x, ddof=1), np.std(a, ddof=1))
+    check(np.argmax(x), np.argmax(a))
+    check(np.prod(x, axis=0), np.prod(a, axis=0))
+    with pytest.raises(TypeError, match="sum: out="):
+        np.sum(x, out=np.zeros(()))
+
+
+def test_prod_gradient_with_zeros():
+    from nnarray import grad
+    a = np.array([[2.0, 0.0, 3.0], [1.0, 2.0, 4.0], [0.0, 0.0, 5.0]])
+    v = grad.Variable.from_numpy_array(a, need_grad=True)
+    y = F.sum(F.prod(v, axis=1))
+    y.forward()
+    y.backward()
+    want = np.array([[0.0, 6.0, 0.0], [8.0, 4.0, 2.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(v.g, want)
+
+
+def test_standard_aliases():
+    assert nna.add is F.add and nna.subtract is F.sub and nna.multiply is F.mul
+    assert nna.divide is F.div and nna.negative is F.neg and nna.pow is F.pow
+    a = np.array([-2.0, 0.5, 3.0], np.float32)
+    check(nna.clip(A(a), min=-1.0, max=1.0), np.clip(a, -1, 1))
+    check(nna.clip(A(a), max=A(np.zeros(3, np.float32))), np.minimum(a, 0))
+    check(nna.concat([A(a), A(a)]), np.concatenate([a, a]))
+    check(nna.expand_dims(A(a), axis=-1), a[:, None])
+    check(nna.squeeze(A(a[None]), axis=0), a)
+    check(nna.permute_dims(A(a.reshape(1, 3)), (1, 0)), a.reshape(3, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint16, np.bool_],
+                         ids=ids)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_cumulative_sum(backend, dtype, axis):
+    a = sample((3, 4, 5), dtype, 0, 3)
+    got = nna.cumulative_sum(A(a), axis=axis)
+    check(got, np.cumsum(a, axis=axis, dtype=got.dtype))
+    assert got.dtype == np.sum(a).dtype
+    check(nna.cumulative_sum(A(a), axis=axis, include_initial=True, dtype=nna.float64),
+          np.concatenate([np.zeros_like(np.take(a, [0], axis), np.float64),
+                          np.cumsum(a, axis=axis, dtype=np.float64)], axis))
+    with pytest.raises(ValueError, match="cumulative_sum: argument 'axis' is required"):
+        nna.cumulative_sum(A(a))
+
+
+def test_manipulation_functions(backend):
+    a = np.arange(24).reshape(2, 3, 4)
+    x = A(a)
+    check(nna.moveaxis(x, (0, 1), (2, 0)), np.moveaxis(a, (0, 1), (2, 0)))
+    check(nna.flip(x, axis=(0, 2)), np.flip(a, (0, 2)))
+    check(nna.roll(x, 2), np.roll(a, 2))
+    check(nna.roll(x, (1, -1), axis=(0, 2)), np.roll(a, (1, -1), (0, 2)))
+    check(nna.tile(x, (2, 1, 1, 2)), np.tile(a, (2, 1, 1, 2)))
+    check(nna.repeat(x, 2, axis=1), np.repeat(a, 2, 1))
+    check(nna.repeat(x, A(np.array([1, 0, 2])), axis=1), np.repeat(a, [1, 0, 2], 1))
+    for got, want in zip(nna.unstack(x, axis=1), [a[:, i] for i in range(3)]):
+        check(got, want)
+    b = np.arange(12).reshape(3, 4)
+    check(nna.tensordot(x, A(b), axes=2), np.tensordot(a, b, 2))
+    check(nna.vecdot(A(a.astype(np.int8)), A(a.astype(np.int8))),
+          np.sum(a.astype(np.int8) * a.astype(np.int8), -1, dtype=np.int8))
+    check(nna.where(x > 5, x, 0), np.where(a > 5, a, 0))
+
+
+def test_from_dlpack_device_and_copy(backend):
+    a = np.arange(3.0)
+    y = nna.from_dlpack(a, device=backend)
+    assert y.device == nna.Context.parse(backend)
+    check(y, a)
+    check(nna.from_dlpack(a, copy=True), a)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint64, np.bool_],
+                         ids=ids)
+@pytest.mark.parametrize("key, value", [
+    ((1, slice(None), 2), 1), ((slice(None, None, -2), 3), np.arange(6)),
+    ((Ellipsis, slice(1, 4)), np.ones((5, 3))), (0, 2), ((None, 1), np.zeros((1, 5, 6))),
+    ((slice(3, 0, -1), slice(None, None, 2), -1), np.arange(3)), ((), 0), ((1, 2, 3), 1),
+    ((-1, 0, Ellipsis, -2), 1)], ids=ids)
+def test_setitem_basic(backend, dtype, key, value):
+    a = sample((4, 5, 6), dtype, 0, 4)
+    x = A(a)
+    if isinstance(value, np.ndarray):
+        value = value.astype(dtype)
+        x[key] = A(value)
+    else:
+        x[key] = value
+    a[key] = value
+    check(x, a)
+    assert x.head == nna.Context.parse(backend).key  # written where the work ran
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.int64], ids=ids)
+def test_setitem_zero_dim_and_one_element(backend, dtype):
+    x = A(np.array(10, dtype))
+    x[()] = 0
+    check(x, np.array(0, dtype))
+    y = A(np.array([10, 11], dtype))
+    y[1] = 0
+    y[-2] = A(np.array(3, dtype))
+    check(y, np.array([3, 0], dtype))
+
+
+def test_setitem_checks_everything_first():
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    x = A(a)
+    with pytest.raises(nna.ShapeError, match=r"setitem: value of shape \(2,\)"):
+        x[0] = A(np.zeros(2, np.float32))
+    with pytest.raises(IndexError):
+        x[5] = 1.0
+    with pytest.raises(IndexError, match="only basic indices"):
+        x[A(np.array([True, False]))] = 1.0
+    with pytest.raises(nna.DTypeError, match="setitem: cannot store float32"):
+        A(np.zeros(3, np.int32))[0] = A(np.ones((), np.float32))
+    with pytest.raises(nna.InvalidValueError, match="setitem"):
+        A(np.zeros(3, np.uint8))[0] = -1
+    check(x, a)  # nothing half-written
+
+
+def test_nnarray_context_environment_variable():
+    import os
+    import subprocess
+    import sys
+    code = "import nnarray as n; print(n.get_current_context().key, (n.ones(2) + 1).device.key)"
+    env = {**os.environ, "NNARRAY_CONTEXT": "numpy:0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert out.stdout.split() == ["numpy:0", "numpy:0"]
+    env["NNARRAY_CONTEXT"] = "nosuch"
+    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert bad.returncode != 0 and "unknown backend 'nosuch'" in bad.stderr
+
+
+def test_array_api_compat_accepts_ndarrays(backend):
+    compat = pytest.importorskip("array_api_compat")
+    x = nna.asarray([1.0, 2.0, 4.0], device=backend)
+    xp = compat.array_namespace(x)
+    assert xp is nna and compat.device(x) == nna.Context.parse(backend)
+    y = xp.sum(xp.sqrt(x) * 2, axis=0)  # code written only against the standard
+    assert y.device == nna.Context.parse(backend)
+    np.testing.assert_allclose(float(y), 2 * (1 + np.sqrt(2) + 2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float16, np.bool_], ids=ids)
+@pytest.mark.parametrize("axis, idx", [(0, [1, 0, 1]), (1, [2, -1, 0, 0]), (2, []), (-1, [3])],
+                         ids=ids)
+def test_take(backend, dtype, axis, idx):
+    a = sample((2, 3, 4), dtype)
+    i = np.asarray(idx, np.int64 if axis else np.int32)
+    check(nna.take(A(a), A(i), axis=axis), np.take(a, i, axis=axis))
+
+
+def test_take_checks_arguments():
+    x = A(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="take: argument 'axis' is required"):
+        nna.take(x, A(np.array([0])))
+    with pytest.raises(nna.ShapeError, match="take: argument 'indices' must be a 1-D integer"):
+        nna.take(x, A(np.array([0.5])), axis=0)
