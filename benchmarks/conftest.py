@@ -83,6 +83,10 @@ def _cupy_reason() -> str | None:
     return None if n > 0 else "cupy: no CUDA device"
 
 
+def _no_sync() -> None:
+    pass
+
+
 class Backend:
     """An nnarray backend (``name[:device_id]``) under test: whether it is a GPU, how to
     synchronize."""
@@ -93,6 +97,8 @@ class Backend:
         self.name = name
         self.gpu = _is_gpu(name)
         self.label = f"nnarray-{name}"
+        if name.split(":")[0] == "numpy":  # synchronous: nothing to wait for (as torch-cpu)
+            self.sync = _no_sync  # type: ignore[method-assign]
 
     def sync(self) -> None:
         nna.device_synchronize()
