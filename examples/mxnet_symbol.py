@@ -143,6 +143,10 @@ def type_inference(ctx: str) -> None:
     args, outs = g.infer_type(data="float32")
     print(f"  {args} -> {outs}")
     assert outs == {"half": np.float16, "int": np.int32}
+    b = Variable((2, 3), dtype=np.int32, name="labels")
+    args, outs = Graph(F.cast(b, np.uint8, name="bytes")).infer_type(labels="int32")
+    print(f"  {args} -> {outs}")
+    assert outs == {"bytes": np.uint8}
 
 
 def bind_and_run(ctx: str) -> None:

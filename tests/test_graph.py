@@ -146,10 +146,21 @@ def test_infer_type_through_cast() -> None:
     args, outs = g.infer_type(a="float32")
     assert args == {"a": np.float32} and outs["half"] == np.float16
     i = Variable((3,), dtype=np.int32, name="i")
-    g2 = Graph([F.cast(i + 1, np.float16, name="f16"), i * 2])  # (uint8 is not a dtype here)
+    g2 = Graph([F.cast(i + 1, np.float16, name="f16"), i * 2])
     args, outs = g2.infer_type(i="int64")
     assert args == {"i": np.int64} and outs["f16"] == np.float16
     assert list(outs.values())[1] == np.int64
+    g3 = Graph(F.cast(i, np.uint8, name="u8"))  # the tutorial's int32 -> uint8
+    assert g3.infer_type(i="int32") == ({"i": np.int32}, {"u8": np.uint8})
+
+
+def test_cast_to_uint8_runs(backend) -> None:
+    i = Variable((4,), dtype=np.int32, name="i")
+    g = Graph(F.cast(i, np.uint8))
+    got = g.eval(backend, i=nna.NdArray.from_numpy_array(np.array([1, 255, 256, 300],
+                                                                   np.int32)))[0]
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got.numpy(), np.array([1, 255, 0, 44], np.uint8))
 
 
 # -- Executor ---------------------------------------------------------------------------------
