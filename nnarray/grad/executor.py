@@ -60,25 +60,32 @@ class Plan:
     def backward_order(self) -> list:
         """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
         if self.bwd is None:
-            req: dict[int, bool] = {}
-
-            def requires(v: Any) -> bool:
-                if not isinstance(v, Variable) or v.dtype not in _FLOATS:
-                    return False
-                p = v._parent
-                if p is None:
-                    return v._need_grad
-                return req.get(id(p), False) and (v._need_grad or not v._explicit)
-
-            out = []
-            for n in self.order:
-                need = tuple([requires(a) for a in n.inputs])
-                req[id(n)] = r = n.differentiable and any(need)
-                if r:
-                    out.append((n, need))
-            out.sort(key=lambda e: -e[0].rank)
-            self.bwd = out
+            self.bwd = backward_order(self.order, lambda v: v._need_grad)
         return self.bwd
+
+
+def backward_order(order: list, leaf_needs: Any) -> list:
+    """``[(node, need)]`` for the nodes of ``order`` a gradient flows through, by
+    descending rank: from the floating leaves for which ``leaf_needs(v)`` holds, through
+    intermediates that do not opt out (``need_grad=False`` set on them)."""
+    req: dict[int, bool] = {}
+
+    def requires(v: Any) -> bool:
+        if not isinstance(v, Variable) or v.dtype not in _FLOATS:
+            return False
+        p = v._parent
+        if p is None:
+            return leaf_needs(v)
+        return req.get(id(p), False) and (v._need_grad or not v._explicit)
+
+    out = []
+    for n in order:
+        need = tuple([requires(a) for a in n.inputs])
+        req[id(n)] = r = n.differentiable and any(need)
+        if r:
+            out.append((n, need))
+    out.sort(key=lambda e: -e[0].rank)
+    return out
 
 
 def topological(root: Variable) -> list:

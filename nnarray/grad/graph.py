@@ -31,7 +31,7 @@ from ..context import as_context
 from ..errors import DTypeError, GraphError, ShapeError
 from ..ndarray import NdArray, full
 from . import modes, recording
-from .executor import replay, topological_many
+from .executor import backward_order, replay, topological_many
 from .program import trace
 from .python_function import PyNode, PythonFunction
 from .variable import Variable
@@ -633,24 +633,7 @@ class Executor:
     def _backward_order(self) -> list:
         want = {id(v) for n, v in zip(self.graph._names, self.graph._args)
                 if self.grad_req[n] != "null"}
-        req: dict[int, bool] = {}
-
-        def requires(v: Any) -> bool:
-            if not isinstance(v, Variable) or v.dtype not in _FLOATS:
-                return False
-            p = v._parent
-            if p is None:
-                return id(v) in want
-            return req.get(id(p), False) and (v._need_grad or not v._explicit)
-
-        out = []
-        for n in self._order:
-            need = tuple([requires(a) for a in n.inputs])
-            req[id(n)] = r = n.differentiable and any(need)
-            if r:
-                out.append((n, need))
-        out.sort(key=lambda e: -e[0].rank)
-        return out
+        return backward_order(self._order, lambda v: id(v) in want)
 
     def __repr__(self) -> str:
         return f"<Executor on {self.ctx} of {getattr(self, 'graph', None)!r}>"
