@@ -88,6 +88,23 @@ def backward_order(order: list, leaf_needs: Any) -> list:
     return out
 
 
+def leaves(order: list, outputs: Any) -> list:
+    """The leaf Variables the nodes of ``order`` read, in first-use order, then any of
+    ``outputs`` that are leaves themselves (a graph's arguments)."""
+    out: list = []
+    seen: set = set()
+    for n in order:
+        for a in n.inputs:
+            if isinstance(a, Variable) and a._parent is None and id(a) not in seen:
+                seen.add(id(a))
+                out.append(a)
+    for v in outputs:
+        if v._parent is None and id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
 def topological(root: Variable) -> list:
     """The nodes behind ``root`` in an order where producers precede consumers."""
     return topological_many((root,))

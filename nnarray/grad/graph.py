@@ -31,7 +31,7 @@ from ..context import as_context
 from ..errors import DTypeError, GraphError, ShapeError
 from ..ndarray import NdArray, full
 from . import modes, recording
-from .executor import backward_order, replay, topological_many
+from .executor import backward_order, leaves, replay, topological_many
 from .program import trace
 from .python_function import PyNode, PythonFunction
 from .variable import Variable
@@ -92,17 +92,7 @@ class Graph:
         for n in self._order:  # define-by-run nodes get their names in execution order
             if n._label is None:
                 _ = n.label
-        args: list[Variable] = []
-        seen: set = set()
-        for n in self._order:
-            for a in n.inputs:
-                if isinstance(a, Variable) and a._parent is None and id(a) not in seen:
-                    seen.add(id(a))
-                    args.append(a)
-        for o in outs:
-            if o._parent is None and id(o) not in seen:
-                seen.add(id(o))
-                args.append(o)
+        args = leaves(self._order, outs)
         self._args = args
         names = []
         for k, v in enumerate(args):

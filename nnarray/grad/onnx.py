@@ -25,6 +25,7 @@ import numpy as np
 from .. import functions as F
 from ..errors import GraphError
 from ..ndarray import NdArray
+from .executor import leaves as graph_leaves
 from .executor import topological
 from .variable import Variable
 
@@ -155,17 +156,7 @@ class _Exporter:
         order.sort(key=lambda n: n.rank)  # producers first across several outputs
         # parameters and arguments
         pid = {id(v): k for k, v in (params or {}).items()}
-        leaves: list = []
-        lseen: set[int] = set()
-        for n in order:
-            for a in n.inputs:
-                if isinstance(a, Variable) and a._parent is None and id(a) not in lseen:
-                    lseen.add(id(a))
-                    leaves.append(a)
-        for v in outputs:
-            if v._parent is None and id(v) not in lseen:
-                lseen.add(id(v))
-                leaves.append(v)
+        leaves = graph_leaves(order, outputs)
         for (k, a) in (params or {}).items():  # NdArray constants named by params
             if isinstance(a, NdArray):
                 self.claim(a, self.initializer(k, a.numpy()))
