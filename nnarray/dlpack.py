@@ -3,11 +3,11 @@
 Export (``NdArray.__dlpack__``): the consumer gets the NdArray's own buffer on one
 device (shared, not copied; ``copy=True`` asks for a private copy). The device is the
 one asked for with ``dl_device``, else the head (the latest write), else any current
-copy that DLPack can describe. Exporting counts as a read-write access on that device:
-other device copies become stale, since the consumer may write. Which buffers have a
-DLPack form is each backend's answer (``Device.dlpack_types``): host and CUDA do,
-OpenCL does not (pyopencl cannot export buffers), so exporting an array whose only
-current copy is on OpenCL raises ``BufferError``.
+copy that DLPack can describe, else the host. Exporting counts as a read-write access on
+that device: other device copies become stale, since the consumer may write. Which buffers
+have a DLPack form is each backend's answer (``Device.dlpack_types``): host and CUDA do,
+OpenCL does not (pyopencl cannot export buffers), so an array whose only current copy is
+on OpenCL is exported from the host (one explicit, counted transfer).
 
 Import (``from_dlpack``): the backend whose ``DLPACK_TYPES`` list the tensor's device
 type adopts it (``Device.import_dlpack``): without a copy where it is C-contiguous and
@@ -87,7 +87,7 @@ def _export_device(a: NdArray) -> Device:
     for d in copies:
         if d.dlpack_types:
             return d
-    return head if head in copies else copies[0]
+    return backends.host_device()  # no copy has a DLPack form: read it to the host
 
 
 def _requested_device(dl_device: tuple[int, int]) -> Device:

@@ -105,3 +105,20 @@ def test_nnarray_to_nnarray_shares():
     a = nna.array([1.0, 2.0])
     b = nna.from_dlpack(a)
     assert np.shares_memory(host(a), host(b))
+
+
+def test_export_of_opencl_only_data_goes_through_the_host():
+    """pyopencl buffers have no DLPack form: the export reads the data to the host (one
+    explicit, counted transfer) instead of raising."""
+    from conftest import needs
+    needs("opencl")
+    with nna.context_scope("opencl"):
+        a = nna.array(np.arange(6, dtype=np.float32)) * 2.0  # current on OpenCL only
+    assert a.devices == ["opencl:0"]
+    assert a.__dlpack_device__() == (1, 0)
+    nna.reset_transfer_stats()
+    with nna.strict_transfers():
+        got = np.from_dlpack(a)
+    assert nna.transfer_stats()["count"] == 1
+    np.testing.assert_array_equal(got, np.arange(6, dtype=np.float32) * 2)
+    assert a.head == "numpy:0"  # exported read-write: the consumer may write
