@@ -62,7 +62,9 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
 def from_dlpack(x: Any, /, *, device: Any = None, copy: builtins.bool | None = None) -> Any:
     """An NdArray over a DLPack tensor (zero-copy when possible); ``device=`` moves it
     there (``copy=False`` then refuses), ``copy=True`` always copies."""
-    y = _from_dlpack(x)
+    # an NdArray stays where it is (its own device, no round trip through DLPack's host
+    # export of device-only data); any other producer goes through the protocol
+    y = x if isinstance(x, NdArray) else _from_dlpack(x)
     if device is not None and as_context(device) != y.device:
         if copy is False:
             raise ValueError("from_dlpack: copy=False, but the data is on another device")
