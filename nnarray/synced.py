@@ -260,8 +260,8 @@ class SyncedArray:
 def binary_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
     """``run2(a, b, meta)``: the two-operand fast path of a plain kernel ``fn`` of ``op``
     on ``dev`` (``a`` an array of ``cls``, ``b`` one or a scalar; one output of ``meta``).
-    It lives here because it reads and builds copies directly: F.add on tiny arrays is
-    all dispatch, and these few lines are most of it."""
+    It lives here because it reads the copies directly: F.add on tiny arrays is all
+    dispatch, and these few lines are most of it."""
     def run2(a: Any, b: Any, meta: tuple) -> Any:
         try:
             x = a._copies.get(dev)
@@ -278,14 +278,7 @@ def binary_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -
             raise naming(op, e) from e
         if check is not None:
             check(r, meta)
-        o = _new(cls)
-        o.shape, o.dtype = meta
-        o._copies = {dev: r}
-        o._stale = None
-        o._head = dev
-        o._fill = _NO_FILL
-        o.version = 0
-        o._snap = None
-        return o
+        return wrap(r, dev, meta)
+    wrap = cls._wrap
     return run2
 
