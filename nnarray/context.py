@@ -84,10 +84,62 @@ def _from_environment() -> Context:
 _default = _from_environment()
 _current: contextvars.ContextVar[Context] = contextvars.ContextVar("nnarray_context")
 
+#: Whether the user chose a default context (``NNARRAY_CONTEXT``, ``set_default_context``).
+_chosen = bool(os.environ.get("NNARRAY_CONTEXT", "").strip())
+#: Whether an op outside every ``context_scope`` runs where its inputs are (API.md §7: the
+#: device follows the data): on while no default was chosen and a device other than the
+#: host exists (until then all data is on the host, and the hot path skips the check).
+follow_data = False
+_follow_ctx: dict = {}  # device -> its Context under the default's fallback
+
 
 def get_current_context() -> Context:
     """The context in force: the innermost ``context_scope``, else the process default."""
     return _current.get(_default)
+
+
+def device_created(backend: str) -> None:
+    """Called by ``backends.get_device`` for each new device: a device besides the host
+    turns on the device-follows-data rule unless the user chose a default."""
+    global follow_data
+    if backend != "numpy" and not _chosen:
+        follow_data = True
+
+
+def follow(arrays: Sequence) -> Context:
+    """The context an op outside every scope runs under when ``follow_data`` is on: the
+    device every array input is current on, else the default context (API.md §7). Lazy
+    fills and scalars go anywhere; an input current on the default's device keeps it."""
+    from .backends import get_device
+    home = get_device(_default.backend, _default.device_id)
+    dev = None
+    for x in arrays:
+        h = getattr(x, "_head", None)
+        if h is None or h is home or x.current_copy(home) is not None:
+            continue
+        if dev is None:
+            dev = h
+        elif h is not dev and x.current_copy(dev) is None:
+            return _default
+    if dev is None:
+        return _default
+    for x in arrays:  # every input must be current on ``dev``
+        if getattr(x, "_head", None) is not None and x.current_copy(dev) is None:
+            return _default
+    ctx = _follow_ctx.get((dev, _default))
+    if ctx is None:
+        ctx = _follow_ctx[(dev, _default)] = Context(dev.backend, dev.device_id,
+                                                     _default.fallback)
+    return ctx
+
+
+def dispatch_context(arrays: Sequence) -> Context:
+    """Where an op on ``arrays`` runs: the innermost ``context_scope``, else the data's
+    device (``follow``), else the process default."""
+    c = _current.get(None)
+    if c is not None:
+        return c
+    return follow(arrays) if follow_data else _default
 
 
 def _check(ctx: Context) -> None:
@@ -97,10 +149,11 @@ def _check(ctx: Context) -> None:
 
 def set_default_context(ctx: Context | str) -> None:
     """Set the process-wide default context (validated: the backend must be usable)."""
-    global _default
+    global _default, _chosen, follow_data
     ctx = as_context(ctx)
     _check(ctx)
     _default = ctx
+    _chosen, follow_data = True, False
 
 
 @contextlib.contextmanager

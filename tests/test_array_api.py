@@ -361,6 +361,41 @@ def test_nnarray_context_environment_variable():
     assert bad.returncode != 0 and "unknown backend 'nosuch'" in bad.stderr
 
 
+_FOLLOW = """
+import nnarray as n, numpy as np
+x = n.asarray([1.0, 2.0, 3.0], device="{b}")
+y = n.ones(3, device="{b}")
+with n.strict_transfers():  # no implicit transfer: the ops run where the data is
+    z = n.sin(x) * y + 1.0
+    s = n.sum(z)
+    x += y
+print(z.device.key, s.device.key, x.device.key, (x + n.asarray([1.0, 1.0, 1.0])).device.key)
+print(np.allclose(z.numpy(), np.sin([1.0, 2, 3]) + 1), float(s.numpy()) > 0)
+"""
+
+
+def test_device_follows_the_data(backend):
+    """Outside every scope and with no default chosen, ops run on their inputs' device;
+    mixed inputs run on the default context; a chosen default decides (API.md §7)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(__file__))
+    env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CONTEXT"}
+    out = subprocess.run([sys.executable, "-c", _FOLLOW.format(b=backend)], env=env,
+                         capture_output=True, text=True, cwd=root)
+    assert out.returncode == 0, out.stderr
+    key = nna.Context.parse(backend).key
+    assert out.stdout.split() == [key, key, key, "numpy:0", "True", "True"]
+    if backend != "numpy":  # a chosen default is where work runs, even for device data
+        env["NNARRAY_CONTEXT"] = "numpy"
+        code = (f"import nnarray as n; x = n.ones(2, device='{backend}'); "
+                f"print((n.asarray([1.0, 2.0], device='{backend}') + x).device.key)")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, cwd=root)
+        assert out.stdout.split() == ["numpy:0"], out.stderr
+
+
 def test_array_api_compat_accepts_ndarrays(backend):
     compat = pytest.importorskip("array_api_compat")
     x = nna.asarray([1.0, 2.0, 4.0], device=backend)

@@ -13,6 +13,7 @@ import importlib
 import pkgutil
 from types import ModuleType
 
+from .. import context as _context
 from ..device import Device
 from ..errors import BackendError, BackendUnavailableError
 
@@ -77,6 +78,7 @@ def get_device(name: str, device_id: int = 0) -> Device:
         raise BackendUnavailableError(
             f"{name}:{device_id}: no such device ({name} has {n} device(s))")
     dev = _devices[(name, device_id)] = m.get_device(device_id)
+    _context.device_created(name)
     return dev
 
 

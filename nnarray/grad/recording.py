@@ -137,7 +137,10 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
                 _binary_metas[key] = metas
     if key is None or _mode.get() != modes.AUTO:
         return record(op, (a, b), {}, metas)
-    ctx = _current.get(_context._default)
+    ctx = _current.get(None)
+    if ctx is None:
+        ctx = _context._default if not _context.follow_data else _context.follow(
+            (a._data if ta is Variable else a, b._data if tb is Variable else b))
     k = op.last[0]
     if k[0] is ctx and k[1].valid:
         k = k[1]

@@ -190,7 +190,10 @@ class BinaryOp(Op):
                 else:
                     d = None
                 if d is not None:
-                    ctx = _current.get(_context._default)
+                    ctx = _current.get(None)
+                    if ctx is None:
+                        ctx = _context.follow((a, b)) if _context.follow_data else \
+                            _context._default
                     p = last[0]
                     if p[0] is ctx and p[1].valid:
                         return p[1].run2(a, b, (a.shape, d))
@@ -452,7 +455,7 @@ def inplace(op: Op, a: Any, b: Any) -> Any:
     op = getattr(op, "op", op)  # F.add is the function of the op
     if type(a) is not NdArray:
         return a._inplace(op, b)  # graph values define their own in-place semantics
-    k = lookup(op.name, _current.get(_context._default))
+    k = lookup(op.name, _context.dispatch_context((a, b)))
     if type(b) is NdArray and b.shape == a.shape and isinstance(op, BinaryOp) and \
             k.plain and op._pcache.get((a.dtype, b.dtype)) == a.dtype:
         return k.run_into(a, (a, b), {})  # the cached fast path (solver updates)
@@ -475,7 +478,7 @@ def assign(dst: Any, src: Any) -> None:
     """Write ``src`` (same shape, any dtype) into ``dst`` on the current context."""
     if src.shape != dst.shape:
         raise ShapeError(f"assign: source shape {src.shape} differs from target {dst.shape}")
-    lookup("cast", _current.get(_context._default)).run_into(
+    lookup("cast", _context.dispatch_context((dst, src))).run_into(
         dst, (src,), {"dtype": dst.dtype}, mode="w")
 
 

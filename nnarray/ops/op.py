@@ -69,4 +69,7 @@ class Op:
 
 def execute(name: str, inputs: Any, attrs: dict, metas: tuple) -> Any:
     """Run op ``name`` on NdArray inputs under the current context; wrap the outputs."""
-    return lookup(name, _current.get(_context._default)).run(inputs, attrs, metas)
+    ctx = _current.get(None)
+    if ctx is None:
+        ctx = _context.follow(inputs) if _context.follow_data else _context._default
+    return lookup(name, ctx).run(inputs, attrs, metas)
