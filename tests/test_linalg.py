@@ -115,6 +115,15 @@ def test_factorizations(backend: str) -> None:
         assert nna.fallback_stats()[("qr", "opencl", "numpy")] == 2
 
 
+@pytest.mark.allow_fallback("inv runs on the host on OpenCL")
+def test_fallback_transfers(backend: str) -> None:
+    x = _x(SPD)
+    nna.reset_transfer_stats()
+    y = la.inv(x)
+    assert y.device == x.device
+    assert nna.transfer_stats()["count"] == (2 if backend == "opencl" else 0)
+
+
 def _var(a):
     return Variable.from_numpy_array(np.ascontiguousarray(a), need_grad=True)
 
@@ -137,6 +146,8 @@ GRAD_CASES = {
     "eigvalsh": lambda x: la.eigvalsh(x + F.transpose(x, (0, 2, 1))),
     "eigh": lambda x: la.eigh(x + F.transpose(x, (0, 2, 1))).eigenvalues,
     "matrix_power_-1": lambda x: la.matrix_power(x, -2),
+    "svdvals": la.svdvals,
+    "matrix_norm_nuc": lambda x: la.matrix_norm(x[..., :3], ord="nuc"),
 }
 
 

@@ -110,7 +110,7 @@ eigh = Op("eigh", _infer_eigh)
 eigvalsh = Op("eigvalsh", _infer_eigvalsh)
 qr = Op("qr", _infer_qr, differentiable=False)
 svd = Op("svd", _infer_svd, differentiable=False)
-svdvals = Op("svdvals", _infer_svdvals, differentiable=False)
+svdvals = Op("svdvals", _infer_svdvals)
 
 
 # -- backward rules -------------------------------------------------------------------
@@ -187,3 +187,10 @@ def _eigvalsh_grad(c, g):
     v = eigh(c.inputs[0])[1]
     return (F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))),
                      _mT(v)),)
+
+
+@_backward(svdvals, inputs=(0,))
+def _svdvals_grad(c, g):
+    """``U diag(g) Vh`` from the reduced SVD (distinct singular values assumed)."""
+    u, _, vh = svd(c.inputs[0], full_matrices=False)
+    return (F.matmul(F.mul(u, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), vh),)
