@@ -181,11 +181,11 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     """The cross product of 3-vectors along ``axis`` (broadcast over the rest)."""
     nd = builtins.max(x1.ndim, x2.ndim)
-    if not -nd <= axis < 0 and not 0 <= axis < builtins.min(x1.ndim, x2.ndim):
+    if not -nd <= axis < nd:
         raise ValueError(f"cross: axis {axis} is out of range for {x1.shape}, {x2.shape}")
     s1 = (1,) * (nd - x1.ndim) + tuple(x1.shape)
     s2 = (1,) * (nd - x2.ndim) + tuple(x2.shape)
-    a = axis % nd if axis < 0 else axis + nd - builtins.min(x1.ndim, x2.ndim)
+    a = axis % nd
     if s1[a] != 3 or s2[a] != 3:
         raise ShapeError(f"cross: axis {axis} must have size 3, got {x1.shape} and {x2.shape}")
     a1, a2 = F.reshape(x1, s1), F.reshape(x2, s2)

@@ -38,6 +38,8 @@ DEVICE_CASES = {
     "diagonal": (lambda x: la.diagonal(x, offset=-2), lambda a: np.diagonal(a, -2, -2, -1)),
     "cross": (lambda x: la.cross(x[..., :3], x[..., 1:], axis=-1),
               lambda a: np.cross(a[..., :3], a[..., 1:])),
+    "cross_axis": (lambda x: la.cross(x[:, :3], x[0, 1:], axis=1),
+                   lambda a: np.cross(a[:, :3], np.broadcast_to(a[0, 1:], (2, 3, 4)), axis=1)),
     "vector_norm": (lambda x: la.vector_norm(x, axis=(0, 2), keepdims=True),
                     lambda a: np.sqrt((a * a).sum((0, 2), keepdims=True))),
     "vector_norm_3": (lambda x: la.vector_norm(x, ord=3),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...registry import register_kernel
 
 
@@ -34,7 +36,7 @@ def register_xp_linalg(backend: str, xp: Any) -> None:
         return fresh(u), fresh(s), fresh(vh)
 
     def solve(a, b):
-        batch = xp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         a = xp.broadcast_to(a, batch + a.shape[-2:])
         b = xp.broadcast_to(b, batch + b.shape[-2:])
         dt = xp.result_type(a, b)
