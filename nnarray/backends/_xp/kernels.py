@@ -16,6 +16,7 @@ import numpy as np
 from ...dtypes import promote
 from ...registry import register_kernel
 from .elementwise import BINARY, UNARY
+from .linalg import register_xp_linalg
 
 
 def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> None:
@@ -276,3 +277,5 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
     def randn(shape, mu, sigma, seed, dtype):
         z = xp.random.default_rng(seed).standard_normal(shape, dtype=_gen_dtype(dtype))
         return fresh((z * sigma + mu).astype(dtype, copy=False))
+
+    register_xp_linalg(backend, xp)

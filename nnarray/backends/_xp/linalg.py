@@ -1,0 +1,54 @@
+"""Dense linear-algebra kernels for numpy and CuPy: the xp's own ``linalg`` module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...registry import register_kernel
+
+
+def register_xp_linalg(backend: str, xp: Any) -> None:
+    """Register the ``ops.decomp`` kernels for ``backend`` (numpy or CuPy as ``xp``)."""
+    la = xp.linalg
+
+    def reg(name: str, fn: Any) -> None:
+        register_kernel(name, backend)(fn)
+
+    def fresh(r: Any) -> Any:
+        return xp.asarray(r, order="C")
+
+    def slogdet(a):
+        s, ld = la.slogdet(a)
+        return fresh(ld), fresh(s)
+
+    def eigh(a):
+        w, v = la.eigh(a)
+        return fresh(w), fresh(v)
+
+    def qr(a, mode="reduced"):
+        q, r = la.qr(a, mode=mode)
+        return fresh(q), fresh(r)
+
+    def svd(a, full_matrices=True):
+        u, s, vh = la.svd(a, full_matrices=full_matrices)
+        return fresh(u), fresh(s), fresh(vh)
+
+    def solve(a, b):
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a = xp.broadcast_to(a, batch + a.shape[-2:])
+        b = xp.broadcast_to(b, batch + b.shape[-2:])
+        dt = xp.result_type(a, b)
+        return fresh(la.solve(a.astype(dt), b.astype(dt)))
+
+    reg("inv", lambda a: fresh(la.inv(a)))
+    reg("det", lambda a: fresh(xp.asarray(la.det(a))))
+    reg("slogdet", slogdet)
+    reg("solve", solve)
+    reg("cholesky", lambda a: fresh(la.cholesky(a)))
+    reg("eigh", eigh)
+    reg("eigvalsh", lambda a: fresh(la.eigvalsh(a)))
+    reg("qr", qr)
+    reg("svd", svd)
+    reg("svdvals", lambda a: fresh(la.svd(a, compute_uv=False)))

@@ -1,0 +1,196 @@
+"""Dense matrix decompositions and solves (the Array API ``linalg`` extension's host part).
+
+Each op takes stacks of matrices ``(..., M, N)``. Kernels exist for numpy and CuPy
+(``backends/_xp/linalg.py``, the xp's own ``linalg``); an OpenCL context runs them through
+the registry's numpy fallback, counted in ``fallback_stats()``. Multi-output ops put the
+differentiable output first (``slogdet`` gives ``(logabsdet, sign)``, ``eigh`` gives
+``(eigenvalues, eigenvectors)``): a backward rule receives the first output's gradient.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import DTypeError, ShapeError
+from .common import require_array
+from .op import Op
+
+
+def _matrix(op: str, x: Any, square: bool = True) -> tuple[int, ...]:
+    require_array(op, "x", x)
+    if x.dtype not in dtypes.FLOATS:
+        raise DTypeError(f"{op}: argument 'x' must be floating point, got {x.dtype} "
+                         f"(shape {x.shape})")
+    s = tuple(x.shape)
+    if len(s) < 2 or (square and s[-1] != s[-2]):
+        kind = "square matrices" if square else "matrices"
+        raise ShapeError(f"{op}: argument 'x' must be a stack of {kind} (..., M, "
+                         f"{'M' if square else 'N'}), got shape {s}")
+    return s
+
+
+def _infer_same(name: str):
+    def infer(inputs, attrs):
+        return ((_matrix(name, inputs[0]), inputs[0].dtype),)
+    return infer
+
+
+def _infer_scalar(inputs, attrs):
+    s = _matrix("det", inputs[0])
+    return ((s[:-2], inputs[0].dtype),)
+
+
+def _infer_slogdet(inputs, attrs):
+    s = _matrix("slogdet", inputs[0])
+    return ((s[:-2], inputs[0].dtype), (s[:-2], inputs[0].dtype))
+
+
+def _infer_solve(inputs, attrs):
+    a, b = inputs
+    sa = _matrix("solve", a)
+    require_array("solve", "x2", b)
+    if b.dtype not in dtypes.FLOATS:
+        raise DTypeError(f"solve: argument 'x2' must be floating point, got {b.dtype}")
+    sb = tuple(b.shape)
+    if len(sb) < 2 or sb[-2] != sa[-1]:
+        raise ShapeError(f"solve: 'x2' {sb} does not match 'x1' {sa}")
+    try:
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise ShapeError(f"solve: batch dimensions of 'x1' {sa} and 'x2' {sb} do not "
+                         "broadcast") from None
+    return ((tuple(batch) + sb[-2:], np.result_type(a.dtype, b.dtype)),)
+
+
+def _infer_eigh(inputs, attrs):
+    s = _matrix("eigh", inputs[0])
+    return ((s[:-1], inputs[0].dtype), (s, inputs[0].dtype))
+
+
+def _infer_eigvalsh(inputs, attrs):
+    s = _matrix("eigvalsh", inputs[0])
+    return ((s[:-1], inputs[0].dtype),)
+
+
+def _infer_qr(inputs, attrs):
+    s = _matrix("qr", inputs[0], square=False)
+    mode = attrs.setdefault("mode", "reduced")
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
+    m, n = s[-2:]
+    k = min(m, n) if mode == "reduced" else m
+    d = inputs[0].dtype
+    return ((s[:-2] + (m, k), d), (s[:-2] + (k, n), d))
+
+
+def _infer_svd(inputs, attrs):
+    s = _matrix("svd", inputs[0], square=False)
+    full = attrs["full_matrices"] = bool(attrs.get("full_matrices", True))
+    m, n = s[-2:]
+    k = min(m, n)
+    d = inputs[0].dtype
+    return ((s[:-2] + (m, m if full else k), d), (s[:-2] + (k,), d),
+            (s[:-2] + (n if full else k, n), d))
+
+
+def _infer_svdvals(inputs, attrs):
+    s = _matrix("svdvals", inputs[0], square=False)
+    return ((s[:-2] + (min(s[-2:]),), inputs[0].dtype),)
+
+
+inv = Op("inv", _infer_same("inv"))
+det = Op("det", _infer_scalar)
+slogdet = Op("slogdet", _infer_slogdet)
+solve = Op("solve", _infer_solve)
+cholesky = Op("cholesky", _infer_same("cholesky"))
+eigh = Op("eigh", _infer_eigh)
+eigvalsh = Op("eigvalsh", _infer_eigvalsh)
+qr = Op("qr", _infer_qr, differentiable=False)
+svd = Op("svd", _infer_svd, differentiable=False)
+svdvals = Op("svdvals", _infer_svdvals)
+
+
+# -- backward rules -------------------------------------------------------------------
+from .. import functions as F  # noqa: E402
+from .backward import backward as _backward  # noqa: E402
+from .backward import sum_to as _sum_to  # noqa: E402
+
+
+def _mT(x: Any) -> Any:
+    n = x.ndim
+    return F.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _expand2(x: Any) -> Any:
+    return F.reshape(x, tuple(x.shape) + (1, 1))
+
+
+@_backward(inv, outputs=(0,))
+def _inv_grad(c, g):
+    y = _mT(c.outputs[0])
+    return (F.neg(F.matmul(F.matmul(y, g), y)),)
+
+
+@_backward(det, inputs=(0,), outputs=(0,))
+def _det_grad(c, g):
+    return (F.mul(_expand2(F.mul(g, c.outputs[0])), _mT(inv(c.inputs[0]))),)
+
+
+@_backward(slogdet, inputs=(0,))
+def _slogdet_grad(c, g):
+    return (F.mul(_expand2(g), _mT(inv(c.inputs[0]))),)
+
+
+@_backward(solve, inputs=(0,), outputs=(0,))
+def _solve_grad(c, g):
+    a, x = c.inputs[0], c.outputs[0]
+    gb = solve(_mT(a), g)
+    ga = F.neg(F.matmul(gb, _mT(x))) if c.need[0] else None
+    return (_sum_to(ga, c.in_meta[0][0]) if ga is not None else None,
+            _sum_to(gb, c.in_meta[1][0]) if c.need[1] else None)
+
+
+def _tril_half(x: Any) -> Any:
+    """The lower triangle of ``x`` with its diagonal halved."""
+    n = x.shape[-1]
+    w = np.tril(np.ones((n, n), x.dtype)) - 0.5 * np.eye(n, dtype=x.dtype)
+    return F.mul(x, _const(w, x))
+
+
+def _const(a: np.ndarray, like: Any) -> Any:
+    from ..ndarray import NdArray, array
+    dev = like.device if type(like) is NdArray else None
+    return array(a) if dev is None else array(a).to_device(dev)
+
+
+@_backward(cholesky, outputs=(0,))
+def _cholesky_grad(c, g):
+    lo = c.outputs[0]
+    li = inv(lo)
+    p = _tril_half(F.matmul(_mT(lo), g))
+    s = F.matmul(F.matmul(_mT(li), p), li)
+    return (F.mul(F.add(s, _mT(s)), 0.5),)
+
+
+@_backward(eigh, outputs=(1,))
+def _eigh_grad(c, g):
+    v = c.outputs[1]
+    return (F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))),
+                     _mT(v)),)
+
+
+@_backward(eigvalsh, inputs=(0,))
+def _eigvalsh_grad(c, g):
+    v = eigh(c.inputs[0])[1]
+    return (F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))),
+                     _mT(v)),)
+
+
+@_backward(svdvals, inputs=(0,))
+def _svdvals_grad(c, g):
+    """``U diag(g) Vh`` from the reduced SVD (distinct singular values assumed)."""
+    u, _, vh = svd(c.inputs[0], full_matrices=False)
+    return (F.matmul(F.mul(u, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), vh),)
