@@ -16,6 +16,7 @@ import numpy as np
 from ...dtypes import promote
 from ...registry import register_kernel
 from .elementwise import BINARY, UNARY
+from .sorting import register_sorting_kernels
 
 
 def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> None:
@@ -32,6 +33,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         out = empty(view.shape, view.dtype)
         xp.copyto(out, view)
         return out
+
+    register_sorting_kernels(backend, xp, fresh)
 
     def binary(name: str, uf: Any) -> None:
         def k(a, b, out=None):
