@@ -85,9 +85,9 @@ def _sort_grad(c, g):  # each gradient goes back to the position its value came 
     perm = argsort(x, descending=c.attrs["descending"])
     inv = argsort(perm)  # where each input position landed
     n = x.shape[-1]
-    rows = x.size // n if n else 0
-    from ..xp_functions import arange
-    off = _F.reshape(arange(0, rows * n, n if n else 1, dtype=_I64, device=g.device),
-                     x.shape[:-1] + (1,))
-    flat = _F.reshape(inv + off, (-1,))
+    # each element's flat position p, from the data (no constant, so traced programs
+    # stay device-free); the row's start is p - p % n
+    ones = _F.cast(_F.equal(inv, inv), _I64)
+    p = _F.cumulative_sum(_F.reshape(ones, (-1,)), 0) - 1
+    flat = p - p % n + _F.reshape(inv, (-1,))
     return (_fit(c, 0, _F.reshape(_F.take(_F.reshape(g, (-1,)), flat, 0), x.shape)),)
