@@ -85,10 +85,9 @@ def _count(mask: Any) -> int:
     return int(F.sum(F.cast(mask, _I64)).item())
 
 
-def _positions(mask: Any, device: Any) -> Any:
+def _positions(mask: Any) -> Any:
     """The flat indices (int64) where 1-D ``mask`` holds."""
-    n = mask.shape[0]
-    return _ops.compress(_xp.arange(n, dtype=_I64, device=device), mask, count=_count(mask))
+    return _ops.positions(mask, count=_count(mask))
 
 
 def nonzero(x: Any, /) -> tuple:
@@ -97,7 +96,7 @@ def nonzero(x: Any, /) -> tuple:
     _xp._require("nonzero", x)
     if x.ndim == 0:
         raise ValueError("nonzero: argument 'x' must have at least one dimension")
-    flat = _positions(F.reshape(F.cast(x, _BOOL), (-1,)), x.device)
+    flat = _positions(F.reshape(F.cast(x, _BOOL), (-1,)))
     out = []
     stride = x.size
     for s in x.shape:
@@ -118,7 +117,7 @@ def _groups(x: Any) -> tuple:
                                           F.getitem(s, (slice(None, -1),)))])
     else:
         flags = _xp.ones((flat.shape[0],), dtype=_BOOL, device=x.device)
-    return flat, perm, s, flags, _positions(flags, x.device)
+    return flat, perm, s, flags, _positions(flags)
 
 
 def _counts(starts: Any, n: int, device: Any) -> Any:

@@ -1,12 +1,12 @@
-"""Sorting, searching and compaction ops.
+"""Sorting, searching and mask-compaction ops.
 
 Kernel contract (every op works along the last axis of a C-contiguous input):
 ``sort(x, descending: bool)`` and ``argsort(x, descending: bool)`` are stable (ties keep
 their order; NaN sorts after every number, and first when ``descending``, as numpy's
 flip-sort-flip gives); ``argsort`` returns int64. ``searchsorted(x1, x2, side)``: x1 1-D
 sorted ascending, x2 any shape of the same dtype -> int64 insertion points.
-``compress(x, mask, count)``: the elements of 1-D ``x`` where 1-D bool ``mask`` holds, in
-order; ``count`` (their number) is known on the host.
+``positions(mask, count)``: the int64 indices where 1-D bool ``mask`` holds, in order;
+``count`` (their number) is known on the host.
 """
 
 from __future__ import annotations
@@ -50,17 +50,15 @@ def _infer_searchsorted(inputs, attrs):
     return ((x2.shape, _I64),)
 
 
-def _infer_compress(inputs, attrs):
-    x, mask = inputs
-    require_array("compress", "x", x)
-    require_array("compress", "mask", mask)
-    if x.ndim != 1 or mask.shape != x.shape or mask.dtype != np.bool_:
-        raise ShapeError(f"compress: x {x.shape} and bool mask {mask.shape} "
-                         f"({mask.dtype}) must be 1-D of one length")
+def _infer_positions(inputs, attrs):
+    (mask,) = inputs
+    require_array("positions", "mask", mask)
+    if mask.ndim != 1 or mask.dtype != np.bool_:
+        raise ShapeError(f"positions: mask must be 1-D bool, got {mask.shape} ({mask.dtype})")
     n = attrs["count"] = int(attrs["count"])
-    if not 0 <= n <= x.shape[0]:
-        raise ValueError(f"compress: count {n} is out of range for shape {x.shape}")
-    return (((n,), x.dtype),)
+    if not 0 <= n <= mask.shape[0]:
+        raise ValueError(f"positions: count {n} is out of range for shape {mask.shape}")
+    return (((n,), _I64),)
 
 
 #: Stable sort of the last axis.
@@ -69,8 +67,8 @@ sort = Op("sort", _infer_sort("sort", None))
 argsort = Op("argsort", _infer_sort("argsort", _I64), differentiable=False)
 #: Insertion points of ``x2`` in sorted 1-D ``x1`` (int64).
 searchsorted = Op("searchsorted", _infer_searchsorted, differentiable=False)
-#: The elements of 1-D ``x`` where ``mask`` holds (their ``count`` given).
-compress = Op("compress", _infer_compress, differentiable=False)
+#: The int64 indices where 1-D bool ``mask`` holds (their ``count`` given).
+positions = Op("positions", _infer_positions, differentiable=False)
 
 
 # -- backward rules -------------------------------------------------------------------

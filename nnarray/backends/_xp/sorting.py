@@ -11,7 +11,7 @@ from ...registry import register_kernel
 
 
 def register_sorting_kernels(backend: str, xp: Any, fresh: Callable) -> None:
-    """Register ``sort``, ``argsort``, ``searchsorted`` and ``compress`` for ``backend``."""
+    """Register ``sort``, ``argsort``, ``searchsorted`` and ``positions``."""
 
     def reg(name: str) -> Callable:
         return register_kernel(name, backend)
@@ -36,6 +36,6 @@ def register_sorting_kernels(backend: str, xp: Any, fresh: Callable) -> None:
         return fresh(xp.asarray(xp.searchsorted(x1, x2, side=side)).astype(np.int64,
                                                                              copy=False))
 
-    @reg("compress")
-    def compress(x, mask, count):
-        return fresh(xp.ascontiguousarray(x[mask]))
+    @reg("positions")
+    def positions(mask, count):
+        return fresh(xp.flatnonzero(mask).astype(np.int64, copy=False))

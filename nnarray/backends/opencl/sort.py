@@ -7,7 +7,7 @@ the number of elements of the other run that go before it: the lower bound of it
 the right run (for a left element) or the upper bound in the left run (for a right one),
 so equal keys keep their order. NaN compares greater than every number. ``descending``
 reads each row reversed, sorts ascending and writes the result reversed (numpy's stable
-flip-sort-flip). ``compress`` scans the mask with ``cumulative_sum``'s kernel and scatters.
+flip-sort-flip). ``positions`` scans a mask with ``cumulative_sum``'s kernel and scatters.
 """
 
 from __future__ import annotations
@@ -82,11 +82,11 @@ __kernel void search(__global const {s}* x1, __global const {s}* x2, __global lo
 }}
 """
 
-_SCATTER = """__kernel void scatter(__global const {t}* x, __global const uchar* m,
-                      __global const long* pos, __global {t}* out, const long total) {{
+_SCATTER = """__kernel void scatter(__global const uchar* m, __global const long* pos,
+                      __global long* out, const long total) {
     const long g = get_global_id(0);
-    if (g < total && m[g]) out[pos[g] - 1] = x[g];
-}}
+    if (g < total && m[g]) out[pos[g] - 1] = g;
+}
 """
 
 
@@ -153,15 +153,13 @@ def searchsorted(x1, x2, side):
     return out
 
 
-@register_kernel("compress", "opencl")
-def compress(x, mask, count):
-    """Scan the mask (``cumulative_sum``'s kernel), scatter the kept elements."""
-    dev = device_of(x)
-    out = dev.empty((count,), x.dtype)
-    if count == 0:
-        return out
-    pos = cumulative_sum(mask, 0)
-    t = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[x.dtype.itemsize]
-    launch(dev.queue, dev.programs.kernel(_SCATTER.format(t=t), "scatter"), x.size,
-           [x.base_data, mask.base_data, pos.base_data, out.base_data, L(x.size)])
+@register_kernel("positions", "opencl")
+def positions(mask, count):
+    """The indices where ``mask`` holds: scan (``cumulative_sum``'s kernel), scatter."""
+    dev = device_of(mask)
+    out = dev.empty((count,), _I64)
+    if count:
+        pos = cumulative_sum(mask, 0)
+        launch(dev.queue, dev.programs.kernel(_SCATTER, "scatter"), mask.size,
+               [mask.base_data, pos.base_data, out.base_data, L(mask.size)])
     return out
