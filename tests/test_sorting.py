@@ -133,3 +133,16 @@ def test_sort_grad(backend: str, descending: bool) -> None:
     x = Variable.from_numpy_array(a, need_grad=True)
     assert grad.gradcheck(lambda v: nna.sort(v, descending=descending) * 1.0, [x], eps=1e-5)
     assert grad.gradcheck(lambda v: nna.sort(v, axis=0), [x], eps=1e-5)
+
+
+def test_sort_extreme_values(backend: str) -> None:
+    for v in (np.array([2**64 - 1, 0, 2**63, 5, 2**63 - 1, 2**64 - 1], np.uint64),
+              np.array([np.iinfo(np.int64).min, 3, np.iinfo(np.int64).max, -1, 0], np.int64),
+              np.array([np.inf, -np.inf, np.nan, -0.0, 0.0, np.nan, 1], np.float64)):
+        np.testing.assert_array_equal(nna.argsort(nna.asarray(v)).numpy(),
+                                      np.argsort(v, kind="stable"))
+        s = np.sort(v)
+        for side in ("left", "right"):
+            np.testing.assert_array_equal(
+                nna.searchsorted(nna.asarray(s), nna.asarray(v), side=side).numpy(),
+                np.searchsorted(s, v, side=side))
