@@ -1,12 +1,13 @@
-"""Stable sort, argsort, searchsorted and compaction kernels (``ops/sorting.py``).
+"""Stable sort, argsort, searchsorted and index-compaction kernels (``ops/sorting.py``).
 
 Sorting is a bottom-up merge sort along the last axis: keys (in the compute type) and
-their original indices ping-pong between two buffers, one launch per run width ``w``
-(log2(n) launches). Each work-item places its element at its rank in its own run plus
-the number of elements of the other run that go before it: the lower bound of its key in
-the right run (for a left element) or the upper bound in the left run (for a right one),
-so equal keys keep their order. NaN compares greater than every number. ``descending``
-reads each row reversed, sorts ascending and writes the result reversed (numpy's stable
+their original indices are first insertion-sorted in runs of 16 (one work-item per run),
+then ping-pong between two buffers, one launch per run width ``w`` (log2(n / 16)
+launches). Each work-item places its element at its rank in its own run plus the number
+of elements of the other run that go before it: the lower bound of its key in the right
+run (for a left element) or the upper bound in the left run (for a right one), so equal
+keys keep their order. NaN compares greater than every number. ``descending`` reads each
+row reversed, sorts ascending and writes the result reversed (numpy's stable
 flip-sort-flip). ``positions`` scans a mask with ``cumulative_sum``'s kernel and scatters.
 """
 
@@ -22,6 +23,8 @@ from .reduction import cumulative_sum
 
 _I64 = np.dtype(np.int64)
 L = np.int64
+#: Run length an insertion sort per work-item makes before the merge passes.
+_BLOCK = 16
 
 _SORT = """{hdr}#define LT(a, b) {lt}
 typedef {k} K;
@@ -32,6 +35,21 @@ __kernel void init(__global const {s}* x, __global K* k, __global long* ix,
     const long p = g % n, q = rev ? n - 1 - p : p;
     k[g] = {load};
     ix[g] = q;
+}}
+__kernel void block(__global K* k, __global long* ix, const long chunks, const long n,
+                    const long per_row) {{
+    const long g = get_global_id(0);
+    if (g >= chunks) return;
+    const long r = g / per_row, c = g % per_row;
+    const long lo = r * n + c * {B}, hi = r * n + min((c + 1) * {B}, n);
+    for (long i = lo + 1; i < hi; ++i) {{  /* stable insertion sort of one chunk */
+        const K key = k[i];
+        const long id = ix[i];
+        long j = i;
+        while (j > lo && LT(key, k[j - 1])) {{ k[j] = k[j - 1]; ix[j] = ix[j - 1]; --j; }}
+        k[j] = key;
+        ix[j] = id;
+    }}
 }}
 __kernel void merge(__global const K* k, __global const long* ix, __global K* k2,
                     __global long* ix2, const long total, const long n, const long w) {{
@@ -94,7 +112,7 @@ def _program(dev, dtype: np.dtype):
     t = cltype(dtype)
     dev.check_dtype(dtype, "sort")
     lt = ("((a) < (b) || (isnan(b) && !isnan(a)))" if t.is_float else "((a) < (b))")
-    src = _SORT.format(hdr=header(t), lt=lt, k=t.calc, s=t.storage,
+    src = _SORT.format(hdr=header(t), lt=lt, B=_BLOCK, k=t.calc, s=t.storage,
                        load=t.load("x", "g - p + q"), store=t.store("out", "g", "k[src]"),
                        load1=t.load("x1", "c"), load2=t.load("x2", "g"))
     return dev.programs, src
@@ -114,8 +132,11 @@ def _sorted(x, descending: bool, want_keys: bool):
     rev = np.int32(descending)
     launch(dev.queue, progs.kernel(src, "init"), total,
            [x.base_data, k.base_data, ix.base_data, L(total), L(n), rev])
+    per_row = -(-n // _BLOCK)
+    launch(dev.queue, progs.kernel(src, "block"), total // n * per_row,
+           [k.base_data, ix.base_data, L(total // n * per_row), L(n), L(per_row)])
     merge = progs.kernel(src, "merge")
-    w = 1
+    w = _BLOCK
     while w < n:
         launch(dev.queue, merge, total, [k.base_data, ix.base_data, k2.base_data,
                                          ix2.base_data, L(total), L(n), L(w)])
