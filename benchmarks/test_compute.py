@@ -128,3 +128,43 @@ def test_conv2d_reference_is_right():
     got = conv2d_xp(np, x, w, b, 1)
     want = F.conv2d(*(nna.NdArray.from_numpy_array(v) for v in (x, w, b)), pad=1)
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-4, atol=1e-4)
+
+
+# -- sort / argsort of 1e6 float32 ------------------------------------------------------
+def _sort_input(benchmark) -> np.ndarray:
+    return _rand(10_000 if small(benchmark) else 1_000_000, seed=3)
+
+
+@pytest.mark.benchmark(group="sort 1e6 f32")
+def test_sort_nnarray(benchmark, backend):
+    xs = _sort_input(benchmark)
+    x = nna.NdArray.from_numpy_array(xs)
+    measure(benchmark, backend, lambda: nna.sort(x), check=expect(np.sort(xs)))
+
+
+@pytest.mark.benchmark(group="sort 1e6 f32")
+def test_sort_reference(benchmark, ref):
+    if ref.name.startswith("torch"):
+        pytest.skip("the sort rows compare numpy-style array modules only")
+    xs = _sort_input(benchmark)
+    x = ref.asarray(xs)
+    measure(benchmark, ref, lambda: ref.xp.sort(x, kind="stable"),
+            baseline=ref.name == "numpy", check=expect(np.sort(xs)))
+
+
+@pytest.mark.benchmark(group="argsort 1e6 f32")
+def test_argsort_nnarray(benchmark, backend):
+    xs = _sort_input(benchmark)
+    x = nna.NdArray.from_numpy_array(xs)
+    measure(benchmark, backend, lambda: nna.argsort(x),
+            check=expect(np.argsort(xs, kind="stable")))
+
+
+@pytest.mark.benchmark(group="argsort 1e6 f32")
+def test_argsort_reference(benchmark, ref):
+    if ref.name.startswith("torch"):
+        pytest.skip("the argsort rows compare numpy-style array modules only")
+    xs = _sort_input(benchmark)
+    x = ref.asarray(xs)
+    measure(benchmark, ref, lambda: ref.xp.argsort(x, kind="stable"),
+            baseline=ref.name == "numpy", check=expect(np.argsort(xs, kind="stable")))

@@ -686,6 +686,20 @@ def squeeze(x: Any, /, axis: Any) -> Any:
     return F.reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
 
 
+from .sorting import (  # noqa: E402, F401  (the standard's sorting, searching, set functions)
+    UniqueAllResult,
+    UniqueCountsResult,
+    UniqueInverseResult,
+    argsort,
+    nonzero,
+    searchsorted,
+    sort,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
+
 __all__ = sorted(n for n, v in list(globals().items())
                  if not n.startswith("_") and n not in (
                      "annotations", "builtins", "operator", "np", "F", "Any", "DTypeError",

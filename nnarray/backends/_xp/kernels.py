@@ -17,6 +17,7 @@ from ...dtypes import promote
 from ...registry import register_kernel
 from .elementwise import BINARY, UNARY
 from .linalg import register_xp_linalg
+from .sorting import register_sorting_kernels
 
 
 def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> None:
@@ -33,6 +34,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         out = empty(view.shape, view.dtype)
         xp.copyto(out, view)
         return out
+
+    register_sorting_kernels(backend, xp, fresh)
 
     def binary(name: str, uf: Any) -> None:
         def k(a, b, out=None):

@@ -71,4 +71,5 @@ def load_kernels() -> None:
         setitem,
         shape,
         softmax,
+        sort,
     )
