@@ -122,6 +122,15 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         out[key] = value  # basic indices only (checked by the core): a view, then a copy
         return out
 
+    @reg("mask_positions")
+    def mask_positions(mask, cs, count):
+        return fresh(xp.flatnonzero(mask).astype(np.int64))
+
+    @reg("scatter")
+    def scatter(indices, value, out):
+        out.reshape(-1)[indices] = value  # duplicates: the last write wins (numpy, CuPy)
+        return out
+
     @reg("cumulative_sum")
     def cumulative_sum(x, axis):
         d = x.dtype
