@@ -196,17 +196,18 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any) -> Any:
             dims.append(len(r))
     out_shape = tuple(dims)
     nb = len(bshape)
-    total = NdArray.from_numpy_array(np.zeros((1,) * len(out_shape), np.int64))
-    for i, s in enumerate(slots):
+    total = None
+    for _, a in adv:  # the index terms first: a mask-only key uploads nothing
+        sh = [1] * bpos + [1] * (nb - a.ndim) + list(a.shape) + [1] * (len(out_shape) - bpos - nb)
+        t = reshape(a, shape=tuple(sh))
+        total = t if total is None else _ew["add"](total, t)
+    for i, s in enumerate(slots):  # each slice: its (small, host-made) offsets
         if s == "b":
             continue
         d = i if i < bpos else i + nb - 1
         sh = [1] * len(out_shape)
         sh[d] = len(ranges[s])
         total = _ew["add"](total, NdArray.from_numpy_array(ranges[s].reshape(sh)))
-    for _, a in adv:
-        sh = [1] * bpos + [1] * (nb - a.ndim) + list(a.shape) + [1] * (len(out_shape) - bpos - nb)
-        total = _ew["add"](total, reshape(a, shape=tuple(sh)))
     return broadcast_to(total, shape=out_shape) if total.shape != out_shape else total
 
 
