@@ -1,8 +1,8 @@
 """Array API 2023.12 advanced indexing: boolean masks and integer arrays.
 
 Every key is reduced to one integer array of *flat element offsets* into the
-C-contiguous ``x`` (shape = the result's shape); ``x[key]`` is then a ``take`` of the
-flattened ``x`` (differentiable: its gradient is a scatter-add, duplicates accumulate)
+C-contiguous ``x`` (shape = the result's shape); ``x[key]`` is then a ``gather`` of the
+flattened ``x`` (differentiable: its gradient is a ``scatter_add``, repeats accumulate)
 and ``x[key] = v`` a ``scatter`` kernel. numpy placement rules: the broadcast shape of
 the integer/mask indices replaces their axes where they are adjacent, else goes first.
 
@@ -33,6 +33,25 @@ def _infer_positions(inputs, attrs):
 #: Flat positions of the true elements of a 1-D bool ``mask`` given its inclusive
 #: ``cumulative_sum`` ``cs`` and the true ``count``; kernel ``mask_positions(mask, cs, count)``.
 mask_positions = Op("mask_positions", _infer_positions, differentiable=False)
+
+
+def _infer_gather(inputs, attrs):
+    x, idx = inputs
+    return ((idx.shape, x.dtype),)
+
+
+def _infer_scatter_add(inputs, attrs):
+    v, idx = inputs
+    return (((attrs["size"],), v.dtype),)
+
+
+#: ``x[indices]`` of a 1-D ``x`` (validated, non-negative int64 indices); kernel
+#: ``gather(x, indices)``; its gradient is ``scatter_add``.
+gather = Op("gather", _infer_gather)
+
+#: ``zeros(size)`` with ``values`` added at ``indices`` (repeats accumulate); kernel
+#: ``scatter_add(values, indices, size)``.
+scatter_add = Op("scatter_add", _infer_scatter_add, differentiable=False)
 
 
 def is_advanced(key: Any) -> bool:
@@ -213,11 +232,26 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any) -> Any:
 
 def advanced_getitem(x: Any, key: Any) -> Any:
     """``x[key]`` for keys holding masks or integer arrays (see the module docstring)."""
-    from .shape import reshape, take
+    from .shape import reshape
     flat = flat_offsets("getitem", x.shape, key)
     src = reshape(x, shape=(-1,))
-    r = take(src, reshape(flat, shape=(-1,)), axis=0)
+    r = gather(src, reshape(flat, shape=(-1,)))
     return reshape(r, shape=flat.shape)
 
 
-__all__ = ["advanced_getitem", "flat_offsets", "is_advanced", "mask_positions"]
+__all__ = ["advanced_getitem", "flat_offsets", "gather", "is_advanced", "mask_positions",
+           "scatter_add"]
+
+
+from .backward import backward as _backward  # noqa: E402
+
+
+@_backward(gather, inputs=(1,))
+def _gather_grad(c, g):
+    """The scatter-add of ``g`` (float16 accumulates in float32)."""
+    from .elementwise import cast as _cast
+    n = c.in_meta[0][0][0]
+    if g.dtype == np.float16:
+        r = scatter_add(_cast(g, dtype=np.float32), c.inputs[1], size=n)
+        return (_cast(r, dtype=np.float16), None)
+    return (scatter_add(g, c.inputs[1], size=n), None)

@@ -131,6 +131,16 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         out.reshape(-1)[indices] = value  # duplicates: the last write wins (numpy, CuPy)
         return out
 
+    @reg("gather")
+    def gather(x, indices):
+        return copy(x[indices])
+
+    @reg("scatter_add")
+    def scatter_add(values, indices, size):
+        out = xp.zeros((size,), values.dtype)
+        xp.add.at(out, indices, values)  # repeated indices accumulate
+        return out
+
     @reg("cumulative_sum")
     def cumulative_sum(x, axis):
         d = x.dtype

@@ -70,6 +70,7 @@ def load_kernels() -> None:
         random,
         reduction,
         scatter,
+        scatter_add,
         setitem,
         shape,
         softmax,
