@@ -133,3 +133,14 @@ def test_gradient_scatter_adds(backend: str, k) -> None:
     e = np.zeros_like(a)
     np.add.at(e, k, 1.0)
     np.testing.assert_allclose(np.asarray(x.grad.data), e)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_gradient_repeats_accumulate_in_every_float_dtype(backend: str, dtype) -> None:
+    x = Variable.from_numpy_array(np.arange(5, dtype=dtype), need_grad=True)
+    idx = nna.asarray(np.array([3, 3, 3, -1, 0]))
+    s = F.sum(x[idx])
+    s.forward()
+    s.backward()
+    assert x.grad.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(np.asarray(x.grad.data), np.array([1, 0, 0, 3, 1], dtype))
