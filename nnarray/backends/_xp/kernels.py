@@ -128,7 +128,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
 
     @reg("scatter")
     def scatter(indices, value, out):
-        out.reshape(-1)[indices] = value  # duplicates: the last write wins (numpy, CuPy)
+        xp.put(out, indices, value)  # in place on any layout; repeats: the last write wins
         return out
 
     @reg("gather")
