@@ -124,9 +124,16 @@ class NdArray(SyncedArray, ArrayOperators):
     def __setitem__(self, key: Any, value: Any) -> None:
         """``x[key] = value`` in place on the current context, for basic indices (ints,
         slices, ``...``, ``None``) and a scalar or an NdArray broadcastable to ``x[key]``.
-        Everything is checked before anything is written."""
-        view = _view(self.shape, key)
-        shape = view[1]
+        Boolean masks and integer arrays are accepted too (``nnarray.ops.indexing``:
+        a scatter; where an index repeats, numpy/CuPy keep the last write and OpenCL an
+        unspecified one). Everything is checked before anything is written."""
+        from .ops.indexing import flat_offsets, is_advanced
+        if is_advanced(key):
+            flat = flat_offsets("setitem", self.shape, key)
+            view, shape = None, flat.shape
+        else:
+            view = _view(self.shape, key)
+            shape = view[1]
         if isinstance(value, NdArray):
             try:
                 if np.broadcast_shapes(value.shape, shape) != shape:
@@ -147,6 +154,12 @@ class NdArray(SyncedArray, ArrayOperators):
             raise TypeError(f"setitem: value must be an NdArray or a scalar, got "
                             f"{type(value).__name__}")
         from .registry import lookup
+        if view is None:
+            if isinstance(value, NdArray):
+                value = F.reshape(F.broadcast_to(value, shape), (-1,))
+            lookup("scatter", get_current_context()).run_into(
+                self, (F.reshape(flat, (-1,)), value), {})
+            return
         lookup("setitem", get_current_context()).run_into(
             self, (value,), {"key": key, "view": view})
 

@@ -337,8 +337,10 @@ def test_setitem_checks_everything_first():
         x[0] = A(np.zeros(2, np.float32))
     with pytest.raises(IndexError):
         x[5] = 1.0
-    with pytest.raises(IndexError, match="only basic indices"):
-        x[A(np.array([True, False]))] = 1.0
+    with pytest.raises(IndexError, match="boolean index of shape"):  # masks: test_indexing
+        x[A(np.array([True, False, True]))] = 1.0
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[A(np.array([0, 2])), A(np.array([1, 3]))] = 1.0
     with pytest.raises(nna.DTypeError, match="setitem: cannot store float32"):
         A(np.zeros(3, np.int32))[0] = A(np.ones((), np.float32))
     with pytest.raises(nna.InvalidValueError, match="setitem"):

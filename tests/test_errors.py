@@ -97,8 +97,9 @@ CASES = [  # id, call, exception, message regex
     ("index-too-many", lambda: A((4, 3))[0, 0, 0], IndexError, S("too many indices", "(4, 3)")),
     ("index-ellipsis", lambda: A((4, 3))[..., ...], IndexError, S("single ellipsis")),
     ("index-float", lambda: A((4, 3))[1.5], IndexError, S("getitem", "float")),
-    ("index-list", lambda: A((4, 3))[[0, 1]], IndexError, S("getitem", "list")),
-    ("index-bool", lambda: A((4, 3))[True], IndexError, S("getitem", "bool")),
+    ("index-list", lambda: A((4, 3))[[0, 4]], IndexError, S("getitem", "index 4", "(4, 3)")),
+    ("index-mask", lambda: A((4, 3))[np.ones(3, bool)], IndexError,
+     S("getitem", "boolean index of shape (3,)", "(4, 3)")),
     ("slice-axes", lambda: F.slice(A((4, 3)), (0, 0, 0)), ValueError, S("slice", "3 axes",
                                                                          "(4, 3)")),
     # nn

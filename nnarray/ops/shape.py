@@ -169,8 +169,12 @@ def slice_plan(op: str, shape: tuple[int, ...], key: Any) -> dict:
 
 
 def getitem(x: Any, key: Any) -> Any:
-    """Basic indexing ``x[key]`` as a new array."""
+    """``x[key]`` as a new array: basic indices, boolean masks and integer arrays
+    (the latter two through ``nnarray.ops.indexing``)."""
     require_array("getitem", "x", x)
+    from .indexing import advanced_getitem, is_advanced
+    if is_advanced(key):
+        return advanced_getitem(x, key)
     return slice_op(x, **slice_plan("getitem", x.shape, key))
 
 

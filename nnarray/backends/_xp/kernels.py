@@ -126,6 +126,25 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         out[key] = value  # basic indices only (checked by the core): a view, then a copy
         return out
 
+    @reg("mask_positions")
+    def mask_positions(mask, cs, count):
+        return fresh(xp.flatnonzero(mask).astype(np.int64))
+
+    @reg("scatter")
+    def scatter(indices, value, out):
+        xp.put(out, indices, value)  # in place on any layout; repeats: the last write wins
+        return out
+
+    @reg("gather")
+    def gather(x, indices):
+        return copy(x[indices])
+
+    @reg("scatter_add")
+    def scatter_add(values, indices, size):
+        out = xp.zeros((size,), values.dtype)
+        xp.add.at(out, indices, values)  # repeated indices accumulate
+        return out
+
     @reg("cumulative_sum")
     def cumulative_sum(x, axis):
         d = x.dtype

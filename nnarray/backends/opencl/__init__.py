@@ -63,11 +63,14 @@ def build_stats() -> dict[str, int]:
 
 def load_kernels() -> None:
     from . import (  # noqa: F401  (each registers its kernels on import)
+        compaction,
         conv,
         elementwise,
         matmul,
         random,
         reduction,
+        scatter,
+        scatter_add,
         setitem,
         shape,
         softmax,

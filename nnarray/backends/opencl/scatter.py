@@ -1,0 +1,49 @@
+"""Scatter: ``x.flat[indices] = value`` (advanced-index assignment).
+
+One work-item per index; the core has validated and normalized every index (in range,
+non-negative) and broadcast the value to the indices' length. Where an index repeats,
+which write lands is unspecified (any-wins, as the Array API allows).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyopencl.array as cla
+
+from ...registry import register_kernel
+from .cltypes import cltype, convert, header
+from .device import device_of
+from .programs import launch
+
+_SRC = """{hdr}__kernel void scatter(__global {x}* x, __global const long* restrict idx,
+        {vparam}, const long n, const long base) {{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    {store}
+}}
+"""
+
+
+@register_kernel("scatter", "opencl")
+def scatter(indices: Any, value: Any, out: Any) -> Any:
+    n = indices.shape[0]
+    if n == 0:
+        return out
+    dev = device_of(out)
+    xt = cltype(out.dtype)
+    is_arr = type(value) is cla.Array
+    vt = cltype(value.dtype) if is_arr else xt
+    for t in (xt.dtype, vt.dtype):
+        dev.check_dtype(t, "scatter")
+    vparam = (f"__global const {vt.storage}* restrict v" if is_arr
+              else f"const {xt.calc} v")
+    load = convert(vt.load("v", "i"), vt, xt) if is_arr else "v"
+    src = _SRC.format(hdr=header(xt, vt), x=xt.storage, vparam=vparam,
+                      store=xt.store("x", "base + idx[i]", load))
+    base = out.offset // out.dtype.itemsize
+    args = [out.base_data, indices.base_data,
+            value.base_data if is_arr else xt.scalar(value), np.int64(n), np.int64(base)]
+    launch(dev.queue, dev.programs.kernel(src, "scatter"), n, args)
+    return out

@@ -1,0 +1,257 @@
+"""Array API 2023.12 advanced indexing: boolean masks and integer arrays.
+
+Every key is reduced to one integer array of *flat element offsets* into the
+C-contiguous ``x`` (shape = the result's shape); ``x[key]`` is then a ``gather`` of the
+flattened ``x`` (differentiable: its gradient is a ``scatter_add``, repeats accumulate)
+and ``x[key] = v`` a ``scatter`` kernel. numpy placement rules: the broadcast shape of
+the integer/mask indices replaces their axes where they are adjacent, else goes first.
+
+A mask's true count is data-dependent: it is read to the host (one counted transfer of
+one int64) after a ``cumulative_sum`` of the mask; ``mask_positions`` then compacts the
+true positions. An out-of-range integer index raises ``IndexError`` naming it and the
+shape; the check is a device-side reduction whose one flag is read back (counted).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..ndarray import NdArray
+from .op import Op
+
+_I64 = np.dtype(np.int64)
+
+
+def _infer_positions(inputs, attrs):
+    mask, cs = inputs
+    return (((attrs["count"],), _I64),)
+
+
+#: Flat positions of the true elements of a 1-D bool ``mask`` given its inclusive
+#: ``cumulative_sum`` ``cs`` and the true ``count``; kernel ``mask_positions(mask, cs, count)``.
+mask_positions = Op("mask_positions", _infer_positions, differentiable=False)
+
+
+def _infer_gather(inputs, attrs):
+    x, idx = inputs
+    return ((idx.shape, x.dtype),)
+
+
+def _infer_scatter_add(inputs, attrs):
+    v, idx = inputs
+    return (((attrs["size"],), v.dtype),)
+
+
+#: ``x[indices]`` of a 1-D ``x`` (validated, non-negative int64 indices); kernel
+#: ``gather(x, indices)``; its gradient is ``scatter_add``.
+gather = Op("gather", _infer_gather)
+
+#: ``zeros(size)`` with ``values`` added at ``indices`` (repeats accumulate); kernel
+#: ``scatter_add(values, indices, size)``.
+scatter_add = Op("scatter_add", _infer_scatter_add, differentiable=False)
+
+
+def is_advanced(key: Any) -> bool:
+    """Whether ``key`` holds a mask or an integer array (not only basic indices)."""
+    k = key if isinstance(key, tuple) else (key,)
+    for i in k:
+        if isinstance(i, (list, np.ndarray, bool, np.bool_)):
+            return True
+        if hasattr(i, "dtype") and hasattr(i, "shape") and not isinstance(i, np.generic):
+            if i.dtype.kind == "b" or i.ndim > 0:
+                return True
+    return False
+
+
+def _array(i: Any) -> Any:
+    """An index component as an NdArray-like (lists and numpy arrays uploaded)."""
+    if isinstance(i, (bool, np.bool_)):
+        return NdArray.from_numpy_array(np.asarray(i, dtype=bool))
+    if isinstance(i, (list, np.ndarray)):
+        a = np.asarray(i)
+        if a.size == 0 and a.dtype.kind == "f":
+            a = a.astype(np.int64)
+        if a.dtype.kind not in "biu":
+            raise IndexError(f"getitem: index arrays must be integer or bool, got {a.dtype}")
+        return NdArray.from_numpy_array(a)
+    if i.dtype.kind not in "biu":
+        raise IndexError(f"getitem: index arrays must be integer or bool, got {i.dtype}")
+    return i
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of a C-contiguous array of ``shape``."""
+    out, n = [], 1
+    for s in reversed(shape):
+        out.append(n)
+        n *= s
+    return tuple(reversed(out))
+
+
+def _host_scalar(a: Any) -> Any:
+    """One element read to the host through the counted explicit path."""
+    return np.asarray(a.get_data("r", "numpy")).reshape(-1)[0]
+
+
+def _positions(mask: Any, op: str) -> Any:
+    """The flat true positions of ``mask`` (int64, 1-D): count read back (counted)."""
+    from . import reduction as _red
+    from .elementwise import cast as _cast
+    from .shape import reshape
+    flat = reshape(mask, shape=(-1,)) if mask.ndim != 1 else mask
+    if flat.shape[0] == 0:
+        return NdArray.from_numpy_array(np.zeros(0, np.int64))
+    cs = _red.cumulative_sum(flat, axis=0)
+    last = _cast(cs, dtype=np.int64) if cs.dtype != _I64 else cs
+    from .shape import getitem
+    count = int(_host_scalar(getitem(last, slice(-1, None))))
+    return mask_positions(flat, cs, count=count)
+
+
+def _check_bounds(op: str, i: Any, dim: int, ax: int, shape: tuple) -> None:
+    """``IndexError`` when an element of ``i`` is outside ``[-dim, dim)``."""
+    if i.size == 0:
+        return
+    from . import reduction as _red
+    from .elementwise import cast as _cast
+    from .elementwise import functions as _ew
+    bad = _ew["logical_or"](_ew["less"](i, -dim), _ew["greater_equal"](i, dim))
+    if bool(_host_scalar(_red.max(_cast(bad, dtype=np.int32)))):
+        v = np.asarray(i.get_data("r", "numpy")).reshape(-1)
+        worst = int(v[(v < -dim) | (v >= dim)][0])
+        raise IndexError(f"{op}: index {worst} is out of bounds for axis {ax} with size "
+                         f"{dim} (shape {shape})")
+
+
+def _expand(op: str, shape: tuple[int, ...], key: Any) -> list:
+    """Key components, one per consumed axis group: (kind, value, axes)."""
+    k = list(key) if isinstance(key, tuple) else [key]
+    if any(i is None for i in k):
+        raise IndexError(f"{op}: None cannot be combined with integer-array or mask "
+                         f"indices (shape {shape})")
+    if sum(1 for i in k if i is Ellipsis) > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis")
+    comps = []
+    for i in k:
+        if i is Ellipsis or isinstance(i, slice):
+            comps.append(("slice", i, 1))
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            comps.append(("int", NdArray.from_numpy_array(np.asarray(operator.index(i),
+                                                                       np.int64)), 1))
+        else:
+            a = _array(i)
+            comps.append(("mask", a, a.ndim) if a.dtype.kind == "b" else ("int", a, 1))
+    used = sum(c[2] for c in comps if c[1] is not Ellipsis)
+    if used > len(shape):
+        raise IndexError(f"{op}: too many indices ({used}) for shape {shape}")
+    out, ax = [], 0
+    for kind, v, n in comps:
+        if v is Ellipsis:
+            for _ in range(len(shape) - used):
+                out.append(("slice", slice(None), (ax,)))
+                ax += 1
+            continue
+        out.append((kind, v, tuple(range(ax, ax + n))))
+        ax += n
+    out.extend(("slice", slice(None), (a,)) for a in range(ax, len(shape)))
+    return out
+
+
+def flat_offsets(op: str, shape: tuple[int, ...], key: Any) -> Any:
+    """The int64 array of flat offsets into a C-contiguous ``shape`` selected by ``key``
+    (its shape is ``x[key]``'s); every index is validated here."""
+    from .elementwise import cast as _cast
+    from .elementwise import functions as _ew
+    from .shape import broadcast_to, reshape
+    st = _c_strides(shape)
+    comps = _expand(op, shape, key)
+    adv = []  # (position in comps, 1-D/N-D offsets array)
+    for p, (kind, v, axes) in enumerate(comps):
+        if kind == "mask":
+            want = tuple(shape[a] for a in axes)
+            if v.shape != want and not (v.size == 0 and len(v.shape) == len(want) and all(
+                    m in (d, 0) for m, d in zip(v.shape, want))):
+                # numpy (and the suite) accept an empty mask axis (nothing is taken)
+                raise IndexError(f"{op}: boolean index of shape {v.shape} does not match "
+                                 f"the indexed dimensions {want} "
+                                 f"of shape {shape}")
+            pos = _positions(v, op)
+            adv.append((p, _ew["mul"](pos, st[axes[-1]] if axes else 0)))
+        elif kind == "int":
+            dim, a = shape[axes[0]], axes[0]
+            v = _cast(v, dtype=np.int64) if v.dtype != _I64 else v
+            _check_bounds(op, v, dim, a, shape)
+            if dim:
+                v = _ew["remainder"](v, dim)
+            adv.append((p, _ew["mul"](v, st[a])))
+    try:
+        bshape = tuple(np.broadcast_shapes(*[a.shape for _, a in adv]))
+    except ValueError:
+        raise IndexError(f"{op}: index arrays of shapes {[a.shape for _, a in adv]} do not "
+                         f"broadcast together (shape {shape})") from None
+    ps = [p for p, _ in adv]
+    adjacent = ps == list(range(ps[0], ps[0] + len(ps)))
+    slots: list = []  # result dims: ("b",) for the broadcast block or a slice comp index
+    for p, c in enumerate(comps):
+        if c[0] == "slice":
+            slots.append(p)
+        elif p == ps[0]:
+            slots.append("b")
+    if not adjacent:
+        slots = ["b"] + [s for s in slots if s != "b"]
+    bpos = slots.index("b")
+    ranges = {}
+    dims: list[int] = []
+    for s in slots:
+        if s == "b":
+            dims.extend(bshape)
+        else:
+            a = comps[s][2][0]
+            r = np.arange(*comps[s][1].indices(shape[a]), dtype=np.int64)
+            ranges[s] = r * st[a]
+            dims.append(len(r))
+    out_shape = tuple(dims)
+    nb = len(bshape)
+    total = None
+    for _, a in adv:  # the index terms first: a mask-only key uploads nothing
+        sh = [1] * bpos + [1] * (nb - a.ndim) + list(a.shape) + [1] * (len(out_shape) - bpos - nb)
+        t = reshape(a, shape=tuple(sh))
+        total = t if total is None else _ew["add"](total, t)
+    for i, s in enumerate(slots):  # each slice: its (small, host-made) offsets
+        if s == "b":
+            continue
+        d = i if i < bpos else i + nb - 1
+        sh = [1] * len(out_shape)
+        sh[d] = len(ranges[s])
+        total = _ew["add"](total, NdArray.from_numpy_array(ranges[s].reshape(sh)))
+    return broadcast_to(total, shape=out_shape) if total.shape != out_shape else total
+
+
+def advanced_getitem(x: Any, key: Any) -> Any:
+    """``x[key]`` for keys holding masks or integer arrays (see the module docstring)."""
+    from .shape import reshape
+    flat = flat_offsets("getitem", x.shape, key)
+    src = reshape(x, shape=(-1,))
+    r = gather(src, reshape(flat, shape=(-1,)))
+    return reshape(r, shape=flat.shape)
+
+
+__all__ = ["advanced_getitem", "flat_offsets", "gather", "is_advanced", "mask_positions",
+           "scatter_add"]
+
+
+from .backward import backward as _backward  # noqa: E402
+
+
+@_backward(gather, inputs=(1,))
+def _gather_grad(c, g):
+    """The scatter-add of ``g`` (float16 accumulates in float32)."""
+    from .elementwise import cast as _cast
+    n = c.in_meta[0][0][0]
+    if g.dtype == np.float16:
+        r = scatter_add(_cast(g, dtype=np.float32), c.inputs[1], size=n)
+        return (_cast(r, dtype=np.float16), None)
+    return (scatter_add(g, c.inputs[1], size=n), None)
