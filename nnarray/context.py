@@ -109,7 +109,9 @@ def device_created(backend: str) -> None:
 def follow(arrays: Sequence) -> Context:
     """The context an op outside every scope runs under when ``follow_data`` is on: the
     device every array input is current on, else the default context (API.md §7). Lazy
-    fills and scalars go anywhere; an input current on the default's device keeps it."""
+    fills, scalars and 0-D arrays go anywhere (like torch's 0-D host tensors: code that
+    makes a constant with ``asarray(2.0)`` and no ``device=`` keeps its work on the device);
+    an input current on the default's device keeps it there."""
     from .backends import get_device
     home = get_device(_default.backend, _default.device_id)
     dev = None
@@ -123,8 +125,9 @@ def follow(arrays: Sequence) -> Context:
             return _default
     if dev is None:
         return _default
-    for x in arrays:  # every input must be current on ``dev``
-        if getattr(x, "_head", None) is not None and x.current_copy(dev) is None:
+    for x in arrays:  # every input but 0-D ones must be current on ``dev``
+        if getattr(x, "_head", None) is not None and x.current_copy(dev) is None and \
+                x.shape != ():
             return _default
     ctx = _follow_ctx.get((dev, _default))
     if ctx is None:

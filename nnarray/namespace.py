@@ -160,7 +160,7 @@ class Info:
     """``nnarray.__array_namespace_info__()``: what this namespace supports."""
 
     def capabilities(self) -> dict:
-        return {"boolean indexing": False, "data-dependent shapes": False,
+        return {"boolean indexing": True, "data-dependent shapes": True,
                 "max dimensions": None}
 
     def default_device(self) -> Context:

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import backends, dtypes
 from . import functions as F  # see operators.py: bound while nnarray imports functions
-from .context import Context, as_context, context_scope, get_current_context
+from .context import Context, as_context, context_scope, dispatch_context, get_current_context
 from .errors import DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import SyncedArray
@@ -157,10 +157,10 @@ class NdArray(SyncedArray, ArrayOperators):
         if view is None:
             if isinstance(value, NdArray):
                 value = F.reshape(F.broadcast_to(value, shape), (-1,))
-            lookup("scatter", get_current_context()).run_into(
+            lookup("scatter", dispatch_context((self,))).run_into(
                 self, (F.reshape(flat, (-1,)), value), {})
             return
-        lookup("setitem", get_current_context()).run_into(
+        lookup("setitem", dispatch_context((self,))).run_into(
             self, (value,), {"key": key, "view": view})
 
     # -- the Array API -------------------------------------------------------------

@@ -70,11 +70,15 @@ def test_unavailable_backend_raises_with_reason():
     assert nna.get_current_context() is before
 
 
-def test_set_default_context_validates():
+def test_set_default_context_validates(monkeypatch):
+    from nnarray import context as c
+    for name in ("_default", "_chosen", "follow_data"):  # restored after the test
+        monkeypatch.setattr(c, name, getattr(c, name))
     with pytest.raises(nna.BackendError):
         nna.set_default_context("nope")
     nna.set_default_context("numpy")
     assert nna.get_current_context() == Context("numpy")
+    assert not c.follow_data  # a chosen default decides where work runs (API.md §7)
 
 
 def test_scopes_are_thread_local():

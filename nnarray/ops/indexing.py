@@ -226,7 +226,10 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any) -> Any:
         d = i if i < bpos else i + nb - 1
         sh = [1] * len(out_shape)
         sh[d] = len(ranges[s])
-        total = _ew["add"](total, NdArray.from_numpy_array(ranges[s].reshape(sh)))
+        r = NdArray.from_numpy_array(ranges[s].reshape(sh))
+        if total.device != r.device:  # uploaded where the index terms are (explicit)
+            r = r.to_device(total.device)
+        total = _ew["add"](total, r)
     return broadcast_to(total, shape=out_shape) if total.shape != out_shape else total
 
 
