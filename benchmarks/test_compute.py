@@ -135,36 +135,25 @@ def _sort_input(benchmark) -> np.ndarray:
     return _rand(10_000 if small(benchmark) else 1_000_000, seed=3)
 
 
-@pytest.mark.benchmark(group="sort 1e6 f32")
-def test_sort_nnarray(benchmark, backend):
+SORTS = ("sort", "argsort")
+
+
+@pytest.mark.parametrize("fn", SORTS)
+def test_sort_nnarray(benchmark, backend, fn):
+    benchmark.group = f"{fn} 1e6 f32"
     xs = _sort_input(benchmark)
     x = nna.NdArray.from_numpy_array(xs)
-    measure(benchmark, backend, lambda: nna.sort(x), check=expect(np.sort(xs)))
+    f = getattr(nna, fn)
+    measure(benchmark, backend, lambda: f(x), check=expect(getattr(np, fn)(xs, kind="stable")))
 
 
-@pytest.mark.benchmark(group="sort 1e6 f32")
-def test_sort_reference(benchmark, ref):
+@pytest.mark.parametrize("fn", SORTS)
+def test_sort_reference(benchmark, ref, fn):
     if ref.name.startswith("torch"):
         pytest.skip("the sort rows compare numpy-style array modules only")
+    benchmark.group = f"{fn} 1e6 f32"
     xs = _sort_input(benchmark)
     x = ref.asarray(xs)
-    measure(benchmark, ref, lambda: ref.xp.sort(x, kind="stable"),
-            baseline=ref.name == "numpy", check=expect(np.sort(xs)))
-
-
-@pytest.mark.benchmark(group="argsort 1e6 f32")
-def test_argsort_nnarray(benchmark, backend):
-    xs = _sort_input(benchmark)
-    x = nna.NdArray.from_numpy_array(xs)
-    measure(benchmark, backend, lambda: nna.argsort(x),
-            check=expect(np.argsort(xs, kind="stable")))
-
-
-@pytest.mark.benchmark(group="argsort 1e6 f32")
-def test_argsort_reference(benchmark, ref):
-    if ref.name.startswith("torch"):
-        pytest.skip("the argsort rows compare numpy-style array modules only")
-    xs = _sort_input(benchmark)
-    x = ref.asarray(xs)
-    measure(benchmark, ref, lambda: ref.xp.argsort(x, kind="stable"),
-            baseline=ref.name == "numpy", check=expect(np.argsort(xs, kind="stable")))
+    f = getattr(ref.xp, fn)
+    measure(benchmark, ref, lambda: f(x, kind="stable"), baseline=ref.name == "numpy",
+            check=expect(getattr(np, fn)(xs, kind="stable")))

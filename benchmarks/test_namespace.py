@@ -4,7 +4,8 @@ tiny-op cost (``xp.add`` is ``F.add``'s function: same cost by construction)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pyopencl.array as cla
 
 from ...registry import register_kernel
-from .cltypes import cltype, convert, header
-from .device import device_of
+from .cltypes import convert, header
 from .programs import launch
+from .setitem import value_types
 
 _SRC = """{hdr}__kernel void scatter(__global {x}* x, __global const long* restrict idx,
         {vparam}, const long n, const long base) {{
@@ -31,14 +30,7 @@ def scatter(indices: Any, value: Any, out: Any) -> Any:
     n = indices.shape[0]
     if n == 0:
         return out
-    dev = device_of(out)
-    xt = cltype(out.dtype)
-    is_arr = type(value) is cla.Array
-    vt = cltype(value.dtype) if is_arr else xt
-    for t in (xt.dtype, vt.dtype):
-        dev.check_dtype(t, "scatter")
-    vparam = (f"__global const {vt.storage}* restrict v" if is_arr
-              else f"const {xt.calc} v")
+    dev, xt, vt, is_arr, vparam = value_types("scatter", out, value)
     load = convert(vt.load("v", "i"), vt, xt) if is_arr else "v"
     src = _SRC.format(hdr=header(xt, vt), x=xt.storage, vparam=vparam,
                       store=xt.store("x", "base + idx[i]", load))

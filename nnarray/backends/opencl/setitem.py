@@ -19,25 +19,34 @@ from .indexing import broadcast_strides, coalesce, index_params, offsets_code
 from .programs import launch
 
 
+def value_types(op: str, out: Any, value: Any) -> tuple:
+    """``(device, target's cltype, value's cltype, whether the value is an array, the
+    value's kernel parameter)`` for a kernel writing ``value`` (an array or a scalar) into
+    ``out``; both dtypes checked against the device."""
+    dev = device_of(out)
+    xt = cltype(out.dtype)
+    is_arr = type(value) is cla.Array
+    vt = cltype(value.dtype) if is_arr else xt
+    for t in (xt.dtype, vt.dtype):
+        dev.check_dtype(t, op)
+    vparam = f"__global const {vt.storage}* restrict v" if is_arr else f"const {xt.calc} v"
+    return dev, xt, vt, is_arr, vparam
+
+
 @register_kernel("setitem", "opencl")
 def setitem(value: Any, key: Any, view: tuple, out: Any) -> Any:
     offset, shape, strides = view
     n = int(np.prod(shape, dtype=np.int64))
     if n == 0:
         return out
-    dev = device_of(out)
-    xt = cltype(out.dtype)
-    is_arr = type(value) is cla.Array
-    vt = cltype(value.dtype) if is_arr else xt
-    for t in (xt.dtype, vt.dtype):
-        dev.check_dtype(t, "setitem")
+    dev, xt, vt, is_arr, vparam = value_types("setitem", out, value)
     vst = broadcast_strides(value.shape, shape) if is_arr else (0,) * len(shape)
     dims, sts = coalesce(shape, [strides, vst])
     if not dims:
         dims, sts = (1,), [(0,), (0,)]
     rank = len(dims)
     params = [f"__global {xt.storage}* x",
-              f"__global const {vt.storage}* restrict v" if is_arr else f"const {xt.calc} v",
+              vparam,
               "const long n", "const long base", index_params(rank, 2, "long")]
     load = convert(vt.load("v", "o1"), vt, xt) if is_arr else "v"
     src = (header(xt, vt) + "__kernel void setitem(" + ", ".join(params) + ") {\n    "
