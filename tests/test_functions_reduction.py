@@ -130,3 +130,15 @@ def test_reductions_do_not_modify_input(backend):
         fn(a, axis=0)
     assert a.version == v
     check(a, x)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("shape, axis", [((300, 130), 0), ((1000, 3), 0), ((4, 700, 5), 1),
+                                         ((3, 5, 7), 0), ((2, 64, 65), (0, 1))], ids=ids)
+def test_outer_axis_reductions(backend, op, shape, axis):
+    """Reductions over outer axes (OpenCL on a CPU: the tiled outer-axis kernel, split into
+    chunks and a second pass where the outputs are few) match numpy."""
+    x = np.random.default_rng(1).uniform(0.5, 1.5, shape).astype(np.float32)
+    want = getattr(np, op)(x.astype(np.float64), axis=axis)
+    got = getattr(F, op)(A(x), axis=axis).numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-4 if op != "prod" else 2e-3)

@@ -1,8 +1,11 @@
 """Axis reductions: sum prod mean max min argmax argmin (pyopencl only reduces whole arrays).
 
 The input's dimensions are coalesced into kept and reduced groups. Work-item ``g`` takes
-output ``g / nchunk`` and reduces chunk ``g % nchunk`` of its reduced elements, walking
-them with an odometer (adds, no divisions per element). When the outputs are few and
+output ``g % nout`` and reduces chunk ``g / nout`` of its reduced elements, walking them
+with an odometer (adds, no divisions per element). Neighbouring work-items take
+neighbouring outputs, so a reduction over an outer axis (``sum(x, axis=0)``) reads
+contiguous memory across a work-group, which pocl vectorizes (outputs-major: 5x faster
+than chunk-major there). When the outputs are few and
 the reductions long, chunks run in parallel into a partials array that a second pass
 reduces; chunked sums are also more accurate than one serial sum. float32 sums and means
 accumulate in double where the device has fp64.
@@ -82,7 +85,7 @@ def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLTyp
     params += [f"const long ks{d}" for d in range(kr)]
     params += [f"const long rd{d}" for d in range(rr)] + [f"const long rs{d}" for d in range(rr)]
     body = ["const long g = get_global_id(0);", "if (g >= nout * nchunk) return;",
-            "const long o = g / nchunk;", "const long r0 = (g - o * nchunk) * chunk;",
+            "const long o = g % nout;", "const long r0 = (g / nout) * chunk;",
             "const long r1 = min(R, r0 + chunk);", "long base = 0, q = o;"]
     for d in range(kr - 1, 0, -1):
         body.append(f"base += (q % kd{d}) * ks{d}; q /= kd{d};")
@@ -111,10 +114,10 @@ _PICK = """__kernel void pick(__global const {t}* restrict v, __global const lon
                    __global long* out, const long nout, const long n) {{
     const long o = get_global_id(0);
     if (o >= nout) return;
-    {t} acc = v[o * n]; long bi = vi[o * n];
+    {t} acc = v[o]; long bi = vi[o];
     for (long c = 1; c < n; ++c) {{
-      const {t} x = v[o * n + c];
-      if (x {cmp} acc{nan}) {{ acc = x; bi = vi[o * n + c]; }}
+      const {t} x = v[c * nout + o];
+      if (x {cmp} acc{nan}) {{ acc = x; bi = vi[c * nout + o]; }}
     }}
     out[o] = bi;
 }}
@@ -137,9 +140,80 @@ def _launch(dev: OpenCLDevice, src: str, x: Any, outs: list, nout: int, R: int, 
     launch(dev.queue, dev.programs.kernel(src, "reduce"), nout * nchunk, args)
 
 
+#: Outputs per work-item of the outer-axis reduction on a CPU device (``_columns``).
+_TILE = 64
+
+_COLUMNS = """{hdr}__kernel void columns(__global const {s}* restrict x, __global {o}* out,
+        const long K, const long R, const long chunk, const long ntile, const long nchunk,
+        const long total, const {a} scale) {{
+    const long g = get_global_id(0);
+    if (g >= total) return;
+    const long tile = g % ntile, rest = g / ntile;
+    const long c = rest % nchunk, A = rest / nchunk;
+    const long k0 = tile * {V}, nk = min((long){V}, K - k0);
+    const long r0 = c * chunk, r1 = min(R, r0 + chunk);
+    {a} accs[{V}];
+    for (int j = 0; j < {V}; ++j) accs[j] = {init};
+    for (long r = r0; r < r1; ++r) {{
+      const long off = (A * R + r) * K + k0;
+      if (nk == {V}) {{
+        for (int j = 0; j < {V}; ++j) {{ {a} acc = accs[j]; const {a} v = {load}; {comb}
+          accs[j] = acc; }}
+      }} else {{
+        for (int j = 0; j < nk; ++j) {{ {a} acc = accs[j]; const {a} v = {load}; {comb}
+          accs[j] = acc; }}
+      }}
+    }}
+    const long ob = (A * nchunk + c) * K + k0;
+    for (int j = 0; j < nk; ++j) {{ {store} }}
+}}
+"""
+
+
+def _columns(dev: OpenCLDevice, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
+             acc_t: CLType, out: Any, scale: float | None) -> bool:
+    """An outer-axis reduction, ``x`` as (A, R, K) reduced over R, on a CPU device: each
+    work-item sums a row of ``_TILE`` neighbouring outputs while walking R. pocl runs a
+    work-group's items one after another, so the general kernel's one-column walk per
+    item costs a cache line and a TLB entry per element (sum(axis=0) of 4096x4096 f32:
+    275 ms, numpy 6 ms). False where the layout is not (A, R, K) or the device no CPU."""
+    if len(red) != 1 or not kept or kept[-1][1] != 1 or len(kept) > 2 \
+            or not dev.cl_device.type & 2:  # CL_DEVICE_TYPE_CPU
+        return False
+    (R, rs), K = red[0], kept[-1][0]
+    if rs != K or R == 0 or (len(kept) == 2 and kept[0][1] != R * K):
+        return False
+    A = kept[0][0] if len(kept) == 2 else 1
+    ntile = -(-K // _TILE)
+    nchunk = max(1, min(-(-R // 64), -(-16 // (A * ntile))))  # >= 16 work-items
+    chunk = -(-R // nchunk)
+    nchunk = -(-R // chunk)
+    init = {"sum": "0", "prod": "1", "max": acc_t.lowest(), "min": acc_t.highest()}[op]
+    final = nchunk == 1
+    out_t = cltype(out.dtype) if final else acc_t
+    val = "accs[j] * scale" if final and scale is not None else "accs[j]"
+    src = _COLUMNS.format(hdr=header(in_t, acc_t, out_t), s=in_t.storage, o=out_t.storage,
+                          a=acc_t.calc, V=_TILE, init=init,
+                          load=convert(in_t.load("x", "off + j"), in_t, acc_t),
+                          comb=_combine(op, acc_t),
+                          store=out_t.store("out", "ob + j", convert(val, acc_t, out_t)))
+    dst = out if final else dev.empty((A, nchunk, K), acc_t.dtype)
+    L = np.int64
+    total = A * ntile * nchunk
+    launch(dev.queue, dev.programs.kernel(src, "columns"), total,
+           [x.base_data, dst.base_data, L(K), L(R), L(chunk), L(ntile), L(nchunk), L(total),
+            acc_t.scalar(1 if scale is None else scale)])
+    if not final:
+        _reduce(dev, dst, acc_t, [(A, nchunk * K), (K, 1)] if A > 1 else [(K, 1)],
+                [(nchunk, K)], op, acc_t, out, scale)
+    return True
+
+
 def _reduce(dev: OpenCLDevice, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
             acc_t: CLType, out: Any, scale: float | None) -> None:
     """Reduce ``x`` (``in_t``) into ``out``; ``scale`` multiplies the final value (mean)."""
+    if _columns(dev, x, in_t, kept, red, op, acc_t, out, scale):
+        return
     nout = int(np.prod([s for s, _ in kept], dtype=np.int64))
     R = int(np.prod([s for s, _ in red], dtype=np.int64))
     chunk, nchunk = _chunks(nout, R)
@@ -149,10 +223,10 @@ def _reduce(dev: OpenCLDevice, x: Any, in_t: CLType, kept: Dims, red: Dims, op: 
         src = _source(op, len(kept), len(red), in_t, acc_t, out_t, scale is not None, False)
         _launch(dev, src, x, [out], nout, R, chunk, 1, sc, kept, red)
         return
-    part = dev.empty((nout, nchunk), acc_t.dtype)
+    part = dev.empty((nchunk, nout), acc_t.dtype)
     src = _source(op, len(kept), len(red), in_t, acc_t, acc_t, False, False)
     _launch(dev, src, x, [part], nout, R, chunk, nchunk, acc_t.scalar(1), kept, red)
-    _reduce(dev, part, acc_t, [(nout, nchunk)] if nout > 1 else [], [(nchunk, 1)], op, acc_t,
+    _reduce(dev, part, acc_t, [(nout, 1)] if nout > 1 else [], [(nchunk, nout)], op, acc_t,
             out, scale)
 
 
@@ -219,7 +293,7 @@ def _register_arg(op: str) -> None:
         if nchunk == 1:
             _launch(dev, src, x, [out], nout, R, chunk, 1, t.scalar(1), kept, red)
             return out
-        vals, idxs = dev.empty((nout, nchunk), pt.dtype), dev.empty((nout, nchunk), _I64)
+        vals, idxs = dev.empty((nchunk, nout), pt.dtype), dev.empty((nchunk, nout), _I64)
         _launch(dev, src, x, [vals, idxs], nout, R, chunk, nchunk, t.scalar(1), kept, red)
         nan = " || (isnan(x) && !isnan(acc))" if t.is_float else ""
         pick = header(pt) + _PICK.format(t=pt.calc, cmp=">" if op == "argmax" else "<", nan=nan)
