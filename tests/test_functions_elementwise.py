@@ -447,3 +447,17 @@ def test_binary_fast_path_skips_inference_once_seen(backend, monkeypatch):
     assert calls == [] and mul_calls == []
     F.add(a, A(np.ones((3,), np.float32)))  # broadcasting: the validated path
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("sa, sb", [((300, 130), (1, 130)), ((300, 130), (300, 1)),
+                                    ((4, 30, 200), (30, 1)), ((2, 3, 5, 70), (3, 1, 70)),
+                                    ((2, 70, 3, 64), (70, 1, 1))], ids=str)
+def test_broadcast_rows(backend, sa, sb):
+    """Broadcasts whose innermost dimension is long (OpenCL: the 2-D row launch) match
+    numpy in both operand orders."""
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    for name, ref in (("sub", np.subtract), ("maximum", np.maximum)):
+        f = getattr(F, name)
+        np.testing.assert_array_equal(f(A(a), A(b)).numpy(), ref(a, b))
+        np.testing.assert_array_equal(f(A(b), A(a)).numpy(), ref(b, a))

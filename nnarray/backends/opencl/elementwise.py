@@ -52,17 +52,22 @@ static long ipow(long b, long e) {
 class Plan:
     """One launch shape of one elementwise kernel."""
 
-    __slots__ = ("kernel", "n", "shape", "dtype", "scalars", "consts", "grid", "arrays")
+    __slots__ = ("kernel", "n", "shape", "dtype", "scalars", "consts", "grid", "local",
+                 "arrays")
 
     def __init__(self, kernel: Any, n: int, shape: tuple[int, ...], dtype: np.dtype,
-                 scalars: list, consts: list) -> None:
+                 scalars: list, consts: list, rows: tuple[int, int] | None = None) -> None:
         self.kernel = kernel
         self.n = n
         self.shape = shape
         self.dtype = dtype
         self.scalars = scalars  #: per operand: None (array) or the numpy scalar type
         self.consts = consts
-        self.grid = (-(-n // LOCAL) * LOCAL,)
+        if rows is None:
+            self.grid, self.local = (-(-n // LOCAL) * LOCAL,), _LOCAL
+        else:  # (row length, rows): a 2-D launch, see ``source``
+            w = LOCAL if rows[0] >= LOCAL else _ROW_MIN
+            self.grid, self.local = (-(-rows[0] // w) * w, rows[1]), (w, 1)
         self.arrays = not consts and all(s is None for s in scalars)
 
     def run(self, dev: OpenCLDevice, xs: tuple, out: Any = None) -> Any:
@@ -85,16 +90,37 @@ class Plan:
                 for x, s in zip(xs, self.scalars):
                     args.append(x.base_data if s is None else s(x))
                 k.set_args(*args, *self.consts)
-            _enqueue(dev.queue, k, self.grid, _LOCAL)
+            _enqueue(dev.queue, k, self.grid, self.local)
         finally:
             dev.release()
         return out
 
 
+#: Broadcast launches whose innermost (coalesced) dimension has at least this many
+#: elements run 2-D: work-item (c, row) needs no division for the innermost offset and
+#: rank - 2 for the row's, where the 1-D walk pays rank - 1 per element; pocl vectorizes
+#: along c. (1024, 1024) - (1, 1024) on pocl: 7 ms 1-D, same-shape arrays 0.8 ms.
+_ROW_MIN = 64
+
+
+def _row_offsets(rank: int, n_operands: int, idx: str) -> str:
+    """``offsets_code`` for a 2-D launch: ``c`` the innermost index, ``row`` the rest."""
+    ops = range(n_operands)
+    last = rank - 1
+    lines = [f"{idx} r = row;"] + [f"{idx} o{k} = c * s{k}_{last};" for k in ops]
+    for d in range(last - 1, 0, -1):
+        lines.append(f"{{ const {idx} q = r % d{d}; r /= d{d};")
+        lines.extend(f"  o{k} += q * s{k}_{d};" for k in ops)
+        lines.append("}")
+    lines.extend(f"o{k} += r * s{k}_0;" for k in ops)
+    return "\n    ".join(lines)
+
+
 def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType, rank: int,
-           idx: str, helpers: str = "") -> str:
+           idx: str, helpers: str = "", rows: bool = False) -> str:
     """Kernel ``map``: ``out[i] = expr(v0, v1, ...)``; operand ``k`` is ``(is_array, its
-    type, the type it is converted to as v{k})``; rank 0 means all arrays contiguous."""
+    type, the type it is converted to as v{k})``; rank 0 means all arrays contiguous;
+    ``rows``: a 2-D launch over (innermost index, row)."""
     n_arr = sum(1 for a, _, _ in operands if a)
     params = [f"__global {out_t.storage}* out"]
     loads = []
@@ -108,7 +134,13 @@ def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType
         else:
             params.append(f"const {ct.calc} v{k}")
     body = [f"const {idx} i = get_global_id(0);"]
-    if rank:
+    if rows:
+        last = f"d{rank - 1}"
+        params += [f"const {idx} n", index_params(rank, n_arr, idx)]
+        body = [f"const {idx} c = get_global_id(0), row = get_global_id(1);",
+                f"if (c >= {last}) return;", f"const {idx} i = row * {last} + c;",
+                _row_offsets(rank, n_arr, idx)]
+    elif rank:
         params.append(f"const {idx} n")
         if rank > 1 or n_arr:
             params.append(index_params(rank, n_arr, idx))
@@ -138,14 +170,16 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
         idx = index_type(span(dims, strides))
     operands = [(type(x) is _Array, cltype(x.dtype) if type(x) is _Array else ct, ct)
                 for x, ct in zip(xs, cts)]
-    src = source(expr, operands, out_t, rank, idx, helpers)
+    rows = rank >= 2 and dims[-1] >= _ROW_MIN
+    src = source(expr, operands, out_t, rank, idx, helpers, rows)
     kernel = dev.programs.kernel(src, "map")
     consts: list = []
     if rank:
         t = np.int32 if idx == "int" else np.int64
         consts = [t(n)] + (index_args(dims, strides, idx) if rank > 1 or arrays else [])
     scalars = [None if type(x) is _Array else ct.scalar for x, ct in zip(xs, cts)]
-    return Plan(kernel, n, shape, out_dtype, scalars, consts)
+    return Plan(kernel, n, shape, out_dtype, scalars, consts,
+                (dims[-1], n // dims[-1]) if rows else None)
 
 
 def _key(x: Any) -> Any:
