@@ -99,7 +99,12 @@ def solve(x1: Any, x2: Any, /) -> Any:
 
 
 def eigh(x: Any, /) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices. In a graph both
+    carry gradients: the eigenvectors then come from a second op (``eigh_vectors``, one
+    more decomposition) whose rule handles theirs."""
     w, v = _d.eigh(x)
+    if type(x) is not NdArray:  # a graph value: eigenvectors with their own backward rule
+        v = _d.eigh_vectors(x)
     return EighResult(_home(w, x), _home(v, x))
 
 

@@ -147,6 +147,9 @@ GRAD_CASES = {
     "cholesky": lambda x: la.cholesky(F.matmul(x, F.transpose(x, (0, 2, 1))) + 4.0),
     "eigvalsh": lambda x: la.eigvalsh(x + F.transpose(x, (0, 2, 1))),
     "eigh": lambda x: la.eigh(x + F.transpose(x, (0, 2, 1))).eigenvalues,
+    # eigenvectors up to sign: squared entries, weighted so every vector counts
+    "eigh_vectors": lambda x: la.eigh(x + F.transpose(x, (0, 2, 1))).eigenvectors ** 2
+    * np.arange(1.0, 5.0),
     "matrix_power_-1": lambda x: la.matrix_power(x, -2),
     "svdvals": la.svdvals,
     "matrix_norm_nuc": lambda x: la.matrix_norm(x[..., :3], ord="nuc"),

@@ -108,6 +108,9 @@ solve = Op("solve", _infer_solve)
 cholesky = Op("cholesky", _infer_same("cholesky"))
 eigh = Op("eigh", _infer_eigh)
 eigvalsh = Op("eigvalsh", _infer_eigvalsh)
+#: ``eigh``'s eigenvectors as an op of their own, so their gradient has a rule (a rule
+#: receives its op's first output's gradient only); ``linalg.eigh`` uses it for graphs.
+eigh_vectors = Op("eigh_vectors", lambda inputs, attrs: (_infer_eigh(inputs, attrs)[1],))
 qr = Op("qr", _infer_qr, differentiable=False)
 svd = Op("svd", _infer_svd, differentiable=False)
 svdvals = Op("svdvals", _infer_svdvals)
@@ -180,6 +183,21 @@ def _eigh_grad(c, g):
     v = c.outputs[1]
     return (F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))),
                      _mT(v)),)
+
+
+@_backward(eigh_vectors, inputs=(0,), outputs=(0,))
+def _eigh_vectors_grad(c, g):
+    """``V (F ∘ Vᵀg) Vᵀ``, symmetrized, with ``F_ij = 1 / (w_j - w_i)`` off the diagonal
+    (distinct eigenvalues assumed, as every eigenvector gradient must)."""
+    v = c.outputs[0]
+    w = eigvalsh(c.inputs[0])
+    n = w.shape[-1]
+    lead = tuple(w.shape[:-1])
+    e = F.sub(F.reshape(w, lead + (1, n)), F.reshape(w, lead + (n, 1)))
+    eye = _const(np.eye(n, dtype=bool), e)
+    f = F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
+    ga = F.matmul(F.matmul(v, F.mul(f, F.matmul(_mT(v), g))), _mT(v))
+    return (F.mul(F.add(ga, _mT(ga)), 0.5),)
 
 
 @_backward(eigvalsh, inputs=(0,))

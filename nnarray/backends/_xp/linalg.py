@@ -49,6 +49,7 @@ def register_xp_linalg(backend: str, xp: Any) -> None:
     reg("cholesky", lambda a: fresh(la.cholesky(a)))
     reg("eigh", eigh)
     reg("eigvalsh", lambda a: fresh(la.eigvalsh(a)))
+    reg("eigh_vectors", lambda a: fresh(la.eigh(a)[1]))
     reg("qr", qr)
     reg("svd", svd)
     reg("svdvals", lambda a: fresh(la.svd(a, compute_uv=False)))
