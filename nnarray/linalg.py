@@ -113,7 +113,12 @@ def eigvalsh(x: Any, /) -> Any:
 
 
 def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
+    """``Q`` and ``R`` with ``x = Q R``. In a graph of tall or square matrices (reduced
+    mode) both factors carry gradients: they come from ``qr_q``/``qr_r``, whose rules
+    handle theirs (two more decompositions)."""
     q, r = _d.qr(x, mode=mode)
+    if type(x) is not NdArray and mode == "reduced" and x.shape[-2] >= x.shape[-1]:
+        q, r = _d.qr_q(x), _d.qr_r(x)
     return QRResult(_home(q, x), _home(r, x))
 
 

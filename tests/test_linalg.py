@@ -148,6 +148,9 @@ GRAD_CASES = {
     "eigvalsh": lambda x: la.eigvalsh(x + F.transpose(x, (0, 2, 1))),
     "eigh": lambda x: la.eigh(x + F.transpose(x, (0, 2, 1))).eigenvalues,
     # eigenvectors up to sign: squared entries, weighted so every vector counts
+    "qr_q": lambda x: la.qr(x[..., :3]).Q * np.arange(1.0, 4.0),
+    "qr_r": lambda x: la.qr(x[..., :3]).R * np.arange(1.0, 4.0),
+    "qr_both": lambda x: F.matmul(la.qr(x).Q, la.qr(x).R * 0.5) + la.qr(x).Q,
     "eigh_vectors": lambda x: la.eigh(x + F.transpose(x, (0, 2, 1))).eigenvectors ** 2
     * np.arange(1.0, 5.0),
     "matrix_power_-1": lambda x: la.matrix_power(x, -2),

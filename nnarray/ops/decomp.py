@@ -112,6 +112,24 @@ eigvalsh = Op("eigvalsh", _infer_eigvalsh)
 #: receives its op's first output's gradient only); ``linalg.eigh`` uses it for graphs.
 eigh_vectors = Op("eigh_vectors", lambda inputs, attrs: (_infer_eigh(inputs, attrs)[1],))
 qr = Op("qr", _infer_qr, differentiable=False)
+
+
+def _infer_qr_part(part: int) -> Any:
+    def infer(inputs, attrs):
+        name = ("qr_q", "qr_r")[part]
+        s = _matrix(name, inputs[0], square=False)
+        if s[-2] < s[-1]:
+            raise ShapeError(f"{name}: the gradient of qr needs rows >= columns, got shape "
+                             f"{s}")
+        return (_infer_qr(inputs, {"mode": "reduced"})[part],)
+    return infer
+
+
+#: The reduced ``qr``'s factors as ops of their own, so each has a gradient rule (the
+#: engine hands a rule its first output's gradient only); ``linalg.qr`` uses them in
+#: graphs of tall or square matrices.
+qr_q = Op("qr_q", _infer_qr_part(0))
+qr_r = Op("qr_r", _infer_qr_part(1))
 svd = Op("svd", _infer_svd, differentiable=False)
 svdvals = Op("svdvals", _infer_svdvals)
 
@@ -198,6 +216,37 @@ def _eigh_vectors_grad(c, g):
     f = F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
     ga = F.matmul(F.matmul(v, F.mul(f, F.matmul(_mT(v), g))), _mT(v))
     return (F.mul(F.add(ga, _mT(ga)), 0.5),)
+
+
+def _tril_strict(x: Any) -> Any:
+    n = x.shape[-1]
+    return F.mul(x, _const(np.tril(np.ones((n, n), x.dtype), -1), x))
+
+
+def _solve_rt(x: Any, r: Any) -> Any:
+    """``x R⁻ᵀ``."""
+    return F.matmul(x, _mT(inv(r)))
+
+
+@_backward(qr_q, inputs=(0,), outputs=(0,))
+def _qr_q_grad(c, g):
+    """The ``dQ`` part of the reduced QR gradient (rows >= columns):
+    ``Q tril(QᵀdQ - dQᵀQ, -1) R⁻ᵀ + (dQ - Q QᵀdQ) R⁻ᵀ``."""
+    q = c.outputs[0]
+    r = qr_r(c.inputs[0])
+    qdq = F.matmul(_mT(q), g)
+    low = _tril_strict(F.sub(qdq, _mT(qdq)))
+    return (F.add(F.matmul(q, _solve_rt(low, r)), _solve_rt(F.sub(g, F.matmul(q, qdq)), r)),)
+
+
+@_backward(qr_r, inputs=(0,), outputs=(0,))
+def _qr_r_grad(c, g):
+    """The ``dR`` part: ``Q (dR + tril(R dRᵀ - dR Rᵀ, -1) R⁻ᵀ)``."""
+    r = c.outputs[0]
+    q = qr_q(c.inputs[0])
+    rdr = F.matmul(r, _mT(g))
+    low = _tril_strict(F.sub(rdr, _mT(rdr)))
+    return (F.matmul(q, F.add(g, _solve_rt(low, r))),)
 
 
 @_backward(eigvalsh, inputs=(0,))

@@ -51,5 +51,7 @@ def register_xp_linalg(backend: str, xp: Any) -> None:
     reg("eigvalsh", lambda a: fresh(la.eigvalsh(a)))
     reg("eigh_vectors", lambda a: fresh(la.eigh(a)[1]))
     reg("qr", qr)
+    reg("qr_q", lambda a: fresh(la.qr(a, mode="reduced")[0]))
+    reg("qr_r", lambda a: fresh(la.qr(a, mode="reduced")[1]))
     reg("svd", svd)
     reg("svdvals", lambda a: fresh(la.svd(a, compute_uv=False)))
