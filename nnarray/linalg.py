@@ -123,7 +123,12 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
 
 
 def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
+    """``U``, the singular values (descending) and ``Vh`` with ``x = U diag(S) Vh``. In a
+    graph with ``full_matrices=False`` all three carry gradients (``svd_u``, ``svdvals``,
+    ``svd_vh``: three decompositions, each with its rule)."""
     u, s, vh = _d.svd(x, full_matrices=full_matrices)
+    if type(x) is not NdArray and not full_matrices:
+        u, s, vh = _d.svd_u(x), _d.svdvals(x), _d.svd_vh(x)
     return SVDResult(_home(u, x), _home(s, x), _home(vh, x))
 
 

@@ -130,6 +130,11 @@ def _var(a):
     return Variable.from_numpy_array(np.ascontiguousarray(a), need_grad=True)
 
 
+
+def _svd_t(x):
+    """The reduced SVD of a wide (…, 3, 4) slice."""
+    return la.svd(F.transpose(x, (0, 2, 1))[..., :3, :], full_matrices=False)
+
 GRAD_CASES = {
     "trace": lambda x: la.trace(x, offset=1),
     "diagonal": lambda x: la.diagonal(x, offset=-1),
@@ -151,6 +156,12 @@ GRAD_CASES = {
     "qr_q": lambda x: la.qr(x[..., :3]).Q * np.arange(1.0, 4.0),
     "qr_r": lambda x: la.qr(x[..., :3]).R * np.arange(1.0, 4.0),
     "qr_both": lambda x: F.matmul(la.qr(x).Q, la.qr(x).R * 0.5) + la.qr(x).Q,
+    # singular vectors up to sign: products of pairs, which are sign-free
+    "svd_u": lambda x: F.matmul(la.svd(x[..., :3], full_matrices=False).U,
+                                la.svd(x[..., :3], full_matrices=False).Vh),
+    "svd_uv_wide": lambda x: F.matmul(_svd_t(x)[0] * np.arange(1.0, 4.0), _svd_t(x)[2]),
+    "svd_u_only": lambda x: la.svd(x, full_matrices=False).U ** 2 * np.arange(1.0, 5.0),
+    "svd_vh_only": lambda x: la.svd(x, full_matrices=False).Vh ** 2 * np.arange(1.0, 5.0),
     "eigh_vectors": lambda x: la.eigh(x + F.transpose(x, (0, 2, 1))).eigenvectors ** 2
     * np.arange(1.0, 5.0),
     "matrix_power_-1": lambda x: la.matrix_power(x, -2),

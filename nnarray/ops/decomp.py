@@ -125,6 +125,18 @@ def _infer_qr_part(part: int) -> Any:
     return infer
 
 
+def _infer_svd_part(part: int) -> Any:
+    def infer(inputs, attrs):
+        return (_infer_svd(inputs, {"full_matrices": False})[part],)
+    return infer
+
+
+#: The reduced ``svd``'s ``U`` and ``Vh`` as ops of their own (see ``qr_q``); with
+#: ``svdvals`` they give ``linalg.svd(full_matrices=False)`` its gradients in graphs.
+svd_u = Op("svd_u", _infer_svd_part(0))
+svd_vh = Op("svd_vh", _infer_svd_part(2))
+
+
 #: The reduced ``qr``'s factors as ops of their own, so each has a gradient rule (the
 #: engine hands a rule its first output's gradient only); ``linalg.qr`` uses them in
 #: graphs of tall or square matrices.
@@ -216,6 +228,45 @@ def _eigh_vectors_grad(c, g):
     f = F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
     ga = F.matmul(F.matmul(v, F.mul(f, F.matmul(_mT(v), g))), _mT(v))
     return (F.mul(F.add(ga, _mT(ga)), 0.5),)
+
+
+def _svd_f(s: Any) -> Any:
+    """``F_ij = 1 / (s_j² - s_i²)`` off the diagonal, 0 on it."""
+    k = s.shape[-1]
+    lead = tuple(s.shape[:-1])
+    s2 = F.mul(s, s)
+    e = F.sub(F.reshape(s2, lead + (1, k)), F.reshape(s2, lead + (k, 1)))
+    eye = _const(np.eye(k, dtype=bool), e)
+    return F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
+
+
+def _row(s: Any) -> Any:
+    return F.reshape(s, tuple(s.shape[:-1]) + (1, s.shape[-1]))
+
+
+@_backward(svd_u, inputs=(0,), outputs=(0,))
+def _svd_u_grad(c, g):
+    """The ``dU`` part of the reduced SVD gradient (distinct nonzero singular values):
+    ``U (F ∘ (UᵀdU - dUᵀU)) S Vᵀ + (I - UUᵀ) dU S⁻¹ Vᵀ``."""
+    u = c.outputs[0]
+    _, s, vh = svd(c.inputs[0], full_matrices=False)
+    ug = F.matmul(_mT(u), g)
+    inner = F.mul(F.mul(_svd_f(s), F.sub(ug, _mT(ug))), _row(s))
+    rest = F.div(F.sub(g, F.matmul(u, ug)), _row(s))
+    return (F.matmul(F.add(F.matmul(u, inner), rest), vh),)
+
+
+@_backward(svd_vh, inputs=(0,), outputs=(0,))
+def _svd_vh_grad(c, g):
+    """The ``dVh`` part: ``U S (F ∘ (VᵀdV - dVᵀV)) Vᵀ + U S⁻¹ dVᵀ (I - VVᵀ)`` with
+    ``V = Vhᵀ``, ``dV = dVhᵀ``."""
+    vh = c.outputs[0]
+    u, s, _ = svd(c.inputs[0], full_matrices=False)
+    vg = F.matmul(vh, _mT(g))  # Vᵀ dV
+    col = F.reshape(s, tuple(s.shape) + (1,))
+    inner = F.mul(col, F.mul(_svd_f(s), F.sub(vg, _mT(vg))))
+    rest = F.div(F.sub(g, F.matmul(_mT(vg), vh)), col)  # S⁻¹ dVᵀ (I - V Vᵀ)
+    return (F.matmul(u, F.add(F.matmul(inner, vh), rest)),)
 
 
 def _tril_strict(x: Any) -> Any:

@@ -51,6 +51,8 @@ def register_xp_linalg(backend: str, xp: Any) -> None:
     reg("eigvalsh", lambda a: fresh(la.eigvalsh(a)))
     reg("eigh_vectors", lambda a: fresh(la.eigh(a)[1]))
     reg("qr", qr)
+    reg("svd_u", lambda a: fresh(la.svd(a, full_matrices=False)[0]))
+    reg("svd_vh", lambda a: fresh(la.svd(a, full_matrices=False)[2]))
     reg("qr_q", lambda a: fresh(la.qr(a, mode="reduced")[0]))
     reg("qr_r", lambda a: fresh(la.qr(a, mode="reduced")[1]))
     reg("svd", svd)
