@@ -115,7 +115,7 @@ def _readme() -> str:
 def test_readme_python_blocks_run_alone(i):
     """Each README code block is self-contained (a reader pastes one at a time)."""
     block = re.findall(r"```python\n(.*?)```", _readme(), re.S)[i]
-    if "context_scope(\"opencl\")" in block:
+    if "context_scope(\"opencl\")" in block or "device=\"opencl\"" in block:
         needs("opencl")
     run("-c", block, timeout=120)
 
