@@ -103,19 +103,6 @@ class Plan:
 _ROW_MIN = 64
 
 
-def _row_offsets(rank: int, n_operands: int, idx: str) -> str:
-    """``offsets_code`` for a 2-D launch: ``c`` the innermost index, ``row`` the rest."""
-    ops = range(n_operands)
-    last = rank - 1
-    lines = [f"{idx} r = row;"] + [f"{idx} o{k} = c * s{k}_{last};" for k in ops]
-    for d in range(last - 1, 0, -1):
-        lines.append(f"{{ const {idx} q = r % d{d}; r /= d{d};")
-        lines.extend(f"  o{k} += q * s{k}_{d};" for k in ops)
-        lines.append("}")
-    lines.extend(f"o{k} += r * s{k}_0;" for k in ops)
-    return "\n    ".join(lines)
-
-
 def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType, rank: int,
            idx: str, helpers: str = "", rows: bool = False) -> str:
     """Kernel ``map``: ``out[i] = expr(v0, v1, ...)``; operand ``k`` is ``(is_array, its
@@ -139,7 +126,7 @@ def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType
         params += [f"const {idx} n", index_params(rank, n_arr, idx)]
         body = [f"const {idx} c = get_global_id(0), row = get_global_id(1);",
                 f"if (c >= {last}) return;", f"const {idx} i = row * {last} + c;",
-                _row_offsets(rank, n_arr, idx)]
+                offsets_code(rank, n_arr, idx, "row", inner="c")]
     elif rank:
         params.append(f"const {idx} n")
         if rank > 1 or n_arr:

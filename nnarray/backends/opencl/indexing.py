@@ -47,14 +47,19 @@ def coalesce(shape: tuple[int, ...], strides: list[tuple[int, ...]]
     return tuple(out_shape), [tuple(s) for s in out_st]
 
 
-def offsets_code(rank: int, n_operands: int, idx: str = "int", var: str = "i") -> str:
-    """C statements turning the linear index ``var`` into offsets ``o0..`` of each operand.
+def offsets_code(rank: int, n_operands: int, idx: str = "int", var: str = "i",
+                 inner: str | None = None) -> str:
+    """C statements turning the linear index ``var`` into offsets ``o0..`` of each operand;
+    with ``inner``, that variable indexes the innermost dimension and ``var`` the rest (a
+    2-D launch: no division for the innermost offset).
 
     Kernel parameters it expects: sizes ``d1..d{rank-1}`` and strides ``s{k}_{dim}``.
     """
     ops = range(n_operands)
-    lines = [f"{idx} r = {var};"] + [f"{idx} o{k} = 0;" for k in ops]
-    for d in range(rank - 1, 0, -1):
+    last = rank - 1
+    lines = [f"{idx} r = {var};"] + [
+        f"{idx} o{k} = {'0' if inner is None else f'{inner} * s{k}_{last}'};" for k in ops]
+    for d in range(last if inner is None else last - 1, 0, -1):
         lines.append(f"{{ const {idx} c = r % d{d}; r /= d{d};")
         lines.extend(f"  o{k} += c * s{k}_{d};" for k in ops)
         lines.append("}")
