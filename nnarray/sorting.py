@@ -80,23 +80,13 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
     return _ops.searchsorted(x1, x2, side=side)
 
 
-def _count(mask: Any) -> int:
-    """The number of true elements: one scalar read back to the host (counted)."""
-    return int(F.sum(F.cast(mask, _I64)).item())
-
-
-def _positions(mask: Any) -> Any:
-    """The flat indices (int64) where 1-D ``mask`` holds."""
-    return _ops.positions(mask, count=_count(mask))
-
-
 def nonzero(x: Any, /) -> tuple:
     """Indices (int64 arrays, one per dimension) of the nonzero elements, in C order.
     Their number is read back to the host (one counted transfer)."""
     _xp._require("nonzero", x)
     if x.ndim == 0:
         raise ValueError("nonzero: argument 'x' must have at least one dimension")
-    flat = _positions(F.reshape(F.cast(x, _BOOL), (-1,)))
+    flat = _ops.true_positions(F.reshape(F.cast(x, _BOOL), (-1,)))
     out = []
     stride = x.size
     for s in x.shape:
@@ -117,7 +107,7 @@ def _groups(x: Any) -> tuple:
                                           F.getitem(s, (slice(None, -1),)))])
     else:
         flags = _xp.ones((flat.shape[0],), dtype=_BOOL, device=x.device)
-    return flat, perm, s, flags, _positions(flags)
+    return flat, perm, s, flags, _ops.true_positions(flags)
 
 
 def _counts(starts: Any, n: int, device: Any) -> Any:

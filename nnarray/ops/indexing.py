@@ -7,9 +7,10 @@ and ``x[key] = v`` a ``scatter`` kernel. numpy placement rules: the broadcast sh
 the integer/mask indices replaces their axes where they are adjacent, else goes first.
 
 A mask's true count is data-dependent: it is read to the host (one counted transfer of
-one int64) after a ``cumulative_sum`` of the mask; ``mask_positions`` then compacts the
-true positions. An out-of-range integer index raises ``IndexError`` naming it and the
-shape; the check is a device-side reduction whose one flag is read back (counted).
+one int64), then ``ops.sorting.positions`` compacts the true positions on the device
+(shared with ``nonzero`` and ``unique_*``). An out-of-range integer index raises
+``IndexError`` naming it and the shape; the check is a device-side reduction whose one
+flag is read back (counted).
 """
 
 from __future__ import annotations
@@ -23,16 +24,6 @@ from ..ndarray import NdArray
 from .op import Op
 
 _I64 = np.dtype(np.int64)
-
-
-def _infer_positions(inputs, attrs):
-    mask, cs = inputs
-    return (((attrs["count"],), _I64),)
-
-
-#: Flat positions of the true elements of a 1-D bool ``mask`` given its inclusive
-#: ``cumulative_sum`` ``cs`` and the true ``count``; kernel ``mask_positions(mask, cs, count)``.
-mask_positions = Op("mask_positions", _infer_positions, differentiable=False)
 
 
 def _infer_gather(inputs, attrs):
@@ -91,24 +82,11 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _host_scalar(a: Any) -> Any:
-    """One element read to the host through the counted explicit path."""
-    return np.asarray(a.get_data("r", "numpy")).reshape(-1)[0]
-
-
-def _positions(mask: Any, op: str) -> Any:
-    """The flat true positions of ``mask`` (int64, 1-D): count read back (counted)."""
-    from . import reduction as _red
-    from .elementwise import cast as _cast
+def _positions(mask: Any) -> Any:
+    """The flat true positions of ``mask`` (int64, 1-D; count read back, counted)."""
     from .shape import reshape
-    flat = reshape(mask, shape=(-1,)) if mask.ndim != 1 else mask
-    if flat.shape[0] == 0:
-        return NdArray.from_numpy_array(np.zeros(0, np.int64))
-    cs = _red.cumulative_sum(flat, axis=0)
-    last = _cast(cs, dtype=np.int64) if cs.dtype != _I64 else cs
-    from .shape import getitem
-    count = int(_host_scalar(getitem(last, slice(-1, None))))
-    return mask_positions(flat, cs, count=count)
+    from .sorting import true_positions
+    return true_positions(reshape(mask, shape=(-1,)) if mask.ndim != 1 else mask)
 
 
 def _check_bounds(op: str, i: Any, dim: int, ax: int, shape: tuple) -> None:
@@ -119,7 +97,7 @@ def _check_bounds(op: str, i: Any, dim: int, ax: int, shape: tuple) -> None:
     from .elementwise import cast as _cast
     from .elementwise import functions as _ew
     bad = _ew["logical_or"](_ew["less"](i, -dim), _ew["greater_equal"](i, dim))
-    if bool(_host_scalar(_red.max(_cast(bad, dtype=np.int32)))):
+    if bool(_red.max(_cast(bad, dtype=np.int32)).item()):
         v = np.asarray(i.get_data("r", "numpy")).reshape(-1)
         worst = int(v[(v < -dim) | (v >= dim)][0])
         raise IndexError(f"{op}: index {worst} is out of bounds for axis {ax} with size "
@@ -178,7 +156,7 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any) -> Any:
                 raise IndexError(f"{op}: boolean index of shape {v.shape} does not match "
                                  f"the indexed dimensions {want} "
                                  f"of shape {shape}")
-            pos = _positions(v, op)
+            pos = _positions(v)
             adv.append((p, _ew["mul"](pos, st[axes[-1]] if axes else 0)))
         elif kind == "int":
             dim, a = shape[axes[0]], axes[0]
@@ -242,8 +220,7 @@ def advanced_getitem(x: Any, key: Any) -> Any:
     return reshape(r, shape=flat.shape)
 
 
-__all__ = ["advanced_getitem", "flat_offsets", "gather", "is_advanced", "mask_positions",
-           "scatter_add"]
+__all__ = ["advanced_getitem", "flat_offsets", "gather", "is_advanced", "scatter_add"]
 
 
 from .backward import backward as _backward  # noqa: E402

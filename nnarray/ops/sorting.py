@@ -71,6 +71,14 @@ searchsorted = Op("searchsorted", _infer_searchsorted, differentiable=False)
 positions = Op("positions", _infer_positions, differentiable=False)
 
 
+def true_positions(mask) -> object:
+    """The int64 indices where 1-D bool ``mask`` holds. Their number is data-dependent:
+    it is read to the host (one explicit, counted scalar) before ``positions`` runs."""
+    from .elementwise import cast
+    from .reduction import sum as _sum
+    return positions(mask, count=int(_sum(cast(mask, dtype=_I64)).item()))
+
+
 # -- backward rules -------------------------------------------------------------------
 from .backward import F as _F  # noqa: E402
 from .backward import backward as _backward  # noqa: E402

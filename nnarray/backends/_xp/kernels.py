@@ -126,10 +126,6 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         out[key] = value  # basic indices only (checked by the core): a view, then a copy
         return out
 
-    @reg("mask_positions")
-    def mask_positions(mask, cs, count):
-        return fresh(xp.flatnonzero(mask).astype(np.int64))
-
     @reg("scatter")
     def scatter(indices, value, out):
         xp.put(out, indices, value)  # in place on any layout; repeats: the last write wins

@@ -63,7 +63,6 @@ def build_stats() -> dict[str, int]:
 
 def load_kernels() -> None:
     from . import (  # noqa: F401  (each registers its kernels on import)
-        compaction,
         conv,
         elementwise,
         matmul,
