@@ -115,19 +115,16 @@ def follow(arrays: Sequence) -> Context:
     from .backends import get_device
     home = get_device(_default.backend, _default.device_id)
     dev = None
-    for x in arrays:
+    for x in arrays:  # the first input held only off the default's device names ``dev``
         h = getattr(x, "_head", None)
-        if h is None or h is home or x.current_copy(home) is not None:
-            continue
-        if dev is None:
+        if h is not None and h is not home and x.current_copy(home) is None:
             dev = h
-        elif h is not dev and x.current_copy(dev) is None:
-            return _default
+            break
     if dev is None:
         return _default
-    for x in arrays:  # every input but 0-D ones must be current on ``dev``
-        if getattr(x, "_head", None) is not None and x.current_copy(dev) is None and \
-                x.shape != ():
+    for x in arrays:  # ... and every input but 0-D ones must be current there
+        if getattr(x, "_head", None) is not None and x.shape != () and \
+                x.current_copy(dev) is None:
             return _default
     ctx = _follow_ctx.get((dev, _default))
     if ctx is None:

@@ -208,36 +208,34 @@ def _cholesky_grad(c, g):
     return (F.mul(F.add(s, _mT(s)), 0.5),)
 
 
+def _v_diag_vt(v: Any, g: Any) -> Any:
+    """``V diag(g) Vᵀ``: the eigenvalues' gradient."""
+    return F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), _mT(v))
+
+
 @_backward(eigh, outputs=(1,))
 def _eigh_grad(c, g):
-    v = c.outputs[1]
-    return (F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))),
-                     _mT(v)),)
+    return (_v_diag_vt(c.outputs[1], g),)
 
 
-@_backward(eigh_vectors, inputs=(0,), outputs=(0,))
-def _eigh_vectors_grad(c, g):
-    """``V (F ∘ Vᵀg) Vᵀ``, symmetrized, with ``F_ij = 1 / (w_j - w_i)`` off the diagonal
-    (distinct eigenvalues assumed, as every eigenvector gradient must)."""
-    v = c.outputs[0]
-    w = eigvalsh(c.inputs[0])
+def _inverse_gaps(w: Any) -> Any:
+    """``F_ij = 1 / (w_j - w_i)`` off the diagonal, 0 on it (the eigenvector and singular
+    vector rules' factor)."""
     n = w.shape[-1]
     lead = tuple(w.shape[:-1])
     e = F.sub(F.reshape(w, lead + (1, n)), F.reshape(w, lead + (n, 1)))
     eye = _const(np.eye(n, dtype=bool), e)
-    f = F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
+    return F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
+
+
+@_backward(eigh_vectors, inputs=(0,), outputs=(0,))
+def _eigh_vectors_grad(c, g):
+    """``V (F ∘ Vᵀg) Vᵀ``, symmetrized, ``F`` the inverse eigenvalue gaps (distinct
+    eigenvalues assumed, as every eigenvector gradient must)."""
+    v = c.outputs[0]
+    f = _inverse_gaps(eigvalsh(c.inputs[0]))
     ga = F.matmul(F.matmul(v, F.mul(f, F.matmul(_mT(v), g))), _mT(v))
     return (F.mul(F.add(ga, _mT(ga)), 0.5),)
-
-
-def _svd_f(s: Any) -> Any:
-    """``F_ij = 1 / (s_j² - s_i²)`` off the diagonal, 0 on it."""
-    k = s.shape[-1]
-    lead = tuple(s.shape[:-1])
-    s2 = F.mul(s, s)
-    e = F.sub(F.reshape(s2, lead + (1, k)), F.reshape(s2, lead + (k, 1)))
-    eye = _const(np.eye(k, dtype=bool), e)
-    return F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
 
 
 def _row(s: Any) -> Any:
@@ -251,7 +249,7 @@ def _svd_u_grad(c, g):
     u = c.outputs[0]
     _, s, vh = svd(c.inputs[0], full_matrices=False)
     ug = F.matmul(_mT(u), g)
-    inner = F.mul(F.mul(_svd_f(s), F.sub(ug, _mT(ug))), _row(s))
+    inner = F.mul(F.mul(_inverse_gaps(F.mul(s, s)), F.sub(ug, _mT(ug))), _row(s))
     rest = F.div(F.sub(g, F.matmul(u, ug)), _row(s))
     return (F.matmul(F.add(F.matmul(u, inner), rest), vh),)
 
@@ -264,7 +262,7 @@ def _svd_vh_grad(c, g):
     u, s, _ = svd(c.inputs[0], full_matrices=False)
     vg = F.matmul(vh, _mT(g))  # Vᵀ dV
     col = F.reshape(s, tuple(s.shape) + (1,))
-    inner = F.mul(col, F.mul(_svd_f(s), F.sub(vg, _mT(vg))))
+    inner = F.mul(col, F.mul(_inverse_gaps(F.mul(s, s)), F.sub(vg, _mT(vg))))
     rest = F.div(F.sub(g, F.matmul(_mT(vg), vh)), col)  # S⁻¹ dVᵀ (I - V Vᵀ)
     return (F.matmul(u, F.add(F.matmul(inner, vh), rest)),)
 
@@ -302,9 +300,7 @@ def _qr_r_grad(c, g):
 
 @_backward(eigvalsh, inputs=(0,))
 def _eigvalsh_grad(c, g):
-    v = eigh(c.inputs[0])[1]
-    return (F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))),
-                     _mT(v)),)
+    return (_v_diag_vt(eigh(c.inputs[0])[1], g),)
 
 
 @_backward(svdvals, inputs=(0,))
