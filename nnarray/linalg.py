@@ -195,12 +195,8 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     """The cross product of 3-vectors along ``axis`` (broadcast over the rest)."""
-    nd = builtins.max(x1.ndim, x2.ndim)
-    if not -nd <= axis < nd:
-        raise ValueError(f"cross: axis {axis} is out of range for {x1.shape}, {x2.shape}")
-    s1 = (1,) * (nd - x1.ndim) + tuple(x1.shape)
-    s2 = (1,) * (nd - x2.ndim) + tuple(x2.shape)
-    a = axis % nd
+    s1, s2 = _xf._vector_shapes("cross", x1, x2, axis)
+    a = axis % len(s1)
     if s1[a] != 3 or s2[a] != 3:
         raise ShapeError(f"cross: axis {axis} must have size 3, got {x1.shape} and {x2.shape}")
     a1, a2 = F.reshape(x1, s1), F.reshape(x2, s2)

@@ -660,13 +660,18 @@ def result(*xs: Any) -> np.dtype:
     return result_type(*xs)
 
 
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """The dot product of vectors along ``axis`` (broadcast over the rest)."""
+def _vector_shapes(op: str, x1: Any, x2: Any, axis: int) -> tuple:
+    """``(s1, s2)``: both shapes left-padded to one rank, for a function of vectors along
+    ``axis`` (``vecdot``, ``linalg.cross``); ``axis`` checked against that rank."""
     nd = builtins.max(x1.ndim, x2.ndim)
     if not -nd <= axis < nd:
-        raise ValueError(f"vecdot: axis {axis} is out of range")
-    s1 = (1,) * (nd - x1.ndim) + tuple(x1.shape)
-    s2 = (1,) * (nd - x2.ndim) + tuple(x2.shape)
+        raise ValueError(f"{op}: axis {axis} is out of range for {x1.shape}, {x2.shape}")
+    return (1,) * (nd - x1.ndim) + tuple(x1.shape), (1,) * (nd - x2.ndim) + tuple(x2.shape)
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """The dot product of vectors along ``axis`` (broadcast over the rest)."""
+    s1, s2 = _vector_shapes("vecdot", x1, x2, axis)
     if s1[axis] != s2[axis]:
         raise ValueError(f"vecdot: shapes {x1.shape} and {x2.shape} differ along axis {axis}")
     return sum(F.mul(x1, x2), axis=axis, dtype=result(x1, x2))
