@@ -122,7 +122,8 @@ class NdArray(SyncedArray, ArrayOperators):
         return F.cast(self, dtype)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """``x[key] = value`` in place on the current context, for basic indices (ints,
+        """``x[key] = value`` in place where ``x`` is (``context.dispatch_context``), for
+        basic indices (ints,
         slices, ``...``, ``None``) and a scalar or an NdArray broadcastable to ``x[key]``.
         Boolean masks and integer arrays are accepted too (``nnarray.ops.indexing``:
         a scatter; where an index repeats, numpy/CuPy keep the last write and OpenCL an

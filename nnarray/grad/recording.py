@@ -137,7 +137,7 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
                 _binary_metas[key] = metas
     if key is None or _mode.get() != modes.AUTO:
         return record(op, (a, b), {}, metas)
-    ctx = _current.get(None)
+    ctx = _current.get(None)  # context.dispatch_context, inlined (the per-op hot path)
     if ctx is None:
         ctx = _context._default if not _context.follow_data else _context.follow(
             (a._data if ta is Variable else a, b._data if tb is Variable else b))

@@ -190,7 +190,7 @@ class BinaryOp(Op):
                 else:
                     d = None
                 if d is not None:
-                    ctx = _current.get(None)
+                    ctx = _current.get(None)  # context.dispatch_context, inlined
                     if ctx is None:
                         ctx = _context.follow((a, b)) if _context.follow_data else \
                             _context._default

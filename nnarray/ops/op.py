@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import context as _context
-from ..context import _current
 from ..ndarray import NdArray
 from ..registry import lookup
 
@@ -69,7 +68,4 @@ class Op:
 
 def execute(name: str, inputs: Any, attrs: dict, metas: tuple) -> Any:
     """Run op ``name`` on NdArray inputs under the current context; wrap the outputs."""
-    ctx = _current.get(None)
-    if ctx is None:
-        ctx = _context.follow(inputs) if _context.follow_data else _context._default
-    return lookup(name, ctx).run(inputs, attrs, metas)
+    return lookup(name, _context.dispatch_context(inputs)).run(inputs, attrs, metas)
