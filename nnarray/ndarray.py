@@ -123,8 +123,8 @@ class NdArray(SyncedArray, ArrayOperators):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """``x[key] = value`` in place where ``x`` is (``context.dispatch_context``), for
-        basic indices (ints,
-        slices, ``...``, ``None``) and a scalar or an NdArray broadcastable to ``x[key]``.
+        basic indices (ints, slices, ``...``, ``None``) and a scalar or an NdArray
+        broadcastable to ``x[key]``.
         Boolean masks and integer arrays are accepted too (``nnarray.ops.indexing``:
         a scatter; where an index repeats, numpy/CuPy keep the last write and OpenCL an
         unspecified one). Everything is checked before anything is written."""
