@@ -30,6 +30,26 @@ def test_matmul(backend, sa, sb):
     check(A(a) @ A(b), a @ b)
 
 
+@pytest.mark.parametrize("transpose_a, transpose_b", [(False, False), (True, False),
+                                                        (False, True)], ids=ids)
+def test_matmul_long_inner_dimension(backend, transpose_a, transpose_b):
+    """Past the numpy backend's trial calls (timing whole and split products) every call
+    still gives numpy's result, whichever way the shape settled on."""
+    a, b = randn(6, 1000, seed=1), randn(1000, 7, seed=2)
+    ta, tb = (a.T.copy() if transpose_a else a), (b.T.copy() if transpose_b else b)
+    for _ in range(8):
+        check(F.matmul(A(ta), A(tb), transpose_a=transpose_a, transpose_b=transpose_b),
+              a @ b)
+
+
+def test_numpy_split_product_matches_matmul():
+    from nnarray.backends.numpy import matmul as m
+    a, b = randn(5, 2 * m.SLICE + 3, seed=4), randn(2 * m.SLICE + 3, 9, seed=5)
+    r = m.split_product(a, b)
+    assert r.flags.c_contiguous and r.dtype == np.float32
+    np.testing.assert_allclose(r, a @ b, rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("da, db", [(np.float64, np.float64), (np.float16, np.float16),
                                     (np.int32, np.int32), (np.int64, np.int64),
                                     (np.float32, np.float64), (np.int32, np.float32)], ids=ids)
