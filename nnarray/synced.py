@@ -259,9 +259,13 @@ class SyncedArray:
 
 def binary_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
     """``run2(a, b, meta)``: the two-operand fast path of a plain kernel ``fn`` of ``op``
-    on ``dev`` (``a`` an array of ``cls``, ``b`` one or a scalar; one output of ``meta``).
-    It lives here because it reads the copies directly: F.add on tiny arrays is all
-    dispatch, and these few lines are most of it."""
+    on ``dev`` (``a`` an array of ``cls``, ``b`` one of its shape or a scalar; one output
+    of ``meta``). It lives here because it reads the copies directly: F.add on tiny arrays
+    is all dispatch, and these few lines are most of it. A kernel may name in ``fn.small``
+    a ``(ufunc, limit)`` that computes the result of fewer than ``limit`` elements (not
+    0-D) directly, skipping its own allocation policy (one Python call less)."""
+    uf, limit = getattr(fn, "small", (None, 0))
+
     def run2(a: Any, b: Any, meta: tuple) -> Any:
         try:
             x = a._copies.get(dev)
@@ -271,9 +275,9 @@ def binary_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -
                 y = b._copies.get(dev)
                 if y is None:
                     y = b._sync(dev, False)
-                r = fn(x, y)
             else:
-                r = fn(x, b)
+                y = b
+            r = uf(x, y) if x.size < limit and meta[0] else fn(x, y)
         except OutOfMemoryError as e:
             raise naming(op, e) from e
         if check is not None:

@@ -107,15 +107,65 @@ def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, 
 
 
 _binary_metas: dict[tuple, tuple] = {}
+_AUTO = modes.AUTO
 
 
 def record_binary(op: Any, a: Any, b: Any) -> Any:
-    """``record`` for a two-operand elementwise op, with its inference cached by shapes
-    and dtypes (Python scalars by type), which is all such an op depends on; under
-    ``auto_forward`` the cached plain Kernel runs directly."""
+    """``record`` for a two-operand elementwise op. Define-by-run's per-op hot path is
+    two Variables of one shape and dtype whose data exist, where the result dtype is all
+    there is to infer (cached per op) and the context's plain Kernel runs at once
+    (the ``context.dispatch_context`` and ``_dynamic_node`` logic inlined)."""
+    if type(a) is Variable and type(b) is Variable and a.dtype is b.dtype and \
+            a.shape == b.shape:
+        d = op._same.get(a.dtype)
+        da, db = a._data, b._data
+        if d is not None and da is not None and db is not None and _mode.get() == _AUTO:
+            ctx = _current.get(None)
+            if ctx is None:
+                ctx = _context._default if not _context.follow_data else \
+                    _context.follow((da, db))
+            k = op.last[0]
+            if k[0] is ctx and k[1].valid:
+                k = k[1]
+            else:
+                t = _kernel_cache.get(ctx)
+                k = t.get(op.name) if t is not None else None
+                if k is not None:
+                    op.last[0] = (ctx, k)
+            if k is not None and k.plain:
+                meta = (a.shape, d)
+                out = k.run2(da, db, meta)
+                if not (a._need_grad or b._need_grad) or not op.differentiable:
+                    return _make(a.shape, d, out, None, False)
+                pa, pb = a._parent, b._parent
+                rank = 0 if pa is None else pa.rank + 1
+                if pb is not None and pb.rank >= rank:
+                    rank = pb.rank + 1
+                return _binary_node(op, a, b, (meta,), rank, da, db, out)
+    return _record_binary(op, a, b)
+
+
+def _binary_node(op: Any, a: Variable, b: Any, metas: tuple, rank: int, da: Any, db: Any,
+                 out: NdArray) -> Variable:
+    """``_dynamic_node`` for one output and rules that retain fixed operands."""
+    node = Node(op, (a, b), {}, metas, rank)
+    node.dynamic = True
+    rule = op.backward
+    if rule.inputs or rule.outputs:
+        node.retain((da, db), (out,), rule.inputs, rule.outputs)
+    else:
+        node.saved_inputs = node.saved_outputs = node.versions = ()
+    v = _make(out.shape, out.dtype, out, None, True, node)
+    node.outputs = (_wref(v),)
+    return v
+
+
+def _record_binary(op: Any, a: Any, b: Any) -> Any:
+    """``record_binary`` off its hot path: inference cached by shapes and dtypes (Python
+    scalars by type), which is all such an op depends on."""
     ta, tb = type(a), type(b)
     if ta is Variable and tb is Variable and a.dtype is b.dtype and a.shape == b.shape:
-        key = True  # equal operands: the result dtype is all there is to know
+        key = True
         d = op._same.get(a.dtype)
         if d is None:
             metas = op.infer((a, b), {})
@@ -135,25 +185,17 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
             metas = op.infer((a, b), {})
             if key is not None and len(_binary_metas) < 4096:
                 _binary_metas[key] = metas
-    if key is None or _mode.get() != modes.AUTO:
+    if key is None or _mode.get() != _AUTO:
         return record(op, (a, b), {}, metas)
-    ctx = _current.get(None)  # context.dispatch_context, inlined (the per-op hot path)
-    if ctx is None:
-        ctx = _context._default if not _context.follow_data else _context.follow(
-            (a._data if ta is Variable else a, b._data if tb is Variable else b))
-    k = op.last[0]
-    if k[0] is ctx and k[1].valid:
-        k = k[1]
-    else:
-        t = _kernel_cache.get(ctx)
-        k = t.get(op.name) if t is not None else None
+    ctx = _context.dispatch_context((a._data if ta is Variable else a,
+                                     b._data if tb is Variable else b))
+    t = _kernel_cache.get(ctx)
+    k = t.get(op.name) if t is not None else None
     if k is None or not k.plain:
         return record(op, (a, b), {}, metas)
     if ta is Variable:
-        da = a._data
-        if da is None:
-            da = computed(a)
-        db = b if tb is not Variable else b._data if b._data is not None else computed(b)
+        da = computed(a)
+        db = computed(b) if tb is Variable else b
         out = k.run2(da, db, metas[0])
     else:
         da, db = a, computed(b)
@@ -162,18 +204,7 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
             not op.differentiable:
         return _make(out.shape, out.dtype, out, None, False)
     rank = 0
-    if ta is Variable and a._parent is not None:
-        rank = a._parent.rank + 1
-    if tb is Variable and b._parent is not None and b._parent.rank >= rank:
-        rank = b._parent.rank + 1
-    # _dynamic_node inlined: this is define-by-run's per-op hot path (~2 us less here)
-    node = Node(op, (a, b), {}, metas, rank)
-    node.dynamic = True
-    rule = op.backward
-    if rule.inputs or rule.outputs:  # elementwise rules retain fixed operands
-        node.retain((da, db), (out,), rule.inputs, rule.outputs)
-    else:
-        node.saved_inputs = node.saved_outputs = node.versions = ()
-    v = _make(out.shape, out.dtype, out, None, True, node)
-    node.outputs = (_wref(v),)
-    return v
+    for x in (a, b):
+        if type(x) is Variable:
+            rank = _rank_after(rank, x)
+    return _binary_node(op, a, b, metas, rank, da, db, out)

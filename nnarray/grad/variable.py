@@ -235,6 +235,25 @@ class Variable(GraphValue, ArrayOperators):
         return op(self, o)
 
 
+def _binary_operator(op: Any, reflected: bool) -> Any:
+    """A Python operator of the two-operand elementwise ``op``, straight to the recording
+    hook (``F``'s function would only route it there: a call and a type test more on
+    define-by-run's per-op hot path)."""
+    if reflected:
+        def method(self: Variable, o: Any) -> Any:
+            return _grad.recording.record_binary(op, o, self)
+    else:
+        def method(self: Variable, o: Any) -> Any:
+            return _grad.recording.record_binary(op, self, o)
+    return method
+
+
+for _name, _fn in (("add", F.add), ("sub", F.sub), ("mul", F.mul), ("truediv", F.div),
+                   ("pow", F.pow), ("floordiv", F.floor_divide), ("mod", F.remainder)):
+    setattr(Variable, f"__{_name}__", _binary_operator(_fn.op, False))
+    setattr(Variable, f"__r{_name}__", _binary_operator(_fn.op, True))
+
+
 def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | None,
           need_grad: bool, parent: Any = None) -> Variable:
     """A Variable without validation (the engine's hot path)."""

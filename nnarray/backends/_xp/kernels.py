@@ -48,6 +48,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
                             xp.result_type(a, b))
             uf(a, b, out=out)
             return out
+        k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.binary_runner
         reg(name)(k)
 
     def unary(name: str, uf: Any) -> None:
