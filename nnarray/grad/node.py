@@ -53,17 +53,19 @@ class Node:
     relocatable = True
 
     def __init__(self, function: Any, inputs: tuple, attrs: dict, out_metas: tuple,
-                 rank: int) -> None:
+                 rank: int, dynamic: bool = False) -> None:
         self.function = function
         self.inputs = inputs
         self.attrs = attrs
         self.out_metas = out_metas
         self.outputs: tuple = ()
         self.rank = rank
-        self.saved_inputs: Any = None
-        self.saved_outputs: Any = None
-        self.versions: Any = None
-        self.dynamic = False  # recorded under auto_forward (its data is already computed)
+        #: Recorded under auto_forward: its data is already computed and what backward
+        #: needs is saved at once (nothing, until ``save``/``retain`` says otherwise).
+        self.dynamic = dynamic
+        self.saved_inputs: Any = () if dynamic else None
+        self.saved_outputs: Any = () if dynamic else None
+        self.versions: Any = () if dynamic else None
         self._kernel: Any = None  # (context, Kernel) last resolved
         self._in_meta: Any = None
         self._label: Any = None

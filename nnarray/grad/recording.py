@@ -98,8 +98,7 @@ def computed(x: Variable) -> Any:
 def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, datas: Any,
                   outs: Any) -> list:
     """Record an already computed application (``auto_forward``): its outputs."""
-    node = Node(op, inputs, attrs, metas, rank)
-    node.dynamic = True
+    node = Node(op, inputs, attrs, metas, rank, True)
     node.save(datas, outs)
     vs = [_make(o.shape, o.dtype, o, None, True, node) for o in outs]
     node.outputs = tuple([_wref(v) for v in vs])
@@ -108,6 +107,7 @@ def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, 
 
 _binary_metas: dict[tuple, tuple] = {}
 _AUTO = modes.AUTO
+_NO_ATTRS: dict = {}  # a binary op has no attributes (shared: nothing writes a node's attrs)
 
 
 def record_binary(op: Any, a: Any, b: Any) -> Any:
@@ -141,20 +141,23 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
                 rank = 0 if pa is None else pa.rank + 1
                 if pb is not None and pb.rank >= rank:
                     rank = pb.rank + 1
-                return _binary_node(op, a, b, (meta,), rank, da, db, out)
+                node = Node(op, (a, b), _NO_ATTRS, (meta,), rank, True)
+                rule = op.backward
+                if rule.inputs or rule.outputs:
+                    node.retain((da, db), (out,), rule.inputs, rule.outputs)
+                v = _make(a.shape, d, out, None, True, node)
+                node.outputs = (_wref(v),)
+                return v
     return _record_binary(op, a, b)
 
 
 def _binary_node(op: Any, a: Variable, b: Any, metas: tuple, rank: int, da: Any, db: Any,
                  out: NdArray) -> Variable:
     """``_dynamic_node`` for one output and rules that retain fixed operands."""
-    node = Node(op, (a, b), {}, metas, rank)
-    node.dynamic = True
+    node = Node(op, (a, b), _NO_ATTRS, metas, rank, True)
     rule = op.backward
     if rule.inputs or rule.outputs:
         node.retain((da, db), (out,), rule.inputs, rule.outputs)
-    else:
-        node.saved_inputs = node.saved_outputs = node.versions = ()
     v = _make(out.shape, out.dtype, out, None, True, node)
     node.outputs = (_wref(v),)
     return v
