@@ -1,10 +1,11 @@
 """Autograd on top of ``F``: Variables, static and define-by-run graphs, backward rules
 declared beside each op (``nnarray.ops``), custom Python functions, gradcheck, DOT.
 
-The engine, by concept, each importing only what is listed before it: ``variable``
-(graph values; reaches the engine modules through this package at call time), ``node``
-(function applications), ``recording`` (graph building), ``executor`` (static forward,
-program replay, generated code), ``program`` (tracing a backward pass), ``backward``.
+The engine, by concept, each importing only what is listed before it: ``node``
+(function applications), ``variable`` (graph values, with define-by-run's per-op hot
+path for two-operand ops; reaches the engine modules through this package at call
+time), ``recording`` (graph building), ``executor`` (static forward, program replay,
+generated code), ``program`` (tracing a backward pass), ``backward``.
 """
 
 from __future__ import annotations

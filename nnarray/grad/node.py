@@ -21,9 +21,9 @@ import numpy as np
 from ..backends import host_device
 from ..errors import GraphError
 from ..ndarray import NdArray
+from ..ops.op import GraphValue
 from ..registry import lookup
 from .modes import SAVED
-from .variable import Variable
 
 
 class RuleContext:
@@ -188,7 +188,7 @@ class Node:
     def run(self, ctx: Any, save: bool = True) -> None:
         """Run the node's kernel on its inputs' data; store the outputs (in the output
         variables' NdArrays where they exist) and, with ``save``, what backward needs."""
-        datas = [a.data if isinstance(a, Variable) else a for a in self.inputs]
+        datas = [a.data if isinstance(a, GraphValue) else a for a in self.inputs]
         vs = [r() for r in self.outputs]
         into = [v._data if v is not None else None for v in vs]
         res = self.kernel_for(ctx).run(datas, self.attrs, self.out_metas, into)
@@ -232,7 +232,7 @@ class Node:
         retained = [None] * len(self.inputs) if self.saved_inputs else ()
         for i in rule.retained_inputs(self.attrs):
             a = self.inputs[i]
-            retained[i] = program.proxy(index, i, a) if isinstance(a, (Variable, NdArray)) else a
+            retained[i] = program.proxy(index, i, a) if isinstance(a, (GraphValue, NdArray)) else a
         outs = [None] * len(self.out_metas) if rule.outputs else ()
         for j in rule.outputs:
             outs[j] = program.proxy(index, -1 - j, self.saved_outputs[j])
@@ -256,3 +256,4 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.name} rank={self.rank}>"
+

@@ -15,14 +15,13 @@ from typing import Any
 import numpy as np
 
 from .. import context as _context
-from ..context import _current
 from ..ndarray import NdArray
 from ..ops.op import execute
-from ..registry import cache as _kernel_cache
+from ..registry import lookup
 from . import modes
 from .naming import auto_name
 from .node import Node
-from .variable import Variable, _make
+from .variable import NO_ATTRS, Variable, _make
 
 _mode = modes.mode
 _wref = weakref.ref
@@ -107,65 +106,13 @@ def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, 
 
 _binary_metas: dict[tuple, tuple] = {}
 _AUTO = modes.AUTO
-_NO_ATTRS: dict = {}  # a binary op has no attributes (shared: nothing writes a node's attrs)
 
 
 def record_binary(op: Any, a: Any, b: Any) -> Any:
-    """``record`` for a two-operand elementwise op. Define-by-run's per-op hot path is
-    two Variables of one shape and dtype whose data exist, where the result dtype is all
-    there is to infer (cached per op) and the context's plain Kernel runs at once
-    (the ``context.dispatch_context`` and ``_dynamic_node`` logic inlined)."""
-    if type(a) is Variable and type(b) is Variable and a.dtype is b.dtype and \
-            a.shape == b.shape:
-        d = op._same.get(a.dtype)
-        da, db = a._data, b._data
-        if d is not None and da is not None and db is not None and _mode.get() == _AUTO:
-            ctx = _current.get(None)
-            if ctx is None:
-                ctx = _context._default if not _context.follow_data else \
-                    _context.follow((da, db))
-            k = op.last[0]
-            if k[0] is ctx and k[1].valid:
-                k = k[1]
-            else:
-                t = _kernel_cache.get(ctx)
-                k = t.get(op.name) if t is not None else None
-                if k is not None:
-                    op.last[0] = (ctx, k)
-            if k is not None and k.plain:
-                meta = (a.shape, d)
-                out = k.run2(da, db, meta)
-                if not (a._need_grad or b._need_grad) or not op.differentiable:
-                    return _make(a.shape, d, out, None, False)
-                pa, pb = a._parent, b._parent
-                rank = 0 if pa is None else pa.rank + 1
-                if pb is not None and pb.rank >= rank:
-                    rank = pb.rank + 1
-                node = Node(op, (a, b), _NO_ATTRS, (meta,), rank, True)
-                rule = op.backward
-                if rule.inputs or rule.outputs:
-                    node.retain((da, db), (out,), rule.inputs, rule.outputs)
-                v = _make(a.shape, d, out, None, True, node)
-                node.outputs = (_wref(v),)
-                return v
-    return _record_binary(op, a, b)
-
-
-def _binary_node(op: Any, a: Variable, b: Any, metas: tuple, rank: int, da: Any, db: Any,
-                 out: NdArray) -> Variable:
-    """``_dynamic_node`` for one output and rules that retain fixed operands."""
-    node = Node(op, (a, b), _NO_ATTRS, metas, rank, True)
-    rule = op.backward
-    if rule.inputs or rule.outputs:
-        node.retain((da, db), (out,), rule.inputs, rule.outputs)
-    v = _make(out.shape, out.dtype, out, None, True, node)
-    node.outputs = (_wref(v),)
-    return v
-
-
-def _record_binary(op: Any, a: Any, b: Any) -> Any:
-    """``record_binary`` off its hot path: inference cached by shapes and dtypes (Python
-    scalars by type), which is all such an op depends on."""
+    """``record`` for a two-operand elementwise op, with its inference cached by shapes
+    and dtypes (Python scalars by type), which is all such an op depends on; under
+    ``auto_forward`` the context's plain Kernel runs directly. What it caches on the op
+    (result dtype, Kernel) serves the hot path in ``variable._binary_recorder``."""
     ta, tb = type(a), type(b)
     if ta is Variable and tb is Variable and a.dtype is b.dtype and a.shape == b.shape:
         key = True
@@ -192,10 +139,10 @@ def _record_binary(op: Any, a: Any, b: Any) -> Any:
         return record(op, (a, b), {}, metas)
     ctx = _context.dispatch_context((a._data if ta is Variable else a,
                                      b._data if tb is Variable else b))
-    t = _kernel_cache.get(ctx)
-    k = t.get(op.name) if t is not None else None
-    if k is None or not k.plain:
+    k = lookup(op.name, ctx)
+    if not k.plain:
         return record(op, (a, b), {}, metas)
+    op.last[0] = (ctx, k)
     if ta is Variable:
         da = computed(a)
         db = computed(b) if tb is Variable else b
@@ -211,3 +158,15 @@ def _record_binary(op: Any, a: Any, b: Any) -> Any:
         if type(x) is Variable:
             rank = _rank_after(rank, x)
     return _binary_node(op, a, b, metas, rank, da, db, out)
+
+
+def _binary_node(op: Any, a: Any, b: Any, metas: tuple, rank: int, da: Any, db: Any,
+                 out: NdArray) -> Variable:
+    """``_dynamic_node`` for one output and rules that retain fixed operands."""
+    node = Node(op, (a, b), NO_ATTRS, metas, rank, True)
+    rule = op.backward
+    if rule.inputs or rule.outputs:
+        node.retain((da, db), (out,), rule.inputs, rule.outputs)
+    v = _make(out.shape, out.dtype, out, None, True, node)
+    node.outputs = (_wref(v),)
+    return v

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import backends, dtypes
+from .. import context as _context
 from .. import functions as F
 from .. import grad as _grad  # the package: its engine modules, used at call time
+from ..context import _current
 from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
 from . import modes
 from .modes import SAVED
+from .node import Node
 
 _new = object.__new__
+_wref = weakref.ref
+_mode = modes.mode
+_AUTO = modes.AUTO
 
 
 class Variable(GraphValue, ArrayOperators):
@@ -196,7 +203,10 @@ class Variable(GraphValue, ArrayOperators):
         return _grad.recording.record(op, inputs, attrs, metas)
 
     def _record_binary(self, op: Any, a: Any, b: Any) -> Any:
-        return _grad.recording.record_binary(op, a, b)
+        r = _recorders.get(op)
+        if r is None:
+            r = _recorders[op] = _binary_recorder(op)
+        return r(a, b)
 
     # -- receiving gradients (the backward pass) ---------------------------------------
     def _receive_grad(self, gx: NdArray, stamp: int, shared: bool) -> None:
@@ -235,23 +245,87 @@ class Variable(GraphValue, ArrayOperators):
         return op(self, o)
 
 
-def _binary_operator(op: Any, reflected: bool) -> Any:
-    """A Python operator of the two-operand elementwise ``op``, straight to the recording
-    hook (``F``'s function would only route it there: a call and a type test more on
-    define-by-run's per-op hot path)."""
-    if reflected:
-        def method(self: Variable, o: Any) -> Any:
-            return _grad.recording.record_binary(op, o, self)
-    else:
-        def method(self: Variable, o: Any) -> Any:
-            return _grad.recording.record_binary(op, self, o)
+#: What a node of a two-operand elementwise op has as attributes (none; shared, read-only).
+NO_ATTRS: dict = {}
+
+
+def _binary_recorder(op: Any) -> Any:
+    """``record(a, b)``: two-operand ``op`` on Variables, which is also the Variable's
+    Python operator. Define-by-run's per-op hot path (two Variables of one shape and dtype
+    with data, the result dtype and the context's plain Kernel already cached on the op
+    by ``recording.record_binary``, which serves every other case) is written out here,
+    node and result built inline: this is the cost of one step of a define-by-run graph,
+    and every Python call on it shows (``_make`` is the result's constructor)."""
+    same, last = op._same, op.last
+
+    def record(a: Any, b: Any) -> Any:
+        if type(a) is Variable and type(b) is Variable and a.dtype is b.dtype and \
+                a.shape == b.shape:
+            d = same.get(a.dtype)
+            da, db = a._data, b._data
+            if d is not None and da is not None and db is not None and _mode.get() == _AUTO:
+                ctx = _current.get(None)  # context.dispatch_context, inlined
+                if ctx is None:
+                    ctx = _context._default if not _context.follow_data else \
+                        _context.follow((da, db))
+                k = last[0]
+                if k[0] is ctx and k[1].valid and k[1].plain:
+                    meta = (a.shape, d)
+                    out = k[1].run2(da, db, meta)
+                    if (a._need_grad or b._need_grad) and op.differentiable:
+                        pa, pb = a._parent, b._parent
+                        rank = 0 if pa is None else pa.rank + 1
+                        if pb is not None and pb.rank >= rank:
+                            rank = pb.rank + 1
+                        # Node(op, (a, b), NO_ATTRS, (meta,), rank, dynamic=True) without
+                        # the class call, which cost as much as the rest of this path
+                        # (tests check that every slot is set as __init__ sets it)
+                        node = _new(Node)
+                        node.function = op
+                        node.inputs = (a, b)
+                        node.attrs = NO_ATTRS
+                        node.out_metas = (meta,)
+                        node.rank = rank
+                        node.dynamic = True
+                        node.saved_inputs = node.saved_outputs = node.versions = ()
+                        node._kernel = node._in_meta = node._label = node.macro = None
+                        rule = op.backward
+                        if rule.inputs or rule.outputs:
+                            node.retain((da, db), (out,), rule.inputs, rule.outputs)
+                    else:
+                        node = None
+                    v = _new(Variable)
+                    v.shape = a.shape
+                    v.dtype = d
+                    v._data = out
+                    v._grad = None
+                    v._need_grad = node is not None
+                    v._explicit = False
+                    v._parent = node
+                    v._gstamp = 0
+                    v._plan = None
+                    v._name = None
+                    if node is not None:
+                        node.outputs = (_wref(v),)
+                    return v
+        return _grad.recording.record_binary(op, a, b)
+    return record
+
+
+#: ``{op: record}`` of the two-operand ops called on Variables (``F.add(v, w)``).
+_recorders: dict = {}
+
+
+def _reflected(op: Any) -> Any:
+    def method(self: Variable, o: Any) -> Any:
+        return _grad.recording.record_binary(op, o, self)
     return method
 
 
 for _name, _fn in (("add", F.add), ("sub", F.sub), ("mul", F.mul), ("truediv", F.div),
                    ("pow", F.pow), ("floordiv", F.floor_divide), ("mod", F.remainder)):
-    setattr(Variable, f"__{_name}__", _binary_operator(_fn.op, False))
-    setattr(Variable, f"__r{_name}__", _binary_operator(_fn.op, True))
+    setattr(Variable, f"__{_name}__", _recorders.setdefault(_fn.op, _binary_recorder(_fn.op)))
+    setattr(Variable, f"__r{_name}__", _reflected(_fn.op))
 
 
 def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | None,
