@@ -68,9 +68,13 @@ class Kernel:
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         dev = self.device
+        if len(inputs) == 1:  # most ops: no list to build (a comprehension is a call)
+            x = inputs[0]
+            args: Any = (x.native(dev) if type(x) is NdArray else x,)
+        else:
+            args = [x.native(dev) if type(x) is NdArray else x for x in inputs]
         try:
-            out = self.fn(*[x.native(dev) if type(x) is NdArray else x for x in inputs],
-                          **attrs)
+            out = self.fn(*args, **attrs) if attrs else self.fn(*args)
         except OutOfMemoryError as e:
             raise naming(self.op, e) from e
         if len(metas) == 1:

@@ -71,7 +71,7 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
             datas.append(NdArray.from_numpy_array(x))
         else:
             datas.append(x)
-    res = execute(op.name, datas, attrs, metas)
+    res = execute(op, datas, attrs, metas)
     single = len(metas) == 1
     outs = (res,) if single else res
     if m == modes.NO_GRAD or not need or not op.differentiable:

@@ -141,15 +141,12 @@ class BinaryOp(Op):
     remembers the result dtype per operand dtypes and runs the context's cached Kernel
     directly, skipping validation it already did once."""
 
-    __slots__ = ("_pcache", "_same", "last")
+    __slots__ = ("_pcache", "_same")
 
     def __init__(self, name, infer, differentiable=True):
         super().__init__(name, infer, differentiable)
         self._pcache: dict = {}  # (dtype, dtype or scalar type) -> result dtype
         self._same: dict = {}  # dtype -> result dtype, for two operands of that dtype
-        #: ``[(context, Kernel)]`` of the previous fast call: one tuple, replaced whole, so
-        #: threads with different contexts never see a mixed pair (check ``Kernel.valid``)
-        self.last: list = [(None, None)]
 
     def __call__(self, a, b, name=None):  # type: ignore[override]
         if name is not None:  # a graph node's name (see Op.__call__)
@@ -168,7 +165,7 @@ class BinaryOp(Op):
                     self._same[a.dtype] = metas[0][1]
             elif tb is float or tb is int:
                 self._pcache[(a.dtype, tb)] = metas[0][1]
-        return execute(self.name, (a, b), {}, metas)
+        return execute(self, (a, b), {}, metas)
 
     def function(self) -> Any:
         """The public ``F`` function of this op (``fn.op`` is the op)."""

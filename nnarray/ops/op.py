@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import context as _context
+from ..context import _current
 from ..ndarray import NdArray
 from ..registry import lookup
 
@@ -42,13 +43,16 @@ class Op:
     ``backward`` is the rule declared beside the spec (``ops.backward``).
     """
 
-    __slots__ = ("name", "infer", "backward", "differentiable", "__weakref__")
+    __slots__ = ("name", "infer", "backward", "differentiable", "last", "__weakref__")
 
     def __init__(self, name: str, infer: Callable, differentiable: bool = True) -> None:
         self.name = name
         self.infer = infer
         self.backward: Any = None
         self.differentiable = differentiable
+        #: ``[(context, Kernel)]`` of the previous dispatch: one tuple, replaced whole, so
+        #: threads with different contexts never see a mixed pair (check ``Kernel.valid``)
+        self.last: list = [(None, None)]
 
     def __call__(self, *inputs: Any, **attrs: Any) -> Any:
         if "name" in attrs:  # a graph node's name: NdArray calls ignore it
@@ -60,12 +64,25 @@ class Op:
         for x in inputs:
             if type(x) is not NdArray and isinstance(x, GraphValue):
                 return x._record(self, inputs, attrs, metas)
-        return execute(self.name, inputs, attrs, metas)
+        return self.kernel(inputs).run(inputs, attrs, metas)
+
+    def kernel(self, inputs: Any) -> Any:
+        """The ``Kernel`` running this op on ``inputs`` where ``context.dispatch_context``
+        says (inlined: every eager call asks); the previous call's while that is the same."""
+        ctx = _current.get(None)
+        if ctx is None:
+            ctx = _context.follow(inputs) if _context.follow_data else _context._default
+        p = self.last[0]
+        if p[0] is ctx and p[1].valid:
+            return p[1]
+        k = lookup(self.name, ctx)
+        self.last[0] = (ctx, k)
+        return k
 
     def __repr__(self) -> str:
         return f"<Op {self.name}>"
 
 
-def execute(name: str, inputs: Any, attrs: dict, metas: tuple) -> Any:
-    """Run op ``name`` on NdArray inputs under the current context; wrap the outputs."""
-    return lookup(name, _context.dispatch_context(inputs)).run(inputs, attrs, metas)
+def execute(op: Op, inputs: Any, attrs: dict, metas: tuple) -> Any:
+    """Run ``op`` on NdArray inputs under the current context; wrap the outputs."""
+    return op.kernel(inputs).run(inputs, attrs, metas)
