@@ -35,8 +35,10 @@ maximum, minimum = _ew.functions["maximum"], _ew.functions["minimum"]
 equal, not_equal, less, less_equal, greater, greater_equal = (
     _ew.functions[n] for n in ("equal", "not_equal", "less", "less_equal", "greater",
                                "greater_equal"))
-neg, abs, sign, exp, log, sqrt = _ew.neg, _ew.abs, _ew.sign, _ew.exp, _ew.log, _ew.sqrt
-tanh, sigmoid, relu, where = _ew.tanh, _ew.sigmoid, _ew.relu, _ew.where
+neg, abs, sign, exp, log, sqrt, tanh, sigmoid, relu = (
+    _ew.functions[n] for n in ("neg", "abs", "sign", "exp", "log", "sqrt", "tanh", "sigmoid",
+                               "relu"))
+where = _ew.where
 inplace, assign = _ew.inplace, _ew.assign
 
 # Shape and linear algebra.

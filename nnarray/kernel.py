@@ -19,7 +19,7 @@ from .device import Device
 from .errors import OutOfMemoryError
 from .memory import naming
 from .ndarray import NdArray
-from .synced import binary_runner
+from .synced import fast_runner
 
 #: Check every kernel's output against the inferred shape and dtype (tests enable it).
 DEBUG = os.environ.get("NNARRAY_DEBUG", "") not in ("", "0")
@@ -39,11 +39,12 @@ class Kernel:
     has no kernel and another one's runs instead (counted on every run), else ``None``.
     A ``composite`` kernel is written with ``F`` on NdArrays (no device of its own).
     ``plain`` (neither) kernels take native arrays and may be called directly.
-    ``run2(a, b, meta)`` is the one specialised fast path (plain kernels with two operands
-    and one output, such as ``F.add``): ``a`` an NdArray, ``b`` an NdArray or a scalar.
+    ``fast(a, b, meta)`` is the one specialised fast path (plain kernels with one or two
+    operands and one output, such as ``F.add`` and ``F.sin``): ``a`` an NdArray, ``b`` an
+    NdArray, a scalar, or ``None`` for a one-operand op.
     """
 
-    __slots__ = ("op", "fn", "device", "fallback", "composite", "plain", "run2", "valid")
+    __slots__ = ("op", "fn", "device", "fallback", "composite", "plain", "fast", "valid")
 
     def __init__(self, op: str, fn: Callable, device: Device, fallback: Any = None,
                  composite: bool = False) -> None:
@@ -54,8 +55,9 @@ class Kernel:
         self.composite = composite
         self.plain = fallback is None and not composite
         self.valid = True  # False once the registry's kernels change (callers re-resolve)
-        self.run2 = binary_runner(op, fn, device, NdArray, self.check if DEBUG else None) \
-            if self.plain else lambda a, b, meta: self.run((a, b), {}, (meta,))
+        self.fast = fast_runner(op, fn, device, NdArray, self.check if DEBUG else None) \
+            if self.plain else \
+            lambda a, b, meta: self.run((a,) if b is None else (a, b), {}, (meta,))
 
     def run(self, inputs: Sequence, attrs: dict, metas: tuple,
             into: Sequence | None = None) -> Any:
@@ -68,12 +70,12 @@ class Kernel:
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         dev = self.device
-        if len(inputs) == 1:  # most ops: no list to build (a comprehension is a call)
-            x = inputs[0]
-            args: Any = (x.native(dev) if type(x) is NdArray else x,)
-        else:
-            args = [x.native(dev) if type(x) is NdArray else x for x in inputs]
-        try:
+        try:  # reading a lazy fill allocates: its out-of-memory error names the op too
+            if len(inputs) == 1:  # most ops: no list to build (a comprehension is a call)
+                x = inputs[0]
+                args: Any = (x.native(dev) if type(x) is NdArray else x,)
+            else:
+                args = [x.native(dev) if type(x) is NdArray else x for x in inputs]
             out = self.fn(*args, **attrs) if attrs else self.fn(*args)
         except OutOfMemoryError as e:
             raise naming(self.op, e) from e

@@ -257,32 +257,36 @@ class SyncedArray:
         return [d.key for d in self._copies]
 
 
-def binary_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
-    """``run2(a, b, meta)``: the two-operand fast path of a plain kernel ``fn`` of ``op``
-    on ``dev`` (``a`` an array of ``cls``, ``b`` one of its shape or a scalar; one output
-    of ``meta``). It lives here because it reads the copies directly: F.add on tiny arrays
-    is all dispatch, and these few lines are most of it. A kernel may name in ``fn.small``
-    a ``(ufunc, limit)`` that computes the result of fewer than ``limit`` elements (not
-    0-D) directly, skipping its own allocation policy (one Python call less)."""
+def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
+    """``fast(a, b, meta)``: the one- and two-operand fast path of a plain kernel ``fn``
+    of ``op`` on ``dev`` (``a`` an array of ``cls``; ``b`` one of its shape, a scalar, or
+    ``None`` for a one-operand op; one output of ``meta``). It lives here because it
+    reads the copies directly: F.add on tiny arrays is all dispatch, and these few lines
+    are most of it. A kernel may name in ``fn.small`` a ``(ufunc, limit)`` that computes
+    the result of fewer than ``limit`` elements (not 0-D) directly, skipping its own
+    allocation policy (one Python call less)."""
     uf, limit = getattr(fn, "small", (None, 0))
 
-    def run2(a: Any, b: Any, meta: tuple) -> Any:
+    def fast(a: Any, b: Any, meta: tuple) -> Any:
         try:
             x = a._copies.get(dev)
             if x is None:
                 x = a._sync(dev, False)
-            if type(b) is cls:
-                y = b._copies.get(dev)
-                if y is None:
-                    y = b._sync(dev, False)
+            if b is None:
+                r = uf(x) if x.size < limit and meta[0] else fn(x)
             else:
-                y = b
-            r = uf(x, y) if x.size < limit and meta[0] else fn(x, y)
+                if type(b) is cls:
+                    y = b._copies.get(dev)
+                    if y is None:
+                        y = b._sync(dev, False)
+                else:
+                    y = b
+                r = uf(x, y) if x.size < limit and meta[0] else fn(x, y)
         except OutOfMemoryError as e:
             raise naming(op, e) from e
         if check is not None:
             check(r, meta)
         return wrap(r, dev, meta)
     wrap = cls._wrap
-    return run2
+    return fast
 

@@ -193,18 +193,62 @@ class BinaryOp(Op):
                             _context._default
                     p = last[0]
                     if p[0] is ctx and p[1].valid:
-                        return p[1].run2(a, b, (a.shape, d))
+                        return p[1].fast(a, b, (a.shape, d))
                     t = _kernel_cache.get(ctx)
                     if t is not None:
                         k = t.get(opname)
                         if k is not None:
                             last[0] = (ctx, k)
-                            return k.run2(a, b, (a.shape, d))
+                            return k.fast(a, b, (a.shape, d))
             elif isinstance(a, GraphValue):
                 return a._record_binary(op, a, b)
             return op(a, b)
         fn.__name__ = fn.__qualname__ = opname
         fn.__doc__ = f"Elementwise ``{opname}`` with numpy broadcasting (see ``BINARY``)."
+        fn.op = op  # type: ignore[attr-defined]
+        return fn
+
+
+class UnaryOp(Op):
+    """A one-operand elementwise op, exposed in ``F`` through ``function()`` as
+    ``BinaryOp`` is: the result dtype remembered per input dtype, the context's cached
+    Kernel run directly on an NdArray seen before."""
+
+    __slots__ = ("_dtypes",)
+
+    def __init__(self, name, infer, differentiable=True):
+        super().__init__(name, infer, differentiable)
+        self._dtypes: dict = {}  # input dtype -> result dtype
+
+    def __call__(self, x, name=None):  # type: ignore[override]
+        if name is not None:
+            return super().__call__(x, name=name)
+        metas = self.infer((x,), {})
+        if type(x) is NdArray:
+            self._dtypes[x.dtype] = metas[0][1]
+            return self.kernel((x,)).run((x,), {}, metas)
+        if isinstance(x, GraphValue):
+            return x._record(self, (x,), {}, metas)
+        return self.kernel((x,)).run((x,), {}, metas)
+
+    def function(self) -> Any:
+        """The public ``F`` function of this op (``fn.op`` is the op)."""
+        op, dts, last = self, self._dtypes, self.last
+
+        def fn(x: Any, name: Any = None) -> Any:
+            if type(x) is NdArray and name is None:
+                d = dts.get(x.dtype)
+                if d is not None:
+                    ctx = _current.get(None)  # context.dispatch_context, inlined
+                    if ctx is None:
+                        ctx = _context.follow((x,)) if _context.follow_data else \
+                            _context._default
+                    p = last[0]
+                    if p[0] is ctx and p[1].valid:
+                        return p[1].fast(x, None, (x.shape, d))
+            return op(x, name)
+        fn.__name__ = fn.__qualname__ = op.name
+        fn.__doc__ = f"Elementwise ``{op.name}`` (see ``UNARY``)."
         fn.op = op  # type: ignore[attr-defined]
         return fn
 
@@ -414,13 +458,12 @@ def _unary_rule(fn: Any) -> Any:
 
 _binary_ops = {n: BinaryOp(n, _BINARY_RULES[rule](n), differentiable=da is not None)
                for n, (rule, _, da, _) in BINARY.items()}
-_unary_ops = {n: Op(n, _infer_unary(n), differentiable=d is not None)
+_unary_ops = {n: UnaryOp(n, _infer_unary(n), differentiable=d is not None)
               for n, (_, _, d) in UNARY.items()}
 #: Every table-declared elementwise op by name (``nnarray.functions`` exports them).
 ops: dict[str, Op] = {**_binary_ops, **_unary_ops}
-#: What ``F`` exports for them: binary ops as their fast functions, unary ops as is.
-functions: dict[str, Any] = {**{n: o.function() for n, o in _binary_ops.items()},
-                             **_unary_ops}
+#: What ``F`` exports for them: their fast functions (``fn.op`` is the op).
+functions: dict[str, Any] = {n: o.function() for n, o in ops.items()}
 
 add, sub, mul, div, pow = (_binary_ops[n] for n in ("add", "sub", "mul", "div", "pow"))
 maximum, minimum = _binary_ops["maximum"], _binary_ops["minimum"]

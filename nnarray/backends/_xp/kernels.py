@@ -48,7 +48,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
                             xp.result_type(a, b))
             uf(a, b, out=out)
             return out
-        k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.binary_runner
+        k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.fast_runner
         reg(name)(k)
 
     def unary(name: str, uf: Any) -> None:
@@ -60,6 +60,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
                 out = empty(x.shape, uf(x.reshape(-1)[:1]).dtype)
             uf(x, out=out)
             return out
+        k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.fast_runner
         reg(name)(k)
 
     for name, fn in BINARY.items():
