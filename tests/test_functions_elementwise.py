@@ -449,6 +449,22 @@ def test_binary_fast_path_skips_inference_once_seen(backend, monkeypatch):
     assert len(calls) == 1
 
 
+def test_unary_fast_path_skips_inference_once_seen(backend, monkeypatch):
+    """One-operand functions on an input dtype seen before take the fast path too, and
+    still validate what they have not seen (a bool input to ``sin`` becomes floats)."""
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    F.sin(A(x))
+    calls = []
+    infer = F.sin.op.infer
+    monkeypatch.setattr(F.sin.op, "infer", lambda *args: calls.append(args) or infer(*args))
+    check(F.sin(A(x)), np.sin(x))
+    check(F.sin(A(x[:1])), np.sin(x[:1]))  # another shape, same dtype: still cached
+    assert calls == []
+    y = F.sin(A(np.array([True, False])))
+    assert y.dtype.kind == "f" and len(calls) == 1
+    np.testing.assert_allclose(y.numpy(), np.sin([1.0, 0.0]), rtol=1e-3)
+
+
 @pytest.mark.parametrize("sa, sb", [((300, 130), (1, 130)), ((300, 130), (300, 1)),
                                     ((4, 30, 200), (30, 1)), ((2, 3, 5, 70), (3, 1, 70)),
                                     ((2, 70, 3, 64), (70, 1, 1))], ids=str)
