@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import context as _context
 from ..ndarray import NdArray
-from ..ops.op import execute
 from ..registry import lookup
 from . import modes
 from .naming import auto_name
@@ -60,27 +59,40 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
         return outs[0] if len(outs) == 1 else tuple(outs)
     datas = []
     np_seen = False
-    for x in inputs:
+    for x in inputs:  # (calls inlined: this loop runs for every op of a define-by-run step)
         if isinstance(x, Variable):
+            d = x._data
+            datas.append(d if d is not None else computed(x))
             if x._need_grad:
                 need = True
-                rank = _rank_after(rank, x)
-            datas.append(x._data if x._data is not None else computed(x))
+                p = x._parent
+                if p is not None and p.rank >= rank:
+                    rank = p.rank + 1
         elif type(x) is np.ndarray:  # a numpy operand is a constant
             np_seen = True
             datas.append(NdArray.from_numpy_array(x))
         else:
             datas.append(x)
-    res = execute(op, datas, attrs, metas)
-    single = len(metas) == 1
-    outs = (res,) if single else res
+    res = op.kernel(datas).run(datas, attrs, metas)
+    if len(metas) != 1:
+        if m == modes.NO_GRAD or not need or not op.differentiable:
+            return tuple([_make(o.shape, o.dtype, o, None, False) for o in res])
+        return tuple(_dynamic_node(op, _args(inputs, datas, np_seen), attrs, metas, rank,
+                                   datas, res))
     if m == modes.NO_GRAD or not need or not op.differentiable:
-        vs = [_make(o.shape, o.dtype, o, None, False) for o in outs]
-    else:
-        args = tuple([d if type(x) is np.ndarray else x for x, d in zip(inputs, datas)]) \
-            if np_seen else tuple(inputs)
-        vs = _dynamic_node(op, args, attrs, metas, rank, datas, outs)
-    return vs[0] if single else tuple(vs)
+        return _make(res.shape, res.dtype, res, None, False)
+    node = Node(op, _args(inputs, datas, np_seen), attrs, metas, rank, True)
+    node.save(datas, (res,))
+    v = _make(res.shape, res.dtype, res, None, True, node)
+    node.outputs = (_wref(v),)
+    return v
+
+
+def _args(inputs: tuple, datas: list, np_seen: bool) -> tuple:
+    """A node's graph inputs: numpy operands as the NdArray constants they became."""
+    if not np_seen:
+        return tuple(inputs)
+    return tuple([d if type(x) is np.ndarray else x for x, d in zip(inputs, datas)])
 
 
 def computed(x: Variable) -> Any:
@@ -144,11 +156,11 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
         return record(op, (a, b), {}, metas)
     op.last[0] = (ctx, k)
     if ta is Variable:
-        da = computed(a)
-        db = computed(b) if tb is Variable else b
+        da = a._data if a._data is not None else computed(a)
+        db = b if tb is not Variable else b._data if b._data is not None else computed(b)
         out = k.fast(da, db, metas[0])
     else:
-        da, db = a, computed(b)
+        da, db = a, b._data if b._data is not None else computed(b)
         out = k.run((da, db), {}, metas)
     if not ((ta is Variable and a._need_grad) or (tb is Variable and b._need_grad)) or \
             not op.differentiable:
