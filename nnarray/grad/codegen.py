@@ -4,6 +4,9 @@ When every step of a program is a plain kernel call (resolved for the context, o
 output, no fallback), the program becomes one generated Python function over native
 arrays: ``t3 = k3(i0, t2)`` per step, a ``del`` after each temporary's last use (so
 buffers are freed as soon as their last reader ran), no NdArray wrapping in between.
+A temporary read for the last time gives its buffer to the step reading it: an
+elementwise op writes its result there (``out=``), a kernel with a ``move`` variant
+(reshape: a view) takes it over (fresh buffers of image-sized arrays cost page faults).
 Inputs (bound forward data, the seed, constants) are read from their NdArrays when it
 is called; the results (the gradients it delivers) are wrapped as NdArrays.
 """
@@ -20,12 +23,14 @@ _wrap = NdArray._wrap
 
 
 class Fused:
-    """A generated function with the variables it reads and writes."""
+    """A generated function (its Python ``source`` kept for reading) with the variables
+    it reads and writes."""
 
-    __slots__ = ("fn", "inputs", "results", "dev")
+    __slots__ = ("fn", "inputs", "results", "dev", "source")
 
-    def __init__(self, fn: Any, inputs: list, results: list, dev: Any) -> None:
+    def __init__(self, fn: Any, inputs: list, results: list, dev: Any, source: str) -> None:
         self.fn, self.inputs, self.results, self.dev = fn, inputs, results, dev
+        self.source = source
 
     def __call__(self) -> None:
         dev = self.dev
@@ -79,9 +84,20 @@ def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
         out = st.outputs[0]()
         if out is None:
             return None
+        dead = [a for a in st.inputs if last.get(id(a)) == s and id(a) in produced and
+                id(a) not in results and sum(b is a for b in st.inputs) == 1]
+        call = f"k{s}({', '.join(args)})"
+        move = getattr(ns[f"k{s}"], "move", None)
+        if move is not None and dead and dead[0] is st.inputs[0]:
+            ns[f"k{s}"] = move  # the kernel's variant taking over its first input's buffer
+        else:
+            into = [a for a in dead if (a.shape, a.dtype) == st.out_metas[0]] \
+                if st.function.elementwise else []
+            if into:  # the result overwrites an operand read for the last time
+                call = f"k{s}({', '.join(args + [f'out={names[id(into[0])]}'])})"
         t = names[id(out)] = f"t{s}"
         produced[id(out)] = out
-        body.append(f"    {t} = k{s}({', '.join(args)})")
+        body.append(f"    {t} = {call}")
         if DEBUG:
             ns[f"chk{s}"], ns[f"m{s}"] = kernels[s].check, st.out_metas[0]
             body.append(f"    chk{s}({t}, m{s})")
@@ -96,4 +112,4 @@ def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
     src = f"def program({params}):\n" + "\n".join(body or ["    pass"]) + \
         f"\n    return ({ret})\n"
     exec(compile(src, "<nnarray backward program>", "exec"), ns)  # noqa: S102
-    return Fused(ns["program"], inputs, outs, dev)
+    return Fused(ns["program"], inputs, outs, dev, src)

@@ -142,6 +142,7 @@ class BinaryOp(Op):
     directly, skipping validation it already did once."""
 
     __slots__ = ("_pcache", "_same")
+    elementwise = True
 
     def __init__(self, name, infer, differentiable=True):
         super().__init__(name, infer, differentiable)
@@ -215,6 +216,7 @@ class UnaryOp(Op):
     Kernel run directly on an NdArray seen before."""
 
     __slots__ = ("_dtypes",)
+    elementwise = True
 
     def __init__(self, name, infer, differentiable=True):
         super().__init__(name, infer, differentiable)

@@ -45,6 +45,11 @@ class Op:
 
     __slots__ = ("name", "infer", "backward", "differentiable", "last", "__weakref__")
 
+    #: Each output element depends only on the operands' elements at its position (after
+    #: broadcasting), and the kernels take ``out=``: an operand of the output's shape and
+    #: dtype that nothing reads afterwards may be the output (generated backward code).
+    elementwise = False
+
     def __init__(self, name: str, infer: Callable, differentiable: bool = True) -> None:
         self.name = name
         self.infer = infer

@@ -162,6 +162,9 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
     def reshape(x, shape):
         return copy(x.reshape(shape))
 
+    # an input no one reads afterwards (generated backward code): a view is a fresh result
+    reshape.move = lambda x, shape: x.reshape(shape)  # type: ignore[attr-defined]
+
     @reg("transpose")
     def transpose(x, axes):
         return copy(x.transpose(axes))
