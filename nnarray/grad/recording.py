@@ -77,21 +77,20 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
     if len(metas) != 1:
         if m == modes.NO_GRAD or not need or not op.differentiable:
             return tuple([_make(o.shape, o.dtype, o, None, False) for o in res])
-        return tuple(_dynamic_node(op, _args(inputs, datas, np_seen), attrs, metas, rank,
-                                   datas, res))
+        return tuple(_dynamic_node(op, _args(inputs, datas) if np_seen else tuple(inputs),
+                                   attrs, metas, rank, datas, res))
     if m == modes.NO_GRAD or not need or not op.differentiable:
         return _make(res.shape, res.dtype, res, None, False)
-    node = Node(op, _args(inputs, datas, np_seen), attrs, metas, rank, True)
+    node = Node(op, _args(inputs, datas) if np_seen else tuple(inputs), attrs, metas, rank,
+                True)
     node.save(datas, (res,))
     v = _make(res.shape, res.dtype, res, None, True, node)
     node.outputs = (_wref(v),)
     return v
 
 
-def _args(inputs: tuple, datas: list, np_seen: bool) -> tuple:
+def _args(inputs: tuple, datas: list) -> tuple:
     """A node's graph inputs: numpy operands as the NdArray constants they became."""
-    if not np_seen:
-        return tuple(inputs)
     return tuple([d if type(x) is np.ndarray else x for x, d in zip(inputs, datas)])
 
 
