@@ -33,4 +33,4 @@ def softmax_cross_entropy(x, t, axis):
     return _sce(x, t, axis)
 
 
-from . import reduction  # noqa: E402,F401  (registers its overrides on import)
+from . import elementwise, reduction  # noqa: E402,F401  (register overrides on import)
