@@ -18,6 +18,7 @@ from ...registry import register_kernel
 from .elementwise import BINARY, UNARY
 from .linalg import register_xp_linalg
 from .sorting import register_sorting_kernels
+from .windows import MAX_INDEX, col2im_index, im2col_index
 
 
 def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> None:
@@ -243,11 +244,44 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         and col2im are then one permuting copy each, instead of a loop over offsets."""
         return tuple(stride) == tuple(kernel) and not any(pad) and tuple(dilation) == (1, 1)
 
+    indices: dict = {}  # the windows' cached gather indices, as arrays of xp
+
+    def _index(fn, *geometry):
+        key = (fn, geometry)
+        r = indices.get(key, key)
+        if r is key:
+            r = fn(*geometry)
+            if r is not None:
+                r = (xp.asarray(r[0]), r[1]) if type(r) is tuple else xp.asarray(r)
+            if len(indices) >= 256:
+                indices.clear()
+            indices[key] = r
+        return r
+
+    def _gathered(n, per_image):
+        """Whether a batch of ``n`` images runs as one take of ``per_image`` outputs
+        each (small batches: see ``windows``)."""
+        return per_image <= MAX_INDEX and n * per_image < big
+
+    def _with_value(flat, value):
+        """``(n, m)`` with a column of ``value`` after it: what padding reads."""
+        n, m = flat.shape
+        e = empty((n, m + 1), flat.dtype)
+        e[:, :m] = flat
+        e[:, m] = value
+        return e
+
     @reg("im2col")
     def im2col(x, kernel, stride, pad, dilation, pad_value):
         n, c, h, w = x.shape
         oh, ow = _out_hw(h, w, kernel, stride, pad, dilation)
         (kh, kw), ph, pw = kernel, *pad
+        if _gathered(n, c * kh * kw * oh * ow):
+            idx = _index(im2col_index, c, h, w, kernel, stride, pad, dilation, oh, ow)
+            flat = x.reshape(n, c * h * w)
+            if ph or pw:
+                flat = _with_value(flat, pad_value)
+            return xp.take(flat, idx, axis=1).reshape(n, c * kh * kw, oh * ow)
         if _tiles(kernel, stride, pad, dilation):
             t = x[:, :, :oh * kh, :ow * kw].reshape(n, c, oh, kh, ow, kw)
             cols = empty((n, c, kh, kw, oh, ow), x.dtype)
@@ -268,6 +302,13 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         n = cols.shape[0]
         oh, ow = _out_hw(h, w, kernel, stride, pad, dilation)
         (kh, kw), ph, pw = kernel, *pad
+        inv = _index(col2im_index, c, h, w, kernel, stride, pad, dilation, oh, ow) \
+            if _gathered(n, c * h * w) else None
+        if inv is not None:  # windows never overlap: each pixel is copied back
+            flat = cols.reshape(n, cols.shape[1] * cols.shape[2])
+            if inv[1]:  # some pixels are in no window: they read a zero
+                flat = _with_value(flat, 0)
+            return xp.take(flat, inv[0], axis=1).reshape(n, c, h, w)
         if _tiles(kernel, stride, pad, dilation):  # each pixel in one window at most
             t = cols.reshape(n, c, kh, kw, oh, ow).transpose(0, 1, 4, 2, 5, 3)
             if (oh * kh, ow * kw) == (h, w):
