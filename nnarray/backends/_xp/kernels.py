@@ -167,7 +167,9 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
 
     @reg("broadcast_to")
     def broadcast_to(x, shape):
-        return copy(xp.broadcast_to(x, shape))
+        out = empty(shape, x.dtype)
+        xp.copyto(out, x)  # broadcasts x itself
+        return out
 
     @reg("concatenate")
     def concatenate(*xs, axis, dtype):
@@ -205,6 +207,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
     @reg("softmax_cross_entropy")
     def softmax_cross_entropy(x, t, axis):
         ls = _log_softmax(x, axis)
+        if ls.ndim == 2 and axis == 1:  # (batch, classes): indexing, 40 us under take_along
+            return -ls[xp.arange(ls.shape[0]), t]
         picked = xp.take_along_axis(ls, xp.expand_dims(t.astype(np.int64), axis), axis=axis)
         return fresh(-xp.squeeze(picked, axis=axis))
 

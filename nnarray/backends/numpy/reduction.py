@@ -1,4 +1,5 @@
-"""Reductions over one short middle axis, as a few elementwise ufunc calls.
+"""Reductions over one short middle axis, as a few elementwise ufunc calls; ``mean``
+without numpy's Python layer.
 
 numpy's ``ufunc.reduce`` over a middle axis of a few elements with a short inner block,
 such as pooling's ``max`` over the window axis of ``(N*C, kh*kw, OH*OW)``, iterates with
@@ -59,6 +60,22 @@ def _f32_f64(d: np.dtype) -> bool:
     """Sums that keep their dtype and accumulate in it: integers widen to 64 bits and
     float16 accumulates in float32 under numpy's reduce, so those take the generic kernel."""
     return d == np.float32 or d == np.float64
+
+
+_mean: Callable = backend_kernels("numpy")["mean"]
+
+
+@register_kernel("mean", "numpy")
+def mean(x, axis, keepdims):
+    """float32/float64: numpy's ``mean`` less its Python layer (8 of its 11 us on a
+    64-element vector): the same sum divided by the same count."""
+    if x.dtype != np.float32 and x.dtype != np.float64 or x.size == 0:
+        return _mean(x, axis, keepdims)
+    n = 1
+    for a in axis:
+        n *= x.shape[a]
+    r = np.add.reduce(x, axis=axis, keepdims=keepdims)
+    return np.true_divide(r, n, out=r) if type(r) is np.ndarray else np.asarray(r / n)
 
 
 _fold("max", np.maximum, _any)
