@@ -1,5 +1,5 @@
-"""Reductions over one short middle axis, as a few elementwise ufunc calls; ``mean``
-without numpy's Python layer.
+"""Reductions over one short middle axis, as a few elementwise ufunc calls; sums over
+the first axis and others, the first one first; ``mean`` without numpy's Python layer.
 
 numpy's ``ufunc.reduce`` over a middle axis of a few elements with a short inner block,
 such as pooling's ``max`` over the window axis of ``(N*C, kh*kw, OH*OW)``, iterates with
@@ -81,3 +81,17 @@ def mean(x, axis, keepdims):
 _fold("max", np.maximum, _any)
 _fold("min", np.minimum, _any)
 _fold("sum", np.add, _f32_f64)
+_sum: Callable = backend_kernels("numpy")["sum"]
+
+
+@register_kernel("sum", "numpy")
+def sum_first_axis_first(x, axis, keepdims):
+    """float32/float64 over the first axis and others (a bias gradient's ``(0, 2, 3)``):
+    the first axis alone first, adding whole rows (20 us where numpy's one reduce over
+    ``(64, 16, 8, 8)`` takes 50), then the others."""
+    if len(axis) < 2 or axis[0] != 0 or not _f32_f64(x.dtype):
+        return _sum(x, axis, keepdims)
+    r = _sum(np.add.reduce(x, axis=0), tuple(a - 1 for a in axis[1:]), False)
+    if keepdims:
+        r = r.reshape(tuple(1 if i in axis else n for i, n in enumerate(x.shape)))
+    return r
