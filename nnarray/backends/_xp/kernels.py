@@ -32,6 +32,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         return r if type(r) is nd else xp.asarray(r)
 
     def copy(view: Any) -> Any:
+        if view.size < big:
+            return view.copy()  # C order; 1.4 us less than empty + copyto on small ones
         out = empty(view.shape, view.dtype)
         xp.copyto(out, view)
         return out
