@@ -321,6 +321,37 @@ def test_where_scalars(backend):
     check(F.where(A(c), 3, 4), np.where(c, 3, 4))
 
 
+@pytest.mark.parametrize("sx, sy", [((64, 96), (64, 96)), ((64, 1), ()), ((), (96,)),
+                                     ((1, 96), (64, 1))], ids=ids)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64,
+                                   np.bool_], ids=ids)
+def test_where_large(backend, dtype, sx, sy):
+    """Conditions of thousands of elements without a pattern (numpy selects the bits
+    branch-free there): values exact, NaN, infinities and signed zeros included."""
+    c = sample((64, 96), np.bool_, seed=5)
+    x, y = sample(sx, dtype, seed=6), sample(sy, dtype, seed=7)
+    if np.dtype(dtype).kind == "f" and x.ndim and y.ndim:
+        x.flat[:4], y.flat[:4] = [np.nan, np.inf, -np.inf, -0.0], [-0.0, np.nan, 1, -np.inf]
+    got = F.where(A(c), A(x), A(y))
+    want = np.where(c, x, y)
+    check(got, want, exact=True)
+    if want.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(want))
+    for v in (0, 0.0, -0.0, 2):
+        want = np.where(c, x, v)
+        check(F.where(A(c), A(x), v), want, exact=True)
+        check(F.where(A(c), v, A(y)), np.where(c, v, y), exact=True)
+        if want.dtype.kind == "f":
+            np.testing.assert_array_equal(np.signbit(np.asarray(F.where(A(c), A(x), v))),
+                                          np.signbit(want))
+
+
+def test_relu_large(backend):
+    x = sample((64, 96), np.float32, seed=2)
+    x.flat[:4] = [np.nan, -np.inf, np.inf, -0.0]
+    check(F.relu(A(x)), np.maximum(x, np.float32(0)), exact=True)
+
+
 @pytest.mark.parametrize("src, dst", [
     (np.float32, np.int32), (np.float64, np.int64), (np.int32, np.float32),
     (np.float32, np.float16), (np.float64, np.float32), (np.float32, np.bool_),

@@ -239,6 +239,21 @@ def test_pooling(backend, mode, xs, k, s, p):
     check(got, pool_ref(x, k, s, p, mode), np.float32)
 
 
+@pytest.mark.parametrize("k, s, p", [(2, 2, 0), (3, 1, 1), (3, 2, 1)], ids=ids)
+def test_im2col_col2im_large_batch_as_small(backend, k, s, p):
+    """A batch big enough for numpy's loop over window offsets gives what its images give
+    one by one (small batches gather through a cached index instead)."""
+    x = randn(128, 4, 24, 24, seed=17)
+    cols = np.asarray(F.im2col(A(x), k, stride=s, pad=p))
+    for i in (0, 65, 127):
+        np.testing.assert_array_equal(cols[i:i + 1], np.asarray(F.im2col(A(x[i:i + 1]), k,
+                                                                         stride=s, pad=p)))
+    img = np.asarray(F.col2im(A(cols), (4, 24, 24), k, stride=s, pad=p))
+    for i in (0, 127):
+        one = np.asarray(F.col2im(A(cols[i:i + 1]), (4, 24, 24), k, stride=s, pad=p))
+        np.testing.assert_allclose(img[i:i + 1], one, **tol(np.float32))
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16, np.float64],
                          ids=ids)
 def test_max_pooling_dtypes(backend, dtype):

@@ -142,3 +142,17 @@ def test_outer_axis_reductions(backend, op, shape, axis):
     want = getattr(np, op)(x.astype(np.float64), axis=axis)
     got = getattr(F, op)(A(x), axis=axis).numpy()
     np.testing.assert_allclose(got, want, rtol=2e-4 if op != "prod" else 2e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.bool_],
+                         ids=ids)
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("name", list(REDUCE))
+def test_short_middle_axis(backend, name, dtype, keepdims):
+    """One short middle axis over many rows, as pooling's window axis (numpy folds the
+    slices into one another there): same values as numpy, NaN kept."""
+    x = sample((96, 4, 16), dtype, seed=3)
+    if x.dtype.kind == "f":
+        x[5, 2, 7] = np.nan
+    fn, ref = REDUCE[name]
+    check(fn(A(x), axis=1, keepdims=keepdims), ref(x, axis=1, keepdims=keepdims))

@@ -561,7 +561,7 @@ def _x_add(ex, n, outs):
 
 def _pool_match(ex: _Exporter, n: Any) -> bool:
     """``max``/``mean`` over axis 1 of ``im2col`` of a one-channel input: pooling."""
-    if n.attrs["axis"] != (1,) or n.attrs["keepdims"]:
+    if n.attrs["axis"] != (1,):
         return False
     im = ex.parent(n.inputs[0], "im2col")
     if im is None:

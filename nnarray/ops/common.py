@@ -93,6 +93,12 @@ def norm_axes(op: str, axis: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def pair(op: str, arg: str, v: Any, minimum: int = 0) -> tuple[int, int]:
     """An int or a pair of ints -> a pair, each at least ``minimum``."""
+    t = type(v)
+    if t is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int \
+            and v[0] >= minimum and v[1] >= minimum:  # fast path: already a pair
+        return v  # type: ignore[return-value]
+    if t is int and v >= minimum:
+        return (v, v)
     if isinstance(v, (int, np.integer)):
         v = (v, v)
     try:

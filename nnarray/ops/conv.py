@@ -114,7 +114,8 @@ def _pool(op: str, x: Any, kernel: Any, stride: Any, pad: Any, reduce: Any,
         m *= v
     cols = im2col(reshape(x, shape=(m, 1, h, w)), kernel=k, stride=s, pad=p,
                   pad_value=pad_value)
-    return reshape(reduce(cols, axis=1), shape=lead + (oh, ow))
+    # keepdims: the backward broadcasts the window axis back without two reshapes
+    return reshape(reduce(cols, axis=1, keepdims=True), shape=lead + (oh, ow))
 
 
 def max_pooling(x: Any, kernel: Any, stride: Any = None, pad: Any = 0) -> Any:

@@ -26,6 +26,18 @@ def _infer_reshape(inputs, attrs):
     (x,) = inputs
     require_array("reshape", "x", x)
     shape = attrs.get("shape")
+    if type(shape) is tuple:  # fast path: a tuple of sizes that fits
+        n = 1
+        for s in shape:
+            if type(s) is not int or s < 0:
+                break
+            n *= s
+        else:
+            size = 1
+            for s in x.shape:
+                size *= s
+            if n == size:
+                return ((shape, x.dtype),)
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     shape = tuple(operator.index(s) for s in shape)

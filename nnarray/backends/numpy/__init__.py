@@ -26,4 +26,5 @@ def describe_devices() -> list[str]:
 
 
 def load_kernels() -> None:
-    from . import kernels  # noqa: F401  (registers on import)
+    # each registers on import (elementwise and reduction wrap kernels' shared set)
+    from . import elementwise, kernels, matmul, reduction  # noqa: F401

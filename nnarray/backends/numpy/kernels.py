@@ -8,7 +8,6 @@ from ...ops.common import check_int_pow, check_labels
 from ...registry import backend_kernels, register_kernel
 from .._xp import register_xp_kernels
 from . import _device
-from .matmul import matmul
 
 # Results of 256 Ki elements (1 MiB of float32) or more come from the caching pool.
 register_xp_kernels("numpy", np, _device.pool.empty, big=1 << 18)
@@ -32,5 +31,3 @@ def softmax_cross_entropy(x, t, axis):
     """Labels checked first: ``take_along_axis`` picked the last class for -1."""
     check_labels("softmax_cross_entropy", t, x.shape[axis])
     return _sce(x, t, axis)
-
-register_kernel("matmul", "numpy")(matmul)

@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 
+from ...registry import register_kernel
+
 #: The inner-dimension slice of a split product (OpenBLAS's own K block on AVX2 cores).
 SLICE = 384
 #: Timed calls of each way before a shape's choice is fixed.
@@ -28,6 +30,7 @@ _choice: dict[tuple, bool] = {}  # (shape key) -> split?
 _trials: dict[tuple, tuple[list, list]] = {}  # (shape key) -> (plain times, split times)
 
 
+@register_kernel("matmul", "numpy")
 def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool = False,
            transpose_b: bool = False) -> np.ndarray:
     """``a @ b`` (either transposed: a view, which BLAS takes as a flag, not a copy)."""
