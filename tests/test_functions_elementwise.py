@@ -480,6 +480,23 @@ def test_binary_fast_path_skips_inference_once_seen(backend, monkeypatch):
     assert len(calls) == 1
 
 
+@pytest.mark.parametrize("name", ["greater", "equal", "div", "add"])
+def test_binary_on_large_arrays_keeps_result_dtype(backend, name):
+    """Past the numpy backend's pool threshold (256 Ki elements) the kernel allocates the
+    result itself: comparisons give bool storage and int division float64, as on small
+    arrays (the storage was float32 / int32 before)."""
+    n = (1 << 18) + 3
+    x = np.arange(n, dtype=np.int32) % 7 + 1
+    y = np.arange(n, dtype=np.int32) % 5 + 1
+    fn, ref = getattr(F, name), {"greater": np.greater, "equal": np.equal,
+                                 "div": np.true_divide, "add": np.add}[name]
+    for a, b in ((x, y), (x.astype(np.float32), y), (x, 2)):
+        got = fn(A(a), A(b) if isinstance(b, np.ndarray) else b)
+        want = ref(a, b)
+        assert got.numpy().dtype == got.dtype == want.dtype
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+
 def test_unary_fast_path_skips_inference_once_seen(backend, monkeypatch):
     """One-operand functions on an input dtype seen before take the fast path too, and
     still validate what they have not seen (a bool input to ``sin`` becomes floats)."""

@@ -40,6 +40,11 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
 
     register_sorting_kernels(backend, xp, fresh)
 
+    def _none(v: Any) -> Any:
+        """``v`` with no elements (a scalar as is): a ufunc on it gives the result dtype
+        without computing (or warning about) anything."""
+        return v.reshape(-1)[:0] if type(v) is nd else v
+
     def binary(name: str, uf: Any) -> None:
         def k(a, b, out=None):
             if out is None:
@@ -48,7 +53,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
                     r = uf(a, b)
                     return r if type(r) is nd else xp.asarray(r)
                 out = empty(np.broadcast_shapes(np.shape(a), np.shape(b)),
-                            xp.result_type(a, b))
+                            uf(_none(a), _none(b)).dtype)  # bool for comparisons
             uf(a, b, out=out)
             return out
         k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.fast_runner
