@@ -65,7 +65,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
                 if x.size < big:
                     r = uf(x)
                     return r if type(r) is nd else xp.asarray(r)
-                out = empty(x.shape, uf(x.reshape(-1)[:1]).dtype)
+                out = empty(x.shape, uf(_none(x)).dtype)
             uf(x, out=out)
             return out
         k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.fast_runner
