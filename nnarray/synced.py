@@ -272,16 +272,15 @@ def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> 
             x = a._copies.get(dev)
             if x is None:
                 x = a._sync(dev, False)
-            if b is None:
+            if type(b) is cls:
+                y = b._copies.get(dev)
+                if y is None:
+                    y = b._sync(dev, False)
+                r = uf(x, y) if x.size < limit and meta[0] else fn(x, y)
+            elif b is None:
                 r = uf(x) if x.size < limit and meta[0] else fn(x)
             else:
-                if type(b) is cls:
-                    y = b._copies.get(dev)
-                    if y is None:
-                        y = b._sync(dev, False)
-                else:
-                    y = b
-                r = uf(x, y) if x.size < limit and meta[0] else fn(x, y)
+                r = uf(x, b) if x.size < limit and meta[0] else fn(x, b)
         except OutOfMemoryError as e:
             raise naming(op, e) from e
         if check is not None:

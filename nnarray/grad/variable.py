@@ -252,7 +252,7 @@ NO_ATTRS: dict = {}
 def _binary_recorder(op: Any) -> Any:
     """``record(a, b)``: two-operand ``op`` on Variables, which is also the Variable's
     Python operator. Define-by-run's per-op hot path (two Variables of one shape and dtype
-    with data, the result dtype and the context's plain Kernel already cached on the op
+    with data, the result dtype and the context's Kernel already cached on the op
     by ``recording.record_binary``, which serves every other case) is written out here,
     node and result built inline: this is the cost of one step of a define-by-run graph,
     and every Python call on it shows (``_make`` is the result's constructor)."""
@@ -269,7 +269,7 @@ def _binary_recorder(op: Any) -> Any:
                     ctx = _context._default if not _context.follow_data else \
                         _context.follow((da, db))
                 k = last[0]
-                if k[0] is ctx and k[1].valid and k[1].plain:
+                if k[0] is ctx and k[1].valid:
                     meta = (a.shape, d)
                     out = k[1].fast(da, db, meta)
                     if (a._need_grad or b._need_grad) and op.differentiable:
