@@ -39,9 +39,10 @@ class Kernel:
     has no kernel and another one's runs instead (counted on every run), else ``None``.
     A ``composite`` kernel is written with ``F`` on NdArrays (no device of its own).
     ``plain`` (neither) kernels take native arrays and may be called directly.
-    ``fast(a, b, meta)`` is the one specialised fast path (plain kernels with one or two
-    operands and one output, such as ``F.add`` and ``F.sin``): ``a`` an NdArray, ``b`` an
-    NdArray, a scalar, or ``None`` for a one-operand op.
+    ``fast(a, b, meta)`` is the one specialised fast path (ops with one or two operands
+    and one output, such as ``F.add`` and ``F.sin``; a plain kernel runs inline, others
+    through ``run``): ``a`` an NdArray, ``b`` an NdArray, a scalar, or ``None`` for a
+    one-operand op.
     """
 
     __slots__ = ("op", "fn", "device", "fallback", "composite", "plain", "fast", "valid")
