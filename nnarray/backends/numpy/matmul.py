@@ -4,10 +4,11 @@ Why not numpy's alone: OpenBLAS's Haswell SGEMM (what numpy's wheel runs on AVX2
 AMD's included) computes a 64x1000 @ 1000x100 product at half the rate it reaches on the
 same work as 1000x64 @ 64x100, or as three products over 384-long slices of the inner
 dimension summed (822 vs 386 us on a 2-core EPYC; torch's BLAS: 386 us). That product is
-the MLP's first layer. Which shapes suffer depends on the BLAS build and the CPU, so a 2-D
-product with a long inner dimension is timed both ways on its first calls, and the way
-measured faster is kept for that shape (per process; never worse than numpy's by more
-than the few trial calls).
+the MLP's first layer. Which shapes suffer depends on the BLAS build, the CPU and even the
+process's history (measured: once a product of 512^3 or more has run, the same 64x1000
+product runs at full rate unsplit), so a 2-D product with a long inner dimension is
+timed both ways on its first calls, and the way measured faster (by 10%) is kept for
+that shape (per process; never worse than numpy's by more than the few trial calls).
 """
 
 from __future__ import annotations
