@@ -28,6 +28,14 @@ def _close(r, e, tol=1e-5):
     np.testing.assert_allclose(r.numpy(), e, rtol=tol, atol=tol)
 
 
+def _check_case(case, a) -> None:
+    """``case = (fn, ref)`` on ``a``: the result stays on the current device, matches."""
+    fn, ref = case
+    r = fn(_x(a))
+    assert r.device == nna.get_current_context()
+    _close(r, ref(a))
+
+
 DEVICE_CASES = {
     "matmul": (lambda x: la.matmul(x, x), lambda a: a @ a),
     "matrix_transpose": (la.matrix_transpose, lambda a: a.swapaxes(-1, -2)),
@@ -59,10 +67,7 @@ DEVICE_CASES = {
 
 @pytest.mark.parametrize("name", sorted(DEVICE_CASES))
 def test_on_device(backend: str, name: str) -> None:
-    fn, ref = DEVICE_CASES[name]
-    r = fn(_x(A))
-    assert r.device == nna.get_current_context()
-    _close(r, ref(A))
+    _check_case(DEVICE_CASES[name], A)
     assert nna.fallback_stats() == {}
 
 
@@ -88,10 +93,7 @@ HOST_CASES = {
 @pytest.mark.allow_fallback("the dense decompositions run on the host on OpenCL")
 @pytest.mark.parametrize("name", sorted(HOST_CASES))
 def test_decompositions(backend: str, name: str) -> None:
-    fn, ref = HOST_CASES[name]
-    r = fn(_x(SPD))
-    assert r.device == nna.get_current_context()
-    _close(r, ref(SPD))
+    _check_case(HOST_CASES[name], SPD)
     fb = nna.fallback_stats()
     if backend == "opencl":
         assert fb and all(k[1:] == ("opencl", "numpy") for k in fb)

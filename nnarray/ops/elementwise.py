@@ -228,8 +228,7 @@ class UnaryOp(Op):
         metas = self.infer((x,), {})
         if type(x) is NdArray:
             self._dtypes[x.dtype] = metas[0][1]
-            return self.kernel((x,)).run((x,), {}, metas)
-        if isinstance(x, GraphValue):
+        elif isinstance(x, GraphValue):
             return x._record(self, (x,), {}, metas)
         return self.kernel((x,)).run((x,), {}, metas)
 
