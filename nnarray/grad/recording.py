@@ -168,16 +168,5 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
     for x in (a, b):
         if type(x) is Variable:
             rank = _rank_after(rank, x)
-    return _binary_node(op, a, b, metas, rank, da, db, out)
+    return _dynamic_node(op, (a, b), NO_ATTRS, metas, rank, (da, db), (out,))[0]
 
-
-def _binary_node(op: Any, a: Any, b: Any, metas: tuple, rank: int, da: Any, db: Any,
-                 out: NdArray) -> Variable:
-    """``_dynamic_node`` for one output and rules that retain fixed operands."""
-    node = Node(op, (a, b), NO_ATTRS, metas, rank, True)
-    rule = op.backward
-    if rule.inputs or rule.outputs:
-        node.retain((da, db), (out,), rule.inputs, rule.outputs)
-    v = _make(out.shape, out.dtype, out, None, True, node)
-    node.outputs = (_wref(v),)
-    return v
