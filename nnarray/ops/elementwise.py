@@ -30,7 +30,7 @@ from .backward import F as _F
 from .backward import backward as _backward
 from .backward import fit as _fit
 from .common import broadcast, check_int_pow, require_array
-from .op import GraphValue, Op, execute
+from .op import GraphValue, Op
 
 _promote = dtypes.promote
 _BOOL = np.dtype(np.bool_)
@@ -166,7 +166,7 @@ class BinaryOp(Op):
                     self._same[a.dtype] = metas[0][1]
             elif tb is float or tb is int:
                 self._pcache[(a.dtype, tb)] = metas[0][1]
-        return execute(self, (a, b), {}, metas)
+        return self.kernel((a, b)).run((a, b), {}, metas)
 
     def function(self) -> Any:
         """The public ``F`` function of this op (``fn.op`` is the op)."""

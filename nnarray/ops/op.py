@@ -87,7 +87,3 @@ class Op:
     def __repr__(self) -> str:
         return f"<Op {self.name}>"
 
-
-def execute(op: Op, inputs: Any, attrs: dict, metas: tuple) -> Any:
-    """Run ``op`` on NdArray inputs under the current context; wrap the outputs."""
-    return op.kernel(inputs).run(inputs, attrs, metas)
