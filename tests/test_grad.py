@@ -501,6 +501,32 @@ def test_generated_backward_reuses_dead_temporaries(backend: str) -> None:
     assert fused is not None and "out=t" in fused.source
 
 
+def test_static_forward_is_one_generated_program(backend: str) -> None:
+    """A static graph of plain kernels runs its forward as one generated function: every
+    intermediate's data is current after each run, and what backward retains is still
+    checked for in-place changes."""
+    from nnarray.grad import executor
+    rng = np.random.default_rng(4)
+    x = Variable.from_numpy_array(rng.standard_normal((3, 4)))
+    w = Variable.from_numpy_array(rng.standard_normal((4, 2)), need_grad=True)
+    h = F.tanh(x @ w + 1.0)
+    y = F.sum(h * h)
+    for _ in range(2):
+        x.d = xn = rng.standard_normal((3, 4))
+        y.forward()
+        hn = np.tanh(xn @ w.d + 1.0)
+        np.testing.assert_allclose(h.d, hn, **tol(np.float64))
+        np.testing.assert_allclose(y.d, (hn * hn).sum(), **tol(np.float64))
+    assert executor.plan_of(y).steps[2] is not None
+    w.grad.zero()
+    y.backward()
+    np.testing.assert_allclose(w.g, xn.T @ (2 * hn * (1 - hn * hn)), **tol(np.float64))
+    y.forward()
+    h.data.fill(0.5)  # tanh's retained output, changed after the forward pass
+    with pytest.raises(GraphError, match="modified in place"):
+        y.backward()
+
+
 def test_define_by_run_loop_reuses_traced_backward(backend: str) -> None:
     """The same graph built every iteration (new data, new leaves for inputs, the same
     parameters) is traced once and replayed; other graphs interleaved stay correct."""

@@ -20,7 +20,7 @@ from .. import dtypes
 from ..context import _current
 from ..errors import GraphError
 from ..ndarray import NdArray
-from .codegen import generate
+from .codegen import generate, generate_forward
 from .variable import Variable
 
 _FLOATS = dtypes.FLOATS
@@ -198,8 +198,12 @@ def forward(root: Variable, clear_buffer: bool = False) -> None:
     ctx = _current.get(_context._default)
     steps = plan.steps
     if steps is None or steps[0] is not ctx:
-        steps = plan.steps = (ctx, [n.forward_step(ctx, True) for n in plan.order])
+        steps = plan.steps = (ctx, [n.forward_step(ctx, True) for n in plan.order],
+                              generate_forward(plan.order, ctx))
     if not clear_buffer:
+        if steps[2] is not None:
+            steps[2](root)
+            return
         for step in steps[1]:
             step()
         return
