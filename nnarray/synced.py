@@ -67,11 +67,19 @@ class SyncedArray:
         """The native array on ``dev`` for ``mode`` (``'r'``, ``'w'`` or ``'rw'``); a read
         of a current copy is one dict lookup. ``explicit`` marks a transfer the user asked
         for (allowed under ``strict_transfers``)."""
+        c = self._copies
         if mode == "r":
-            x = self._copies.get(dev)
+            x = c.get(dev)
             if x is not None:
                 return x
             return self._sync(dev, explicit)
+        if mode == "rw" and len(c) == 1:  # in-place updates: the sole copy is current here
+            x = c.get(dev)
+            if x is not None:
+                self._head = dev
+                self._fill = _NO_FILL
+                self.version += 1
+                return x
         return self._access(mode, dev, explicit)
 
     def adopt(self, dev: Device, x: Any) -> None:

@@ -24,34 +24,35 @@ _wrap = NdArray._wrap
 
 
 class Fused:
-    """A generated function (its Python ``source`` kept for reading) with the variables
-    it reads and writes."""
+    """A generated backward program (its Python ``source`` kept for reading):
+    ``fn(nodes, seed, more_seeds, clear_buffer)`` reads the forward data it needs from
+    ``nodes`` (the graph's forward order), runs the steps and delivers the gradients."""
 
-    __slots__ = ("fn", "inputs", "results", "dev", "source")
+    __slots__ = ("fn", "source")
 
-    def __init__(self, fn: Any, inputs: list, results: list, dev: Any, source: str) -> None:
-        self.fn, self.inputs, self.results, self.dev = fn, inputs, results, dev
-        self.source = source
-
-    def __call__(self) -> None:
-        dev = self.dev
-        xs = []
-        for v in self.inputs:
-            d = v if type(v) is NdArray else v._data if v._data is not None else v.data
-            xs.append(d.native(dev))
-        out = self.fn(*xs)
-        for v, r in zip(self.results, out):
-            v._data = _wrap(r, dev, (v.shape, v.dtype))
+    def __init__(self, fn: Any, source: str) -> None:
+        self.fn, self.source = fn, source
 
 
-def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
-    """``Fused`` for ``steps`` (minus the indices in ``skip``, whose outputs are read as
-    inputs), returning the variables whose ids are in ``results``; ``None`` when a step
-    is not a plain kernel call."""
-    ns: dict[str, Any] = {}
-    names: dict[int, str] = {}  # id(variable or array) -> local name
-    inputs: list = []
+def _deliver(v: Any, x: Any, dev: Any, meta: tuple) -> None:
+    """Leaf ``v`` receives the gradient ``x``, a fresh native array referenced nowhere
+    else: a lazily zero ``.grad`` adopts it, anything else goes through ``_accumulate``."""
+    gl = v._grad
+    if gl is not None and gl.reads_as_zero():
+        gl.adopt(dev, x)
+    else:
+        v._accumulate(_wrap(x, dev, meta), False)
+
+
+def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
+    """``Fused`` for the steps of ``prog`` (minus the indices in ``skip``, whose outputs
+    are read as inputs); ``None`` when a step is not a plain kernel call."""
+    steps = prog.steps
+    results = {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter}
+    ns: dict[str, Any] = {"_wrap": _wrap, "_deliver": _deliver}
+    names: dict[int, str] = {}  # id(variable or array) -> local name of its native array
     produced: dict[int, Variable] = {}
+    head: list[str] = []  # reading the inputs
     body: list[str] = []
     last: dict[int, int] = {}
     dev = None
@@ -66,6 +67,7 @@ def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
         dev = k.device
         for a in st.inputs:
             last[id(a)] = s
+    sources = _sources(prog)
     for s, st in live:
         ns[f"k{s}"] = _callee(kernels[s], st)
         args = []
@@ -73,8 +75,8 @@ def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
             if isinstance(a, (Variable, NdArray)):
                 name = names.get(id(a))
                 if name is None:
-                    name = names[id(a)] = f"i{len(inputs)}"
-                    inputs.append(a)
+                    name = names[id(a)] = f"i{len(names)}"
+                    head.append(f"    {name} = {_nd(a, sources, ns, name)}.native(_dev)")
                 args.append(name)
             else:
                 ns[f"c{s}_{j}"] = a
@@ -106,14 +108,72 @@ def generate(steps: list, skip: set, results: set, ctx: Any) -> Fused | None:
                 k not in results]
         if dead:
             body.append(f"    del {', '.join(dead)}")
-    outs = [v for k, v in produced.items() if k in results]
     ns["_dev"] = dev
-    params = ", ".join(f"i{j}" for j in range(len(inputs)))
-    ret = "".join(f"{names[id(v)]}, " for v in outs)
-    src = f"def program({params}):\n" + "\n".join(body or ["    pass"]) + \
-        f"\n    return ({ret})\n"
+    src = "def program(nodes, seed, more_seeds, clear_buffer):\n" + \
+        "\n".join(head + body + _delivery(prog, produced, names, sources, ns) or
+                  ["    pass"]) + "\n"
     exec(compile(src, "<nnarray backward program>", "exec"), ns)  # noqa: S102
-    return Fused(ns.pop("program"), inputs, outs, dev, src)  # no function <-> globals cycle
+    return Fused(ns.pop("program"), src)  # no function <-> globals cycle
+
+
+def _sources(prog: Any) -> dict[int, str]:
+    """Where the program's free variables come from when it runs: a bound proxy from its
+    node's saved data, a seed from the arguments."""
+    src = {id(prog.seed): "seed"}
+    for j, v in enumerate(prog.more_seeds):
+        src[id(v)] = f"more_seeds[{j}]"
+    for v, k, i in prog.binds:
+        src[id(v)] = f"nodes[{k}].saved_inputs[{i}]" if i >= 0 else \
+            f"nodes[{k}].saved_outputs[{-1 - i}]"
+    return src
+
+
+def _nd(a: Any, sources: dict, ns: dict, name: str) -> str:
+    """An expression for the NdArray of the program's free variable or constant ``a``."""
+    got = sources.get(id(a))
+    if got is not None:
+        return got
+    ns[f"V{name}"] = a  # a constant NdArray, or an invariant step's output variable
+    return f"V{name}" if type(a) is NdArray else f"V{name}.data"
+
+
+def _delivery(prog: Any, produced: dict, names: dict, sources: dict, ns: dict) -> list:
+    """Code handing the gradients to their variables: an intermediate's ``.grad`` is set
+    (cleared with ``clear_buffer``), a leaf's accumulates (``Variable._accumulate``); a
+    fresh result delivered once is handed over as is, others are wrapped once and shared."""
+    code: list[str] = []
+    wrapped: dict[int, str] = {}
+
+    def nd(gv: Variable) -> str:
+        r = wrapped.get(id(gv))
+        if r is None:
+            r = wrapped[id(gv)] = f"g{len(wrapped)}"
+            if id(gv) in produced:
+                ns[f"m{r}"] = (gv.shape, gv.dtype)
+                code.append(f"    {r} = _wrap({names[id(gv)]}, _dev, m{r})")
+            else:
+                code.append(f"    {r} = {_nd(gv, sources, ns, r)}")
+        return r
+
+    for k, i, gv, shared in prog.leaves:
+        if not shared and id(gv) in produced:
+            ns[f"m{names[id(gv)]}"] = (gv.shape, gv.dtype)
+            code.append(f"    _deliver(nodes[{k}].inputs[{i}], {names[id(gv)]}, _dev, "
+                        f"m{names[id(gv)]})")
+        else:
+            code.append(f"    nodes[{k}].inputs[{i}]._accumulate({nd(gv)}, {shared})")
+    if prog.inter:
+        grads = [nd(gv) for _, _, gv in prog.inter]
+        code.append("    if not clear_buffer:")
+        for (k, i, _), g in zip(prog.inter, grads):
+            code.append(f"        nodes[{k}].inputs[{i}]._grad = {g}")
+        code.append("    else:")
+        for k, i, _ in prog.inter:
+            code.append(f"        nodes[{k}].inputs[{i}]._grad = None")
+    for r in wrapped.values():
+        if f"V{r}" in ns and type(ns[f"V{r}"]) is not NdArray:
+            code.append(f"    V{r}._data = None")  # an invariant step's output, given away
+    return code
 
 
 def generate_forward(order: list, ctx: Any) -> Any:

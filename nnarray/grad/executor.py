@@ -228,48 +228,72 @@ def _skipped(prog: Any) -> set:
 def _compile(prog: Any, ctx: Any) -> tuple:
     """``(ctx, per-step closures, generated function or None)`` for replaying ``prog``."""
     steps = [st.forward_step(ctx, False) for st in prog.steps]
-    results = {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter}
-    fused = generate(prog.steps, {s for s, _, _ in prog.inv_steps}, results, ctx)
-    return ctx, steps, fused
+    return ctx, steps, generate(prog, {s for s, _, _ in prog.inv_steps}, ctx)
 
 
 def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
            more_seeds: Any = ()) -> None:
-    """Run a traced program on the graph whose forward order is ``nodes``: check and bind
-    its saved data, run the steps, deliver the gradients (``more_seeds``: the output
+    """Run a traced program on the graph whose forward order is ``nodes``: check its
+    saved data, run the steps, deliver the gradients (``more_seeds``: the output
     gradients of a program traced from several roots, after the first)."""
     for k in prog.checks:
         nodes[k].check()
+    compiled = prog.compiled
+    if compiled is None or compiled[0] is not ctx:
+        compiled = prog.compiled = _compile(prog, ctx)
+    _, steps, fused = compiled
+    if fused is not None and not prog.inv_steps:
+        fused.fn(nodes, seed, more_seeds, clear_buffer)  # reads the saved data itself
+    else:
+        _bind(prog, nodes, seed, more_seeds)
+        try:
+            _run_steps(prog, nodes, steps, fused, seed, more_seeds, clear_buffer)
+        finally:
+            _unbind(prog)
+    if clear_buffer:
+        for k in prog.checks:
+            nodes[k].release()
+
+
+def _bind(prog: Any, nodes: list, seed: NdArray, more_seeds: Any) -> None:
+    """Point the program's proxies at the saved forward data and the output gradients."""
     for v, k, i in prog.binds:
         n = nodes[k]
         v._data = n.saved_inputs[i] if i >= 0 else n.saved_outputs[-1 - i]
     prog.seed._data = seed
     for sv, g in zip(prog.more_seeds, more_seeds):
         sv._data = g
+
+
+def _unbind(prog: Any) -> None:
+    for v, _, _ in prog.binds:
+        v._data = None
+    prog.seed._data = None
+    for sv in prog.more_seeds:
+        sv._data = None
+
+
+def _run_steps(prog: Any, nodes: list, steps: list, fused: Any, seed: NdArray,
+               more_seeds: Any, clear_buffer: bool) -> None:
+    """The steps one closure at a time (the invariant ones only when their inputs
+    changed), then the generated function if there is one, else the gradients' delivery."""
     skip = _skipped(prog) if prog.inv_steps else ()
-    compiled = prog.compiled
-    if compiled is None or compiled[0] is not ctx:
-        compiled = prog.compiled = _compile(prog, ctx)
-    _, steps, fused = compiled
     if fused is not None:
         for s, _, _ in prog.inv_steps:
             if s not in skip:
                 steps[s]()
-        fused()
-        if clear_buffer:
-            for k in prog.checks:
-                nodes[k].release()
-    else:
-        release = prog.release if clear_buffer else None
-        for s, step in enumerate(steps):
-            if s not in skip:
-                step()
-            if release is not None:
-                for a in release[s]:
-                    if type(a) is Variable:
-                        a._data = None
-                    else:
-                        nodes[a].release()
+        fused.fn(nodes, seed, more_seeds, clear_buffer)
+        return
+    release = prog.release if clear_buffer else None
+    for s, step in enumerate(steps):
+        if s not in skip:
+            step()
+        if release is not None:
+            for a in release[s]:
+                if type(a) is Variable:
+                    a._data = None
+                else:
+                    nodes[a].release()
     for k, i, gv, shared in prog.leaves:
         nodes[k].inputs[i]._accumulate(gv._data, shared)
     for k, i, gv in prog.inter:
@@ -278,8 +302,3 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
         gv._data = None
     for _, _, gv, _ in prog.leaves:
         gv._data = None
-    for v, _, _ in prog.binds:
-        v._data = None
-    prog.seed._data = None
-    for sv in prog.more_seeds:
-        sv._data = None

@@ -117,12 +117,18 @@ class Solver(ABC):
             self.comm.all_reduce([p.grad for p in self._trainable()], op="mean")
         groups: dict[Any, list] = {}
         cur = get_current_context()
+        key = cur.key
         states = self.states
         for name, p in self.params.items():
             if p.need_grad:
-                g = p.grad
-                groups.setdefault(self._context_of(p, cur), []).append(
-                    (p.data, g, states[name]))
+                g, data = p.grad, p.data
+                # the usual case first: data and gradient written on the current device
+                ctx = None if data.head == key and g.head in (key, None) else \
+                    self._context_of(p, cur)
+                items = groups.get(ctx)
+                if items is None:
+                    items = groups[ctx] = []
+                items.append((data, g, states[name]))
         for ctx, items in groups.items():
             with _SAME_DEVICE if ctx is None else context_scope(ctx):
                 self.update_group(items)
