@@ -18,6 +18,7 @@ from typing import Any
 
 from ..kernel import DEBUG
 from ..ndarray import NdArray
+from .modes import SAVED
 from .variable import Variable
 
 _wrap = NdArray._wrap
@@ -181,7 +182,7 @@ def generate_forward(order: list, ctx: Any) -> Any:
     last node produces ``root``) as the compiled steps do, one kernel call per node with
     the intermediates passed on as native arrays; ``None`` when a node is not a plain
     one-output kernel call on one device."""
-    ns: dict[str, Any] = {"_wrap": _wrap}
+    ns: dict[str, Any] = {"_wrap": _wrap, "SAVED": SAVED}
     names: dict[int, tuple[str, str]] = {}  # id(variable or array) -> (NdArray, native)
     body: list[str] = []
     dev = None
@@ -228,16 +229,34 @@ def generate_forward(order: list, ctx: Any) -> Any:
                  "    else:",
                  f"        {o}.adopt(_dev, {t})"]
         names[id(out)] = (o, t)
-        rule = n.function.backward
-        if rule is None:
-            body.append(f"    N{s}.saved_inputs = N{s}.saved_outputs = N{s}.versions = ()")
-        else:
-            ns[f"r{s}"] = (rule.retained_inputs(n.attrs), tuple(rule.outputs))
-            body.append(f"    N{s}.retain(({''.join(d + ', ' for d in datas)}), ({o},), *r{s})")
+        body += _retain(f"N{s}", n, datas, o)
     ns["_dev"] = dev
     src = "def program(root):\n" + "\n".join(body) + "\n"
     exec(compile(src, "<nnarray forward program>", "exec"), ns)  # noqa: S102
     return ns.pop("program")  # no function <-> globals cycle: the graph is freed with it
+
+
+def _retain(node: str, n: Any, datas: list, out: str) -> list[str]:
+    """Code keeping what ``n``'s backward rule retains, with the versions to check: what
+    ``Node.retain`` does, written out for the node (``datas``: the names of its inputs'
+    NdArrays, or of scalar constants, which have no version)."""
+    rule = n.function.backward
+    ri = rule.retained_inputs(n.attrs) if rule is not None else ()
+    ro = tuple(rule.outputs) if rule is not None else ()
+    if not ri and not ro:
+        return [f"    {node}.saved_inputs = {node}.saved_outputs = {node}.versions = ()"]
+    arrays = [i for i in ri if isinstance(n.inputs[i], (Variable, NdArray))]
+    ins = [datas[i] if i in ri else "None" for i in range(len(datas))] if ri else []
+    vers = [f"({i}, {datas[i]}, {datas[i]}.version)" for i in arrays] + \
+        [f"({-1 - j}, {out}, {out}.version)" for j in ro]
+    snaps = [datas[i] for i in arrays] + ([out] if ro else [])
+    code = [f"    {node}.saved_inputs = [{', '.join(ins)}]" if ri else
+            f"    {node}.saved_inputs = ()",
+            f"    {node}.saved_outputs = [{out}]" if ro else f"    {node}.saved_outputs = ()",
+            f"    {node}.versions = [{', '.join(vers)}]"]
+    if snaps:
+        code.append(f"    {' = '.join(f'{d}._snap' for d in snaps)} = SAVED")
+    return code
 
 
 def _read_input(a: Any, j: int, ns: dict, body: list) -> tuple[str, str]:
