@@ -1,14 +1,22 @@
-"""Straight-line code for a traced backward program (the static graphs' fastest path).
+"""Straight-line code for static graphs: their forward pass and traced backward
+programs (the fastest path).
 
-When every step of a program is a plain kernel call (resolved for the context, one
-output, no fallback), the program becomes one generated Python function over native
-arrays: ``t3 = k3(i0, t2)`` per step, a ``del`` after each temporary's last use (so
-buffers are freed as soon as their last reader ran), no NdArray wrapping in between.
-A temporary read for the last time gives its buffer to the step reading it: an
-elementwise op writes its result there (``out=``), a kernel with a ``move`` variant
-(reshape: a view) takes it over (fresh buffers of image-sized arrays cost page faults).
-Inputs (bound forward data, the seed, constants) are read from their NdArrays when it
-is called; the results (the gradients it delivers) are wrapped as NdArrays.
+When every step is a plain kernel call (resolved for the context, one output, no
+fallback, one device), the pass becomes one generated Python function over native
+arrays: ``t3 = k3(i0, t2)`` per step, the intermediates passed on as locals. A step on
+small fixed shapes calls the kernel's ufunc directly (``fn.small``).
+
+Forward (``generate_forward``): each result is adopted by its variable's NdArray, and
+what the node's backward rule retains is kept with its versions, as ``Node.retain``
+does, written out per node.
+
+Backward (``generate``): a ``del`` after each temporary's last use frees buffers as soon
+as their last reader ran. A temporary read for the last time gives its buffer to the
+step reading it: an elementwise op writes its result there (``out=``), a kernel with a
+``move`` variant (reshape: a view) takes it over (fresh buffers of image-sized arrays
+cost page faults). The program reads the saved forward data from the graph's nodes and
+the output gradients from its arguments, and delivers the gradients itself: a leaf's
+lazily zero ``.grad`` adopts a fresh result as is.
 """
 
 from __future__ import annotations
