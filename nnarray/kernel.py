@@ -9,6 +9,7 @@ wrapping or adopting outputs with the op's inferred ``(shape, dtype)`` and the
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,6 +31,7 @@ Meta = tuple[tuple[int, ...], np.dtype]
 fallback_counts: dict[tuple[str, str, str], int] = {}
 
 _wrap = NdArray._wrap
+_natives = NdArray.natives
 
 
 class Kernel:
@@ -90,6 +92,26 @@ class Kernel:
         return tuple([self.emit(o, m, into[i] if into else None)
                       for i, (o, m) in enumerate(zip(out, metas))])
 
+    def callee(self, in_metas: Sequence, attrs: dict, out_meta: Meta) -> tuple[Callable, bool]:
+        """What generated code calls for this kernel on inputs of exactly ``in_metas``
+        (``(shape, dtype)`` per array input, ``None`` for a scalar) with ``attrs``, and
+        whether it still takes the attrs. A plain kernel may offer
+        ``fn.specialize(in_metas, attrs)``: a callable of the inputs alone, equivalent for
+        those metas and attrs (its checks and branches decided once); one naming
+        ``fn.small`` gets its ufunc where every array is smaller than its limit."""
+        fn = self.fn
+        spec = getattr(fn, "specialize", None)
+        if spec is not None:
+            got = spec(in_metas, attrs)
+            if got is not None:
+                return got, False
+        small = getattr(fn, "small", None)
+        if small is None or attrs or not out_meta[0]:
+            return fn, bool(attrs)
+        uf, limit = small
+        sizes = [math.prod(out_meta[0])] + [math.prod(m[0]) for m in in_metas if m]
+        return (uf, False) if max(sizes) < limit else (fn, False)
+
     def run_into(self, target: NdArray, inputs: Sequence, attrs: dict,
                  mode: str = "rw") -> NdArray:
         """Run a kernel that takes ``out=`` with ``target``'s copy (accessed for
@@ -108,8 +130,8 @@ class Kernel:
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         dev = self.device
-        xs = [x.native(dev) for x in inputs]
-        self.fn([t.native(dev, "rw") for t in targets], xs, **attrs)
+        xs = _natives(inputs, dev)
+        self.fn(_natives(targets, dev, "rw"), xs, **attrs)
 
     def emit(self, out: Any, meta: Meta, into: NdArray | None = None) -> NdArray:
         """``out`` (a fresh native array of the device) as an NdArray: adopted by

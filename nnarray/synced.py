@@ -82,6 +82,23 @@ class SyncedArray:
                 return x
         return self._access(mode, dev, explicit)
 
+    @staticmethod
+    def natives(arrays: Any, dev: Device, mode: str = "r") -> list:
+        """``[a.native(dev, mode) for a in arrays]`` with the usual cases inline (a fused
+        update reads and writes every parameter of a model in one call)."""
+        out = []
+        for a in arrays:
+            c = a._copies
+            x = c.get(dev) if mode == "r" or mode == "rw" and len(c) == 1 else None
+            if x is None:
+                x = a.native(dev, mode)
+            elif mode == "rw":
+                a._head = dev
+                a._fill = _NO_FILL
+                a.version += 1
+            out.append(x)
+        return out
+
     def adopt(self, dev: Device, x: Any) -> None:
         """Adopt ``x`` (a fresh C-contiguous native array) as the only current copy."""
         self._copies = {dev: x}

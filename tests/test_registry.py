@@ -91,6 +91,48 @@ def test_lookup_returns_a_named_kernel():
     assert "composite" in repr(comp)
 
 
+_F32 = np.dtype(np.float32)
+_SPECIALISED = [  # (op, input shapes, attrs, whether a specialisation is expected)
+    ("matmul", [(6, 5), (5, 4)], {}, True),
+    ("matmul", [(5, 6), (5, 4)], {"transpose_a": True}, True),
+    ("matmul", [(6, 5), (4, 5)], {"transpose_b": True}, True),
+    ("matmul", [(5, 6), (4, 5)], {"transpose_a": True, "transpose_b": True}, True),
+    ("matmul", [(2, 6, 5), (5, 4)], {}, False),  # batched: the kernel
+    ("matmul", [(4, 800), (800, 3)], {}, False),  # long inner dimension: the split trials
+    ("sum", [(7, 5)], {"axis": (0,), "keepdims": False}, True),
+    ("sum", [(7, 5)], {"axis": (1,), "keepdims": True}, True),
+    ("sum", [(70, 3, 5)], {"axis": (1,), "keepdims": False}, False),  # folded
+    ("sum", [(7, 5)], {"axis": (0, 1), "keepdims": False}, False),  # to a 0-d array
+]
+
+
+@pytest.mark.parametrize("op, shapes, attrs, expected", _SPECIALISED)
+def test_specialised_calls_match_their_kernel(op, shapes, attrs, expected):
+    """What generated code calls on fixed metas (``Kernel.callee``) computes exactly what
+    the kernel does, takes no attributes, and is refused where the kernel branches on
+    more than the metas."""
+    k = registry.lookup(op, nna.Context("numpy"))
+    xs = [np.random.default_rng(i).standard_normal(s).astype(np.float32)
+          for i, s in enumerate(shapes)]
+    want = k.fn(*xs, **attrs)
+    fn, with_attrs = k.callee([(x.shape, _F32) for x in xs], attrs, (want.shape, _F32))
+    assert (fn is not k.fn) == expected and with_attrs == (not expected and bool(attrs))
+    if not expected:
+        return
+    got = fn(*xs)
+    assert type(got) is np.ndarray and got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_small_elementwise_calls_take_the_ufunc():
+    k = registry.lookup("add", nna.Context("numpy"))
+    small = [((2, 3), _F32), ((2, 3), _F32)]
+    assert k.callee(small, {}, ((2, 3), _F32)) == (np.add, False)
+    big = [((1 << 20,), _F32), ((1 << 20,), _F32)]
+    assert k.callee(big, {}, ((1 << 20,), _F32)) == (k.fn, False)
+    assert k.callee(small[:1] + [None], {}, ((), _F32)) == (k.fn, False)  # 0-d: the kernel
+
+
 @pytest.mark.parametrize("name", _other_backends() or
                          [pytest.param("opencl", marks=pytest.mark.skip("no second backend"))])
 def test_graph_runs_count_every_fallback(name, monkeypatch):

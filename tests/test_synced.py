@@ -150,6 +150,25 @@ def test_state_machine(pair):
 
 
 @pytest.mark.parametrize("key", _device_keys())
+def test_natives_are_native_of_each(key):
+    """``natives`` (a fused update's bulk access) reads, and for ``'rw'`` writes, each
+    array as ``native`` does: versions bumped, lazy fills materialized, the other
+    copies invalidated."""
+    dev = _dev(key)
+    a, b = nna.NdArray.from_numpy_array(np.ones(3, np.float32)), nna.zeros((2,))
+    xs = nna.NdArray.natives([a, b], dev)
+    assert xs[0] is a.native(dev)
+    np.testing.assert_array_equal(_peek(key, xs[1]), np.zeros(2))
+    va = a.version
+    ws = nna.NdArray.natives([a], dev, "rw")
+    assert ws[0] is a.native(dev) and a.version == va + 1 and a.head == key
+    b.fill(2.0)
+    np.testing.assert_array_equal(_peek(key, nna.NdArray.natives([b], dev, "rw")[0]),
+                                  np.full(2, 2.0))
+    assert b.lazy_fill is None and b.devices == [key]
+
+
+@pytest.mark.parametrize("key", _device_keys())
 def test_write_only_never_transfers(key):
     a = nna.array(np.arange(1000, dtype=np.float32))
     nna.reset_transfer_stats()

@@ -21,7 +21,6 @@ lazily zero ``.grad`` adopts a fresh result as is.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..kernel import DEBUG
@@ -78,7 +77,18 @@ def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
             last[id(a)] = s
     sources = _sources(prog)
     for s, st in live:
-        ns[f"k{s}"] = _callee(kernels[s], st)
+        out = st.outputs[0]()
+        if out is None:
+            return None
+        k = kernels[s]
+        dead = [a for a in st.inputs if last.get(id(a)) == s and id(a) in produced and
+                id(a) not in results and sum(b is a for b in st.inputs) == 1]
+        move = getattr(k.fn, "move", None)
+        if move is not None and dead and dead[0] is st.inputs[0]:
+            callee, with_attrs = move, bool(st.attrs)  # takes over its input's buffer
+        else:
+            callee, with_attrs = _callee(k, st)
+        ns[f"k{s}"] = callee
         args = []
         for j, a in enumerate(st.inputs):
             if isinstance(a, (Variable, NdArray)):
@@ -90,31 +100,23 @@ def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
             else:
                 ns[f"c{s}_{j}"] = a
                 args.append(f"c{s}_{j}")
-        if st.attrs:
+        if with_attrs:
             ns[f"a{s}"] = st.attrs
             args.append(f"**a{s}")
-        out = st.outputs[0]()
-        if out is None:
-            return None
-        dead = [a for a in st.inputs if last.get(id(a)) == s and id(a) in produced and
-                id(a) not in results and sum(b is a for b in st.inputs) == 1]
         call = f"k{s}({', '.join(args)})"
-        move = getattr(kernels[s].fn, "move", None)
-        if move is not None and dead and dead[0] is st.inputs[0]:
-            ns[f"k{s}"] = move  # the kernel's variant taking over its first input's buffer
-        else:
-            into = [a for a in dead if (a.shape, a.dtype) == st.out_metas[0]] \
-                if st.function.elementwise else []
-            if into:  # the result overwrites an operand read for the last time
-                call = f"k{s}({', '.join(args + [f'out={names[id(into[0])]}'])})"
+        into = [a for a in dead if (a.shape, a.dtype) == st.out_metas[0]] \
+            if st.function.elementwise and _takes_out(k, callee) \
+            else []
+        if into:  # the result overwrites an operand read for the last time
+            call = f"k{s}({', '.join(args + [f'out={names[id(into[0])]}'])})"
         t = names[id(out)] = f"t{s}"
         produced[id(out)] = out
         body.append(f"    {t} = {call}")
         if DEBUG:
             ns[f"chk{s}"], ns[f"m{s}"] = kernels[s].check, st.out_metas[0]
             body.append(f"    chk{s}({t}, m{s})")
-        dead = [names[k] for k, v in last.items() if v == s and k in produced and
-                k not in results]
+        dead = [names[i] for i, v in last.items() if v == s and i in produced and
+                i not in results]
         if dead:
             body.append(f"    del {', '.join(dead)}")
     ns["_dev"] = dev
@@ -218,8 +220,8 @@ def generate_forward(order: list, ctx: Any) -> Any:
                 ns[f"c{s}_{j}"] = a
                 datas.append(f"c{s}_{j}")
                 args.append(f"c{s}_{j}")
-        ns[f"k{s}"] = _callee(k, n)
-        if n.attrs:
+        ns[f"k{s}"], with_attrs = _callee(k, n)
+        if with_attrs:
             ns[f"a{s}"] = n.attrs
             args.append(f"**a{s}")
         t, o = f"t{s}", f"o{s}"
@@ -281,13 +283,15 @@ def _read_input(a: Any, j: int, ns: dict, body: list) -> tuple[str, str]:
     return f"d{j}", f"x{j}"
 
 
-def _callee(k: Any, st: Any) -> Any:
-    """What a generated call of step ``st`` runs: the kernel, or the ufunc it names for
-    small inputs (``fn.small``) where the step's fixed shapes are within its limit."""
-    small = getattr(k.fn, "small", None)
-    if small is None or st.attrs or not st.out_metas[0][0]:
-        return k.fn
-    uf, limit = small
-    sizes = [math.prod(st.out_metas[0][0])] + \
-        [math.prod(a.shape) for a in st.inputs if isinstance(a, (Variable, NdArray))]
-    return uf if max(sizes) < limit else k.fn
+def _takes_out(k: Any, callee: Any) -> bool:
+    """Whether ``callee`` (what ``_callee`` chose for kernel ``k``) takes ``out=``: the
+    kernel and its ufunc do, a specialisation need not."""
+    return callee is k.fn or callee is getattr(k.fn, "small", (None,))[0]
+
+
+def _callee(k: Any, st: Any) -> tuple[Any, bool]:
+    """What a generated call of step ``st`` runs (``Kernel.callee`` for its fixed input
+    metas and attributes), and whether the call passes the attributes."""
+    metas = [(a.shape, a.dtype) if isinstance(a, (Variable, NdArray)) else None
+             for a in st.inputs]
+    return k.callee(metas, st.attrs, st.out_metas[0])

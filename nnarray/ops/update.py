@@ -23,6 +23,17 @@ def sgd_update(ws: Sequence[NdArray], gs: Sequence[NdArray], lr: float) -> None:
     """``w -= lr * g`` in place for every pair, on the current context."""
     if len(ws) != len(gs):
         raise ShapeError(f"sgd_update: {len(ws)} parameters but {len(gs)} gradients")
+    for w, g in zip(ws, gs):  # the usual case in one pass, the error's details below
+        if type(w) is not NdArray or type(g) is not NdArray or w.shape != g.shape or \
+                w.dtype is not g.dtype and w.dtype != g.dtype or w.dtype.kind != "f":
+            _reject(ws, gs)
+    if ws:
+        lookup("sgd_update", _current.get(_context._default)).run_inplace(
+            ws, gs, {"lr": float(lr)})
+
+
+def _reject(ws: Sequence[NdArray], gs: Sequence[NdArray]) -> None:
+    """Raise the error naming the first pair ``sgd_update`` cannot take."""
     for i, (w, g) in enumerate(zip(ws, gs)):
         if type(w) is not NdArray or type(g) is not NdArray:
             raise TypeError(f"sgd_update: pair {i} must be NdArrays, got "
@@ -33,6 +44,3 @@ def sgd_update(ws: Sequence[NdArray], gs: Sequence[NdArray], lr: float) -> None:
         if w.dtype != g.dtype or w.dtype.kind != "f":
             raise DTypeError(f"sgd_update: parameter {i} is {w.dtype} and its gradient "
                              f"{g.dtype}; both must be the same floating dtype")
-    if ws:
-        lookup("sgd_update", _current.get(_context._default)).run_inplace(
-            ws, gs, {"lr": float(lr)})

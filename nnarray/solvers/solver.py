@@ -115,22 +115,26 @@ class Solver(ABC):
         self.t += 1
         if self._distributed:
             self.comm.all_reduce([p.grad for p in self._trainable()], op="mean")
-        groups: dict[Any, list] = {}
         cur = get_current_context()
         key = cur.key
         states = self.states
+        here: list = []  # the usual case: data and gradient written on the current device
+        elsewhere: dict[Any, list] | None = None
         for name, p in self.params.items():
             if p.need_grad:
                 g, data = p.grad, p.data
-                # the usual case first: data and gradient written on the current device
                 ctx = None if data.head == key and g.head in (key, None) else \
                     self._context_of(p, cur)
-                items = groups.get(ctx)
-                if items is None:
-                    items = groups[ctx] = []
-                items.append((data, g, states[name]))
-        for ctx, items in groups.items():
-            with _SAME_DEVICE if ctx is None else context_scope(ctx):
+                if ctx is None:
+                    here.append((data, g, states[name]))
+                else:
+                    if elsewhere is None:
+                        elsewhere = {}
+                    elsewhere.setdefault(ctx, []).append((data, g, states[name]))
+        if here:
+            self.update_group(here)
+        for ctx, items in (elsewhere or {}).items():
+            with context_scope(ctx):
                 self.update_group(items)
 
     def update_group(self, items: list[tuple[NdArray, NdArray, dict]]) -> None:

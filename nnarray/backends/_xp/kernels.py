@@ -226,8 +226,11 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
 
     @reg("sgd_update")
     def sgd_update(ws, gs, lr):
+        dt = step = None
         for w, g in zip(ws, gs):
-            w -= w.dtype.type(lr) * g
+            if w.dtype is not dt:  # the rate in the parameters' dtype, made once per dtype
+                dt, step = w.dtype, w.dtype.type(lr)
+            w -= step * g
 
     @reg("mean_squared_error")
     def mean_squared_error(x, t):

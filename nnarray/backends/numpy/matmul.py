@@ -14,6 +14,7 @@ that shape (per process; never worse than numpy's by more than the few trial cal
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +49,28 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool = False,
     if split is None:
         return _trial(key, a, b)
     return split_product(a, b) if split else np.matmul(a, b)
+
+
+def _specialize(in_metas: list, attrs: dict) -> Any:
+    """For generated code on fixed metas: numpy's matmul itself (the transposes as
+    views) where the kernel would run it unsplit: 2-D products of one floating dtype with
+    a short inner dimension; ``None`` (the kernel) otherwise."""
+    if len(in_metas) != 2 or None in in_metas or set(attrs) - {"transpose_a", "transpose_b"}:
+        return None
+    (sa, da), (sb, db) = in_metas
+    ta, tb = attrs.get("transpose_a", False), attrs.get("transpose_b", False)
+    if len(sa) != 2 or len(sb) != 2 or da != db or da.kind != "f" or \
+            (sa[0] if ta else sa[1]) >= 2 * SLICE:
+        return None
+    mm = np.matmul
+    if ta and tb:
+        return lambda a, b: mm(a.T, b.T)
+    if ta:
+        return lambda a, b: mm(a.T, b)
+    return (lambda a, b: mm(a, b.T)) if tb else mm
+
+
+matmul.specialize = _specialize  # type: ignore[attr-defined]  # see Kernel.callee
 
 
 def split_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:

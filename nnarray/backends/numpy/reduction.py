@@ -12,6 +12,7 @@ rounding of numpy's.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,16 +25,16 @@ from . import kernels as _shared  # noqa: F401  (registers the kernels wrapped h
 MAX_AXIS, MAX_INNER, MIN_OUTER = 16, 256, 64
 
 
-def _foldable(x: np.ndarray, axis: tuple[int, ...]) -> bool:
-    if len(axis) != 1 or not 0 < axis[0] < x.ndim - 1:
+def _foldable(shape: tuple[int, ...], axis: tuple[int, ...]) -> bool:
+    if len(axis) != 1 or not 0 < axis[0] < len(shape) - 1:
         return False
     a = axis[0]
-    if not 1 < x.shape[a] <= MAX_AXIS:
+    if not 1 < shape[a] <= MAX_AXIS:
         return False
     inner = outer = 1
-    for s in x.shape[a + 1:]:
+    for s in shape[a + 1:]:
         inner *= s
-    for s in x.shape[:a]:
+    for s in shape[:a]:
         outer *= s
     return inner <= MAX_INNER and outer >= MIN_OUTER
 
@@ -43,7 +44,7 @@ def _fold(name: str, uf: Any, dtypes: Callable[[np.dtype], bool]) -> None:
 
     @register_kernel(name, "numpy")
     def k(x, axis, keepdims):
-        if not dtypes(x.dtype) or not _foldable(x, axis):
+        if not dtypes(x.dtype) or not _foldable(x.shape, axis):
             return generic(x, axis, keepdims)
         a = axis[0]
         lead = (slice(None),) * a
@@ -96,3 +97,19 @@ def sum_first_axis_first(x, axis, keepdims):
     if keepdims:
         r = r.reshape(tuple(1 if i in axis else n for i, n in enumerate(x.shape)))
     return r
+
+
+def _specialize_sum(in_metas: list, attrs: dict) -> Any:
+    """For generated code on fixed metas: numpy's reduce itself where the kernels above
+    end in it (a float32/float64 sum to an array, neither folded nor split)."""
+    if len(in_metas) != 1 or in_metas[0] is None or set(attrs) != {"axis", "keepdims"}:
+        return None
+    (shape, dtype), = in_metas
+    axis, keepdims = attrs["axis"], attrs["keepdims"]
+    if not _f32_f64(dtype) or _foldable(shape, axis) or (len(axis) > 1 and axis[0] == 0) \
+            or not keepdims and len(axis) == len(shape):
+        return None
+    return partial(np.add.reduce, axis=axis, keepdims=keepdims)
+
+
+sum_first_axis_first.specialize = _specialize_sum  # type: ignore[attr-defined]
