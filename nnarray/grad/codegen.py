@@ -54,7 +54,8 @@ def _deliver(v: Any, x: Any, dev: Any, meta: tuple) -> None:
 
 def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
     """``Fused`` for the steps of ``prog`` (minus the indices in ``skip``, whose outputs
-    are read as inputs); ``None`` when a step is not a plain kernel call."""
+    are read as inputs), checking the saved data first; ``None`` when a step is not a
+    plain kernel call."""
     steps = prog.steps
     results = {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter}
     ns: dict[str, Any] = {"_wrap": _wrap, "_deliver": _deliver}
@@ -121,10 +122,26 @@ def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
             body.append(f"    del {', '.join(dead)}")
     ns["_dev"] = dev
     src = "def program(nodes, seed, more_seeds, clear_buffer):\n" + \
-        "\n".join(head + body + _delivery(prog, produced, names, sources, ns) or
+        "\n".join(_checks(prog, ns) + head + body + _delivery(prog, produced, names, sources, ns) or
                   ["    pass"]) + "\n"
     exec(compile(src, "<nnarray backward program>", "exec"), ns)  # noqa: S102
     return Fused(ns.pop("program"), src)  # no function <-> globals cycle
+
+
+def _checks(prog: Any, ns: dict) -> list[str]:
+    """Code checking the saved data of the nodes ``prog`` reads before anything runs: a
+    version bumped since the forward pass (or a host view handed out) has ``Node.check``
+    raise or decide."""
+    if not prog.checks:
+        return []
+    ns["SAVED"] = SAVED
+    return [f"    for n in ({', '.join(f'nodes[{k}]' for k in prog.checks)},):",
+            "        vs = n.versions",
+            "        if vs is None:",
+            "            n.check()",
+            "        for _, d, v in vs:",
+            "            if d.version != v or d._snap is not SAVED:",
+            "                n.check()"]
 
 
 def _sources(prog: Any) -> dict[int, str]:

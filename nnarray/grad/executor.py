@@ -236,15 +236,15 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
     """Run a traced program on the graph whose forward order is ``nodes``: check its
     saved data, run the steps, deliver the gradients (``more_seeds``: the output
     gradients of a program traced from several roots, after the first)."""
-    for k in prog.checks:
-        nodes[k].check()
     compiled = prog.compiled
     if compiled is None or compiled[0] is not ctx:
         compiled = prog.compiled = _compile(prog, ctx)
     _, steps, fused = compiled
     if fused is not None and not prog.inv_steps:
-        fused.fn(nodes, seed, more_seeds, clear_buffer)  # reads the saved data itself
+        fused.fn(nodes, seed, more_seeds, clear_buffer)  # checks and reads the saved data
     else:
+        for k in prog.checks:
+            nodes[k].check()
         _bind(prog, nodes, seed, more_seeds)
         try:
             _run_steps(prog, nodes, steps, fused, seed, more_seeds, clear_buffer)

@@ -88,8 +88,7 @@ class Solver(ABC):
     def zero_grad(self) -> None:
         """Zero every parameter's gradient (lazily)."""
         for p in self.params.values():
-            if p.grad is not None:
-                p.grad.zero()
+            p.grad.zero()
 
     def weight_decay(self, rate: float) -> None:
         """``grad += rate * data`` for every parameter (call before ``update``)."""
