@@ -103,6 +103,9 @@ _SPECIALISED = [  # (op, input shapes, attrs, whether a specialisation is expect
     ("sum", [(7, 5)], {"axis": (1,), "keepdims": True}, True),
     ("sum", [(70, 3, 5)], {"axis": (1,), "keepdims": False}, False),  # folded
     ("sum", [(7, 5)], {"axis": (0, 1), "keepdims": False}, False),  # to a 0-d array
+    ("relu", [(64, 100)], {}, True),
+    ("relu", [(3,)], {}, True),
+    ("relu", [(1024, 1024)], {}, False),  # 4 MiB: no constant zeros array of that size
 ]
 
 
@@ -122,6 +125,15 @@ def test_specialised_calls_match_their_kernel(op, shapes, attrs, expected):
     got = fn(*xs)
     assert type(got) is np.ndarray and got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [5, 8192])  # the kernel's scalar and zeros-array paths
+def test_specialised_relu_keeps_signed_zeros_and_nan(n):
+    k = registry.lookup("relu", nna.Context("numpy"))
+    x = np.resize(np.array([-0.0, 0.0, np.nan, -1.5, 2.0], np.float32), n)
+    fn, _ = k.callee([(x.shape, _F32)], {}, (x.shape, _F32))
+    assert fn is not k.fn
+    np.testing.assert_array_equal(fn(x).view(np.int32), k.fn(x).view(np.int32))
 
 
 def test_small_elementwise_calls_take_the_ufunc():

@@ -6,7 +6,9 @@
   y is +0) is branch-free, exact (signed zeros and NaN payloads included) and takes
   70 us.
 - ``np.maximum`` against a scalar is not vectorized (79 us for 64 Ki float32); against an
-  array of zeros it is (23 us, the fill included).
+  array of zeros it is (23 us, the fill included). Generated code on fixed shapes reads a
+  shared read-only zeros array instead (``relu.specialize``: 4.3 us for a 64x100 float32
+  relu where the kernel takes 10.9 and ``np.maximum(x, 0)`` 15.8).
 """
 
 from __future__ import annotations
@@ -72,3 +74,30 @@ def relu(x, out=None):
     out = _empty(x.shape, x.dtype)
     out.fill(0)
     return np.maximum(x, out, out=out)
+
+
+#: Largest zeros array ``relu.specialize`` keeps (bytes), and how many it keeps: a
+#: static graph's activations up to this size run against a constant instead of a fill.
+ZEROS_MAX_BYTES, ZEROS_MAX_COUNT = 1 << 20, 64
+_zeros: dict[tuple, np.ndarray] = {}
+
+
+def _specialize_relu(in_metas: list, attrs: dict) -> Callable | None:
+    """For generated code on fixed metas: ``np.maximum`` against a shared read-only zeros
+    array of the input's shape (numeric dtypes up to ``ZEROS_MAX_BYTES``)."""
+    if attrs or len(in_metas) != 1 or in_metas[0] is None:
+        return None
+    shape, dtype = in_metas[0]
+    key = (shape, dtype)
+    z = _zeros.get(key)
+    if z is None:
+        if dtype.kind not in "fiu" or math.prod(shape) * dtype.itemsize > ZEROS_MAX_BYTES \
+                or len(_zeros) >= ZEROS_MAX_COUNT:
+            return None
+        z = _zeros[key] = np.zeros(shape, dtype)
+        z.flags.writeable = False
+    mx = np.maximum
+    return lambda x: mx(x, z)
+
+
+relu.specialize = _specialize_relu  # type: ignore[attr-defined]  # see Kernel.callee
