@@ -3,8 +3,10 @@ programs (the fastest path).
 
 When every step is a plain kernel call (resolved for the context, one output, no
 fallback, one device), the pass becomes one generated Python function over native
-arrays: ``t3 = k3(i0, t2)`` per step, the intermediates passed on as locals. A step on
-small fixed shapes calls the kernel's ufunc directly (``fn.small``).
+arrays: ``t3 = k3(i0, t2)`` per step, the intermediates passed on as locals. A step's
+shapes and attributes are fixed, so it calls what ``Kernel.callee`` picks for them: the
+kernel's specialisation (``fn.specialize``: numpy's matmul or reduce itself), its ufunc
+for small inputs (``fn.small``), or the kernel.
 
 Forward (``generate_forward``): each result is adopted by its variable's NdArray, and
 what the node's backward rule retains is kept with its versions, as ``Node.retain``
