@@ -78,7 +78,7 @@ def relu(x, out=None):
 
 #: Largest zeros array ``relu.specialize`` keeps (bytes), and how many it keeps: a
 #: static graph's activations up to this size run against a constant instead of a fill.
-ZEROS_MAX_BYTES, ZEROS_MAX_COUNT = 1 << 20, 64
+ZEROS_MAX_BYTES, ZEROS_MAX_COUNT = 1 << 20, 32
 _zeros: dict[tuple, np.ndarray] = {}
 
 
