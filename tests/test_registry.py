@@ -103,8 +103,10 @@ _SPECIALISED = [  # (op, input shapes, attrs, whether a specialisation is expect
     ("sum", [(7, 5)], {"axis": (1,), "keepdims": True}, True),
     ("sum", [(70, 3, 5)], {"axis": (1,), "keepdims": False}, False),  # folded
     ("sum", [(7, 5)], {"axis": (0, 1), "keepdims": False}, False),  # to a 0-d array
+    ("sum", [()], {"axis": (), "keepdims": True}, False),  # of a 0-d array
     ("relu", [(64, 100)], {}, True),
     ("relu", [(3,)], {}, True),
+    ("relu", [()], {}, False),  # 0-d: the kernel (a ufunc gives a scalar)
     ("relu", [(1024, 1024)], {}, False),  # 4 MiB: no constant zeros array of that size
 ]
 

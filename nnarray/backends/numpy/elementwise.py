@@ -84,10 +84,12 @@ _zeros: dict[tuple, np.ndarray] = {}
 
 def _specialize_relu(in_metas: list, attrs: dict) -> Callable | None:
     """For generated code on fixed metas: ``np.maximum`` against a shared read-only zeros
-    array of the input's shape (numeric dtypes up to ``ZEROS_MAX_BYTES``)."""
+    array of the input's shape (numeric dtypes up to ``ZEROS_MAX_BYTES``, not 0-d)."""
     if attrs or len(in_metas) != 1 or in_metas[0] is None:
         return None
     shape, dtype = in_metas[0]
+    if not shape:
+        return None  # a ufunc gives a scalar for 0-d arrays
     key = (shape, dtype)
     z = _zeros.get(key)
     if z is None:

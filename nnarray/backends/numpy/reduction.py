@@ -101,13 +101,14 @@ def sum_first_axis_first(x, axis, keepdims):
 
 def _specialize_sum(in_metas: list, attrs: dict) -> Any:
     """For generated code on fixed metas: numpy's reduce itself where the kernels above
-    end in it (a float32/float64 sum to an array, neither folded nor split)."""
+    end in it (a float32/float64 sum of an array to an array, neither folded nor split;
+    numpy's reduce gives a scalar for a 0-d result or a 0-d input)."""
     if len(in_metas) != 1 or in_metas[0] is None or set(attrs) != {"axis", "keepdims"}:
         return None
     (shape, dtype), = in_metas
     axis, keepdims = attrs["axis"], attrs["keepdims"]
-    if not _f32_f64(dtype) or _foldable(shape, axis) or (len(axis) > 1 and axis[0] == 0) \
-            or not keepdims and len(axis) == len(shape):
+    if not shape or not _f32_f64(dtype) or _foldable(shape, axis) or \
+            (len(axis) > 1 and axis[0] == 0) or not keepdims and len(axis) == len(shape):
         return None
     return partial(np.add.reduce, axis=axis, keepdims=keepdims)
 
