@@ -206,11 +206,14 @@ def _delivery(prog: Any, produced: dict, names: dict, sources: dict, ns: dict) -
     return code
 
 
-def generate_forward(order: list, ctx: Any) -> Any:
+def generate_forward(order: list, ctx: Any, save: bool = True,
+                     release: list | None = None) -> Any:
     """A generated function ``program(root)`` running the static graph ``order`` (whose
     last node produces ``root``) as the compiled steps do, one kernel call per node with
     the intermediates passed on as native arrays; ``None`` when a node is not a plain
-    one-output kernel call on one device."""
+    one-output kernel call on one device. ``save``: keep what backward needs (as
+    ``forward_step(ctx, save)``); ``release``: per node, the variables whose data is
+    dropped after it ran (an executor's memory plan)."""
     ns: dict[str, Any] = {"_wrap": _wrap, "SAVED": SAVED}
     names: dict[int, tuple[str, str]] = {}  # id(variable or array) -> (NdArray, native)
     body: list[str] = []
@@ -258,7 +261,11 @@ def generate_forward(order: list, ctx: Any) -> Any:
                  "    else:",
                  f"        {o}.adopt(_dev, {t})"]
         names[id(out)] = (o, t)
-        body += _retain(f"N{s}", n, datas, o)
+        if save:
+            body += _retain(f"N{s}", n, datas, o)
+        for j, r in enumerate(release[s] if release else ()):
+            ns[f"R{s}_{j}"] = r  # its data and its buffer go now, as in the steps
+            body += [f"    R{s}_{j}._data = None", f"    del {', '.join(names[id(r)])}"]
     ns["_dev"] = dev
     src = "def program(root):\n" + "\n".join(body) + "\n"
     exec(compile(src, "<nnarray forward program>", "exec"), ns)  # noqa: S102

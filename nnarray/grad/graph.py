@@ -31,6 +31,7 @@ from ..context import as_context
 from ..errors import DTypeError, GraphError, ShapeError
 from ..ndarray import NdArray, full
 from . import modes, recording
+from .codegen import generate_forward
 from .executor import backward_order, leaves, replay, topological_many
 from .program import trace
 from .python_function import PyNode, PythonFunction
@@ -545,7 +546,7 @@ class Executor:
         run = self._runs.get(save)
         if run is None:
             run = self._runs[save] = self._run(bool(is_train), save)
-        order, release, outs, steps, out_data = run
+        order, release, outs, steps, out_data, program = run
         args = self.graph._args
         kept = [v._data for v in args] + [v._data for v in outs]
         for v, nd in zip(args, self.arg_dict.values()):
@@ -554,10 +555,13 @@ class Executor:
             if v._parent is not None:
                 v._data = d
         try:
-            for step, rel in zip(steps, release):
-                step()
-                for v in rel:
-                    v._data = None
+            if program is not None:
+                program(order[-1].outputs[0]())
+            else:
+                for step, rel in zip(steps, release):
+                    step()
+                    for v in rel:
+                        v._data = None
             run[4] = res = [v.data for v in outs]
         finally:  # the graph's own Variables keep their data
             for v, d in zip(args + outs, kept):
@@ -569,15 +573,17 @@ class Executor:
         return res
 
     def _run(self, is_train: bool, save: bool) -> list:
-        """``[order, release plan, outputs, compiled steps, output arrays]`` of a mode:
-        inference runs a twin of the graph whose dropout and batch normalization nodes
-        are in inference mode, when it has any."""
+        """``[order, release plan, outputs, compiled steps, output arrays, generated
+        program or None]`` of a mode: inference runs a twin of the graph whose dropout and
+        batch normalization nodes are in inference mode, when it has any."""
         order, outs = self._order, self._outs
         if not is_train and any(_trains(n) for n in order):
             twin = self.graph._with({}, inference=True)
             order, outs = twin._order, twin._outputs
         steps = [n.forward_step(self.ctx, save) for n in order]
-        return [order, _release_plan(order, outs), outs, steps, [None] * len(outs)]
+        release = _release_plan(order, outs)
+        program = generate_forward(order, self.ctx, save, release) if order else None
+        return [order, release, outs, steps, [None] * len(outs), program]
 
     # -- backward -----------------------------------------------------------------------------
     def backward(self, out_grads: Any = None) -> None:
