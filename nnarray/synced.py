@@ -84,19 +84,14 @@ class SyncedArray:
 
     @staticmethod
     def natives(arrays: Any, dev: Device, mode: str = "r") -> list:
-        """``[a.native(dev, mode) for a in arrays]`` with the usual cases inline (a fused
-        update reads and writes every parameter of a model in one call)."""
+        """``[a.native(dev, mode) for a in arrays]``, a current copy's read inline (a fused
+        update reads every gradient of a model in one call)."""
+        if mode != "r":
+            return [a.native(dev, mode) for a in arrays]
         out = []
         for a in arrays:
-            c = a._copies
-            x = c.get(dev) if mode == "r" or mode == "rw" and len(c) == 1 else None
-            if x is None:
-                x = a.native(dev, mode)
-            elif mode == "rw":
-                a._head = dev
-                a._fill = _NO_FILL
-                a.version += 1
-            out.append(x)
+            x = a._copies.get(dev)
+            out.append(x if x is not None else a._sync(dev, False))
         return out
 
     def adopt(self, dev: Device, x: Any) -> None:
