@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -30,11 +29,10 @@ from pathlib import Path
 import pytest
 
 import nnarray as nna
+from nnarray.distributed import world
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP = "data-parallel mlp step 64x1000-100-10 sgd (global batch)"
-LAUNCHER_VARS = ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE",
-                 "OMPI_COMM_WORLD_RANK", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
 
 
 class Replay:
@@ -69,7 +67,7 @@ def job(backend: str, ranks: int, steps: int) -> dict:
     reason = nna.backends.why_unavailable(backend)
     if reason is not None:
         pytest.skip(f"{backend} unavailable: {reason}")
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env = world.launch_env()
     env["PYTHONPATH"] = str(ROOT)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")  # two ranks on two cores: no BLAS threads
     with tempfile.TemporaryDirectory() as tmp:

@@ -31,13 +31,11 @@ from nnarray.training import Trainer, shard
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "mpi_worker.py"
-LAUNCHER_VARS = ("PMI_SIZE", "PMI_RANK", "PMI_FD", "PMIX_RANK", "PMIX_SIZE",
-                 "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE",
-                 "MV2_COMM_WORLD_RANK", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
+LAUNCHER_VARS = world.LAUNCHER_VARS
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env = world.launch_env()
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(
         os.pathsep)
     env["OPENBLAS_NUM_THREADS"] = "1"  # two ranks on two cores: no spinning BLAS threads
@@ -86,7 +84,8 @@ def test_plain_python_is_a_world_of_one_without_importing_mpi4py():
             "print(c.rank, c.size, c.local_rank, c.ctx, 'mpi4py' in sys.modules)")
     p, _ = _run([sys.executable, "-c", code], timeout=60)
     assert p.returncode == 0, p.stdout
-    assert p.stdout.split() == ["0", "1", "0", "numpy:0", "False"]
+    ctx = "cuda:0" if nna.backends.why_unavailable("cuda") is None else "numpy:0"
+    assert p.stdout.split() == ["0", "1", "0", ctx, "False"]  # init() prefers a GPU
 
 
 def test_missing_mpi4py(monkeypatch):

@@ -17,6 +17,8 @@ from .errors import DistributedError
 #: Variables set by MPICH/Intel MPI (PMI), Open MPI, PMIx and MVAPICH launchers.
 _SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PMIX_SIZE")
 _RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK")
+#: Every variable by which a launcher marks the processes it starts.
+LAUNCHER_VARS = _SIZE_VARS + _RANK_VARS + ("PMI_FD", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
 
 
 def launched_size() -> int | None:
@@ -55,6 +57,18 @@ def local_rank(comm: Any) -> int:
         return node.Get_rank()
     finally:
         node.Free()
+
+
+def launch_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for ranks started from this process (tests, benchmarks): ``base``
+    (default ``os.environ``) without the marks of a launcher this process may itself run
+    under, and with Open MPI's consent to run as root (containers and CI run as root;
+    MPICH ignores it)."""
+    env = {k: v for k, v in (os.environ if base is None else base).items()
+           if k not in LAUNCHER_VARS}
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
 
 
 def launcher() -> tuple[str | None, str]:

@@ -155,7 +155,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
     def cumulative_sum(x, axis):
         d = x.dtype
         d = np.int64 if d.kind in "bi" else np.uint64 if d.kind == "u" else d
-        return fresh(xp.cumsum(x, axis=axis, dtype=d))
+        r = xp.cumsum(x, axis=axis, dtype=d)  # CuPy's is strided along a leading axis
+        return r if type(r) is nd and r.flags.c_contiguous else xp.ascontiguousarray(r)
 
     for name, fn in (("argmax", xp.argmax), ("argmin", xp.argmin)):
         def arg(x, axis, keepdims, _fn=fn):

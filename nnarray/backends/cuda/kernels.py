@@ -13,6 +13,7 @@ import cupy
 from .._xp import register_xp_kernels
 from . import scope
 from .conv import register_conv
+from .divmod import register_divmod
 from .elementwise import register_elementwise
 from .random import register_random
 from .scope import register
@@ -42,6 +43,7 @@ for _name in ("sum", "mean", "max", "min"):
     register(_name)(_reduce_0d(_generic[_name]))
 
 register_elementwise(cupy)
+register_divmod(cupy)
 register_softmax(cupy, _generic)
 register_conv(cupy, _generic)
 register_random(cupy)
