@@ -86,6 +86,12 @@ def cumulative_sum(x: Any, axis: Any = None) -> Any:
     return _red.cumulative_sum(x, axis=axis)
 
 
+def cumulative_prod(x: Any, axis: Any = None) -> Any:
+    """Running product along ``axis`` (optional for 1-D input); integers multiply in
+    int64."""
+    return _red.cumulative_prod(x, axis=axis)
+
+
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Mean over ``axis``."""
     return _red.mean(x, axis=axis, keepdims=keepdims)

@@ -167,7 +167,8 @@ class NdArray(SyncedArray, ArrayOperators):
     # -- the Array API -------------------------------------------------------------
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         """The ``nnarray`` module (Array API 2023.12)."""
-        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12"):
+        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12",
+                                                             "2024.12"):
             raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r}")
         import nnarray
         return nnarray

@@ -52,6 +52,12 @@ maximum, minimum, not_equal, positive, remainder, round, sign, signbit = (
                       "sign", "signbit"))
 sin, sinh, square, sqrt, tan, tanh, trunc = (
     _OPS[n] for n in ("sin", "sinh", "square", "sqrt", "tan", "tanh", "trunc"))
+nextafter = _OPS["nextafter"]
+
+
+def reciprocal(x: Any, /) -> Any:
+    """``1 / x`` (floating results, like ``divide``)."""
+    return divide(1.0, x)
 
 
 def where(condition: Any, x1: Any, x2: Any, /) -> Any:
@@ -377,24 +383,111 @@ def prod(x: Any, /, *, axis: Any = None, dtype: Any = None,
     return _reduce("prod", F.prod, x, axis, keepdims, dtype)
 
 
-def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
-                   include_initial: builtins.bool = False) -> Any:
-    """The running sum along ``axis`` (needed unless ``x`` is 1-D); ``include_initial``
-    prepends the zero."""
-    _require("cumulative_sum", x)
+def _cumulative(op: str, fn: Any, init: int, x: Any, axis: int | None, dtype: Any,
+                include_initial: builtins.bool) -> Any:
+    _require(op, x)
     if dtype is not None:
-        d = _dtypes.normalize(dtype, "cumulative_sum")
+        d = _dtypes.normalize(dtype, op)
         if d != x.dtype:
             x = F.cast(x, d)
-    y = F.cumulative_sum(x, axis)
+    y = fn(x, axis)
     if dtype is not None and y.dtype != x.dtype:
         y = F.cast(y, x.dtype)
     if include_initial:
         a = (0 if axis is None else axis) % x.ndim
-        z = zeros(x.shape[:a] + (1,) + x.shape[a + 1:], y.dtype,
-                  device=x.device if type(x) is NdArray else None)
+        z = full(x.shape[:a] + (1,) + x.shape[a + 1:], init, y.dtype,
+                 device=x.device if type(x) is NdArray else None)
         y = F.concatenate([z, y], a)
     return y
+
+
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: builtins.bool = False) -> Any:
+    """The running sum along ``axis`` (needed unless ``x`` is 1-D); ``include_initial``
+    prepends the zero."""
+    return _cumulative("cumulative_sum", F.cumulative_sum, 0, x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                    include_initial: builtins.bool = False) -> Any:
+    """The running product along ``axis`` (needed unless ``x`` is 1-D);
+    ``include_initial`` prepends the one."""
+    return _cumulative("cumulative_prod", F.cumulative_prod, 1, x, axis, dtype,
+                       include_initial)
+
+
+def count_nonzero(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
+    """The number of nonzero elements over ``axis`` (int64)."""
+    _require("count_nonzero", x)
+    hits = F.cast(F.not_equal(x, 0), _I64)
+    axis = _axes(axis)
+    return hits if axis == () else F.sum(hits, axis, keepdims)
+
+
+def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None,
+         append: Any = None) -> Any:
+    """The ``n``-th forward difference along ``axis`` (``prepend``/``append`` joined
+    first); bool arrays give ``x[i+1] != x[i]``, as numpy does."""
+    _require("diff", x)
+    if x.ndim == 0:
+        raise ValueError("diff: argument 'x' must have at least one dimension")
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"diff: argument 'n' must be >= 0, got {n}")
+    a = norm_axes("diff", axis, x.shape)[0]
+    parts = [v for v in (prepend, x, append) if v is not None]
+    y = F.concatenate(parts, a) if len(parts) > 1 else x
+    head = [builtins.slice(None)] * x.ndim
+    tail = [builtins.slice(None)] * x.ndim
+    head[a], tail[a] = builtins.slice(1, None), builtins.slice(None, -1)
+    for _ in range(n):
+        hi, lo = F.getitem(y, tuple(head)), F.getitem(y, tuple(tail))
+        y = F.not_equal(hi, lo) if y.dtype == _BOOL else F.sub(hi, lo)
+    return y
+
+
+def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
+    """``x``'s elements at ``indices`` along ``axis`` (negative count from the end); the
+    other axes of ``x`` and ``indices`` broadcast. Runs where ``x`` is: one gather."""
+    from .ops.indexing import _check_bounds, gather
+    _require("take_along_axis", x)
+    _require("take_along_axis", indices)
+    if x.ndim == 0 or indices.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: x {x.shape} and indices {indices.shape} must "
+                         f"have the same number (>= 1) of dimensions")
+    if indices.dtype.kind not in "iu":
+        raise DTypeError(f"take_along_axis: argument 'indices' must be integer, got "
+                         f"{indices.dtype}")
+    a = norm_axes("take_along_axis", axis, x.shape)[0]
+    try:
+        out = np.broadcast_shapes(x.shape[:a] + (1,) + x.shape[a + 1:],
+                                  indices.shape[:a] + (1,) + indices.shape[a + 1:])
+    except ValueError:
+        raise ValueError(f"take_along_axis: x {x.shape} and indices {indices.shape} do not "
+                         f"broadcast outside axis {a}") from None
+    out = out[:a] + (indices.shape[a],) + out[a + 1:]
+    dim = x.shape[a]
+    i = F.cast(indices, _I64) if indices.dtype != _I64 else indices
+    _check_bounds("take_along_axis", i, dim, a, x.shape)
+    i = F.remainder(i, dim) if dim else i
+    st = np.zeros(x.ndim, np.int64)  # the element strides, 0 along broadcast axes
+    acc = 1
+    for d in range(x.ndim - 1, -1, -1):
+        st[d] = acc if x.shape[d] > 1 else 0
+        acc *= x.shape[d]
+    base = np.zeros([1 if d == a else out[d] for d in range(x.ndim)], np.int64)
+    for d in range(x.ndim):
+        if d != a:
+            base = base + (np.arange(out[d], dtype=np.int64) * st[d]).reshape(
+                [-1 if e == d else 1 for e in range(x.ndim)])
+    offs = F.broadcast_to(F.mul(i, int(st[a])), out)
+    if base.any():
+        host = NdArray.from_numpy_array(np.ascontiguousarray(base))
+        dev = getattr(offs, "device", None)
+        if dev is not None and dev != host.device:  # the offsets go where x is, explicitly
+            host = host.to_device(dev)
+        offs = F.add(offs, host)
+    return F.reshape(gather(F.reshape(x, (-1,)), F.reshape(offs, (-1,))), out)
 
 
 def _same(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool) -> Any:
@@ -691,6 +784,8 @@ def squeeze(x: Any, /, axis: Any) -> Any:
     return F.reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
 
 
+from .einsum import einsum  # noqa: E402, F401  (numpy-compatible extras)
+from .pad import pad  # noqa: E402, F401
 from .sorting import (  # noqa: E402, F401  (the standard's sorting, searching, set functions)
     UniqueAllResult,
     UniqueCountsResult,

@@ -347,6 +347,7 @@ BINARY: dict[str, tuple] = {
     "remainder": ("no_bool", "ab", lambda a, b, y, g: g,
                   lambda a, b, y, g: -(g * floor_divide(a, b))),
     "floor_divide": ("no_bool", "", None, None),
+    "nextafter": ("float", "", None, None),
     "bitwise_and": ("integral", "", None, None),
     "bitwise_or": ("integral", "", None, None),
     "bitwise_xor": ("integral", "", None, None),

@@ -63,25 +63,28 @@ def _infer_arg(name: str):
     return infer
 
 
-def _infer_cumsum(inputs, attrs):
-    (x,) = inputs
-    require_array("cumulative_sum", "x", x)
-    if x.ndim == 0:
-        raise ValueError("cumulative_sum: argument 'x' must have at least one dimension")
-    axis = attrs.get("axis")
-    if axis is None:
-        if x.ndim != 1:
-            raise ValueError(f"cumulative_sum: argument 'axis' is required for shape {x.shape}")
-        axis = 0
-    attrs["axis"] = norm_axis("cumulative_sum", axis, x.ndim)
-    d = x.dtype
-    d = _I64 if d.kind in "bi" else _U64 if d.kind == "u" else d
-    return ((x.shape, d),)
+def _infer_cumulative(name: str):
+    def infer(inputs, attrs):
+        (x,) = inputs
+        require_array(name, "x", x)
+        if x.ndim == 0:
+            raise ValueError(f"{name}: argument 'x' must have at least one dimension")
+        axis = attrs.get("axis")
+        if axis is None:
+            if x.ndim != 1:
+                raise ValueError(f"{name}: argument 'axis' is required for shape {x.shape}")
+            axis = 0
+        attrs["axis"] = norm_axis(name, axis, x.ndim)
+        d = x.dtype
+        d = _I64 if d.kind in "bi" else _U64 if d.kind == "u" else d
+        return ((x.shape, d),)
+    return infer
 
 
-#: Running sum along one axis (kernel contract: ``cumulative_sum(x, axis: int)``; the
-#: result has ``sum``'s dtype).
-cumulative_sum = Op("cumulative_sum", _infer_cumsum)
+#: Running sum and product along one axis (kernel contract: ``cumulative_sum(x, axis:
+#: int)``, likewise ``cumulative_prod``; the result has ``sum``'s dtype).
+cumulative_sum = Op("cumulative_sum", _infer_cumulative("cumulative_sum"))
+cumulative_prod = Op("cumulative_prod", _infer_cumulative("cumulative_prod"))
 sum, prod, mean, max, min = (Op(n, _infer_reduce(n))
                              for n in ("sum", "prod", "mean", "max", "min"))
 argmax = Op("argmax", _infer_arg("argmax"), differentiable=False)
@@ -119,7 +122,26 @@ def _prod_grad(c, g):  # g * y / x where x != 0; the product of the others where
 @_backward(cumulative_sum)
 def _cumsum_grad(c, g):  # the reversed running sum: total - running + own
     a = c.attrs["axis"]
-    return (_fit(c, 0, _F.sum(g, axis=a, keepdims=True) - cumulative_sum(g, axis=a) + g),)
+    return (_fit(c, 0, _reverse_cumsum(g, a)),)
+
+
+def _reverse_cumsum(g, a):
+    """``g`` summed from each position to the end of axis ``a``."""
+    return _F.sum(g, axis=a, keepdims=True) - cumulative_sum(g, axis=a) + g
+
+
+@_backward(cumulative_prod, inputs=(0,), outputs=(0,))
+def _cumprod_grad(c, g):
+    """Exact with zeros: where ``x != 0`` the gradient is the reversed running sum of
+    ``g * y`` over ``x``; at the first zero of a line it is that of ``g * y'``, ``y'`` the
+    running product with that zero replaced by 1; later zeros get 0."""
+    x, y, a = c.inputs[0], c.outputs[0], c.attrs["axis"]
+    zero = _F.equal(x, 0)
+    first = _F.logical_and(zero, _F.equal(cumulative_sum(zero, axis=a), 1))
+    nonzero = _F.where(zero, 1.0, x)
+    at_first = _reverse_cumsum(g * cumulative_prod(_F.where(first, 1.0, x), axis=a), a)
+    d = _F.where(zero, _F.where(first, at_first, 0.0), _reverse_cumsum(g * y, a) / nonzero)
+    return (_fit(c, 0, d),)
 
 
 @_backward(mean)

@@ -13,6 +13,7 @@ BINARY = {
     "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
     "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift",
     "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
+    "nextafter": "nextafter",
 }
 
 UNARY = {

@@ -151,12 +151,16 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         xp.add.at(out, indices, values)  # repeated indices accumulate
         return out
 
-    @reg("cumulative_sum")
-    def cumulative_sum(x, axis):
-        d = x.dtype
-        d = np.int64 if d.kind in "bi" else np.uint64 if d.kind == "u" else d
-        r = xp.cumsum(x, axis=axis, dtype=d)  # CuPy's is strided along a leading axis
-        return r if type(r) is nd and r.flags.c_contiguous else xp.ascontiguousarray(r)
+    def cumulative(name: str, fn: Any) -> None:
+        @reg(name)
+        def k(x, axis):
+            d = x.dtype
+            d = np.int64 if d.kind in "bi" else np.uint64 if d.kind == "u" else d
+            r = fn(x, axis=axis, dtype=d)  # CuPy's is strided along a leading axis
+            return r if type(r) is nd and r.flags.c_contiguous else xp.ascontiguousarray(r)
+
+    cumulative("cumulative_sum", xp.cumsum)
+    cumulative("cumulative_prod", xp.cumprod)
 
     for name, fn in (("argmax", xp.argmax), ("argmin", xp.argmin)):
         def arg(x, axis, keepdims, _fn=fn):

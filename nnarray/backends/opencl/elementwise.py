@@ -234,8 +234,25 @@ def _shift(name: str, ct: CLType) -> str:
     return f"(v1 >= {bits} ? (v0 < 0 ? ({ct.calc})-1 : ({ct.calc})0) : ({ct.calc})(v0 >> v1))"
 
 
+#: float16 nextafter on the half's bits (computing in float would round back).
+_NEXTAFTER_HALF = """
+float nna_nextafter_h(float a, float b) {
+  if (isnan(a) || isnan(b)) return a + b;
+  if (a == b) return b;
+  if (a == 0.0f) return b > 0.0f ? 5.9604645e-8f : -5.9604645e-8f;
+  ushort h; vstore_half(a, 0, (__private half*)&h);
+  if ((a < b) == (a > 0.0f)) h += 1; else h -= 1;
+  return vload_half(0, (__private const half*)&h);
+}
+"""
+
+
 def _binary_expr(name: str, ct: CLType) -> tuple[str, str]:
     """(expression of v0, v1 in ``ct``, helpers)."""
+    if name == "nextafter":
+        if ct.dtype.itemsize == 2:
+            return "nna_nextafter_h(v0, v1)", _NEXTAFTER_HALF
+        return "nextafter(v0, v1)", ""
     if name in _BITWISE:
         return _BITWISE[name], ""
     if name in _LOGICAL:

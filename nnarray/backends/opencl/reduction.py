@@ -307,42 +307,52 @@ for _op in ("argmax", "argmin"):
     _register_arg(_op)
 
 
-_CUMSUM = """{hdr}__kernel void cumsum(__global const {s}* restrict x, __global {o}* out,
-                     const long outer, const long n, const long inner) {{
+_CUMULATIVE = """{hdr}__kernel void cumulative(__global const {s}* restrict x,
+                     __global {o}* out, const long outer, const long n, const long inner) {{
     const long g = get_global_id(0);
     if (g >= outer * inner) return;
     const long base = (g / inner) * n * inner + g % inner;
-    {a} acc = 0;
+    {a} acc = {init};
     for (long i = 0; i < n; ++i) {{
-      acc += {load};
+      acc {op}= {load};
       {store}
     }}
 }}
 """
+#: op -> (C operator, initial value) of the running fold.
+_FOLDS = {"cumulative_sum": ("+", "0"), "cumulative_prod": ("*", "1")}
 
 
-@register_kernel("cumulative_sum", "opencl")
-def cumulative_sum(x, axis):
-    """One work-item per line along ``axis``, summing serially (in double for floats
-    where the device has fp64; the accumulator has the result's type otherwise)."""
-    dev = device_of(x)
-    in_t = cltype(x.dtype)
-    k = x.dtype.kind
-    out_d = _I64 if k in "bi" else np.dtype(np.uint64) if k == "u" else x.dtype
-    out_t = cltype(out_d)
-    acc_t = _acc_type(dev, "sum", in_t) if k == "f" else out_t
-    for d in (x.dtype, out_d, acc_t.dtype):
-        dev.check_dtype(d, "cumulative_sum")
-    out = dev.empty(x.shape, out_d)
-    if out.size == 0:
+def _register_cumulative(name: str) -> None:
+    op, init = _FOLDS[name]
+
+    @register_kernel(name, "opencl")
+    def cumulative(x, axis):
+        """One work-item per line along ``axis``, folding serially (in double for floats
+        where the device has fp64; the accumulator has the result's type otherwise)."""
+        dev = device_of(x)
+        in_t = cltype(x.dtype)
+        k = x.dtype.kind
+        out_d = _I64 if k in "bi" else np.dtype(np.uint64) if k == "u" else x.dtype
+        out_t = cltype(out_d)
+        acc_t = _acc_type(dev, "sum", in_t) if k == "f" else out_t
+        for d in (x.dtype, out_d, acc_t.dtype):
+            dev.check_dtype(d, name)
+        out = dev.empty(x.shape, out_d)
+        if out.size == 0:
+            return out
+        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+        inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+        src = _CUMULATIVE.format(
+            hdr=header(in_t, acc_t, out_t), s=in_t.storage, o=out_t.storage, a=acc_t.calc,
+            op=op, init=init, load=convert(in_t.load("x", "base + i * inner"), in_t, acc_t),
+            store=out_t.store("out", "base + i * inner", convert("acc", acc_t, out_t)))
+        L = np.int64
+        launch(dev.queue, dev.programs.kernel(src, "cumulative"), outer * inner,
+               [x.base_data, out.base_data, L(outer), L(x.shape[axis]), L(inner)])
         return out
-    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
-    inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
-    src = _CUMSUM.format(hdr=header(in_t, acc_t, out_t), s=in_t.storage, o=out_t.storage,
-                         a=acc_t.calc,
-                         load=convert(in_t.load("x", "base + i * inner"), in_t, acc_t),
-                         store=out_t.store("out", "base + i * inner", convert("acc", acc_t, out_t)))
-    L = np.int64
-    launch(dev.queue, dev.programs.kernel(src, "cumsum"), outer * inner,
-           [x.base_data, out.base_data, L(outer), L(x.shape[axis]), L(inner)])
-    return out
+    return cumulative
+
+
+cumulative_sum = _register_cumulative("cumulative_sum")
+cumulative_prod = _register_cumulative("cumulative_prod")
