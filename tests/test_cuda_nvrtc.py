@@ -170,6 +170,20 @@ def test_nvrtc_compiles(case: Case, compiled: dict[str, Future], env: _Env):
         f"source:\n{_numbered(code)}")
 
 
+def test_nvrtc_sources_are_what_the_backend_hands_cupy(env: _Env):
+    """``raw.kernel``/``kernel_bytes`` give CuPy exactly the code compiled above, with no
+    options of the backend's own (making a ``cupy.RawKernel`` compiles nothing)."""
+    from nnarray.backends.cuda import raw
+    sources, _ = table.load()
+    for src in sources:
+        get = raw.kernel_bytes if src.by == "itemsize" else raw.kernel
+        for key, code in src.variants.items():
+            for name in src.names:
+                k = get(src, name, key)
+                assert isinstance(k, env.cupy.RawKernel)
+                assert (k.code, k.name, k.options) == (code, name, ())
+
+
 def _backend_files() -> dict[str, str]:
     root = Path(cuda_pkg.__file__).parent
     return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*.py"))}
