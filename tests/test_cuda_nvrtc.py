@@ -80,7 +80,14 @@ class _Env(NamedTuple):
     nvrtc: Any
     version: str
     cupy: Any
-    options: tuple[str, ...]  # CuPy's options around the backend's (before -arch)
+    core: Any  # cupy._core.core
+
+    def options(self, own: tuple[str, ...], arch: str) -> list[str]:
+        """CuPy's NVRTC options around the backend's ``own``, in CuPy's order:
+        ``compile_with_cache`` assembles them and adds -ftz=true, the NVRTC call adds
+        the arch and the default execution space."""
+        return [*self.core.assemble_cupy_compiler_options(tuple(own)), "-ftz=true",
+                f"-arch={arch}", "--device-as-default-execution-space"]
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +97,12 @@ def env() -> _Env:
         from cuda.bindings import nvrtc
         from cupy._core import core
         _, major, minor = nvrtc.nvrtcVersion()
-        options = core.assemble_cupy_compiler_options(())
+        env = _Env(nvrtc, f"{major}.{minor}", cupy, core)
+        env.options((), ARCHS[0])  # finds CUDA's headers
     except Exception as e:  # a missing piece fails, never skips
         pytest.fail(f"NVRTC, CuPy or CUDA's headers missing ({type(e).__name__}: {e}); "
                     "install the test extra: pip install -e '.[test]'")
-    # compile_with_cache adds -ftz=true; the NVRTC call adds the arch and this flag
-    extra = ("-ftz=true", "--device-as-default-execution-space")
-    return _Env(nvrtc, f"{major}.{minor}", cupy, tuple(options) + extra)
+    return env
 
 
 def _elementwise_code(cupy: Any, e: table.Elementwise, dtype: str, layout: str) -> str:
@@ -139,7 +145,7 @@ def _nvrtc(env: _Env, code: str, options: list[str]) -> tuple[bool, str]:
 
 def _compile(env: _Env, case: Case) -> tuple[bool, str, str, list[str]]:
     code, own = _source(env, case)
-    options = [*own, *env.options, f"-arch={case.arch}"]
+    options = env.options(own, case.arch)
     ok, log = _nvrtc(env, code, options)
     return ok, _BENIGN.sub("", log).strip(), code, options
 
