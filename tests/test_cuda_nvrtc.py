@@ -4,7 +4,7 @@ can produce. Runs on every machine: the test extra installs NVRTC, CuPy and CUDA
 headers (CuPy imports without a GPU; only its code generator and headers are used).
 
 The programs come from the backend's table (``nnarray/backends/cuda/table.py``), so a
-kernel declared there is compiled without editing this file; a scan of the backend's
+kernel declared there is compiled without editing this file; a scan of nnarray's
 files checks that the table holds every ``__global__`` function and that every CuPy
 kernel constructor is one the table feeds.
 
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
-import nnarray.backends.cuda as cuda_pkg
+import nnarray
 from nnarray.backends.cuda import table
 
 pytestmark = pytest.mark.skipif(sys.platform == "darwin",
@@ -40,7 +40,7 @@ _BENIGN = re.compile(r"nvrtc: warning: Architectures prior to .* are deprecated.
 LAYOUTS = {"0-d": (0, True, True), "1-d": (1, True, True),
            "3-d strided 64-bit": (3, False, False)}
 #: Where CuPy kernel objects may be constructed: the table's two sinks.
-SINKS = {"RawKernel": "raw.py", "ElementwiseKernel": "table.py"}
+SINKS = {"RawKernel": "backends/cuda/raw.py", "ElementwiseKernel": "backends/cuda/table.py"}
 
 
 class Case(NamedTuple):
@@ -190,19 +190,20 @@ def test_nvrtc_sources_are_what_the_backend_hands_cupy(env: _Env):
                 assert (k.code, k.name, k.options) == (code, name, ())
 
 
-def _backend_files() -> dict[str, str]:
-    root = Path(cuda_pkg.__file__).parent
-    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*.py"))}
+def _package_files() -> dict[str, str]:
+    """Every Python file of nnarray (CUDA C outside the CUDA backend is caught too)."""
+    root = Path(nnarray.__file__).parent
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.py"))}
 
 
 def test_nvrtc_table_covers_every_global_function():
-    """Every ``__global__`` function written in the backend is in a ``raw.Source`` that
-    the table lists (a source defined outside ``table.load()``'s modules is not)."""
+    """Every ``__global__`` function written in nnarray is in a ``raw.Source`` that the
+    table lists (a source defined outside ``table.load()``'s modules is not)."""
     sources, elementwise = table.load()
     listed = {n for s in sources for n in s.names}
     assert len(listed) == sum(len(s.names) for s in sources), "a kernel name is repeated"
     assert {e.name for e in elementwise}.isdisjoint(listed)
-    found = {(f, n) for f, text in _backend_files().items()
+    found = {(f, n) for f, text in _package_files().items()
              for n in re.findall(r"__global__\s+void\s+(\w+)", text)}
     assert found, "the scan found no kernel at all"
     missing = sorted(f"{f}: {n}" for f, n in found if n not in listed)
@@ -212,8 +213,8 @@ def test_nvrtc_table_covers_every_global_function():
 
 def test_nvrtc_table_covers_every_cupy_kernel_constructor():
     """CuPy kernel objects are made only by the table's sinks, and every ``raw.Source``
-    and ``Elementwise`` written in the backend is one that the table lists."""
-    files = _backend_files()
+    and ``Elementwise`` written in nnarray is one that the table lists."""
+    files = _package_files()
     ctors = sorted(f"{f}: {c}" for f, text in files.items()
                    for c in re.findall(r"\b(ElementwiseKernel|ReductionKernel|RawKernel|"
                                        r"RawModule)\s*\(", text) if SINKS.get(c) != f)
@@ -224,6 +225,6 @@ def test_nvrtc_table_covers_every_cupy_kernel_constructor():
     sources, elementwise = table.load()
     for cls, listed in (("Source", sources), ("Elementwise", elementwise)):
         made = sum(len(re.findall(rf"(?<!class )\b{cls}\(", t)) for t in files.values())
-        assert made == len(listed), (f"{made} {cls}(...) written in the backend, "
+        assert made == len(listed), (f"{made} {cls}(...) written in nnarray, "
                                      f"{len(listed)} in the table: import the missing "
                                      "module in table.load()")
