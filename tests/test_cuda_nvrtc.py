@@ -151,10 +151,12 @@ def _compile(env: _Env, case: Case) -> tuple[bool, str, str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def compiled(env: _Env) -> dict[str, Future]:
-    """Every case compiling in parallel: case id -> future of ``_compile``."""
+def compiled(request, env: _Env) -> dict[str, Future]:
+    """The selected cases compiling in parallel: case id -> future of ``_compile``."""
+    selected = {i.callspec.id for i in request.session.items
+                if getattr(i, "originalname", "") == "test_nvrtc_compiles"}
     pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
-    futures = {c.id: pool.submit(_compile, env, c) for c in CASES}
+    futures = {c.id: pool.submit(_compile, env, c) for c in CASES if c.id in selected}
     yield futures
     pool.shutdown(cancel_futures=True)
 
