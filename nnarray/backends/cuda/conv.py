@@ -16,7 +16,7 @@ import numpy as np
 from . import raw
 from .scope import register
 
-_IM2COL = r"""
+_IM2COL = raw.Source(r"""
 extern "C" __global__ void nna_im2col(const T* x, T* cols, T pad, long long total,
         long long C, long long H, long long W, long long KH, long long KW,
         long long OH, long long OW, long long SH, long long SW, long long PH, long long PW,
@@ -36,9 +36,9 @@ extern "C" __global__ void nna_im2col(const T* x, T* cols, T pad, long long tota
                                                          : pad;
     }
 }
-"""
+""", by="itemsize")
 
-_COL2IM = r"""
+_COL2IM = raw.Source(r"""
 extern "C" __global__ void nna_col2im(const T* cols, T* img, long long total,
         long long C, long long H, long long W, long long KH, long long KW,
         long long OH, long long OW, long long SH, long long SW, long long PH, long long PW,
@@ -68,7 +68,7 @@ extern "C" __global__ void nna_col2im(const T* cols, T* img, long long total,
         img[idx] = (T)acc;
     }
 }
-"""
+""")
 
 
 def _out_hw(h: int, w: int, kernel, stride, pad, dilation) -> tuple[int, int]:

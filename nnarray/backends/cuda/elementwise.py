@@ -18,6 +18,7 @@ import numpy as np
 from ... import dtypes
 from .._xp.elementwise import BINARY
 from .scope import register
+from .table import Elementwise
 
 
 def coerce(a: Any, b: Any) -> tuple[Any, Any]:
@@ -41,16 +42,19 @@ def _binary(uf: Callable) -> Callable:
     return k
 
 
-_SIGMOID_F = "y = (T)(0.5f * tanhf(0.5f * (float)x) + 0.5f)"
-_SIGMOID_D = "y = (T)(0.5 * tanh(0.5 * (double)x) + 0.5)"
+# float16 runs in float32 arithmetic; ``sigmoid`` below picks the body by dtype.
+_SIGMOID_F = Elementwise("T x", "T y", "y = (T)(0.5f * tanhf(0.5f * (float)x) + 0.5f)",
+                         "nna_sigmoid_f", ("float16", "float32")).declare()
+_SIGMOID_D = Elementwise("T x", "T y", "y = (T)(0.5 * tanh(0.5 * (double)x) + 0.5)",
+                         "nna_sigmoid_d", ("float64",)).declare()
 
 
 def register_elementwise(xp: Any) -> None:
     for name, uf in BINARY.items():
         register(name)(_binary(getattr(xp, uf)))
 
-    sig_f = xp.ElementwiseKernel("T x", "T y", _SIGMOID_F, "nna_sigmoid_f")
-    sig_d = xp.ElementwiseKernel("T x", "T y", _SIGMOID_D, "nna_sigmoid_d")
+    sig_f = _SIGMOID_F.build(xp)
+    sig_d = _SIGMOID_D.build(xp)
 
     @register("sigmoid")
     def sigmoid(x, out=None):

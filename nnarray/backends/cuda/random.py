@@ -22,7 +22,7 @@ from .scope import register
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
 
-_SRC = r"""
+_SRC = raw.Source(r"""
 __device__ __forceinline__ unsigned long long nna_mix(unsigned long long z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -71,7 +71,7 @@ extern "C" __global__ void nna_dropout(const T* x, T* y, T* mask, long long n,
         y[i] = x[i] * m;
     }
 }
-"""
+""")
 
 
 def _splitmix(z: int) -> int:

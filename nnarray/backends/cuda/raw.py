@@ -1,10 +1,12 @@
 """Compiling and launching the backend's own CUDA C kernels (``cupy.RawKernel``).
 
 Sources are written once with the placeholders ``T`` (the element type), ``A`` (the
-accumulation type) and the math functions ``EXP LOG SQRT COSPI NAN``; ``kernel(src, name,
-dtype)`` substitutes the C types of ``dtype`` and compiles on first use (CuPy caches the
-binary on disk). Every kernel loops grid-stride over ``long long`` indices, so any size
-works with any grid.
+accumulation type) and the math functions ``EXP LOG SQRT COSPI NAN``, as a ``Source``
+specialised per float dtype of ``CTYPES`` or per item size of ``UTYPES``. ``kernel(src,
+name, dtype)`` picks the specialisation of ``dtype`` and compiles it on first use (CuPy
+caches the binary on disk). Every ``Source`` made is listed in ``table.SOURCES``, which
+the NVRTC test compiles in full. Every kernel loops grid-stride over ``long long``
+indices, so any size works with any grid.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import re
 from typing import Any
 
 import numpy as np
+
+from .table import SOURCES
 
 BLOCK = 256
 _MAX_GRID = 1 << 16
@@ -35,9 +39,23 @@ def specialize(src: str, ctype: str, acc: str, suffix: str) -> str:
     return src
 
 
-def source(src: str, dtype: np.dtype) -> str:
-    """``src`` specialized for a float dtype in ``CTYPES``."""
-    return specialize(src, *CTYPES[np.dtype(dtype)])
+class Source:
+    """A CUDA C source for ``cupy.RawKernel``, specialised per dtype of ``CTYPES``
+    (``by="dtype"``) or per item size of ``UTYPES`` (``by="itemsize"``)."""
+
+    def __init__(self, code: str, by: str = "dtype") -> None:
+        if by not in ("dtype", "itemsize"):
+            raise ValueError(f"Source: by must be 'dtype' or 'itemsize', got {by!r}")
+        self.code, self.by = code, by
+        self.names = tuple(re.findall(r"__global__\s+void\s+(\w+)", code))
+        SOURCES.append(self)
+
+    @functools.cached_property
+    def variants(self) -> dict:
+        """Every specialisation the backend can compile: dtype (or item size) -> C code."""
+        if self.by == "itemsize":
+            return {n: specialize(self.code, c, c, "") for n, (c, _) in UTYPES.items()}
+        return {dt: specialize(self.code, *CTYPES[dt]) for dt in CTYPES}
 
 
 @functools.cache
@@ -46,14 +64,14 @@ def _compiled(code: str, name: str) -> Any:
     return cupy.RawKernel(code, name)
 
 
-def kernel(src: str, name: str, dtype: np.dtype) -> Any:
+def kernel(src: Source, name: str, dtype: np.dtype) -> Any:
     """The ``cupy.RawKernel`` for ``name`` in ``src`` specialized for ``dtype``."""
-    return _compiled(source(src, dtype), name)
+    return _compiled(src.variants[np.dtype(dtype)], name)
 
 
-def kernel_bytes(src: str, name: str, itemsize: int) -> Any:
+def kernel_bytes(src: Source, name: str, itemsize: int) -> Any:
     """The kernel with ``T`` the unsigned integer type of ``itemsize`` bytes."""
-    return _compiled(specialize(src, UTYPES[itemsize][0], UTYPES[itemsize][0], ""), name)
+    return _compiled(src.variants[itemsize], name)
 
 
 def launch(kern: Any, n: int, args: tuple) -> None:

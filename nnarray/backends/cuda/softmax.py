@@ -18,7 +18,7 @@ from .scope import register
 
 MAX_ROW = 1024
 
-_SRC = r"""
+_SRC = raw.Source(r"""
 __device__ __forceinline__ void nna_row_stats(const T* xr, long long K, long long inner,
                                               A* m_out, A* s_out) {
     /* EXP(v - v) is 1, or NaN for an infinite v: infinities give NaN as in numpy */
@@ -66,7 +66,7 @@ extern "C" __global__ void nna_softmax_xent(const T* x, const long long* t, T* y
         y[r] = (T)(LOG(s) + m - picked);
     }
 }
-"""
+""")
 
 
 def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:

@@ -1,0 +1,232 @@
+"""Every CUDA C program of the CUDA backend compiles under NVRTC (the compiler CuPy uses,
+which needs no GPU) for compute_70 and compute_90, in every specialisation the backend
+can produce. Runs on every machine: the test extra installs NVRTC, CuPy and CUDA's
+headers (CuPy imports without a GPU; only its code generator and headers are used).
+
+The programs come from the backend's table (``nnarray/backends/cuda/table.py``), so a
+kernel declared there is compiled without editing this file; a scan of nnarray's
+files checks that the table holds every ``__global__`` function and that every CuPy
+kernel constructor is one the table feeds.
+
+- ``raw.Source`` (``cupy.RawKernel``): each dtype or item size, CuPy's RawKernel options.
+- ``table.Elementwise`` (``cupy.ElementwiseKernel``): each dtype and argument layout,
+  wrapped by CuPy's own generator with CuPy's headers prepended, as its ``__call__`` does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+import nnarray
+from nnarray.backends.cuda import table
+
+pytestmark = pytest.mark.skipif(sys.platform == "darwin",
+                                reason="NVIDIA ships no NVRTC or CuPy wheels for macOS")
+
+ARCHS = ("compute_70", "compute_90")
+#: Kernels NVRTC cannot compile this way, with the reason (their cases must fail).
+UNCOMPILABLE: dict[str, str] = {}
+#: NVRTC notes that say nothing about the source.
+_BENIGN = re.compile(r"nvrtc: warning: Architectures prior to .* are deprecated.*\n?")
+#: ElementwiseKernel argument layouts CuPy can pass: (ndim, C-contiguous, 32-bit index).
+LAYOUTS = {"0-d": (0, True, True), "1-d": (1, True, True),
+           "3-d strided 64-bit": (3, False, False)}
+#: Where CuPy kernel objects may be constructed: the table's two sinks.
+SINKS = {"RawKernel": "backends/cuda/raw.py", "ElementwiseKernel": "backends/cuda/table.py"}
+
+
+class Case(NamedTuple):
+    kind: str  # the CuPy class that compiles it
+    kernels: str  # its __global__ function(s)
+    variant: str  # dtype, item size or argument layout
+    arch: str
+    entry: Any  # the table entry
+    key: Any  # the specialisation
+
+    @property
+    def id(self) -> str:
+        return f"{self.kernels}-{self.variant}-{self.arch}".replace(" ", "_")
+
+
+def _cases() -> list[Case]:
+    sources, elementwise = table.load()
+    cases = []
+    for arch in ARCHS:
+        for src in sources:
+            for key in src.variants:
+                variant = f"{key}-byte" if src.by == "itemsize" else np.dtype(key).name
+                cases.append(Case("RawKernel", "+".join(src.names), variant, arch, src, key))
+        for e in elementwise:
+            for dt in e.dtypes:
+                for layout in LAYOUTS:
+                    cases.append(Case("ElementwiseKernel", e.name, f"{dt} {layout}", arch, e,
+                                      (dt, layout)))
+    return cases
+
+
+CASES = _cases()
+
+
+# -- the compiler and CuPy's wrapping --------------------------------------------------
+class _Env(NamedTuple):
+    nvrtc: Any
+    version: str
+    cupy: Any
+    core: Any  # cupy._core.core
+
+    def options(self, own: tuple[str, ...], arch: str) -> list[str]:
+        """CuPy's NVRTC options around the backend's ``own``, in CuPy's order:
+        ``compile_with_cache`` assembles them and adds -ftz=true, the NVRTC call adds
+        the arch and the default execution space."""
+        return [*self.core.assemble_cupy_compiler_options(tuple(own)), "-ftz=true",
+                f"-arch={arch}", "--device-as-default-execution-space"]
+
+
+@pytest.fixture(scope="module")
+def env() -> _Env:
+    try:
+        import cupy
+        from cuda.bindings import nvrtc
+        from cupy._core import core
+        _, major, minor = nvrtc.nvrtcVersion()
+        env = _Env(nvrtc, f"{major}.{minor}", cupy, core)
+        env.options((), ARCHS[0])  # finds CUDA's headers
+    except Exception as e:  # a missing piece fails, never skips
+        pytest.fail(f"NVRTC, CuPy or CUDA's headers missing ({type(e).__name__}: {e}); "
+                    "install the test extra: pip install -e '.[test]'")
+    return env
+
+
+def _elementwise_code(cupy: Any, e: table.Elementwise, dtype: str, layout: str) -> str:
+    """The code ``ElementwiseKernel.__call__`` compiles, from CuPy's own generator."""
+    from cupy._core import _carray, _kernel, core
+    k = e.build(cupy)
+    in_types, out_types, type_map = k._decide_params_type((np.dtype(dtype),) * k.nin, ())
+    ndim, contiguous, index32 = LAYOUTS[layout]
+    infos = tuple(_kernel._ArgInfo(1, cupy.ndarray, t, ndim, contiguous, index32)
+                  for t in in_types + out_types)  # 1: an ndarray argument
+    infos += (_kernel._ArgInfo(2, _carray.Indexer, None, ndim, True, index32),)  # 2: indexer
+    code = _kernel._get_elementwise_kernel_code(infos, type_map, k.params, k.operation,
+                                                k.name, k.preamble, **k.kwargs)
+    return "".join(f"#include <{h}>\n" for h in core._cupy_header_list) + code
+
+
+def _source(env: _Env, case: Case) -> tuple[str, tuple[str, ...]]:
+    """The code and the backend's own options for ``case``."""
+    if case.kind == "RawKernel":
+        return case.entry.variants[case.key], ()
+    code = _elementwise_code(env.cupy, case.entry, *case.key)
+    return code, case.entry.options
+
+
+def _nvrtc(env: _Env, code: str, options: list[str]) -> tuple[bool, str]:
+    """``(compiled, log)`` of ``code`` (cuda.bindings releases the GIL while compiling)."""
+    nvrtc = env.nvrtc
+    err, prog = nvrtc.nvrtcCreateProgram(code.encode(), b"kernel.cu", 0, [], [])
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
+    try:
+        opts = [o.encode() for o in options]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.rstrip(b"\0").decode(errors="replace")
+
+
+def _compile(env: _Env, case: Case) -> tuple[bool, str, str, list[str]]:
+    code, own = _source(env, case)
+    options = env.options(own, case.arch)
+    ok, log = _nvrtc(env, code, options)
+    return ok, _BENIGN.sub("", log).strip(), code, options
+
+
+@pytest.fixture(scope="module")
+def compiled(request, env: _Env) -> dict[str, Future]:
+    """The selected cases compiling in parallel: case id -> future of ``_compile``."""
+    selected = {i.callspec.id for i in request.session.items
+                if getattr(i, "originalname", "") == "test_nvrtc_compiles"}
+    pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
+    futures = {c.id: pool.submit(_compile, env, c) for c in CASES if c.id in selected}
+    yield futures
+    pool.shutdown(cancel_futures=True)
+
+
+def _numbered(code: str) -> str:
+    return "\n".join(f"{i:4} {line}" for i, line in enumerate(code.splitlines(), 1))
+
+
+# -- the tests -------------------------------------------------------------------------
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.id, marks=[pytest.mark.xfail(reason=UNCOMPILABLE[c.kernels],
+                                                      strict=True)]
+                 if c.kernels in UNCOMPILABLE else []) for c in CASES])
+def test_nvrtc_compiles(case: Case, compiled: dict[str, Future], env: _Env):
+    ok, log, code, options = compiled[case.id].result()
+    assert ok and not log, (
+        f"{case.kind} {case.kernels} for {case.variant}, {case.arch}: NVRTC {env.version} "
+        f"{'rejected it' if not ok else 'warned'}:\n{log}\noptions: {' '.join(options)}\n"
+        f"source:\n{_numbered(code)}")
+
+
+def test_nvrtc_sources_are_what_the_backend_hands_cupy(env: _Env):
+    """``raw.kernel``/``kernel_bytes`` give CuPy exactly the code compiled above, with no
+    options of the backend's own (making a ``cupy.RawKernel`` compiles nothing)."""
+    from nnarray.backends.cuda import raw
+    sources, _ = table.load()
+    for src in sources:
+        get = raw.kernel_bytes if src.by == "itemsize" else raw.kernel
+        for key, code in src.variants.items():
+            for name in src.names:
+                k = get(src, name, key)
+                assert isinstance(k, env.cupy.RawKernel)
+                assert (k.code, k.name, k.options) == (code, name, ())
+
+
+def _package_files() -> dict[str, str]:
+    """Every Python file of nnarray (CUDA C outside the CUDA backend is caught too)."""
+    root = Path(nnarray.__file__).parent
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.py"))}
+
+
+def test_nvrtc_table_covers_every_global_function():
+    """Every ``__global__`` function written in nnarray is in a ``raw.Source`` that the
+    table lists (a source defined outside ``table.load()``'s modules is not)."""
+    sources, elementwise = table.load()
+    listed = {n for s in sources for n in s.names}
+    assert len(listed) == sum(len(s.names) for s in sources), "a kernel name is repeated"
+    assert {e.name for e in elementwise}.isdisjoint(listed)
+    found = {(f, n) for f, text in _package_files().items()
+             for n in re.findall(r"__global__\s+void\s+(\w+)", text)}
+    assert found, "the scan found no kernel at all"
+    missing = sorted(f"{f}: {n}" for f, n in found if n not in listed)
+    assert not missing, ("CUDA kernels outside the table (declare them with raw.Source in a "
+                         f"module that table.load() imports): {missing}")
+
+
+def test_nvrtc_table_covers_every_cupy_kernel_constructor():
+    """CuPy kernel objects are made only by the table's sinks, and every ``raw.Source``
+    and ``Elementwise`` written in nnarray is one that the table lists."""
+    files = _package_files()
+    ctors = sorted(f"{f}: {c}" for f, text in files.items()
+                   for c in re.findall(r"\b(ElementwiseKernel|ReductionKernel|RawKernel|"
+                                       r"RawModule)\s*\(", text) if SINKS.get(c) != f)
+    assert not ctors, ("CuPy kernels constructed outside the table's sinks "
+                       f"{SINKS} (declare them in table.py so NVRTC checks them): {ctors}")
+    for name, sink in SINKS.items():
+        assert re.search(rf"\b{name}\s*\(", files[sink]), f"{sink} no longer makes {name}"
+    sources, elementwise = table.load()
+    for cls, listed in (("Source", sources), ("Elementwise", elementwise)):
+        made = sum(len(re.findall(rf"(?<!class )\b{cls}\(", t)) for t in files.values())
+        assert made == len(listed), (f"{made} {cls}(...) written in nnarray, "
+                                     f"{len(listed)} in the table: import the missing "
+                                     "module in table.load()")
