@@ -120,6 +120,17 @@ def test_readme_python_blocks_run_alone(i):
     run("-c", block, timeout=120)
 
 
+def test_onnx_guide_block_runs(tmp_path):
+    """The first block of docs/onnx.md exports and re-imports a model as written."""
+    pytest.importorskip("onnx")
+    text = (ROOT / "docs" / "onnx.md").read_text()
+    block = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    p = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "net.onnx").stat().st_size > 0
+
+
 def test_readme_links_stay_inside_the_repository():
     for target in re.findall(r"\]\(([^)#]+)", _readme()):
         if "://" in target:
