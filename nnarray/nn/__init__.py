@@ -14,6 +14,7 @@ from ..functions import (
 from . import initializers
 from .activation import GELU
 from .attention import MultiheadAttention
+from .clip import clip_grad_norm
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d
 from .dropout import Dropout
@@ -29,5 +30,6 @@ __all__ = [
     "AvgPool2d", "BatchNorm", "CheckpointError", "Conv2d", "Dropout", "Embedding", "Flatten",
     "GELU", "LayerNorm", "Linear", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
     "MultiheadAttention", "Sequential",
-    "initializers", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "tanh",
+    "clip_grad_norm", "initializers", "leaky_relu", "log_softmax", "relu", "sigmoid",
+    "softmax", "tanh",
 ]
