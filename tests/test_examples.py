@@ -58,7 +58,7 @@ def test_digits_cnn_two_short_epochs(backend, tmp_path):
               "--train-size", "600", "--min-accuracy", "0.6", "--no-progress", "--log", str(log),
               "--save", str(tmp_path / "cnn.npz"))
     assert "epoch   2" in out and "test accuracy" in out
-    assert len(log.read_text().splitlines()) == 2 and (tmp_path / "cnn.npz").exists()
+    assert len(log.read_text().splitlines()) == 3 and (tmp_path / "cnn.npz").exists()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
