@@ -207,7 +207,9 @@ class Trainer:
                 for idx in minibatches(len(x), batch_size or self.batch_size, shuffle=False):
                     tv = variable(t[idx])
                     y = self.model(variable(x[idx]))
-                    meter.add(self.loss_fn(y, tv).data, y.data, tv.data)
+                    loss = self.loss_fn(y, tv)
+                    check_loss(loss)
+                    meter.add(loss.data, y.data, tv.data)
         finally:
             self.model.train(was_training)
         return meter.read(comm)

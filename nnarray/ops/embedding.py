@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..registry import register_composite
 from .common import require_array, require_float
 from .indexing import gather, scatter_add
@@ -25,7 +25,7 @@ def _infer(inputs, attrs):
     require_array("embedding", "indices", idx)
     require_float("embedding", "weight", W)
     if idx.dtype.kind not in "iu":
-        raise ShapeError(f"embedding: indices must be integers, got {idx.dtype} of shape "
+        raise DTypeError(f"embedding: indices must be integers, got {idx.dtype} of shape "
                          f"{idx.shape}")
     if W.ndim != 2:
         raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, dim), got shape "
@@ -38,15 +38,22 @@ embedding_op = Op("embedding", _infer)
 
 
 def _check_range(idx: Any, n: int) -> None:
-    """``IndexError`` unless every index is in ``[0, n)`` (one flag read back, counted)."""
+    """``IndexError`` unless every index is in ``[0, n)``: on a current host copy where
+    there is one, else on the device with one flag read back (counted)."""
+    from .. import backends
     from .. import functions as F
     if idx.size == 0:
         return
-    bad = F.logical_or(F.less(idx, 0), F.greater_equal(idx, n))
-    if bool(F.max(F.cast(bad, np.int32)).item()):
-        v = np.asarray(idx.get_data("r", "numpy")).reshape(-1)
-        worst = int(v[(v < 0) | (v >= n)][0])
-        raise IndexError(f"embedding: index {worst} is out of range for a weight of "
+    v = idx.current_copy(backends.host_device()) if idx.lazy_fill is None else None
+    if v is None:
+        bad = F.logical_or(F.less(idx, 0), F.greater_equal(idx, n))
+        if not bool(F.max(F.cast(bad, np.int32)).item()):
+            return
+        v = idx.get_data("r", "numpy")
+    v = np.asarray(v).reshape(-1)
+    out = v[(v < 0) | (v >= n)]
+    if out.size:
+        raise IndexError(f"embedding: index {int(out[0])} is out of range for a weight of "
                          f"{n} rows")
 
 
