@@ -58,8 +58,9 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """``nna.grad``, ``nn``, ``solvers``, ``training``, ``distributed`` import on first use."""
-    if name in ("distributed", "grad", "nn", "solvers", "training"):
+    """``nna.grad``, ``nn``, ``solvers``, ``training``, ``data``, ``distributed`` import on
+    first use."""
+    if name in ("data", "distributed", "grad", "nn", "solvers", "training"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

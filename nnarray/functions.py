@@ -16,8 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from .ops import attention as _attention
 from .ops import conv as _conv
 from .ops import elementwise as _ew
+from .ops import embedding as _embedding
+from .ops import gelu as _gelu
+from .ops import layer_norm as _layer_norm
 from .ops import linalg as _linalg
 from .ops import normalization as _norm
 from .ops import random as _random
@@ -51,6 +55,10 @@ softmax_cross_entropy = _softmax.softmax_cross_entropy
 mean_squared_error = _softmax.mean_squared_error
 conv2d, max_pooling, average_pooling = _conv.conv2d, _conv.max_pooling, _conv.average_pooling
 batch_normalization = _norm.batch_normalization
+layer_norm = _layer_norm.layer_norm
+gelu = _gelu.gelu
+embedding = _embedding.embedding
+scaled_dot_product_attention = _attention.scaled_dot_product_attention
 dropout = _random.dropout
 sgd_update = _update.sgd_update
 seed = _random.seed
@@ -220,7 +228,8 @@ _mark: list = [None]  # grad.naming.composite_result, imported on first graph us
 _COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squared_error",
                          "batch_normalization", "softmax", "log_softmax", "dropout",
                          "max_pooling", "average_pooling", "mean", "square", "getitem",
-                         "slice", "stack", "split", "im2col", "col2im"))
+                         "slice", "stack", "split", "im2col", "col2im", "layer_norm",
+                         "embedding", "scaled_dot_product_attention"))
 
 
 def _wrap_all() -> None:

@@ -313,7 +313,7 @@ def test_data_parallel_example_on_two_ranks(tmp_path):
     assert "rank 0/2 on numpy:0: 128 samples" in p.stdout, p.stdout
     assert "rank 1/2 on numpy:0: 128 samples" in p.stdout
     assert p.stdout.count("epoch   1") == 1  # rank 0 alone reports
-    assert len(log.read_text().splitlines()) == 1  # and logs
+    assert len(log.read_text().splitlines()) == 2  # and logs (a run line, one epoch)
 
 
 # -- NCCL (CUDA) ---------------------------------------------------------------------

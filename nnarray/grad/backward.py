@@ -21,14 +21,22 @@ from ..errors import GraphError
 from ..ndarray import NdArray, full
 from . import executor
 from .program import trace
-from .variable import Variable
+from .variable import IMPLICIT, Variable
 
 _FLOATS = dtypes.FLOATS
 _stamps = itertools.count(1)
 
 
-def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
+def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False) -> None:
     """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf."""
+    if grad is IMPLICIT:
+        if root.size != 1:
+            raise GraphError(f"backward: the output has shape {root.shape}; a gradient can "
+                             "be implied only for a one-element output: pass grad= "
+                             "explicitly (backward(1) seeds ones)")
+        grad = 1
+    if not root._need_grad:
+        _require_grad_leaf(root)
     g = _seed(root, grad)
     if root._parent is None:
         if root._need_grad and root.dtype in _FLOATS:
@@ -119,6 +127,19 @@ def signature(root: Variable, order: list) -> tuple | None:
     except TypeError:
         return None
     return sig
+
+
+def _require_grad_leaf(root: Variable) -> None:
+    """``GraphError`` when no ``need_grad`` leaf lies behind ``root`` (nothing would
+    receive a gradient: torch raises there too)."""
+    if root._parent is not None:
+        for n in executor.plan_of(root).order:
+            if any(isinstance(a, Variable) and a._parent is None and a._need_grad
+                   for a in n.inputs):
+                return
+    raise GraphError(f"backward: no need_grad leaf behind this output (shape {root.shape}): "
+                     "nothing would receive a gradient; create the inputs to differentiate "
+                     "with need_grad=True")
 
 
 def _after(n: Any, root: Variable, clear_buffer: bool) -> None:

@@ -485,6 +485,36 @@ def _x_dropout(ex, n, outs):
     ex.emit("Cast", [mask], [outs[1]], to=_tensor_type(x.dtype))
 
 
+def _x_layer_norm(ex, n, outs):
+    x = n.inputs[0]
+    k = int(n.attrs["count"])
+    scale = ex.const(np.ones(x.shape[x.ndim - k:]), x.dtype, "layer_norm_scale")
+    ex.emit("LayerNormalization", [ex.value(x), scale], [outs[0], "", outs[1]], axis=-k,
+            epsilon=float(n.attrs["eps"]))
+
+
+def _x_gelu(ex, n, outs):
+    x = n.inputs[0]
+    xv, dt = ex.value(x), x.dtype
+    approximate = n.attrs["approximate"]
+    if ex.opset >= 20:
+        ex.emit("Gelu", [xv], outs, approximate=approximate)
+        return
+    if approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        x3 = ex.emit("Mul", [ex.emit("Mul", [xv, xv]), xv])
+        inner = ex.emit("Add", [xv, ex.emit("Mul", [x3, ex.const(0.044715, dt)])])
+        t = ex.emit("Tanh", [ex.emit("Mul", [inner, ex.const(np.sqrt(2 / np.pi), dt)])])
+    else:  # 0.5 x (1 + erf(x / sqrt(2)))
+        t = ex.emit("Erf", [ex.emit("Mul", [xv, ex.const(np.sqrt(0.5), dt)])])
+    half = ex.emit("Mul", [xv, ex.const(0.5, dt)])
+    ex.emit("Mul", [half, ex.emit("Add", [t, ex.const(1.0, dt)])], outs)
+
+
+def _x_embedding(ex, n, outs):
+    idx, W = n.inputs
+    ex.emit("Gather", [ex.value(W), ex.value(idx)], [outs[0]], axis=0)
+
+
 # -- convolution and pooling -------------------------------------------------------------
 def _window_out(shape: tuple, a: dict) -> tuple[int, int]:
     """``(OH, OW)`` of ``im2col`` attributes ``a`` on an ``(N, C, H, W)`` input."""
@@ -656,6 +686,7 @@ _EXPORT: dict[str, Any] = {
     "softmax_cross_entropy": _x_sce, "mean_squared_error": _x_mse,
     "batch_normalization": _x_batch_normalization, "dropout": _x_dropout,
     "im2col": _x_im2col, "col2im": _x_col2im,
+    "layer_norm": _x_layer_norm, "gelu": _x_gelu, "embedding": _x_embedding,
 }
 
 #: nnarray ops ``export`` translates (the rest raise ``GraphError`` naming the op).
@@ -952,8 +983,10 @@ def _i_pad(im, node, at):
 
 def _i_gather(im, node, at):
     x = im.var(node, 0)
-    idx = im.const(node, 1, "indices")
     axis = int(at.get("axis", 0)) % x.ndim
+    if axis == 0 and x.ndim == 2 and node.input[1] in im.vars:  # rows at variable indices
+        return [F.embedding(im.vars[node.input[1]], x)]
+    idx = im.const(node, 1, "indices")
     if idx.ndim > 1:
         raise GraphError(f"onnx import: Gather node '{node.name}': only 0-d or 1-d constant "
                          f"indices are supported, got shape {idx.shape}")
@@ -1060,6 +1093,28 @@ def _i_batch_norm(im, node, at):
                                   training=False)]
 
 
+def _i_layer_norm(im, node, at):
+    from ..ops.layer_norm import layer_norm_op
+    x = im.var(node, 0)
+    axis = int(at.get("axis", -1))
+    k = x.ndim - (axis + x.ndim if axis < 0 else axis)
+    y, rstd = layer_norm_op(x, count=k, eps=float(at.get("epsilon", 1e-5)))
+    y = y * im.var(node, 1)
+    if im.has(node, 2):
+        y = y + im.var(node, 2)
+    return [y, None, rstd]
+
+
+def _erf(x: Any) -> Any:
+    from ..ops.gelu import erf
+    return erf(x)
+
+
+def _i_gelu(im, node, at):
+    a = at.get("approximate", "none")
+    return [F.gelu(im.var(node, 0), approximate=a.decode() if isinstance(a, bytes) else a)]
+
+
 def _i_dropout(im, node, at):
     if im.has(node, 2):
         t = im.const(node, 2, "training_mode")
@@ -1143,6 +1198,7 @@ _IMPORT: dict[str, Any] = {
     "MaxPool": _i_pool("max"), "AveragePool": _i_pool("average"),
     "GlobalAveragePool": _i_global_pool(F.mean), "GlobalMaxPool": _i_global_pool(F.max),
     "BatchNormalization": _i_batch_norm, "Dropout": _i_dropout, "OneHot": _i_one_hot,
+    "LayerNormalization": _i_layer_norm, "Gelu": _i_gelu, "Erf": _i_unary(_erf),
 }
 
 #: ONNX ops (default domain) ``import_model`` translates.

@@ -20,6 +20,16 @@ from . import modes
 from .modes import SAVED
 from .node import Node
 
+
+class _Implicit:
+    """``backward()``'s default seed: 1, for outputs of one element only (as torch)."""
+
+    def __repr__(self) -> str:
+        return "1"
+
+
+IMPLICIT: Any = _Implicit()
+
 _new = object.__new__
 _wref = weakref.ref
 _mode = modes.mode
@@ -180,9 +190,11 @@ class Variable(GraphValue, ArrayOperators):
         """Run the graph up to this variable (static mode)."""
         _grad.executor.forward(self, clear_buffer)
 
-    def backward(self, grad: Any = 1, clear_buffer: bool = False) -> None:
+    def backward(self, grad: Any = IMPLICIT, clear_buffer: bool = False) -> None:
         """Accumulate gradients of this variable (seeded with ``grad``; ``None``: the
-        current ``.grad``) into every ``need_grad`` leaf's ``.grad``."""
+        current ``.grad``) into every ``need_grad`` leaf's ``.grad``. Omitted, ``grad`` is
+        1 and the variable must have one element; with no ``need_grad`` leaf behind it
+        this raises ``GraphError`` (as torch does)."""
         _grad.backward.backward(self, grad, clear_buffer)
 
     def __len__(self) -> int:
