@@ -51,6 +51,11 @@ def kernel(src: str, name: str, dtype: np.dtype) -> Any:
     return _compiled(source(src, dtype), name)
 
 
+def kernel_plain(src: str, name: str) -> Any:
+    """The kernel ``name`` of ``src``, which has no placeholders."""
+    return _compiled(src, name)
+
+
 def kernel_bytes(src: str, name: str, itemsize: int) -> Any:
     """The kernel with ``T`` the unsigned integer type of ``itemsize`` bytes."""
     return _compiled(specialize(src, UTYPES[itemsize][0], UTYPES[itemsize][0], ""), name)
