@@ -17,7 +17,7 @@ import math
 import cuda_host
 import numpy as np
 import pytest
-from conftest import check_no_fallback, needs
+from test_cuda import _gpu, gpu, two_gpus  # noqa: F401  (_gpu: the fixture gpu uses)
 
 import nnarray as nna
 import nnarray.functions as F
@@ -27,7 +27,6 @@ from nnarray.backends.cuda import random as rnd
 from nnarray.backends.cuda import raw, scope, softmax
 from nnarray.kernel import Kernel
 
-REASON = nna.backends.why_unavailable("cuda")
 I64 = ctypes.c_longlong
 
 
@@ -303,24 +302,6 @@ def test_randn_kernel_statistics_on_host(dtype):
 
 
 # -- on a GPU -------------------------------------------------------------------------------
-@pytest.fixture
-def _gpu(request):
-    needs("cuda")
-    yield
-    check_no_fallback(request.node)
-
-
-gpu = pytest.mark.usefixtures("_gpu")
-
-
-def _gpus() -> int:
-    return nna.backends.module("cuda").device_count()
-
-
-two_gpus = pytest.mark.skipif(REASON is not None or _gpus() < 2,
-                              reason=f"needs 2 GPUs ({REASON or f'{_gpus()} here'})")
-
-
 def _on(ctx: str, a) -> nna.NdArray:
     with nna.context_scope(ctx):
         return A(a) * 1  # written on ctx's device
