@@ -120,7 +120,7 @@ class CudaDevice(Device):
         with self.scope:
             if a.size:
                 out.set(a)
-                if self.is_pinned(a):  # asynchronous from pinned memory: see the docstring
+                if a.nbytes >= PINNED_MIN_BYTES and self.is_pinned(a):  # async: docstring
                     self._cp.cuda.get_current_stream().synchronize()
             return out
 
