@@ -406,7 +406,8 @@ def test_comparisons_with_out_of_range_ints_on_cuda():
 def test_softmax_family_with_masked_rows_on_cuda(dtype):
     """Row 6: rows beginning with -inf gave all-NaN (fused kernel; float16 takes the
     composition)."""
-    x = np.array(ROWS, dtype)
+    with np.errstate(over="ignore"):  # 1e30 is inf in float16
+        x = np.array(ROWS, dtype)
     t = np.array([2, 2, 2, 0, 1, 1, 1, 1, 0, 2])
     with nna.context_scope("cuda"):
         xs = A(x) * 1
@@ -447,6 +448,7 @@ def test_out_of_memory_inside_a_cupy_kernel_is_named():
     with nna.context_scope("cuda"):
         x = A(np.ones((64, 1 << 20), np.float32)) * 1  # 256 MiB
         nna.device_synchronize()
+        nna.empty_cache()  # else the input's freed transfer buffer would serve exp's output
         limit = pool.get_limit()
         pool.set_limit(size=pool.used_bytes() + (128 << 20))
         try:
