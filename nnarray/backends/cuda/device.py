@@ -84,17 +84,18 @@ class CudaDevice(Device):
     def _alloc(self, make: Callable, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """``make(shape, dtype)`` here; CuPy's out-of-memory error releases every pool's
         cache and retries once, then becomes nnarray's ``OutOfMemoryError``."""
-        with self.scope:
-            try:
+        try:
+            with self.scope:
                 return make(shape, dtype)
-            except self._oom:
-                pass
-            release_all()
-            try:
+        except self._oom:
+            pass
+        release_all()  # every device's pool, each in its own scope
+        try:
+            with self.scope:
                 return make(shape, dtype)
-            except self._oom as e:
-                nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                raise out_of_memory(self.key, shape, dtype, nbytes, e) from None
+        except self._oom as e:
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            raise out_of_memory(self.key, shape, dtype, nbytes, e) from None
 
     def memory_stats(self) -> dict[str, int]:
         """CuPy's pool: ``in_use`` is its used bytes; ``peak`` is the most seen at the
