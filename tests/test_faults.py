@@ -144,6 +144,21 @@ def test_failed_allocation_releases_caches_and_retries_once(backend, monkeypatch
                 raise cl.MemoryError("simulated")
             return real(n)
         monkeypatch.setattr(dev, "_alloc", flaky)
+    elif backend == "cuda":  # CuPy's OutOfMemoryError was never converted (issue 30)
+        import cupy
+        real = dev._cp
+        calls = []
+
+        class Flaky:  # cupy, whose first full() fails as an exhausted pool does
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def full(self, *a, **k):
+                calls.append(1)
+                if len(calls) == 1:
+                    raise cupy.cuda.memory.OutOfMemoryError(1 << 21, 0)
+                return real.full(*a, **k)
+        monkeypatch.setattr(dev, "_cp", Flaky())
     else:
         pytest.skip(f"{backend}: allocation failures are its library's")
     released = []
