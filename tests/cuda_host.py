@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -44,7 +45,7 @@ def load(code: str) -> ctypes.CDLL:
     lib = _DIR / f"k{hashlib.sha1(src.encode()).hexdigest()[:16]}.so"
     if not lib.exists():
         _DIR.mkdir(exist_ok=True)
-        tmp = lib.with_suffix(".tmp.so")
+        tmp = lib.with_suffix(f".{os.getpid()}.so")  # processes may build it at once
         r = subprocess.run([gxx, "-O1", "-shared", "-fPIC", "-x", "c++", "-", "-o", str(tmp)],
                            input=src, text=True, capture_output=True)
         if r.returncode:
