@@ -47,8 +47,12 @@ def export(a: NdArray, stream: Any = None, max_version: tuple[int, int] | None =
                           f"{dev.key} (current on {a.devices})")
     x = a.native(dev, "r" if copy else "rw", explicit=True)
     if copy:
-        x = x.copy()
+        x = dev.bind(_copy)(x)  # made on dev (inside a CUDA GPU's scope)
     return dev.export_dlpack(x, stream, max_version)
+
+
+def _copy(x: Any) -> Any:
+    return x.copy()
 
 
 def from_dlpack(obj: Any) -> NdArray:

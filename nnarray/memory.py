@@ -5,12 +5,16 @@ Each device's pool keeps freed blocks for reuse, at most ``cache_limit()`` bytes
 (``NNARRAY_POOL_CACHE_BYTES``, default 1 GiB): beyond that the cached blocks are
 released. A failed allocation releases every pool's cached blocks and retries once;
 if that fails too it raises ``OutOfMemoryError`` naming the shape, the dtype and the
-bytes; the Kernel running an op puts the op's name in front (``Kernel.run``).
+bytes; the Kernel running an op puts the op's name in front (``Kernel.run``). An array
+library's own ``MemoryError`` from inside a kernel (CuPy's ``OutOfMemoryError`` for a
+temporary or a result it allocates itself) gets the same release, retry and error, with
+the op's output as the shape (``retry_kernel``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -86,3 +90,19 @@ def naming(op: str, e: OutOfMemoryError) -> OutOfMemoryError:
     """``e`` with ``op`` in front of its message (once)."""
     msg = str(e)
     return e if msg.startswith(f"{op}: ") else OutOfMemoryError(f"{op}: {msg}")
+
+
+def retry_kernel(op: str, device: str, meta: tuple, cause: MemoryError,
+                 again: Callable[[], Any]) -> Any:
+    """After ``cause``, a ``MemoryError`` the array library raised inside ``op``'s kernel:
+    every pool gives its cache back and ``again()`` runs once more; if it fails too,
+    ``OutOfMemoryError`` naming ``op`` and its output ``meta`` ``(shape, dtype)``."""
+    release_all()
+    try:
+        return again()
+    except OutOfMemoryError as e:
+        raise naming(op, e) from e
+    except MemoryError as e:
+        shape, dtype = meta
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        raise naming(op, out_of_memory(device, shape, dtype, nbytes, e)) from cause

@@ -126,7 +126,7 @@ class NdArray(SyncedArray, ArrayOperators):
         basic indices (ints, slices, ``...``, ``None``) and a scalar or an NdArray
         broadcastable to ``x[key]``.
         Boolean masks and integer arrays are accepted too (``nnarray.ops.indexing``:
-        a scatter; where an index repeats, numpy/CuPy keep the last write and OpenCL an
+        a scatter; where an index repeats, numpy keeps the last write, CuPy and OpenCL an
         unspecified one). Everything is checked before anything is written."""
         from .ops.indexing import flat_offsets, is_advanced
         if is_advanced(key):

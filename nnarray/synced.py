@@ -19,7 +19,7 @@ import numpy as np
 from . import transfers
 from .device import Device
 from .errors import OutOfMemoryError
-from .memory import naming
+from .memory import naming, retry_kernel
 
 _NO_FILL = object()
 _new = object.__new__
@@ -303,9 +303,16 @@ def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> 
                 r = uf(x, b) if x.size < limit and meta[0] else fn(x, b)
         except OutOfMemoryError as e:
             raise naming(op, e) from e
+        except MemoryError as e:  # the array library's own (CuPy's OutOfMemoryError)
+            r = retry_kernel(op, dev.key, meta, e, lambda: fn(*_natives(dev, cls, a, b)))
         if check is not None:
             check(r, meta)
         return wrap(r, dev, meta)
     wrap = cls._wrap
     return fast
+
+
+def _natives(dev: Device, cls: type, a: Any, b: Any) -> list:
+    """The kernel arguments of ``fast_runner``'s ``(a, b)`` on ``dev`` (its retry)."""
+    return [a.native(dev)] + ([] if b is None else [b.native(dev) if type(b) is cls else b])
 

@@ -162,7 +162,8 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
             copy: builtins.bool | None = None) -> Any:
     """An NdArray from an NdArray (shared unless ``copy`` or a new dtype/device asks for a
     copy), a numpy array, a buffer, a Python scalar or nested sequences (floats become
-    float32, ints int64: the default dtypes)."""
+    float32, ints int64: the default dtypes), or a DLPack tensor on a device (a CuPy
+    array: wrapped on its GPU like ``from_dlpack``, shared unless a copy is asked for)."""
     d = None if dtype is None else _dtypes.normalize(dtype, "asarray")
     if isinstance(obj, NdArray) or (hasattr(obj, "_record") and hasattr(obj, "dtype")):
         same = (d is None or d == obj.dtype) and (
@@ -175,6 +176,9 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
         if y is obj or (d is not None and d != obj.dtype):
             y = F.cast(y, d if d is not None else obj.dtype)
         return y
+    if _on_a_device(obj):  # CuPy, a CUDA torch tensor: np.asarray would refuse or copy
+        from .dlpack import from_dlpack
+        return asarray(from_dlpack(obj), dtype=dtype, device=device, copy=copy)
     if copy is False and not isinstance(obj, np.ndarray):
         raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} needs a copy")
     if type(obj) in (builtins.bool, int, float):
@@ -193,6 +197,16 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
     if d is not None and a.dtype != d:
         a = a.astype(d)
     return _on(_array(a), device)
+
+
+def _on_a_device(obj: Any) -> bool:
+    """Whether ``obj`` is a DLPack tensor outside host memory (kDLCPU is 1)."""
+    if isinstance(obj, np.ndarray) or not hasattr(obj, "__dlpack_device__"):
+        return False
+    try:
+        return int(obj.__dlpack_device__()[0]) != 1
+    except Exception:  # not a usable DLPack object: the generic path decides
+        return False
 
 
 def _native_nested(obj: Any) -> Any:
@@ -449,7 +463,7 @@ def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None,
 def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
     """``x``'s elements at ``indices`` along ``axis`` (negative count from the end); the
     other axes of ``x`` and ``indices`` broadcast. Runs where ``x`` is: one gather."""
-    from .ops.indexing import _check_bounds, gather
+    from .ops.indexing import check_bounds, gather
     _require("take_along_axis", x)
     _require("take_along_axis", indices)
     if x.ndim == 0 or indices.ndim != x.ndim:
@@ -468,7 +482,7 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
     out = out[:a] + (indices.shape[a],) + out[a + 1:]
     dim = x.shape[a]
     i = F.cast(indices, _I64) if indices.dtype != _I64 else indices
-    _check_bounds("take_along_axis", i, dim, a, x.shape)
+    check_bounds("take_along_axis", i, dim, a, x.shape)
     i = F.remainder(i, dim) if dim else i
     st = np.zeros(x.ndim, np.int64)  # the element strides, 0 along broadcast axes
     acc = 1

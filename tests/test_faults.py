@@ -144,6 +144,21 @@ def test_failed_allocation_releases_caches_and_retries_once(backend, monkeypatch
                 raise cl.MemoryError("simulated")
             return real(n)
         monkeypatch.setattr(dev, "_alloc", flaky)
+    elif backend == "cuda":  # CuPy's OutOfMemoryError was never converted (issue 30)
+        import cupy
+        real = dev._cp
+        calls = []
+
+        class Flaky:  # cupy, whose first full() fails as an exhausted pool does
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def full(self, *a, **k):
+                calls.append(1)
+                if len(calls) == 1:
+                    raise cupy.cuda.memory.OutOfMemoryError(1 << 21, 0)
+                return real.full(*a, **k)
+        monkeypatch.setattr(dev, "_cp", Flaky())
     else:
         pytest.skip(f"{backend}: allocation failures are its library's")
     released = []
@@ -215,3 +230,70 @@ def test_strict_transfers_can_flag_implicit_reads(backend):
         assert float(loss) == 12.0  # ... and once on the host, implicit ones are free
     with nna.strict_transfers(implicit_reads=True), nna.strict_transfers(enabled=False):
         assert float(F.sum(x)) == 6.0  # an inner block turns the check off
+
+
+# -- take: an index out of range is an IndexError on every backend (issue 30) -----------------
+def test_take_index_out_of_range_raises(backend):
+    """cupy.take wrapped it (x[2] for index 5 of 3), OpenCL wrote 0; numpy raised its own
+    error. Host indices are checked for free, indices only on the device by a reduction."""
+    x = A([1.0, 2.0, 3.0], np.float32)
+    for bad in (3, 5, -4):
+        with pytest.raises(IndexError, match=S("take", f"index {bad}", "axis 0", "size 3")):
+            F.take(x, A([0, bad]))
+        on_device = A([0, 0]) * 1 + A([0, bad])  # computed where the backend runs
+        with pytest.raises(IndexError, match=S("take", f"index {bad}")):
+            F.take(x, on_device)
+    m = A(np.arange(6.0).reshape(2, 3), np.float32)
+    with pytest.raises(IndexError, match=S("take", "index 2", "axis 0", "size 2")):
+        F.take(m, A([2]), axis=0)
+    np.testing.assert_array_equal(np.asarray(F.take(m, A([-1, 0]) * 1, axis=1)),
+                                  [[2.0, 0.0], [5.0, 3.0]])
+
+
+# -- linalg: singular or non-positive-definite input raises, as numpy's does (issue 30) ------
+@pytest.mark.allow_fallback("OpenCL runs dense decompositions through the host's kernels")
+def test_singular_inv_solve_cholesky_raise(backend):
+    """CuPy returned NaN/inf unless asked to check."""
+    s = A([[1.0, 2.0], [2.0, 4.0]], np.float32) * 1
+    with pytest.raises(np.linalg.LinAlgError):
+        np.asarray(nna.linalg.inv(s))
+    with pytest.raises(np.linalg.LinAlgError):
+        np.asarray(nna.linalg.solve(s, A([[1.0], [1.0]], np.float32)))
+    with pytest.raises(np.linalg.LinAlgError):
+        np.asarray(nna.linalg.cholesky(A([[1.0, 2.0], [2.0, 1.0]], np.float32) * 1))
+    np.testing.assert_allclose(np.asarray(nna.linalg.inv(A([[2.0, 0.0], [0.0, 4.0]],
+                                                           np.float32))),
+                               [[0.5, 0.0], [0.0, 0.25]])
+
+
+# -- an array library's own MemoryError inside a kernel (CuPy's; issue 30) --------------------
+def test_kernel_memory_error_releases_retries_and_names_the_op(monkeypatch):
+    from nnarray import memory
+    from nnarray.kernel import Kernel
+    released = []
+    monkeypatch.setattr(memory, "release_all", lambda: released.append(1))
+    host = nna.backends.host_device()
+    x = A(np.ones((4, 5), np.float32))
+    meta = ((4, 5), np.dtype(np.float32))
+    calls = []
+
+    def once(a):  # fails the first time, as a pool that only needed its cache back
+        calls.append(1)
+        if len(calls) == 1:
+            raise MemoryError("library: out of memory allocating 80 bytes")
+        return a * 2
+    k = Kernel("exp", once, host)
+    np.testing.assert_array_equal(k.run((x,), {}, (meta,)).numpy(), 2.0)
+    assert released == [1] and len(calls) == 2
+    calls.clear()
+    np.testing.assert_array_equal(k.fast(x, None, meta).numpy(), 2.0)  # the fast path too
+    assert released == [1, 1]
+
+    def never(a):
+        raise MemoryError("library: out of memory allocating 80 bytes")
+    k = Kernel("exp", never, host)
+    for run in (lambda: k.run((x,), {}, (meta,)), lambda: k.fast(x, None, meta)):
+        with pytest.raises(nna.OutOfMemoryError, match=S("exp: out of memory on numpy:0",
+                                                         "(4, 5) float32", "80 bytes",
+                                                         "library")):
+            run()

@@ -67,9 +67,7 @@ class Communicator:
             if b.home.backend == "cuda":
                 flat = b.gather()
                 x = flat.get_data("rw", b.home).reshape(-1)
-                self._device().allreduce(x, reduce_op)
-                if op == "mean":
-                    x *= x.dtype.type(1.0 / self.size)
+                self._device().allreduce(x, op)  # mean scaled inside its device scope
                 b.scatter(flat)
             elif b.on_host:
                 single = len(b.arrays) == 1

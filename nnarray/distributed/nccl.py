@@ -55,9 +55,14 @@ class NcclTransport:
         return cupy.cuda.get_current_stream().ptr
 
     def allreduce(self, x: Any, op: str) -> None:
+        """``op`` in sum, mean, max, min; mean's scaling runs on this GPU's stream too,
+        ordered after the reduction (outside the device scope it ran on GPU 0's)."""
         ptr, t = self._args(x)
         with self._cupy_device:
-            self.comm.allReduce(ptr, ptr, x.size, t, self._ops[op], self._stream())
+            self.comm.allReduce(ptr, ptr, x.size, t, self._ops["sum" if op == "mean" else op],
+                                self._stream())
+            if op == "mean":
+                x *= x.dtype.type(1.0 / self.size)
 
     def bcast(self, x: Any, root: int) -> None:
         ptr, t = self._args(x)

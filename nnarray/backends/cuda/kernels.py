@@ -26,9 +26,14 @@ def _empty(shape, dtype):
 
 # CuPy's memory pool already recycles device buffers, so the shared kernels need not
 # write big results into preallocated buffers: `big` is never reached.
-register_xp_kernels("cuda", cupy, _empty, big=1 << 62)
+def _checked_linalg():
+    import cupyx
+    return cupyx.errstate(linalg="raise")
+
+
+register_xp_kernels("cuda", cupy, _empty, big=1 << 62,
+                    current_device=cupy.cuda.runtime.getDevice, checked_linalg=_checked_linalg)
 _generic = scope.registered()
-scope.scope_all(_generic)
 
 
 def _reduce_0d(fn):
@@ -47,3 +52,4 @@ register_divmod(cupy)
 register_softmax(cupy, _generic)
 register_conv(cupy, _generic)
 register_random(cupy)
+
