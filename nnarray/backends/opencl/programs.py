@@ -138,6 +138,9 @@ class ProgramCache:
 # and rebuilt: pocl crashes on a truncated binary rather than rejecting it.
 _MAGIC = b"NNACLBIN\x01"
 _HEADER = struct.Struct(f"<{len(_MAGIC)}s32sQ32s")
+#: Entries of this format are ``<key hex>.v2.bin``: older versions' raw ``.bin`` files are
+#: neither read nor overwritten (both versions may share one cache directory).
+_SUFFIX = ".v2.bin"
 
 
 def _entry_path(key: bytes) -> str | None:
@@ -145,7 +148,7 @@ def _entry_path(key: bytes) -> str | None:
     if d is None:
         return None
     h = key.hex()
-    return os.path.join(d, h[:2], h + ".bin")
+    return os.path.join(d, h[:2], h + _SUFFIX)
 
 
 def _load(path: str, key: bytes) -> bytes | None:
