@@ -31,7 +31,9 @@ from typing import Any
 import pyopencl as cl
 
 from ...atomic_file import write_bytes
-from .device import _locks
+from ...errors import OutOfMemoryError
+from ...memory import address_space_left, release_all
+from .device import HEADROOM, _locks
 
 #: Work-group size of every 1-D launch: fixed, because pocl compiles a work-group
 #: function per distinct local size (~40 ms each) and a size it picks varies with n.
@@ -114,6 +116,7 @@ class ProgramCache:
         return hashlib.sha256(f"{self._identity}\0{options}\0{source}".encode()).digest()
 
     def _load_or_compile(self, source: str, options: str) -> cl.Program:
+        _check_room()
         key = self._key(source, options)
         path = _entry_path(key)
         binary = _load(path, key) if path is not None else None
@@ -130,6 +133,19 @@ class ProgramCache:
         if path is not None:
             _store(path, key, prg.get_info(cl.program_info.BINARIES)[0])
         return prg
+
+
+def _check_room() -> None:
+    """``OutOfMemoryError`` unless a build has ``HEADROOM`` bytes of address space (after
+    releasing the pools' caches): pocl's compiler crashes where its allocations fail."""
+    if address_space_left() >= HEADROOM:
+        return
+    release_all()
+    left = address_space_left()
+    if left < HEADROOM:
+        raise OutOfMemoryError(f"building an OpenCL program needs about {HEADROOM} bytes of "
+                               f"address space; {max(int(left), 0)} are left under the "
+                               f"process's limit (RLIMIT_AS)")
 
 
 # -- cache entries ------------------------------------------------------------------------
