@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import IO, Any
@@ -36,8 +36,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb",
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     remove_orphans(path)
-    fd, tmp = tempfile.mkstemp(prefix=f"{_prefix(path)}{os.getpid()}@{_HOST}.",
-                               suffix=_ext(path), dir=folder)
+    fd, tmp = _create(os.path.join(folder, f"{_prefix(path)}{os.getpid()}@{_HOST}."),
+                      _ext(path))
     try:
         with os.fdopen(fd, mode, encoding=encoding if "b" not in mode else None) as f:
             yield f
@@ -49,6 +49,18 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb",
             os.unlink(tmp)
         raise
     _sync_folder(folder)
+
+
+def _create(head: str, ext: str) -> tuple[int, str]:
+    """A new file ``<head><random><ext>`` opened for writing, with the permissions the
+    umask gives (``tempfile.mkstemp`` would make it owner-only)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        name = f"{head}{secrets.token_hex(4)}{ext}"
+        try:
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:
+            continue
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:

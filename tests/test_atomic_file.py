@@ -121,7 +121,7 @@ def test_concurrent_saves_from_processes(tmp_path):
     assert _temp_files(tmp_path) == []
 
 
-def test_a_failed_write_leaves_the_target_and_no_temporary_file(tmp_path):
+def test_a_failed_write_leaves_the_target_and_no_temporary_file_and_modes_follow_umask(tmp_path):
     path = tmp_path / "state.bin"
     atomic_file.write_bytes(path, b"old")
     with pytest.raises(RuntimeError, match="midway"):
@@ -131,6 +131,9 @@ def test_a_failed_write_leaves_the_target_and_no_temporary_file(tmp_path):
     assert path.read_bytes() == b"old" and _temp_files(tmp_path) == []
     atomic_file.write_text(path, "new")
     assert path.read_text(encoding="utf-8") == "new"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() makes it, not 0o600
     with pytest.raises(ValueError, match="mode"):
         with atomic_file.atomic_write(path, "a"):
             pass
