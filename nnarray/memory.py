@@ -13,6 +13,7 @@ the op's output as the shape (``retry_kernel``).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -75,6 +76,44 @@ def release_all() -> None:
             dev.empty_cache()
         except Exception:  # a failing device must not hide the allocation error
             pass
+
+
+def address_space_left() -> float:
+    """Bytes the process may still map under its address-space limit (``RLIMIT_AS``,
+    ``ulimit -v``): ``inf`` without a limit or where it cannot be read."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return math.inf
+        with open("/proc/self/statm", "rb") as f:
+            mapped = int(f.read().split(None, 1)[0]) * resource.getpagesize()
+    except (ImportError, OSError, ValueError):
+        return math.inf
+    return soft - mapped + _malloc_free()
+
+
+_mallinfo2: list = []  # glibc's ``mallinfo2`` (None where there is none), looked up once
+
+
+def _malloc_free() -> int:
+    """Bytes that glibc's malloc keeps mapped but free (reused by later allocations, so
+    not lost to the limit); 0 without glibc 2.33+."""
+    if not _mallinfo2:
+        import ctypes
+
+        class Info(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in (
+                "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                "uordblks", "fordblks", "keepcost")]
+        try:
+            fn = ctypes.CDLL(None).mallinfo2
+            fn.restype = Info
+        except (AttributeError, OSError):
+            fn = None
+        _mallinfo2.append(fn)
+    fn = _mallinfo2[0]
+    return 0 if fn is None else int(fn().fordblks)
 
 
 def out_of_memory(device: str, shape: tuple[int, ...], dtype: Any, nbytes: int,

@@ -12,8 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from nnarray import nn
-from nnarray.nn import serialization
+from nnarray import atomic_file, nn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _KILLED_SAVE = r"""
 import os, signal, sys
 import numpy as np
-from nnarray import nn
+from nnarray import atomic_file, nn
 
 def die(f, **arrays):
     f.write(b"PK partial")
@@ -72,7 +71,7 @@ def test_orphan_cleanup_spares_concurrent_saves_and_other_targets(tmp_path):
         }
         for name in files.values():
             (tmp_path / name).write_bytes(b"partial")
-        stale = time.time() - serialization.STALE_SECONDS - 60
+        stale = time.time() - atomic_file.STALE_SECONDS - 60
         for k in ("old-live", "legacy-old"):
             os.utime(tmp_path / files[k], (stale, stale))
         nn.Linear(3, 2).save(path)

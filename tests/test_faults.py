@@ -3,7 +3,11 @@ each raises an nnarray error naming the op, on every backend, before anything ch
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,6 +15,8 @@ import pytest
 import nnarray as nna
 import nnarray.functions as F
 from nnarray import InvalidValueError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
 
@@ -167,6 +173,50 @@ def test_failed_allocation_releases_caches_and_retries_once(backend, monkeypatch
     x = nna.full((1 << 19,), 3.0)  # 2 MiB: the host pool's and OpenCL's big path
     assert float(F.sum(x * 1.0)) == 3.0 * (1 << 19)
     assert released  # every device gave its cache back before the retry
+
+
+# A child that fills its address space under RLIMIT_AS with arrays of n float32 each, then
+# checks that it can still compute (a kernel it had not used yet included).
+_ADDRESS_SPACE = r"""
+import json, resource, sys
+import numpy as np, nnarray as nna, nnarray.functions as F
+ctx, n = sys.argv[1], int(sys.argv[2])
+with nna.context_scope(ctx):
+    float(F.sum(nna.zeros((4,)) + 1))  # the device and its first kernels, before the limit
+    with open("/proc/self/statm") as f:
+        lim = int(f.read().split()[0]) * resource.getpagesize() + (1 << 31)
+    resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    keep, err = [], None
+    try:
+        for _ in range(100000):
+            keep.append(nna.zeros((n,)) + 1)
+    except nna.OutOfMemoryError as e:
+        err = str(e)
+    held = sum(a.nbytes for a in keep)
+    ok = all(float(a[n - 1]) == 1.0 for a in keep[-3:])
+    del keep
+    x = np.linspace(0, 1, 1000, dtype=np.float32)
+    got = float(F.sum(F.sin(nna.NdArray.from_numpy_array(x)) * 3))
+print(json.dumps({"err": err, "held": held, "ok": ok, "got": got,
+                  "want": float(np.sum(np.sin(x) * 3)), "limit": 1 << 31}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc and RLIMIT_AS")
+@pytest.mark.parametrize("n", [1 << 25, 1 << 18], ids=["128MiB", "1MiB"])
+def test_out_of_memory_under_an_address_space_limit(backend, n):
+    """pocl allocates lazily: a buffer past RLIMIT_AS crashed the process (SIGSEGV) at its
+    first launch. Now the allocation raises, as numpy's does, and the process goes on."""
+    if backend == "cuda":
+        pytest.skip("cuda: device memory is not under the process's address-space limit")
+    r = subprocess.run([sys.executable, "-c", _ADDRESS_SPACE, backend, str(n)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert re.search(S("add", f"({n},)", "float32", "bytes"), out["err"] or ""), out
+    assert out["ok"] and out["held"] > out["limit"] // 2  # most of the room was usable
+    assert out["got"] == pytest.approx(out["want"], rel=1e-5)
 
 
 # -- fill values an integer dtype cannot hold; random parameters ------------------------------

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import functions as F
+from ..atomic_file import write_bytes
 from ..errors import GraphError
 from ..ndarray import NdArray
 from .executor import leaves as graph_leaves
@@ -721,9 +722,8 @@ def export(outputs: Any, path: str | os.PathLike, params: dict | None = None,
     ``arg_names[id(v)]``, else ``v.name``, else ``arg<k>``. Outputs are named ``v.name``
     or ``out<k>``. Raises ``GraphError`` naming an op without an ONNX translation.
     """
-    onnx = _onnx()
     model = to_model(outputs, params, arg_names, opset)
-    onnx.save(model, os.fspath(path))
+    write_bytes(path, model.SerializeToString())
 
 
 # ======================================================================================
