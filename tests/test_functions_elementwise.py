@@ -38,6 +38,7 @@ BINARY = {  # name: (F function, Python operator or None, numpy reference)
     "hypot": (F.hypot, None, np.hypot),
     "logaddexp": (F.logaddexp, None, np.logaddexp),
     "copysign": (F.copysign, None, np.copysign),
+    "nextafter": (F.nextafter, None, np.nextafter),
     "remainder": (F.remainder, operator.mod, np.remainder),
     "floor_divide": (F.floor_divide, operator.floordiv, np.floor_divide),
     "bitwise_and": (F.bitwise_and, operator.and_, np.bitwise_and),
@@ -49,7 +50,7 @@ BINARY = {  # name: (F function, Python operator or None, numpy reference)
     "logical_or": (F.logical_or, None, np.logical_or),
     "logical_xor": (F.logical_xor, None, np.logical_xor),
 }
-FLOAT_ONLY = {"atan2", "hypot", "logaddexp", "copysign"}  # tested on floats (numpy's
+FLOAT_ONLY = {"atan2", "hypot", "logaddexp", "copysign", "nextafter"}  # tested on floats (numpy's
 INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",  # loops
             "bitwise_right_shift"}  # differ from ours on integers only in precision)
 

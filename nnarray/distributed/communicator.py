@@ -67,7 +67,7 @@ class Communicator:
             if b.home.backend == "cuda":
                 flat = b.gather()
                 x = flat.get_data("rw", b.home).reshape(-1)
-                self._device().allreduce(x, op)  # mean scaled inside its device scope
+                self._device().allreduce(x, op, self.size)  # mean scaled in its scope
                 b.scatter(flat)
             elif b.on_host:
                 single = len(b.arrays) == 1

@@ -15,6 +15,7 @@ from . import scope
 from .conv import register_conv
 from .divmod import register_divmod
 from .elementwise import register_elementwise
+from .nextafter import register_nextafter
 from .random import register_random
 from .scope import register
 from .softmax import register_softmax
@@ -49,6 +50,7 @@ for _name in ("sum", "mean", "max", "min"):
 
 register_elementwise(cupy)
 register_divmod(cupy)
+register_nextafter(cupy)
 register_softmax(cupy, _generic)
 register_conv(cupy, _generic)
 register_random(cupy)

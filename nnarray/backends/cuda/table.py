@@ -42,5 +42,5 @@ class Elementwise(NamedTuple):
 
 def load() -> tuple[list, list[Elementwise]]:
     """``(SOURCES, ELEMENTWISE)`` once every module holding CUDA C is imported."""
-    from . import conv, device, divmod, elementwise, random, softmax  # noqa: F401  (they fill the table)
+    from . import conv, device, divmod, elementwise, nextafter, random, softmax  # noqa: F401  (they fill the table)
     return SOURCES, ELEMENTWISE
