@@ -19,6 +19,7 @@ from .nextafter import register_nextafter
 from .random import register_random
 from .scope import register
 from .softmax import register_softmax
+from .vector import register_vector
 
 
 def _empty(shape, dtype):
@@ -51,6 +52,7 @@ for _name in ("sum", "mean", "max", "min"):
 register_elementwise(cupy)
 register_divmod(cupy)
 register_nextafter(cupy)
+register_vector(cupy)  # after every elementwise override it wraps
 register_softmax(cupy, _generic)
 register_conv(cupy, _generic)
 register_random(cupy)
