@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from . import views
 from .device import Device
 from .errors import OutOfMemoryError
 from .memory import naming, retry_kernel
 from .ndarray import NdArray
 from .synced import fast_runner
+from .views import View
 
 #: Check every kernel's output against the inferred shape and dtype (tests enable it).
 DEBUG = os.environ.get("NNARRAY_DEBUG", "") not in ("", "0")
@@ -124,6 +126,9 @@ class Kernel:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         dev = self.device
         xs = [x.native(dev) if type(x) is NdArray else x for x in inputs]
+        if target._fill.__class__ is View:  # a view: written where its root is
+            views.run_into(target, dev, mode, lambda out: self.fn(*xs, out=out, **attrs))
+            return target
         self.fn(*xs, out=target.native(dev, mode), **attrs)
         return target
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, dtypes
+from . import backends, dtypes, views
 from . import functions as F  # see operators.py: bound while nnarray imports functions
 from .context import Context, as_context, context_scope, dispatch_context, get_current_context
 from .errors import DTypeError, InvalidValueError, ShapeError
@@ -164,6 +164,60 @@ class NdArray(SyncedArray, ArrayOperators):
         lookup("setitem", dispatch_context((self,))).run_into(
             self, (value,), {"key": key, "view": view})
 
+    # -- views -------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> NdArray:
+        """``x[key]``: basic indices (ints, slices, ``...``, ``None``) give a view that
+        shares ``x``'s storage (``nnarray.views``); boolean masks and integer arrays give
+        a new array on ``x``'s device (``nnarray.ops.indexing``)."""
+        from .ops.indexing import is_advanced
+        if is_advanced(key):
+            return F.getitem(self, key)
+        return views.getitem(self, key)
+
+    def reshape(self, *shape: Any, copy: bool | None = None) -> NdArray:
+        """``x`` with a new shape: a view where numpy's would be one (``copy=None``),
+        else a new array; ``copy=True`` always copies, ``copy=False`` raises
+        ``ValueError`` where a view is impossible."""
+        from .ops.shape import reshape as op
+        shape = shape[0] if len(shape) == 1 else shape
+        if copy:
+            return F.reshape(self, shape)
+        attrs = {"shape": shape}
+        ((new, _),) = op.infer((self,), attrs)
+        v = views.reshape(self, new)
+        if v is not None:
+            return v
+        if copy is False:
+            raise ValueError(f"reshape: cannot reshape a view of shape {self.shape} to "
+                             f"{new} without copying (copy=False)")
+        return F.reshape(self, new)
+
+    def transpose(self, *axes: Any) -> NdArray:
+        """``x`` with its axes permuted (``None``/none given: reversed), as a view."""
+        from .ops.shape import transpose as op
+        attrs = {"axes": (axes[0] if len(axes) == 1 else axes) or None}
+        op.infer((self,), attrs)
+        return views.transpose(self, attrs["axes"])
+
+    @property
+    def T(self) -> NdArray:
+        """The axes reversed, as a view."""
+        return self.transpose()
+
+    @property
+    def mT(self) -> NdArray:
+        """The last two axes swapped (a stack of matrix transposes), as a view."""
+        n = len(self.shape)
+        if n < 2:
+            raise ValueError(f"mT: needs at least 2 dimensions, shape is {self.shape}")
+        return self.transpose(*range(n - 2), n - 1, n - 2)
+
+    @property
+    def base(self) -> NdArray | None:
+        """The array whose storage this view shares (``None`` unless a view)."""
+        v = views.of(self)
+        return None if v is None else v.base
+
     # -- the Array API -------------------------------------------------------------
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         """The ``nnarray`` module (Array API 2023.12)."""
@@ -176,7 +230,7 @@ class NdArray(SyncedArray, ArrayOperators):
     @property
     def device(self) -> Context:
         """The context holding the newest copy, or the current context for a lazy array."""
-        h = self._head
+        h = self.head_device
         if h is None:
             return get_current_context()
         return Context(h.backend, h.device_id)
