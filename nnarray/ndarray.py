@@ -128,9 +128,10 @@ class NdArray(SyncedArray, ArrayOperators):
         Boolean masks and integer arrays are accepted too (``nnarray.ops.indexing``:
         a scatter; where an index repeats, numpy keeps the last write, CuPy and OpenCL an
         unspecified one). Everything is checked before anything is written."""
-        from .ops.indexing import flat_offsets, is_advanced
+        from .ops.indexing import device_context, flat_offsets, is_advanced
         if is_advanced(key):
-            flat = flat_offsets("setitem", self.shape, key)
+            flat = flat_offsets("setitem", self.shape, key,
+                                device_context(dispatch_context((self,))))
             view, shape = None, flat.shape
         else:
             view = _view(self.shape, key)
