@@ -141,23 +141,52 @@ def access(a: Any, dev: Any, mode: str, explicit: bool) -> Any:
     return y
 
 
-def run_into(a: Any, dev: Any, mode: str, run: Callable[[Any], Any]) -> None:
-    """Run ``run(out)`` (a kernel writing ``out``) so that it writes the view's elements:
-    into an alias where there is one, else into a temporary written back (for ``'rw'``
-    the temporary starts with the view's values)."""
+def _target(a: Any, dev: Any, mode: str) -> tuple[Any, Any]:
+    """``(out, root copy)`` for a kernel writing the view ``a`` on ``dev``: ``out`` is a
+    C-contiguous alias of its elements (root copy ``None``), or a temporary (for ``'rw'``
+    holding the view's values) to scatter back into the root copy afterwards (``_back``)."""
     v = a._fill
     root = v.base
-    x = root.native(dev, "rw")
+    x = root.native(dev, "rw")  # the rest of the root stays as it is
     a._head = root._head
     if v.contiguous:
         y = dev.alias(x, v.offset, a.shape, True)
         if y is not None:
-            run(y)
-            return
+            return y, None
     t = dev.gather(x, v.offset, a.shape, v.strides) if mode == "rw" else \
         dev.empty(a.shape, a.dtype)
+    return t, x
+
+
+def _back(a: Any, dev: Any, t: Any, x: Any) -> None:
+    if x is not None:
+        v = a._fill
+        dev.scatter(x, v.offset, a.shape, v.strides, t)
+
+
+def run_into(a: Any, dev: Any, mode: str, run: Callable[[Any], Any]) -> None:
+    """Run ``run(out)`` (a kernel writing ``out``, C-contiguous) so that it writes the
+    view's elements: through an alias where there is one, else into a temporary written
+    back (for ``'rw'`` the temporary starts with the view's values)."""
+    t, x = _target(a, dev, mode)
     run(t)
-    dev.scatter(x, v.offset, a.shape, v.strides, t)
+    _back(a, dev, t, x)
+
+
+def run_inplace(targets: Any, dev: Any, run: Callable[[list], Any]) -> None:
+    """Run ``run(outs)`` (a kernel updating every native of ``outs`` in place) where some
+    of ``targets`` are views, as ``run_into`` does for each."""
+    outs, backs = [], []
+    for a in targets:
+        if a._fill.__class__ is View:
+            t, x = _target(a, dev, "rw")
+            backs.append((a, t, x))
+        else:
+            t = a.native(dev, "rw")
+        outs.append(t)
+    run(outs)
+    for a, t, x in backs:
+        _back(a, dev, t, x)
 
 
 def write(a: Any, dev: Any, x: Any) -> None:

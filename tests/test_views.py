@@ -237,3 +237,17 @@ def test_bad_keys_raise_index_errors_naming_the_shape():
     for key in [5, (0, 3), (0, 0, 0, 0), (Ellipsis, Ellipsis), 1.5, "a"]:
         with pytest.raises(IndexError, match=r"shape \(2, 3, 4\)"):
             a[key]
+
+
+def test_fused_updates_write_views(backend):
+    """A fused in-place update (SGD) of parameters that are views (of every layout, not
+    overlapping) writes their roots."""
+    from nnarray.ops.update import sgd_update
+    a, r = on(backend), REF.copy()
+    keys = [(0, slice(1, None)), (1, slice(None), slice(None, None, 2))]
+    ws = [a[k] for k in keys] + [a[1, :, 1::2].T]
+    g = [on(backend, np.full(w.shape, 1.0, np.float32)) for w in ws]
+    sgd_update(ws, g, 0.5)
+    for k in keys + [(1, slice(None), slice(1, None, 2))]:
+        r[k] -= 0.5
+    same(a, r)
