@@ -201,19 +201,6 @@ class NdArray(SyncedArray, ArrayOperators):
         return views.transpose(self, attrs["axes"])
 
     @property
-    def T(self) -> NdArray:
-        """The axes reversed, as a view."""
-        return self.transpose()
-
-    @property
-    def mT(self) -> NdArray:
-        """The last two axes swapped (a stack of matrix transposes), as a view."""
-        n = len(self.shape)
-        if n < 2:
-            raise ValueError(f"mT: needs at least 2 dimensions, shape is {self.shape}")
-        return self.transpose(*range(n - 2), n - 1, n - 2)
-
-    @property
     def base(self) -> NdArray | None:
         """The array whose storage this view shares (``None`` unless a view)."""
         v = views.of(self)

@@ -56,7 +56,8 @@ class ArrayOperators:
 
     @property
     def T(self) -> Any:
-        return F.transpose(self)
+        """The axes reversed (``transpose()``: a view of an NdArray)."""
+        return self.transpose()
 
     @property
     def mT(self) -> Any:
@@ -64,7 +65,7 @@ class ArrayOperators:
         n = len(self.shape)
         if n < 2:
             raise ValueError(f"mT: needs at least 2 dimensions, shape is {self.shape}")
-        return F.transpose(self, (*range(n - 2), n - 1, n - 2))
+        return self.transpose(*range(n - 2), n - 1, n - 2)
 
     # Reductions accept numpy's keywords too, so np.sum(x), np.mean(x, axis=0), ... work
     # on NdArrays and Variables (numpy calls these methods with dtype=, out=, ...).

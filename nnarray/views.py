@@ -108,12 +108,19 @@ def make(root: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...
 
 
 # -- access (called by SyncedArray for views) ---------------------------------------------
-def read(a: Any, dev: Any, explicit: bool) -> Any:
-    """A C-contiguous native array on ``dev`` with the view's current values."""
+def _root(a: Any, dev: Any, mode: str, explicit: bool = False) -> tuple[View, Any]:
+    """``(a's View, the root's native on dev for mode)``; a write is ``'rw'`` on the root
+    (the rest of it stays as it is). The view's ``_head`` follows the root's."""
     v = a._fill
     root = v.base
-    x = root.native(dev, "r", explicit)
+    x = root.native(dev, "r" if mode == "r" else "rw", explicit)
     a._head = root._head
+    return v, x
+
+
+def read(a: Any, dev: Any, explicit: bool) -> Any:
+    """A C-contiguous native array on ``dev`` with the view's current values."""
+    v, x = _root(a, dev, "r", explicit)
     if v.contiguous:
         y = dev.alias(x, v.offset, a.shape, False)
         if y is not None:
@@ -126,17 +133,14 @@ def access(a: Any, dev: Any, mode: str, explicit: bool) -> Any:
     (``get_data('w')``, ``.data``): strided where the view is."""
     if mode not in ("w", "rw"):
         raise ValueError(f"get_data: mode must be 'r', 'w' or 'rw', got {mode!r}")
-    v = a._fill
-    root = v.base
-    x = root.native(dev, "rw", explicit)  # the rest of the root stays as it is
-    a._head = root._head
+    v, x = _root(a, dev, mode, explicit)
     y = dev.alias(x, v.offset, a.shape, True) if v.contiguous else \
         dev.strided(x, v.offset, a.shape, v.strides)
     if y is None:
         raise BackendError(
             f"view of shape {a.shape}: {dev.key} has no writable native array for a view "
             f"{'at an offset' if v.contiguous else 'with strides'} (of an array of shape "
-            f"{root.shape}); write through NdArray operations (x[...] = v, x += v, "
+            f"{v.base.shape}); write through NdArray operations (x[...] = v, x += v, "
             "copy_from) or use a copy")
     return y
 
@@ -145,10 +149,7 @@ def _target(a: Any, dev: Any, mode: str) -> tuple[Any, Any]:
     """``(out, root copy)`` for a kernel writing the view ``a`` on ``dev``: ``out`` is a
     C-contiguous alias of its elements (root copy ``None``), or a temporary (for ``'rw'``
     holding the view's values) to scatter back into the root copy afterwards (``_back``)."""
-    v = a._fill
-    root = v.base
-    x = root.native(dev, "rw")  # the rest of the root stays as it is
-    a._head = root._head
+    v, x = _root(a, dev, mode)
     if v.contiguous:
         y = dev.alias(x, v.offset, a.shape, True)
         if y is not None:
@@ -191,10 +192,7 @@ def run_inplace(targets: Any, dev: Any, run: Callable[[list], Any]) -> None:
 
 def write(a: Any, dev: Any, x: Any) -> None:
     """Copy ``x`` (a native array of the view's shape on ``dev``) into the view."""
-    v = a._fill
-    root = v.base
-    r = root.native(dev, "rw")
-    a._head = root._head
+    v, r = _root(a, dev, "w")
     dev.scatter(r, v.offset, a.shape, v.strides, x)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..ndarray import NdArray
+from ..views import c_strides
 from .op import Op
 
 _I64 = np.dtype(np.int64)
@@ -86,15 +87,6 @@ def _host_array(i: Any) -> Any:
     return i
 
 
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Element strides of a C-contiguous array of ``shape``."""
-    out, n = [], 1
-    for s in reversed(shape):
-        out.append(n)
-        n *= s
-    return tuple(reversed(out))
-
-
 def _positions(mask: Any) -> Any:
     """The flat true positions of ``mask`` (int64, 1-D; count read back, counted)."""
     from .shape import reshape
@@ -158,7 +150,7 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any, ctx: Any = None) -> 
     from .elementwise import cast as _cast
     from .elementwise import functions as _ew
     from .shape import broadcast_to, reshape
-    st = _c_strides(shape)
+    st = c_strides(shape)
     comps = _expand(op, shape, key, ctx)
     adv = []  # (position in comps, 1-D/N-D offsets array)
     for p, (kind, v, axes) in enumerate(comps):

@@ -185,13 +185,6 @@ class CudaDevice(Device):
             return self._cp.lib.stride_tricks.as_strided(
                 x.reshape(-1)[offset:], shape, tuple(s * it for s in strides))
 
-    def alias(self, x: Any, offset: int, shape: tuple[int, ...], write: bool) -> Any:
-        n = 1
-        for s in shape:
-            n *= s
-        with self.scope:
-            return x.reshape(-1)[offset:offset + n].reshape(shape)
-
     def gather(self, x: Any, offset: int, shape: tuple[int, ...],
                strides: tuple[int, ...]) -> Any:
         with self.scope:

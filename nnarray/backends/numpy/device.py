@@ -38,12 +38,6 @@ class NumpyDevice(Device):
         it = x.itemsize
         return _as_strided(x.reshape(-1)[offset:], shape, tuple(s * it for s in strides))
 
-    def alias(self, x, offset, shape, write):
-        n = 1
-        for s in shape:
-            n *= s
-        return x.reshape(-1)[offset:offset + n].reshape(shape)
-
     def import_dlpack(self, obj):
         x = np.from_dlpack(obj)
         if not (x.flags.c_contiguous and x.flags.writeable):
