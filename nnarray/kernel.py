@@ -125,9 +125,17 @@ class Kernel:
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         dev = self.device
-        xs = [x.native(dev) if type(x) is NdArray else x for x in inputs]
-        if target._fill.__class__ is View:  # a view: written where its root is
-            views.run_into(target, dev, mode, lambda out: self.fn(*xs, out=out, **attrs))
+        xs = []
+        shared = target._fill.__class__ is View
+        for x in inputs:
+            if type(x) is NdArray:
+                if x._fill.__class__ is View:
+                    shared = True
+                x = x.native(dev)
+            xs.append(x)
+        if shared:  # a view written (where its root is), or read while writing its root
+            views.run_into(target, dev, mode, lambda out: self.fn(*xs, out=out, **attrs),
+                           inputs)
             return target
         self.fn(*xs, out=target.native(dev, mode), **attrs)
         return target

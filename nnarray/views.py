@@ -145,12 +145,13 @@ def access(a: Any, dev: Any, mode: str, explicit: bool) -> Any:
     return y
 
 
-def _target(a: Any, dev: Any, mode: str) -> tuple[Any, Any]:
+def _target(a: Any, dev: Any, mode: str, apart: bool = False) -> tuple[Any, Any]:
     """``(out, root copy)`` for a kernel writing the view ``a`` on ``dev``: ``out`` is a
-    C-contiguous alias of its elements (root copy ``None``), or a temporary (for ``'rw'``
-    holding the view's values) to scatter back into the root copy afterwards (``_back``)."""
+    C-contiguous alias of its elements (root copy ``None``), or (where there is none, or
+    ``apart`` asks for one) a temporary (for ``'rw'`` holding the view's values) to
+    scatter back into the root copy afterwards (``_back``)."""
     v, x = _root(a, dev, mode)
-    if v.contiguous:
+    if v.contiguous and not apart:
         y = dev.alias(x, v.offset, a.shape, True)
         if y is not None:
             return y, None
@@ -165,11 +166,31 @@ def _back(a: Any, dev: Any, t: Any, x: Any) -> None:
         dev.scatter(x, v.offset, a.shape, v.strides, t)
 
 
-def run_into(a: Any, dev: Any, mode: str, run: Callable[[Any], Any]) -> None:
-    """Run ``run(out)`` (a kernel writing ``out``, C-contiguous) so that it writes the
-    view's elements: through an alias where there is one, else into a temporary written
-    back (for ``'rw'`` the temporary starts with the view's values)."""
-    t, x = _target(a, dev, mode)
+def run_into(a: Any, dev: Any, mode: str, run: Callable[[Any], Any],
+             inputs: Any = ()) -> None:
+    """Run ``run(out)`` (a kernel writing ``out``, C-contiguous, reading ``inputs``) so
+    that it writes ``a``, a view or a root with views among ``inputs``: through an alias
+    where there is one, else into a temporary written back (for ``'rw'`` it starts with
+    ``a``'s values). Where an input is another view of ``a``'s root (it may alias
+    elements the kernel writes, ``a[1:] += a[:-1]``, ``a += a[0]``), the kernel always
+    writes a temporary, so it reads every input as it was before the op."""
+    f = a._fill
+    root = f.base if f.__class__ is View else a
+    apart = False
+    for x in inputs:
+        g = getattr(x, "_fill", None)
+        if x is not a and (x is root or g.__class__ is View and g.base is root):
+            apart = True
+    if root is a:  # a root target (called only with views among the inputs)
+        if not apart:
+            run(a.native(dev, mode))
+            return
+        t = dev.gather(a.native(dev), 0, a.shape, c_strides(a.shape)) if mode == "rw" \
+            else dev.empty(a.shape, a.dtype)
+        run(t)
+        a.adopt(dev, t)
+        return
+    t, x = _target(a, dev, mode, apart)
     run(t)
     _back(a, dev, t, x)
 

@@ -251,3 +251,23 @@ def test_fused_updates_write_views(backend):
     for k in keys + [(1, slice(None), slice(1, None, 2))]:
         r[k] -= 0.5
     same(a, r)
+
+
+@pytest.mark.parametrize("case", ["shifted", "broadcast row", "reversed", "assign"])
+def test_in_place_ops_read_inputs_before_writing(backend, case):
+    """An in-place op whose input is another view of the target's root reads the input as
+    it was before the op, even where a kernel would race on shared memory."""
+    a, r = on(backend, REF[0].copy()), REF[0].copy()
+    if case == "shifted":
+        a[1:] += a[:-1]
+        r[1:] += r[:-1].copy()
+    elif case == "broadcast row":
+        a += a[0]
+        r += r[0].copy()
+    elif case == "reversed":
+        a[:, 1:] *= a[:, :-1][:, ::-1]
+        r[:, 1:] *= r[:, :-1][:, ::-1].copy()
+    else:
+        a[1:].copy_from(a[:-1])
+        r[1:] = r[:-1].copy()
+    same(a, r)
