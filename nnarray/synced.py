@@ -307,7 +307,8 @@ class SyncedArray:
     @property
     def head(self) -> str | None:
         """The context string of the latest write, or ``None``."""
-        h = self.head_device
+        f = self._fill
+        h = f.base._head if f.__class__ is View else self._head
         return None if h is None else h.key
 
     @property

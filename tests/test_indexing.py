@@ -185,3 +185,12 @@ def test_indexing_keeps_the_array_s_device(backend: str, name: str) -> None:
     want = A.copy()
     want[key.numpy() if isinstance(key, nna.NdArray) else key] = 0.0
     np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_graph_value_indexing_runs_on_its_data_s_device(backend: str) -> None:
+    """A Variable indexed with host keys: the gather runs where its data is."""
+    x = Variable.from_ndarray(nna.NdArray.from_numpy_array(A).to_device(backend))
+    with grad.auto_forward():
+        y = x[[1, 0], np.array([0, 2])]
+    assert y.data.device == x.data.device
+    np.testing.assert_array_equal(y.data.numpy(), A[[1, 0], [0, 2]])

@@ -227,7 +227,9 @@ def advanced_getitem(x: Any, key: Any) -> Any:
     """``x[key]`` for keys holding masks or integer arrays (see the module docstring)."""
     from ..context import dispatch_context
     from .shape import reshape
-    flat = flat_offsets("getitem", x.shape, key, device_context(dispatch_context((x,))))
+    data = x if type(x) is NdArray else getattr(x, "data", None)  # a graph value's data
+    ctx = dispatch_context((data,) if type(data) is NdArray else ())
+    flat = flat_offsets("getitem", x.shape, key, device_context(ctx))
     src = reshape(x, shape=(-1,))
     r = gather(src, reshape(flat, shape=(-1,)))
     return reshape(r, shape=flat.shape)
