@@ -220,7 +220,11 @@ def write(a: Any, dev: Any, x: Any) -> None:
 def fill(a: Any, value: Any) -> None:
     """Set every element of the view to ``value`` where the root is."""
     from .backends import host_device
-    root = a._fill.base
+    v = a._fill
+    root = v.base
+    if v.contiguous and not v.offset and a.size == root.size:  # all of it: a lazy fill
+        root._set_fill(value)
+        return
     dev = root._head if root._head is not None else host_device()
     write(a, dev, dev.full(a.shape, a.dtype, value))
 

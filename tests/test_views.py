@@ -271,3 +271,14 @@ def test_in_place_ops_read_inputs_before_writing(backend, case):
         a[1:].copy_from(a[:-1])
         r[1:] = r[:-1].copy()
     same(a, r)
+
+
+def test_filling_a_whole_root_through_a_view_is_lazy(backend):
+    a = on(backend)
+    n = a.version
+    a.reshape(-1).fill(3.0)
+    assert a.lazy_fill == 3.0 and a.version == n + 1
+    a[1:].zero()  # part of it: written where the root is
+    want = np.full(REF.shape, 3.0, np.float32)
+    want[1:] = 0
+    same(a, want)
