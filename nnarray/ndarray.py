@@ -127,7 +127,10 @@ class NdArray(SyncedArray, ArrayOperators):
         broadcastable to ``x[key]``.
         Boolean masks and integer arrays are accepted too (``nnarray.ops.indexing``:
         a scatter; where an index repeats, numpy keeps the last write, CuPy and OpenCL an
-        unspecified one). Everything is checked before anything is written."""
+        unspecified one). Everything is checked before anything is written. The
+        ``setitem`` kernel gets ``key`` and ``view``, the target's ``(element offset,
+        shape, strides)``; for a view ``key`` is ``None`` and ``view`` is the region of
+        its root that the kernel writes."""
         from .ops.indexing import device_context, flat_offsets, is_advanced
         if is_advanced(key):
             flat = flat_offsets("setitem", self.shape, key,
@@ -161,6 +164,11 @@ class NdArray(SyncedArray, ArrayOperators):
                 value = F.reshape(F.broadcast_to(value, shape), (-1,))
             lookup("scatter", dispatch_context((self,))).run_into(
                 self, (F.reshape(flat, (-1,)), value), {})
+            return
+        if views.of(self) is not None:  # a view: one kernel writing its root's region
+            root, region = views.region(self, key)
+            lookup("setitem", dispatch_context((self,))).run_into(
+                root, (value,), {"key": None, "view": region})
             return
         lookup("setitem", dispatch_context((self,))).run_into(
             self, (value,), {"key": key, "view": view})

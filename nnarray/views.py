@@ -243,6 +243,14 @@ def getitem(a: Any, key: Any) -> Any:
         raise IndexError(f"getitem: {e} (index {key!r}, shape {a.shape})") from None
 
 
+def region(a: Any, key: Any) -> tuple[Any, tuple]:
+    """``(root, (offset, shape, strides))`` of ``a[key]`` (a basic key) in ``a``'s root:
+    where a ``setitem`` kernel given ``key=None`` writes."""
+    w = getitem(a, key)
+    v = w._fill
+    return v.base, (v.offset, w.shape, v.strides)
+
+
 def _basic(i: Any, key: Any, shape: tuple[int, ...]) -> Any:
     if i is None or i is Ellipsis or isinstance(i, slice):
         return i
