@@ -35,7 +35,7 @@ class View:
     """Where a view's elements are: ``base`` (the root array), ``offset`` and ``strides``
     in elements of the root's C-contiguous layout, and whether they are C-contiguous."""
 
-    __slots__ = ("base", "offset", "strides", "contiguous")
+    __slots__ = ("base", "offset", "strides", "contiguous", "last")
 
     def __init__(self, base: Any, offset: int, strides: tuple[int, ...],
                  contiguous: bool) -> None:
@@ -43,6 +43,10 @@ class View:
         self.offset = offset
         self.strides = strides
         self.contiguous = contiguous
+        #: ``(device, root copy, alias)`` of the latest aliased read: while that copy is
+        #: the root's current one there, the alias is still valid (same memory). It keeps
+        #: that copy alive until the view is read again or dropped.
+        self.last: Any = None
 
 
 def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -120,10 +124,16 @@ def _root(a: Any, dev: Any, mode: str, explicit: bool = False) -> tuple[View, An
 
 def read(a: Any, dev: Any, explicit: bool) -> Any:
     """A C-contiguous native array on ``dev`` with the view's current values."""
+    v = a._fill
+    last = v.last
+    if last is not None and last[0] is dev and v.base.current_copy(dev) is last[1]:
+        a._head = v.base._head
+        return last[2]
     v, x = _root(a, dev, "r", explicit)
     if v.contiguous:
         y = dev.alias(x, v.offset, a.shape, False)
         if y is not None:
+            v.last = (dev, x, y)
             return y
     return dev.gather(x, v.offset, a.shape, v.strides)
 
