@@ -11,7 +11,7 @@ import numpy as np
 
 from . import backends, dtypes
 from . import functions as F  # see operators.py: bound while nnarray imports functions
-from .context import Context, as_context, context_scope, dispatch_context, get_current_context
+from .context import Context, as_context, context_scope, dispatch_into, get_current_context
 from .errors import DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import SyncedArray
@@ -122,7 +122,7 @@ class NdArray(SyncedArray, ArrayOperators):
         return F.cast(self, dtype)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """``x[key] = value`` in place where ``x`` is (``context.dispatch_context``), for
+        """``x[key] = value`` in place where ``x`` is (``context.dispatch_into``), for
         basic indices (ints, slices, ``...``, ``None``) and a scalar or an NdArray
         broadcastable to ``x[key]``.
         Boolean masks and integer arrays are accepted too (``nnarray.ops.indexing``:
@@ -158,10 +158,10 @@ class NdArray(SyncedArray, ArrayOperators):
         if view is None:
             if isinstance(value, NdArray):
                 value = F.reshape(F.broadcast_to(value, shape), (-1,))
-            lookup("scatter", dispatch_context((self,))).run_into(
+            lookup("scatter", dispatch_into(self, (self,), "setitem")).run_into(
                 self, (F.reshape(flat, (-1,)), value), {})
             return
-        lookup("setitem", dispatch_context((self,))).run_into(
+        lookup("setitem", dispatch_into(self, (self,), "setitem")).run_into(
             self, (value,), {"key": key, "view": view})
 
     # -- the Array API -------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 An array's data may have copies on several devices. ``_copies`` maps each device whose
 copy is current to that copy; ``_stale`` keeps buffers of out-of-date copies for reuse.
-``_head`` is the device of the latest write. A lazy ``fill`` stores the value only; any
-device that reads it materializes the value itself, so filling never transfers.
+``_head`` is the array's device: of the latest write (a lazy fill keeps it, and creation
+functions place a fill with ``place_fill``); reads never change it. A lazy ``fill``
+stores the value only; any device that reads it materializes the value itself, so
+filling never transfers.
 
 Access modes: ``'r'`` syncs the copy and leaves others current; ``'w'`` transfers
 nothing and makes every other copy stale; ``'rw'`` syncs, then makes others stale.
@@ -132,8 +134,13 @@ class SyncedArray:
 
     @property
     def head_device(self) -> Device | None:
-        """The device of the latest write (``None`` for a lazy or empty array)."""
+        """The array's device: of the latest write, or where a lazy fill was placed
+        (``None`` for an array never written nor placed)."""
         return self._head
+
+    def place_fill(self, dev: Device) -> None:
+        """Make ``dev`` the device of a lazily filled array (nothing allocated)."""
+        self._head = dev
 
     @property
     def current_devices(self) -> list[Device]:
@@ -181,13 +188,13 @@ class SyncedArray:
         self.version += 1
 
     def _set_fill(self, value: Any) -> None:
-        """Lazy fill: no allocation, no transfer; every copy becomes stale."""
+        """Lazy fill: no allocation, no transfer; every copy becomes stale. The array
+        keeps its device (``_head``): a fill is a write where the array is."""
         if self._copies:
             stale = self._stale if self._stale is not None else {}
             stale.update(self._copies)
             self._stale = stale
             self._copies = {}
-        self._head = None
         self._fill = value
         self.version += 1
 
@@ -268,7 +275,7 @@ class SyncedArray:
 
     @property
     def head(self) -> str | None:
-        """The context string of the latest write, or ``None``."""
+        """The context string of the array's device (``head_device``), or ``None``."""
         return None if self._head is None else self._head.key
 
     @property

@@ -12,7 +12,7 @@ from .. import backends, dtypes
 from .. import context as _context
 from .. import functions as F
 from .. import grad as _grad  # the package: its engine modules, used at call time
-from ..context import _current
+from ..context import _current, context_scope
 from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
@@ -213,7 +213,14 @@ class Variable(GraphValue, ArrayOperators):
         """Take ``gx``, this pass's (``stamp``) gradient contribution: an intermediate's
         is written on first visit and summed after; a leaf's accumulates into ``.grad``."""
         if self._parent is None:
-            self._accumulate(gx, shared)
+            d = self._data
+            h = None if d is None else d._head
+            gh = gx._head
+            if h is None or h is gh or gh is None or d.current_copy(gh) is not None:
+                self._accumulate(gx, shared)  # where the data is current (the solver's rule)
+            else:  # the gradient lands on the parameter's device (a counted transfer)
+                with context_scope(_context.context_of(h, _context.get_current_context())):
+                    self._accumulate(gx, shared)
         elif self._gstamp != stamp:
             self._grad = gx
             self._gstamp = stamp
@@ -267,7 +274,7 @@ def _binary_recorder(op: Any) -> Any:
                 ctx = _current.get(None)  # context.dispatch_context, inlined
                 if ctx is None:
                     ctx = _context._default if not _context.follow_data else \
-                        _context.follow((da, db))
+                        _context.follow((da, db), op.name)
                 k = last[0]
                 if k[0] is ctx and k[1].valid:
                     meta = (a.shape, d)
