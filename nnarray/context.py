@@ -37,6 +37,9 @@ class Context:
     def __setattr__(self, name, value):
         raise AttributeError("Context is immutable")
 
+    def __reduce__(self) -> tuple:
+        return Context, (self.backend, self.device_id, self.fallback)
+
     @classmethod
     def parse(cls, spec: str | Context, fallback: Sequence[str] | None = None) -> Context:
         """``"cuda:1"`` -> ``Context("cuda", 1)``; a Context is returned unchanged."""

@@ -75,8 +75,10 @@ class NdArray(SyncedArray, ArrayOperators):
 
     @property
     def data(self) -> np.ndarray:
-        """A writable host numpy array (``get_data("rw", "numpy")``)."""
-        return self.native(backends.host_device(), "rw", explicit=True)
+        """A writable host numpy array (``get_data("rw", "numpy")``, so the host becomes
+        the array's device), tracked while it lives (``SyncedArray.hand_out``): writes
+        through it are seen by the next device read, or refused after a device write."""
+        return self.hand_out(self.native(backends.host_device(), "rw", explicit=True))
 
     @data.setter
     def data(self, value: Any) -> None:
@@ -164,6 +166,12 @@ class NdArray(SyncedArray, ArrayOperators):
         lookup("setitem", dispatch_into(self, (self,), "setitem")).run_into(
             self, (value,), {"key": key, "view": view})
 
+    def __reduce__(self) -> tuple:
+        """``pickle``/``copy.deepcopy``: the data through the host, the device restored
+        on load where it exists (``nnarray.pickling``)."""
+        from .pickling import reduce_ndarray
+        return reduce_ndarray(self)
+
     # -- the Array API -------------------------------------------------------------
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         """The ``nnarray`` module (Array API 2023.12)."""
@@ -208,10 +216,15 @@ class NdArray(SyncedArray, ArrayOperators):
                                 self.current_copy(backends.host_device()) is not None)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """A read-only view of the current host copy (a writable copy when ``copy`` or
-        ``dtype`` asks for one): writing through the view would change the host copy
-        behind the other copies' backs, without a version bump."""
+        """The host data, as numpy shares a CPU tensor's: for an array on the host a
+        writable handle (``hand_out``: writes through it are never lost), for one on
+        another device a read-only view of its host copy (a read never moves the array,
+        so it cannot be written through); a writable copy when ``copy`` or ``dtype``
+        asks for one."""
         self._implicit_read("np.asarray()")
+        h = self._head
+        if h is not None and h.is_host and dtype is None and not copy and self.lazy_fill is None:
+            return self.hand_out(self.native(backends.host_device(), "r", explicit=True))
         return self._host_view(dtype, copy)
 
     def _host_view(self, dtype: Any = None, copy: Any = None) -> np.ndarray:

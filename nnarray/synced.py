@@ -3,7 +3,7 @@
 An array's data may have copies on several devices. ``_copies`` maps each device whose
 copy is current to that copy; ``_stale`` keeps buffers of out-of-date copies for reuse.
 ``_head`` is the array's device: of the latest write (a lazy fill keeps it, and creation
-functions place a fill with ``place_fill``); reads never change it. A lazy ``fill``
+functions place a fill with ``place_on``); reads never change it. A lazy ``fill``
 stores the value only; any device that reads it materializes the value itself, so
 filling never transfers.
 
@@ -14,6 +14,7 @@ Every write bumps ``version`` (autograd checks it for in-place modification).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,11 @@ from .memory import naming
 
 _NO_FILL = object()
 _new = object.__new__
+
+#: Live writable host handles (``hand_out``): ``id(array) -> (weakref to the array,
+#: [weakrefs to its handles])``. Empty in the usual case, so the checks below cost one
+#: truth test of this dict.
+_handles: dict[int, tuple] = {}
 
 
 class SyncedArray:
@@ -97,12 +103,60 @@ class SyncedArray:
         return out
 
     def adopt(self, dev: Device, x: Any) -> None:
-        """Adopt ``x`` (a fresh C-contiguous native array) as the only current copy."""
+        """Adopt ``x`` (a fresh C-contiguous native array) as the only current copy (on
+        the host, with live handles: copied into the buffer they share)."""
+        if _handles and self._live_handles():
+            if dev.is_host and self._copies.get(dev) is not None:
+                self._copies[dev][...] = x
+                x = self._copies[dev]
+            else:
+                self._revoke()
         self._copies = {dev: x}
         self._stale = None
         self._head = dev
         self._fill = _NO_FILL
         self.version += 1
+
+    # -- host handles (API.md §7: a write through a live handle is never lost) ----------
+    def hand_out(self, x: np.ndarray) -> np.ndarray:
+        """A writable handle on ``x``, the current host copy (``.data``, ``Variable.d``,
+        ``np.asarray``), tracked while it or any view of it lives: the host copy may then
+        be written behind nnarray's back, so other devices' copies become stale and
+        every device read re-syncs from the host (counted) instead of keeping its copy. A
+        write on another device (or a fill) makes the handle read-only: a later write
+        through it is refused, not lost."""
+        h = np.asarray(memoryview(x))  # views of h keep h (not x) as their base
+        e = _handles.get(id(self))
+        if e is None or e[0]() is not self:
+            e = _handles[id(self)] = (weakref.ref(self), [])
+        e[1].append(weakref.ref(h))
+        c = self._copies
+        if len(c) > 1:
+            stale = self._stale if self._stale is not None else {}
+            for d in [d for d in c if not d.is_host]:
+                stale[d] = c.pop(d)
+            self._stale = stale
+        return h
+
+    def _live_handles(self) -> list | None:
+        """The live handles' weakrefs (pruned), else ``None`` (entry dropped)."""
+        e = _handles.get(id(self))
+        if e is None:
+            return None
+        hs = [r for r in e[1] if r() is not None] if e[0]() is self else []
+        if not hs:
+            del _handles[id(self)]
+            return None
+        e[1][:] = hs
+        return hs
+
+    def _revoke(self) -> None:
+        """Make every live handle read-only and forget them."""
+        for r in self._live_handles() or ():
+            h = r()
+            if h is not None:
+                h.flags.writeable = False
+        _handles.pop(id(self), None)
 
     def holds_fill(self, value: Any) -> bool:
         """Whether the array still holds the lazy fill ``value`` (materialized copies of
@@ -138,8 +192,10 @@ class SyncedArray:
         (``None`` for an array never written nor placed)."""
         return self._head
 
-    def place_fill(self, dev: Device) -> None:
-        """Make ``dev`` the device of a lazily filled array (nothing allocated)."""
+    def place_on(self, dev: Device) -> None:
+        """Make ``dev`` the array's device without moving anything: a lazy fill made by
+        a creation function (nothing allocated), an unpickled array whose device is
+        missing (its data stays on the host)."""
         self._head = dev
 
     @property
@@ -173,6 +229,8 @@ class SyncedArray:
         return x
 
     def _become_head(self, dev: Device, x: Any) -> None:
+        if _handles and not dev.is_host and self._live_handles():
+            self._revoke()
         copies = self._copies
         if len(copies) > 1 or dev not in copies:
             stale = self._stale
@@ -190,6 +248,8 @@ class SyncedArray:
     def _set_fill(self, value: Any) -> None:
         """Lazy fill: no allocation, no transfer; every copy becomes stale. The array
         keeps its device (``_head``): a fill is a write where the array is."""
+        if _handles and self._live_handles():
+            self._revoke()
         if self._copies:
             stale = self._stale if self._stale is not None else {}
             stale.update(self._copies)
@@ -238,6 +298,11 @@ class SyncedArray:
                 transfers.record(src.key, dev.key, nbytes)
             else:
                 x = self._via_host(src, sx, dev, out)
+        if _handles and src.is_host and self._live_handles():
+            if self._stale is None:  # the host may be written again: re-sync next time
+                self._stale = {}
+            self._stale[dev] = x
+            return x
         copies[dev] = x
         return x
 

@@ -139,7 +139,7 @@ def _on(arr: NdArray, device: Any) -> NdArray:
     ctx = as_context(device)
     dev = _device_of(ctx)
     if arr.lazy_fill is not None:
-        arr.place_fill(dev)
+        arr.place_on(dev)
         return arr
     return arr if arr.head_device is dev else arr.to_device(ctx)
 

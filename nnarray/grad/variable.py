@@ -119,7 +119,8 @@ class Variable(GraphValue, ArrayOperators):
 
     @property
     def d(self) -> np.ndarray:
-        """The values as a writable host numpy array. Reading does not count as an
+        """The values as a writable host numpy array (tracked like ``NdArray.data``:
+        writes through it are never lost). Reading does not count as an
         in-place write for the graph's check (like ``torch.Tensor.numpy()``); writes
         through ``.d = v``, ``.data`` or in-place ops do, and so does a write through
         this view while the data is saved for a backward pass (a snapshot taken here
@@ -131,7 +132,7 @@ class Variable(GraphValue, ArrayOperators):
         s = nd._snap
         if s is not None and (s is SAVED or s[0] != v):
             nd._snap = (v, a.copy())
-        return a
+        return nd.hand_out(a)
 
     @d.setter
     def d(self, value: Any) -> None:
@@ -197,6 +198,13 @@ class Variable(GraphValue, ArrayOperators):
                 f"need_grad={self._need_grad}{p})")
 
     __hash__ = object.__hash__  # identity: Variables key dicts (== is elementwise)
+
+    def __reduce__(self) -> tuple:
+        """``pickle``/``copy.deepcopy``: a leaf with the same data, gradient,
+        ``need_grad`` and name (``nnarray.pickling``; the graph is not kept)."""
+        from ..pickling import restore_variable
+        return restore_variable, (self.shape, self.dtype, self._data, self._grad,
+                                  self._need_grad, self._name)
 
     # -- the graph-value protocol of the ops (``ops.op.GraphValue``) ---------------------
     def _record(self, op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
