@@ -126,9 +126,10 @@ class SyncedArray:
         write on another device (or a fill) makes the handle read-only: a later write
         through it is refused, not lost."""
         h = np.asarray(memoryview(x))  # views of h keep h (not x) as their base
-        e = _handles.get(id(self))
+        k = id(self)
+        e = _handles.get(k)
         if e is None or e[0]() is not self:
-            e = _handles[id(self)] = (weakref.ref(self), [])
+            e = _handles[k] = (weakref.ref(self, lambda _, k=k: _handles.pop(k, None)), [])
         e[1].append(weakref.ref(h))
         c = self._copies
         if len(c) > 1:
@@ -145,7 +146,7 @@ class SyncedArray:
             return None
         hs = [r for r in e[1] if r() is not None] if e[0]() is self else []
         if not hs:
-            del _handles[id(self)]
+            _handles.pop(id(self), None)
             return None
         e[1][:] = hs
         return hs
