@@ -130,7 +130,7 @@ class SyncedArray:
         e = _handles.get(k)
         if e is None or e[0]() is not self:
             e = _handles[k] = (weakref.ref(self, lambda _, k=k: _handles.pop(k, None)), [])
-        e[1].append(weakref.ref(h))
+        e[1].append(weakref.ref(h, lambda r, k=k: _handle_gone(k, r)))
         c = self._copies
         if len(c) > 1:
             stale = self._stale if self._stale is not None else {}
@@ -348,6 +348,18 @@ class SyncedArray:
     def devices(self) -> list[str]:
         """Context strings whose copies are current."""
         return [d.key for d in self._copies]
+
+
+def _handle_gone(k: int, r: Any) -> None:
+    """A handle died: forget it, and the array's entry with its last handle (so the
+    registry is empty again once temporary handles such as ``p.d.copy()`` are gone)."""
+    e = _handles.get(k)
+    if e is not None:
+        hs = e[1]
+        if r in hs:
+            hs.remove(r)
+        if not hs:
+            _handles.pop(k, None)
 
 
 def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
