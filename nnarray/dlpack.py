@@ -5,7 +5,8 @@ Export (``NdArray.__dlpack__``) never changes the producer's device (API.md §7)
 array's is the current context's). The consumer gets that device's own buffer, shared,
 where the device has a DLPack form (host, CUDA); exporting then counts as a read-write
 access there (other device copies become stale, since the consumer may write), which
-leaves the array's device as it was. Otherwise (``copy=True``, a ``dl_device`` other
+leaves the array's device as it was; a host export is a tracked handle (``hand_out``), so
+the consumer's later writes are seen by device reads too. Otherwise (``copy=True``, a ``dl_device`` other
 than the array's device, or an OpenCL array: pyopencl exports no buffers) it hands over a
 private copy read on the target device (the host for OpenCL; one explicit, counted
 transfer where that copy is not current), and ``copy=False`` raises ``BufferError``.
@@ -52,6 +53,8 @@ def export(a: NdArray, stream: Any = None, max_version: tuple[int, int] | None =
     x = a.native(dev, "rw" if share else "r", explicit=True)
     if not share:
         x = x.copy()
+    elif dev.is_host:  # the consumer's array keeps a tracked handle alive (host handles)
+        x = a.hand_out(x)
     return dev.export_dlpack(x, stream, max_version)
 
 

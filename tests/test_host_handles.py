@@ -1,5 +1,5 @@
 """Host handles never lose writes (API.md §7, docs/api.md *Host handles*): a writable
-numpy array from ``.data``, ``Variable.d`` or ``np.asarray`` of a host array that is
+numpy array from ``.data``, ``Variable.d``, ``np.asarray`` or DLPack of a host array that is
 still alive is treated as possibly written, so each device read re-syncs from the host
 (counted); after a write on another device the handle is read-only (refused, not lost)."""
 
@@ -18,6 +18,7 @@ HANDLES = {
     ".data": lambda a: a.data,
     "Variable.d": None,  # built in the test: the Variable shares ``a``
     "np.asarray": np.asarray,
+    "np.from_dlpack": np.from_dlpack,
 }
 
 
