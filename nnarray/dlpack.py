@@ -6,10 +6,11 @@ array's is the current context's). The consumer gets that device's own buffer, s
 where the device has a DLPack form (host, CUDA); exporting then counts as a read-write
 access there (other device copies become stale, since the consumer may write), which
 leaves the array's device as it was; a host export is a tracked handle (``hand_out``), so
-the consumer's later writes are seen by device reads too. Otherwise (``copy=True``, a ``dl_device`` other
-than the array's device, or an OpenCL array: pyopencl exports no buffers) it hands over a
-private copy read on the target device (the host for OpenCL; one explicit, counted
-transfer where that copy is not current), and ``copy=False`` raises ``BufferError``.
+the consumer's later writes are seen by device reads too. Otherwise (``copy=True``, a
+``dl_device`` other than the array's device, or an OpenCL array: pyopencl exports no
+buffers) it hands over a private copy read on the target device (the host for OpenCL;
+one explicit, counted transfer where that copy is not current), and ``copy=False``
+raises ``BufferError``.
 
 Import (``from_dlpack``): the backend whose ``DLPACK_TYPES`` list the tensor's device
 type adopts it (``Device.import_dlpack``): without a copy where it is C-contiguous and
