@@ -55,7 +55,7 @@ def export(a: NdArray, stream: Any = None, max_version: tuple[int, int] | None =
     if not share:
         x = x.copy()
     elif dev.is_host:  # the consumer's array keeps a tracked handle alive (host handles)
-        x = a.hand_out(x)
+        x = a.hand_out(dev, x)
     return dev.export_dlpack(x, stream, max_version)
 
 

@@ -78,7 +78,16 @@ class NdArray(SyncedArray, ArrayOperators):
         """A writable host numpy array (``get_data("rw", "numpy")``, so the host becomes
         the array's device), tracked while it lives (``SyncedArray.hand_out``): writes
         through it are seen by the next device read, or refused after a device write."""
-        return self.hand_out(self.native(backends.host_device(), "rw", explicit=True))
+        host = backends.host_device()
+        return self.hand_out(host, self.native(host, "rw", explicit=True))
+
+    def host_handle(self) -> np.ndarray:
+        """A writable host numpy array that keeps the array's device (``Variable.d`` and
+        ``.g``): a host read, then a tracked handle (``SyncedArray.hand_out``): other
+        devices re-sync from the host while it lives, or refuse its writes after
+        writing themselves."""
+        host = backends.host_device()
+        return self.hand_out(host, self.native(host, "r", explicit=True))
 
     @data.setter
     def data(self, value: Any) -> None:
@@ -224,7 +233,7 @@ class NdArray(SyncedArray, ArrayOperators):
         self._implicit_read("np.asarray()")
         h = self._head
         if h is not None and h.is_host and dtype is None and not copy and self.lazy_fill is None:
-            return self.hand_out(self.native(backends.host_device(), "r", explicit=True))
+            return self.host_handle()
         return self._host_view(dtype, copy)
 
     def _host_view(self, dtype: Any = None, copy: Any = None) -> np.ndarray:

@@ -118,13 +118,18 @@ class SyncedArray:
         self.version += 1
 
     # -- host handles (API.md §7: a write through a live handle is never lost) ----------
-    def hand_out(self, x: np.ndarray) -> np.ndarray:
-        """A writable handle on ``x``, the current host copy (``.data``, ``Variable.d``,
-        ``np.asarray``), tracked while it or any view of it lives: the host copy may then
-        be written behind nnarray's back, so other devices' copies become stale and
-        every device read re-syncs from the host (counted) instead of keeping its copy. A
-        write on another device (or a fill) makes the handle read-only: a later write
-        through it is refused, not lost."""
+    def hand_out(self, host: Device, x: np.ndarray) -> np.ndarray:
+        """A writable handle on ``x``, the current copy on ``host`` (``.data``,
+        ``Variable.d``, ``np.asarray``, DLPack), tracked while it or any view of it lives:
+        the host copy may then be written behind nnarray's back, so other devices'
+        copies become stale and every device read re-syncs from the host (counted)
+        instead of keeping its copy. The array's device is unchanged (a never-placed
+        array's becomes the host), and it is no longer a lazy fill. A write on another
+        device (or a fill) makes the handle read-only: a later write through it is
+        refused, not lost."""
+        self._fill = _NO_FILL
+        if self._head is None:
+            self._head = host
         h = np.asarray(memoryview(x))  # views of h keep h (not x) as their base
         k = id(self)
         e = _handles.get(k)
@@ -134,7 +139,7 @@ class SyncedArray:
         c = self._copies
         if len(c) > 1:
             stale = self._stale if self._stale is not None else {}
-            for d in [d for d in c if not d.is_host]:
+            for d in [d for d in c if d is not host]:
                 stale[d] = c.pop(d)
             self._stale = stale
         return h

@@ -247,6 +247,11 @@ def test_backward_and_update_outside_the_scope_stay_on_the_device(backend):
             loss = F.mean_squared_error(model(x), t)
         unscoped(backward_and_update, loss)
     assert nna.transfer_stats()["count"] == 0
+    with grad.auto_forward():
+        loss = F.mean_squared_error(model(x), t)
+    assert np.isfinite(loss.d)  # a host read (explicit) that never moves the loss
+    assert loss.data.head == f"{backend}:0"
+    unscoped(backward_and_update, loss)
     for name, p in model.parameters().items():
         assert p.data.head == p.grad.head == f"{backend}:0", name
 

@@ -54,6 +54,20 @@ def test_writes_through_a_kept_handle_reach_the_device(backend, kind):
     assert nna.transfer_stats()["count"] == (1 if device else 0)
 
 
+def test_variable_d_and_g_keep_the_device(backend):
+    """``Variable.d``/``.g`` are reads that hand out a handle: the data keeps its
+    device, and writes through the handle reach it."""
+    v = grad.Variable.from_ndarray(nna.asarray(np.zeros(3, np.float32)), need_grad=True)
+    v.grad.copy_from(nna.asarray(np.ones(3, np.float32)))
+    h, g = v.d, v.g
+    assert v.data.head == v.grad.head == f"{backend}:0"
+    h[...] = [1, 2, 3]
+    g[0] = 5
+    np.testing.assert_array_equal((v.data * 2).numpy(), [2, 4, 6])
+    np.testing.assert_array_equal((v.grad * 1).numpy(), [5, 1, 1])
+    assert v.data.head == v.grad.head == f"{backend}:0"
+
+
 def test_a_device_write_refuses_later_writes_through_the_handle(backend):
     a = nna.asarray(np.zeros(3, np.float32), device="numpy")
     h = a.data

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import backends, dtypes
 from .. import context as _context
+from .. import dtypes
 from .. import functions as F
 from .. import grad as _grad  # the package: its engine modules, used at call time
 from ..context import _current, context_scope
@@ -119,20 +119,18 @@ class Variable(GraphValue, ArrayOperators):
 
     @property
     def d(self) -> np.ndarray:
-        """The values as a writable host numpy array (tracked like ``NdArray.data``:
-        writes through it are never lost). Reading does not count as an
-        in-place write for the graph's check (like ``torch.Tensor.numpy()``); writes
-        through ``.d = v``, ``.data`` or in-place ops do, and so does a write through
-        this view while the data is saved for a backward pass (a snapshot taken here
-        is compared when the backward pass checks its saved data)."""
+        """The values as a writable host numpy array (``NdArray.host_handle``: writes
+        through it are never lost, and the data keeps its device). Reading does not
+        count as an in-place write for the graph's check (like ``torch.Tensor.numpy()``);
+        writes through ``.d = v``, ``.data`` or in-place ops do, and so does a write
+        through this view while the data is saved for a backward pass (a snapshot taken
+        here is compared when the backward pass checks its saved data)."""
         nd = self.data
-        v = nd.version
-        a = nd.native(backends.host_device(), "rw", explicit=True)
-        nd.version = v
+        a = nd.host_handle()
         s = nd._snap
-        if s is not None and (s is SAVED or s[0] != v):
-            nd._snap = (v, a.copy())
-        return nd.hand_out(a)
+        if s is not None and (s is SAVED or s[0] != nd.version):
+            nd._snap = (nd.version, a.copy())
+        return a
 
     @d.setter
     def d(self, value: Any) -> None:
@@ -140,8 +138,8 @@ class Variable(GraphValue, ArrayOperators):
 
     @property
     def g(self) -> np.ndarray:
-        """The gradient as a writable host numpy array."""
-        return self.grad.data
+        """The gradient as a writable host numpy array (a tracked handle, like ``d``)."""
+        return self.grad.host_handle()
 
     @g.setter
     def g(self, value: Any) -> None:
