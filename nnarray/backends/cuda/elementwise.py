@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ... import dtypes
-from .._xp.elementwise import BINARY
+from .._xp.elementwise import BINARY, in_result_dtype
 from .scope import register
 
 
@@ -47,7 +47,7 @@ _SIGMOID_D = "y = (T)(0.5 * tanh(0.5 * (double)x) + 0.5)"
 
 def register_elementwise(xp: Any) -> None:
     for name, uf in BINARY.items():
-        register(name)(_binary(getattr(xp, uf)))
+        register(name)(_binary(in_result_dtype(name, getattr(xp, uf))))
 
     sig_f = xp.ElementwiseKernel("T x", "T y", _SIGMOID_F, "nna_sigmoid_f")
     sig_d = xp.ElementwiseKernel("T x", "T y", _SIGMOID_D, "nna_sigmoid_d")
