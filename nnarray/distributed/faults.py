@@ -29,6 +29,8 @@ from typing import Any
 _installed: list[Callable[..., Any]] = []
 #: What the ranks are doing together now (innermost last): leaving it is a failure.
 _regions: list[str] = []
+#: ``leave(how, status)`` of the installed hooks: report this rank's exit and abort.
+_leave: list[Callable[[str, object], None]] = []
 
 
 def message(rank: int, size: int, etype: type, value: BaseException) -> str:
@@ -79,9 +81,6 @@ def install(rank: int, size: int, abort: Callable[[int], Any]) -> None:
     sys.exit = exit
     os._exit = _exit
     _leave.append(leave)
-
-
-_leave: list[Callable[[str, object], None]] = []
 
 
 @contextlib.contextmanager
