@@ -284,6 +284,11 @@ def _infer_kinds(name: str, kinds: str, what: str):
                 raise DTypeError(f"{name}: argument '{arg}' must be {what}, got {d} (shapes "
                                  f"{getattr(inputs[0], 'shape', ())}, "
                                  f"{getattr(inputs[1], 'shape', ())})")
+        if meta[1].kind not in kinds:  # uint64 with a signed integer promotes to float64
+            a, b = (getattr(v, "dtype", type(v).__name__) for v in inputs)
+            raise DTypeError(f"{name}: arguments 'a' ({a}) and 'b' ({b}) have no common "
+                             f"integer type (they promote to {meta[1]}; the standard leaves "
+                             "uint64 with signed integers undefined): cast one of them")
         return (meta,)
     return infer
 
