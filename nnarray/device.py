@@ -23,6 +23,9 @@ class Device:
     #: DLPack device types (dlpack.h ``DLDeviceType``) this backend's buffers have and
     #: imports; empty where its buffers have no DLPack form.
     dlpack_types: tuple[int, ...] = ()
+    #: The DLPack device type naming this device in ``__dlpack_device__`` where its
+    #: buffers have no DLPack form (``None``: ``dlpack_types[0]``, else kDLCPU).
+    dlpack_kind: int | None = None
 
     def __init__(self, device_id: int = 0) -> None:
         self.device_id = device_id

@@ -59,6 +59,7 @@ def test_vector_kernels_on_gpu():
     if reason is not None:
         pytest.skip(f"cuda unavailable: {reason}")
     import cupy
+
     import nnarray.functions as F
     n = vector.MIN_SIZE + 3
     x = np.random.default_rng(0).uniform(0.1, 2, n).astype(np.float32)

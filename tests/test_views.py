@@ -282,3 +282,15 @@ def test_filling_a_whole_root_through_a_view_is_lazy(backend):
     want = np.full(REF.shape, 3.0, np.float32)
     want[1:] = 0
     same(a, want)
+
+
+def test_kept_host_handle_of_a_view_never_loses_writes(backend):
+    """A view's ``.data`` is a tracked handle of its root: writes through it after a
+    device read still reach the next device read."""
+    a, r = on(backend), REF.copy()
+    h = a[0, 1].data
+    for value in (7.0, 8.0):
+        h[...] = value
+        r[0, 1] = value
+        with nna.context_scope(backend):
+            same(a * 1, r)

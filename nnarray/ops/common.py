@@ -118,14 +118,18 @@ def _integral(x: Any) -> bool:
     return np.dtype(x.dtype).kind in "iu"
 
 
+def _boolean(x: Any) -> bool:
+    return isinstance(x, (bool, np.bool_)) or getattr(x, "dtype", None) == np.bool_
+
+
 def check_int_pow(a: Any, b: Any, min_of: Any = None) -> None:
     """``InvalidValueError`` naming ``pow`` for an integer to a negative integer power
     (numpy refuses it; OpenCL computed 0). ``a`` and ``b`` are arrays (NdArray or native)
     or scalars. A scalar exponent is checked here; an array exponent only when
     ``min_of(b)`` (its smallest element, a device read) is given: backends call it from
     their pow kernel before launching, so the check costs nothing for float powers."""
-    if not (_integral(a) and _integral(b)):
-        return
+    if not ((_integral(a) or _boolean(a)) and _integral(b)):
+        return  # a bool base with an integer exponent is an integer power too
     if dtypes.is_scalar(b):
         bad = b < 0
     else:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...dtypes import promote
 from ...registry import register_kernel
-from .elementwise import BINARY, UNARY
+from .elementwise import BINARY, UNARY, in_result_dtype
 from .linalg import register_xp_linalg
 from .sorting import register_sorting_kernels
 from .windows import MAX_INDEX, col2im_index, im2col_index
@@ -80,7 +80,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
         reg(name)(k)
 
     for name, fn in BINARY.items():
-        binary(name, getattr(xp, fn))
+        binary(name, in_result_dtype(name, getattr(xp, fn)))
     for name, fn in UNARY.items():
         unary(name, getattr(xp, fn))
 

@@ -25,7 +25,7 @@ import numpy as np
 from ... import dtypes
 from ...ops.common import check_int_pow
 from ...ops.elementwise import unary_dtype
-from .._xp.elementwise import BINARY
+from .._xp.elementwise import BINARY, in_result_dtype
 from .scope import register
 from .table import Elementwise
 
@@ -132,7 +132,7 @@ _SIGMOID_D = Elementwise("T x", "T y", "y = (T)(0.5 * tanh(0.5 * (double)x) + 0.
 
 def register_elementwise(xp: Any) -> None:
     for name, uf in BINARY.items():
-        f = getattr(xp, uf)
+        f = in_result_dtype(name, getattr(xp, uf))
         register(name)(_compare(name, f, xp) if name in COMPARISONS else
                        _pow(f) if name == "pow" else _binary(f))
     for name in INTEGER_IDENTITY:

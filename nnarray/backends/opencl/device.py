@@ -48,6 +48,7 @@ class OpenCLDevice(Device):
     """One OpenCL device with its context, in-order queue, memory pool and programs."""
 
     backend = "opencl"
+    dlpack_kind = 4  # kDLOpenCL: named by __dlpack_device__; pyopencl exports no buffers
 
     def __init__(self, device_id: int, cl_device: Any, context: Any = None) -> None:
         import pyopencl as cl
