@@ -94,6 +94,25 @@ def test_static_build_errors_and_lazy_compute() -> None:
     np.testing.assert_allclose(y.d, 1.0)
 
 
+def test_unrun_static_value_raises_naming_forward(backend: str) -> None:
+    """Reading ``.d`` of a static output before its graph ran (or after
+    ``forward(clear_buffer=True)`` freed it) raises, naming the call to make."""
+    a = _v((2, 3), seed=3)
+    y = F.exp(a)
+    h = y * 2.0
+    z = F.sum(h + 1.0)
+    for v in (y, z):
+        with pytest.raises(GraphError, match=r"has not run.*forward\(\).*auto_forward"):
+            v.d  # noqa: B018
+    z.forward(clear_buffer=True)
+    np.testing.assert_allclose(z.d, np.sum(2 * np.exp(a.d) + 1), rtol=1e-6)
+    with pytest.raises(GraphError, match="mul"):
+        h.d  # noqa: B018  (freed by clear_buffer)
+    with grad.auto_forward():
+        np.testing.assert_allclose(F.exp(a).d, np.exp(a.d), rtol=1e-6)
+    assert Variable((2,)).d.shape == (2,)  # a leaf reads its (zero) data as before
+
+
 def test_forward_clear_buffer_frees_unneeded_intermediates() -> None:
     x = _v((3, 3), need_grad=True)
     h1 = x + 1.0  # add retains nothing: freed once its consumer ran

@@ -13,6 +13,7 @@ from .. import context as _context
 from .. import functions as F
 from .. import grad as _grad  # the package: its engine modules, used at call time
 from ..context import _current
+from ..errors import GraphError
 from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
@@ -123,8 +124,13 @@ class Variable(GraphValue, ArrayOperators):
         in-place write for the graph's check (like ``torch.Tensor.numpy()``); writes
         through ``.d = v``, ``.data`` or in-place ops do, and so does a write through
         this view while the data is saved for a backward pass (a snapshot taken here
-        is compared when the backward pass checks its saved data)."""
-        nd = self.data
+        is compared when the backward pass checks its saved data). A function's output
+        whose graph has not run raises ``GraphError``."""
+        nd = self._data
+        if nd is None:
+            if self._parent is not None:
+                raise _unrun(self)
+            nd = self.data
         v = nd.version
         a = nd.native(backends.host_device(), "rw", explicit=True)
         nd.version = v
@@ -343,6 +349,16 @@ def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | N
     v._plan = None
     v._name = None
     return v
+
+
+def _unrun(v: Variable) -> GraphError:
+    """The error for reading the values of a static output whose graph never ran."""
+    n = v.name
+    return GraphError(
+        f"Variable.d: {n} (shape {v.shape}) has no values: it was recorded in static mode "
+        f"and its graph has not run (or forward(clear_buffer=True) freed it); call "
+        f".forward() on it (or on the loss it feeds) first, or build the graph under "
+        f"grad.auto_forward() to compute as you call")
 
 
 def _checked(value: Any, var: Variable, what: str) -> NdArray:
