@@ -27,14 +27,26 @@ _FLOATS = dtypes.FLOATS
 _stamps = itertools.count(1)
 
 
-def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
-    """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf."""
+def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False,
+             retain_graph: bool = False) -> None:
+    """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf. A
+    define-by-run graph is freed afterwards unless ``retain_graph`` (``free_graph``)."""
     g = _seed(root, grad)
     if root._parent is None:
         if root._need_grad and root.dtype in _FLOATS:
             root._accumulate(g, True)
         return
     plan = executor.plan_of(root)
+    dynamic = root._parent.dynamic
+    if dynamic:
+        _check_not_freed(plan.order)
+    _run(root, plan, g, clear_buffer)
+    if dynamic and not retain_graph:
+        free_graph(root, plan.order)
+
+
+def _run(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool) -> None:
+    """The backward pass proper: a traced program's replay, else the rules eagerly."""
     prog = plan.program
     if prog is None:
         if not root._parent.dynamic:
@@ -54,6 +66,32 @@ def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False) -> None:
     for n, need in plan.backward_order():
         n.run_backward(stamp, need)
         _after(n, root, clear_buffer)
+
+
+#: What a freed define-by-run node has as inputs (``free_graph``).
+FREED: tuple = ()
+
+
+def free_graph(root: Variable, order: list) -> None:
+    """Free a define-by-run graph after its backward pass (as torch does without
+    ``retain_graph``): each recorded node drops its saved data and its references to its
+    inputs, so the inputs and intermediates nobody else holds are freed, while the
+    output keeps its value and its node. Static nodes keep theirs: they run again."""
+    for n in order:
+        if n.dynamic:
+            n.release()
+            n.inputs = FREED
+            n.macro = None
+    root._plan = None
+
+
+def _check_not_freed(order: list) -> None:
+    for n in order:
+        if n.dynamic and n.versions is None:
+            raise GraphError(
+                f"backward: the define-by-run graph through '{n.label}' ({n.name}) was "
+                "freed by an earlier backward(); pass backward(retain_graph=True) to the "
+                "earlier call to run backward through it again (or build it again)")
 
 
 #: Traced programs of define-by-run graphs, by graph signature (a training loop builds the

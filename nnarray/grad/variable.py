@@ -186,10 +186,13 @@ class Variable(GraphValue, ArrayOperators):
         """Run the graph up to this variable (static mode)."""
         _grad.executor.forward(self, clear_buffer)
 
-    def backward(self, grad: Any = 1, clear_buffer: bool = False) -> None:
+    def backward(self, grad: Any = 1, clear_buffer: bool = False,
+                 retain_graph: bool = False) -> None:
         """Accumulate gradients of this variable (seeded with ``grad``; ``None``: the
-        current ``.grad``) into every ``need_grad`` leaf's ``.grad``."""
-        _grad.backward.backward(self, grad, clear_buffer)
+        current ``.grad``) into every ``need_grad`` leaf's ``.grad``. A define-by-run
+        graph's saved data and inner references are freed afterwards (a second backward
+        raises ``GraphError``) unless ``retain_graph``; a static graph keeps them."""
+        _grad.backward.backward(self, grad, clear_buffer, retain_graph)
 
     def __len__(self) -> int:
         if not self.shape:
