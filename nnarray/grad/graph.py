@@ -290,6 +290,7 @@ def _rebuild(order: list, subst: dict, inference: bool = False) -> dict:
         return new
     inner = _macro_members(order)
     calls: dict = {}  # a split's call, made again once for all its outputs
+    batch = _batch_sizes(order, subst)
     tok = modes.mode.set(modes.STATIC)
     ttok = recording.tape.set(None)
     try:
@@ -315,7 +316,7 @@ def _rebuild(order: list, subst: dict, inference: bool = False) -> dict:
             force = inference and _trains(n)
             if not changed and not force:
                 continue
-            outs = _reapply(n, tuple(ins), calls=calls, inference=force)
+            outs = _reapply(n, tuple(ins), calls=calls, inference=force, batch=batch)
             for r, o in zip(n.outputs, outs):
                 old = r()
                 if old is not None:
@@ -326,6 +327,18 @@ def _rebuild(order: list, subst: dict, inference: bool = False) -> dict:
         recording.tape.reset(ttok)
         modes.mode.reset(tok)
     return new
+
+
+def _batch_sizes(order: list, subst: dict) -> dict:
+    """``{old: new}`` leading (batch) sizes of the substituted leaves whose leading axis
+    changed (what a leading size of a recorded target shape follows)."""
+    out: dict = {}
+    for n in order:
+        for a in n.inputs:
+            b = subst.get(id(a)) if isinstance(a, Variable) else None
+            if b is not None and a.shape and b.shape and a.shape[0] != b.shape[0]:
+                out[a.shape[0]] = b.shape[0]
+    return out
 
 
 def _macro_members(order: list) -> set:
@@ -382,9 +395,10 @@ def _trains(n: Any) -> bool:
 
 
 def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
-             inference: bool = False) -> tuple:
+             inference: bool = False, batch: Any = None) -> tuple:
     """Node ``n``'s function recorded on ``ins`` (``inference``: in inference mode): its
-    output Variables (the node keeps ``n``'s name, or ``label``)."""
+    output Variables (the node keeps ``n``'s name, or ``label``). A ``broadcast_to``
+    target's leading size follows a rebound batch size (``batch``: ``{old: new}``)."""
     label = label or n.label
     try:
         if n.macro is not None and inference:
@@ -396,6 +410,8 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
                 return (out,)  # dropout in inference is the identity
         elif n.macro is not None:
             fn, _, kwargs, j = n.macro
+            if fn.__name__ == "reshape" and fn.__module__ == "nnarray.functions":
+                ins = (ins[0], _follow_batch(n, ins[0], ins[1]))
             key = (fn, tuple(id(a) for a in ins), j is None)
             out = calls.get(key) if calls is not None and j is not None else None
             if out is None:
@@ -404,7 +420,8 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
                     calls[key] = out
             if j is not None:
                 for q, o in enumerate(out):
-                    o._parent.macro = (fn, ins, kwargs, q)
+                    if o._parent is not None and all(o is not a for a in ins):
+                        o._parent.macro = (fn, ins, kwargs, q)
                 out = out[j]
             elif isinstance(out, Variable) and out._parent is not None:
                 out._parent.macro = (fn, ins, kwargs, None)
@@ -417,6 +434,9 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
                 attrs["training"] = False
             if op.name == "reshape":
                 attrs["shape"] = _reshape_target(n, ins[0], attrs["shape"])
+            elif op.name == "broadcast_to" and batch and attrs["shape"] and \
+                    attrs["shape"][0] in batch:
+                attrs["shape"] = (batch[attrs["shape"][0]], *attrs["shape"][1:])
             out = recording.record(op, ins, attrs, op.infer(ins, attrs))
     except (ShapeError, DTypeError, ValueError) as e:
         what = n.macro[0].__name__ if n.macro is not None else n.name
@@ -425,6 +445,15 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
     outs = out if isinstance(out, tuple) else (out,)
     outs[0]._parent.label = label
     return outs
+
+
+def _follow_batch(n: Any, x: Any, spec: Any) -> Any:
+    """A reshape's target as given (``-1`` kept) for a new input: a leading size equal to
+    the old input's leading (batch) axis follows the new one (``x.reshape(N, -1)``)."""
+    old, new = n.in_meta[0][0], getattr(x, "shape", ())
+    if isinstance(spec, (tuple, list)) and spec and old and new and spec[0] == old[0] != new[0]:
+        return (new[0], *spec[1:])
+    return spec
 
 
 def _reshape_target(n: Any, x: Any, shape: tuple) -> tuple:
@@ -863,7 +892,8 @@ def _from_doc(doc: Any) -> Graph:
             call = e.get("call")
             if call is not None:
                 name = call["function"]
-                fn = getattr(_F, name, None) if name in _F._COMPOSITES else None
+                fn = getattr(_F, name, None) if name in _F._COMPOSITES else \
+                    _F._RECALLED.get(name)
                 if fn is None:
                     raise GraphError(f"Graph.from_json: node '{label}': unknown function "
                                      f"'{name}'")
