@@ -28,6 +28,7 @@ from typing import Any
 from ..kernel import DEBUG
 from ..ndarray import NdArray
 from .modes import SAVED
+from .planner import last_readers
 from .variable import Variable
 
 _wrap = NdArray._wrap
@@ -65,7 +66,6 @@ def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
     produced: dict[int, Variable] = {}
     head: list[str] = []  # reading the inputs
     body: list[str] = []
-    last: dict[int, int] = {}
     dev = None
     live = [(s, st) for s, st in enumerate(steps) if s not in skip]
     kernels = {}
@@ -76,8 +76,7 @@ def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
         if not k.plain or (dev is not None and k.device is not dev):
             return None
         dev = k.device
-        for a in st.inputs:
-            last[id(a)] = s
+    last = last_readers([st for _, st in live], [s for s, _ in live])
     sources = _sources(prog)
     for s, st in live:
         out = st.outputs[0]()

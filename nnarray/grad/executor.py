@@ -21,6 +21,7 @@ from ..context import _current
 from ..errors import GraphError
 from ..ndarray import NdArray
 from .codegen import generate, generate_forward
+from .planner import forward_releases
 from .variable import Variable
 
 _FLOATS = dtypes.FLOATS
@@ -54,7 +55,7 @@ class Plan:
         """Per node, the intermediates it is the last consumer of (``clear_buffer``);
         computed on first use: a define-by-run graph's plan seldom needs it."""
         if self._release is None:
-            self._release = _forward_release(self.order, self.root())
+            self._release = forward_releases(self.order, (self.root(),))
         return self._release
 
     def backward_order(self) -> list:
@@ -138,19 +139,6 @@ def _visit(start: Any, order: list, seen: set) -> None:
             p = a._parent if isinstance(a, Variable) else None
             if p is not None and id(p) not in seen:
                 stack.append((p, False))
-
-
-def _forward_release(order: list, root: Variable) -> list:
-    """Per node: the intermediate variables whose last consumer it is (clear_buffer)."""
-    last: dict[int, tuple[int, Variable]] = {}
-    for i, n in enumerate(order):
-        for a in n.inputs:
-            if isinstance(a, Variable) and a._parent is not None and a is not root:
-                last[id(a)] = (i, a)
-    rel: list[list] = [[] for _ in order]
-    for i, a in last.values():
-        rel[i].append(a)
-    return rel
 
 
 def _checked_leaves(order: list) -> list:

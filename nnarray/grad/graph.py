@@ -33,6 +33,7 @@ from ..ndarray import NdArray, full
 from . import modes, recording
 from .codegen import generate_forward
 from .executor import backward_order, leaves, replay, topological_many
+from .planner import forward_releases
 from .program import trace
 from .python_function import PyNode, PythonFunction
 from .variable import Variable
@@ -610,7 +611,7 @@ class Executor:
             twin = self.graph._with({}, inference=True)
             order, outs = twin._order, twin._outputs
         steps = [n.forward_step(self.ctx, save) for n in order]
-        release = _release_plan(order, outs)
+        release = forward_releases(order, outs)
         program = generate_forward(order, self.ctx, save, release) if order else None
         return [order, release, outs, steps, [None] * len(outs), program]
 
@@ -677,20 +678,6 @@ def _seed(v: Variable, g: Any, last: Any) -> NdArray:
         raise ShapeError(f"Executor.backward: out_grad of shape {nd.shape} for an output of "
                          f"shape {v.shape}")
     return nd if nd.dtype == v.dtype else nd.astype(v.dtype)
-
-
-def _release_plan(order: list, outs: list) -> list:
-    """Per node: the intermediates whose last consumer it is (not the outputs)."""
-    keep = {id(v) for v in outs}
-    last: dict[int, tuple[int, Variable]] = {}
-    for i, n in enumerate(order):
-        for a in n.inputs:
-            if isinstance(a, Variable) and a._parent is not None and id(a) not in keep:
-                last[id(a)] = (i, a)
-    rel: list[list] = [[] for _ in order]
-    for i, a in last.values():
-        rel[i].append(a)
-    return rel
 
 
 # -- JSON ---------------------------------------------------------------------------------
