@@ -14,10 +14,12 @@ import itertools
 import threading
 from typing import Any
 
+import numpy as np
+
 from .. import context as _context
 from .. import dtypes
 from ..context import _current
-from ..errors import GraphError
+from ..errors import GraphError, ShapeError
 from ..ndarray import NdArray, full
 from . import executor
 from .program import trace
@@ -31,7 +33,7 @@ def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False,
              retain_graph: bool = False) -> None:
     """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf. A
     define-by-run graph is freed afterwards unless ``retain_graph`` (``free_graph``)."""
-    g = _seed(root, grad)
+    g = root.grad if grad is None else seed(root, grad, root._grad, "backward")
     if root._parent is None:
         if root._need_grad and root.dtype in _FLOATS:
             root._accumulate(g, True)
@@ -169,18 +171,18 @@ def _after(n: Any, root: Variable, clear_buffer: bool) -> None:
                 v._data = None
 
 
-def _seed(root: Variable, grad: Any) -> NdArray:
-    if grad is None:
-        return root.grad
+def seed(v: Variable, grad: Any, last: NdArray | None, what: str) -> NdArray:
+    """The output gradient ``grad`` (an NdArray, a scalar, or array-like) for output ``v``,
+    in its dtype; a scalar reuses ``last`` (the previous seed) while it holds that value.
+    A wrong shape raises ``ShapeError`` naming ``what``."""
     if isinstance(grad, NdArray):
         g = grad
     elif dtypes.is_scalar(grad):
-        g = root._grad  # reuse the previous seed while it still holds this value
-        if g is None or not g.holds_fill(grad) or g.shape != root.shape:
-            g = full(root.shape, grad, root.dtype)
-        return g
+        if last is not None and last.holds_fill(grad) and last.shape == v.shape:
+            return last
+        return full(v.shape, grad, v.dtype)
     else:
-        g = NdArray.from_numpy_array(grad)
-    if g.shape != root.shape:
-        raise GraphError(f"backward: grad has shape {g.shape}, the output has {root.shape}")
-    return g if g.dtype == root.dtype else g.astype(root.dtype)
+        g = NdArray.from_numpy_array(np.asarray(grad, dtype=v.dtype))
+    if g.shape != v.shape:
+        raise ShapeError(f"{what}: the gradient has shape {g.shape}, the output {v.shape}")
+    return g if g.dtype == v.dtype else g.astype(v.dtype)

@@ -29,8 +29,9 @@ import numpy as np
 from .. import dtypes
 from ..context import as_context
 from ..errors import DTypeError, GraphError, ShapeError
-from ..ndarray import NdArray, full
+from ..ndarray import NdArray
 from . import modes, recording
+from .backward import seed
 from .codegen import generate_forward
 from .executor import backward_order, leaves, replay, topological_many
 from .planner import forward_releases
@@ -634,7 +635,7 @@ class Executor:
         if len(out_grads) != len(outs):
             raise GraphError(f"Executor.backward: {len(out_grads)} out_grads for "
                              f"{len(outs)} outputs")
-        seeds = self._seeds = [_seed(v, g, old) for v, g, old in
+        seeds = self._seeds = [seed(v, g, old, "Executor.backward") for v, g, old in
                                zip(outs, out_grads, self._seeds or [None] * len(outs))]
         prog = self._program
         if prog is None:
@@ -663,21 +664,6 @@ class Executor:
 
     def __repr__(self) -> str:
         return f"<Executor on {self.ctx} of {getattr(self, 'graph', None)!r}>"
-
-
-def _seed(v: Variable, g: Any, last: Any) -> NdArray:
-    if isinstance(g, NdArray):
-        nd = g
-    elif dtypes.is_scalar(g):  # the last seed is reused while it holds this value
-        if last is not None and last.holds_fill(g):
-            return last
-        return full(v.shape, g, v.dtype)
-    else:
-        nd = NdArray.from_numpy_array(np.asarray(g, dtype=v.dtype))
-    if nd.shape != v.shape:
-        raise ShapeError(f"Executor.backward: out_grad of shape {nd.shape} for an output of "
-                         f"shape {v.shape}")
-    return nd if nd.dtype == v.dtype else nd.astype(v.dtype)
 
 
 # -- JSON ---------------------------------------------------------------------------------
