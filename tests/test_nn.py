@@ -77,6 +77,8 @@ def test_module_on_ndarrays_runs_now_and_returns_ndarrays(backend):
     x = rng.standard_normal((5, 4)).astype(np.float32)
     y = model(nna.asarray(x))
     assert type(y) is nna.NdArray and y.shape == (5, 2)
+    with grad.no_grad():
+        assert type(model(nna.asarray(x))) is nna.NdArray
     with grad.auto_forward():
         want = host(model(grad.Variable.from_numpy_array(x)))
     np.testing.assert_allclose(host(y), want, rtol=1e-5, atol=1e-6)

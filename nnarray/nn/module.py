@@ -82,10 +82,10 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """``forward(*args, **kwargs)``. Outside ``auto_forward``/``no_grad`` a call on
-        NdArrays (no Variable among the arguments) runs now and returns NdArrays, as ``F``
-        functions do on NdArrays; on Variables it records (static or define-by-run)."""
-        if _modes.mode.get() == _modes.STATIC and _eager_call(args, kwargs):
+        """``forward(*args, **kwargs)``. Outside ``auto_forward`` a call on NdArrays (no
+        Variable among the arguments) runs now and returns NdArrays, as ``F`` functions
+        do on NdArrays; on Variables it records (static or define-by-run)."""
+        if _modes.mode.get() != _modes.AUTO and _eager_call(args, kwargs):
             with _modes.no_grad():
                 return _values(self.forward(*args, **kwargs))
         return self.forward(*args, **kwargs)
