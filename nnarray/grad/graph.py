@@ -32,8 +32,7 @@ from ..errors import DTypeError, GraphError, ShapeError
 from ..ndarray import NdArray
 from . import modes, recording
 from .backward import seed
-from .codegen import generate_forward
-from .executor import backward_order, leaves, replay, topological_many
+from .executor import backward_order, compile_forward, leaves, replay, run_forward, topological_many
 from .planner import forward_releases
 from .program import trace
 from .python_function import PyNode, PythonFunction
@@ -586,13 +585,7 @@ class Executor:
             if v._parent is not None:
                 v._data = d
         try:
-            if program is not None:
-                program(order[-1].outputs[0]())
-            else:
-                for step, rel in zip(steps, release):
-                    step()
-                    for v in rel:
-                        v._data = None
+            run_forward(steps, program, order[-1].outputs[0]() if order else None, release)
             run[4] = res = [v.data for v in outs]
         finally:  # the graph's own Variables keep their data
             for v, d in zip(args + outs, kept):
@@ -611,9 +604,8 @@ class Executor:
         if not is_train and any(_trains(n) for n in order):
             twin = self.graph._with({}, inference=True)
             order, outs = twin._order, twin._outputs
-        steps = [n.forward_step(self.ctx, save) for n in order]
         release = forward_releases(order, outs)
-        program = generate_forward(order, self.ctx, save, release) if order else None
+        steps, program = compile_forward(order, self.ctx, save, release)
         return [order, release, outs, steps, [None] * len(outs), program]
 
     # -- backward -----------------------------------------------------------------------------
