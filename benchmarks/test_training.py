@@ -217,15 +217,19 @@ def torch_step(kind: str, ref: Reference) -> Any:
                 m.weight.copy_(torch.from_numpy(w))
     model.to(ref.device)
     x, t = ref.asarray(xs), ref.asarray(ts)
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    return _torch_loop(torch.optim.SGD(model.parameters(), lr=LR), model, loss_fn,
+                       lambda: (x, t))
 
+
+def _torch_loop(opt: Any, forward: Any, loss_fn: Any, batch: Any) -> Any:
+    """One torch training step on ``batch()``'s ``(x, t)``."""
     def step() -> Any:
+        x, t = batch()
         opt.zero_grad()
-        loss = loss_fn(model(x), t)
+        loss = loss_fn(forward(x), t)
         loss.backward()
         opt.step()
         return loss
-
     return step
 
 
@@ -426,17 +430,8 @@ def torch_fresh_step(ref: Reference, modules: bool) -> Any:
 
         def loss_fn(y: Any, t: Any) -> Any:
             return ((y - t) ** 2).mean()
-    opt = torch.optim.SGD(params, lr=LR)
     batch = _cycle([tuple(ref.asarray(a) for a in b) for b in fresh_batches()])
-
-    def step() -> Any:
-        x, t = batch()
-        opt.zero_grad()
-        loss = loss_fn(forward(x), t)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
+    return _torch_loop(torch.optim.SGD(params, lr=LR), forward, loss_fn, batch)
 
 
 def test_fresh_numpy(benchmark):
