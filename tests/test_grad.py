@@ -407,6 +407,8 @@ def test_second_backward_needs_retain_graph_on_define_by_run(backend: str) -> No
     with pytest.raises(GraphError, match="retain_graph=True"):
         with grad.auto_forward():
             F.sum(h * 3.0).backward()  # through exp, freed
+    with pytest.raises(GraphError, match="Graph: .*freed"):
+        grad.Graph(y)
     for auto in (True, False):
         x.grad.zero()
         with grad.auto_forward(auto):

@@ -41,7 +41,7 @@ def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False,
     plan = executor.plan_of(root)
     dynamic = root._parent.dynamic
     if dynamic:
-        _check_not_freed(plan.order)
+        check_not_freed(plan.order, "backward")
     _run(root, plan, g, clear_buffer)
     if dynamic and not retain_graph:
         free_graph(root, plan.order)
@@ -87,13 +87,15 @@ def free_graph(root: Variable, order: list) -> None:
     root._plan = None
 
 
-def _check_not_freed(order: list) -> None:
+def check_not_freed(order: list, what: str) -> None:
+    """Raise ``GraphError`` (naming ``what``) if a define-by-run node of ``order`` was
+    freed by a backward pass (or ``clear_buffer``)."""
     for n in order:
         if n.dynamic and n.versions is None:
             raise GraphError(
-                f"backward: the define-by-run graph through '{n.label}' ({n.name}) was "
+                f"{what}: the define-by-run graph through '{n.label}' ({n.name}) was "
                 "freed by an earlier backward(); pass backward(retain_graph=True) to the "
-                "earlier call to run backward through it again (or build it again)")
+                "earlier call to keep it (or build it again)")
 
 
 #: Traced programs of define-by-run graphs, by graph signature (a training loop builds the

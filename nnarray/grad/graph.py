@@ -31,7 +31,7 @@ from ..context import as_context
 from ..errors import DTypeError, GraphError, ShapeError
 from ..ndarray import NdArray
 from . import modes, recording
-from .backward import seed
+from .backward import check_not_freed, seed
 from .executor import backward_order, compile_forward, leaves, replay, run_forward, topological_many
 from .planner import forward_releases
 from .program import trace
@@ -91,6 +91,7 @@ class Graph:
             named[id(v)] = n
         self._outputs = outs
         self._order = topological_many(outs)
+        check_not_freed(self._order, "Graph")
         for n in self._order:  # define-by-run nodes get their names in execution order
             if n._label is None:
                 _ = n.label
