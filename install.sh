@@ -10,10 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-python -m pip install -q -e ".[opencl${1:+,$1}]"
+# `python` inside a virtual environment; plain `python3` where only that exists (Debian)
+py=python
+command -v python >/dev/null 2>&1 || py=python3
+$py -m pip install -q -e ".[opencl${1:+,$1}]"
 
 opencl_reason() {
-    python -c "import nnarray as n; print(n.backends.why_unavailable('opencl') or '')"
+    $py -c "import nnarray as n; print(n.backends.why_unavailable('opencl') or '')"
 }
 
 reason=$(opencl_reason)

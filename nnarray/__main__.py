@@ -161,12 +161,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(e)
                 return 2
         usable = args.backend
-    rng = np.random.default_rng(0)
     print(f"\nTimings: median of {args.repeats} runs after a warm-up (min, max beside it); "
           f"host threads: {_threads()}")
     print("\nImperative demo: softmax(relu(x @ W + b)) and cross-entropy, 256x512 @ 512x256")
     for name in usable:
-        demo(name, rng, args.repeats)
+        demo(name, np.random.default_rng(0), args.repeats)  # the same data on every backend
     print(f"\nTraining demo: MLP 64x1000 -> 100 -> 10, SGD, {args.iters} iterations")
     for name in usable:
         train_demo(name, args.iters, args.repeats)

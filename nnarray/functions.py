@@ -16,8 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from .ops import attention as _attention
 from .ops import conv as _conv
 from .ops import elementwise as _ew
+from .ops import embedding as _embedding
+from .ops import gelu as _gelu
+from .ops import layer_norm as _layer_norm
 from .ops import linalg as _linalg
 from .ops import normalization as _norm
 from .ops import random as _random
@@ -51,6 +55,10 @@ softmax_cross_entropy = _softmax.softmax_cross_entropy
 mean_squared_error = _softmax.mean_squared_error
 conv2d, max_pooling, average_pooling = _conv.conv2d, _conv.max_pooling, _conv.average_pooling
 batch_normalization = _norm.batch_normalization
+layer_norm = _layer_norm.layer_norm
+gelu = _gelu.gelu
+embedding = _embedding.embedding
+scaled_dot_product_attention = _attention.scaled_dot_product_attention
 dropout = _random.dropout
 sgd_update = _update.sgd_update
 seed = _random.seed
@@ -224,7 +232,8 @@ _mark: list = [None]  # grad.naming.composite_result, imported on first graph us
 _COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squared_error",
                          "batch_normalization", "softmax", "log_softmax", "dropout",
                          "max_pooling", "average_pooling", "mean", "square", "getitem",
-                         "slice", "stack", "split", "im2col", "col2im"))
+                         "slice", "stack", "split", "im2col", "col2im", "layer_norm",
+                         "embedding", "scaled_dot_product_attention"))
 
 
 #: Functions whose graph depends on their inputs' shapes beyond each op's inference
@@ -259,6 +268,24 @@ def _wrap_all() -> None:
 
 
 _wrap_all()
+
+
+def _picklable() -> None:
+    """``pickle`` finds a function by module and name: the table ops' functions are
+    built in ``ops.elementwise`` under the op's name (which names the Op there), so
+    they are named after this module, where they live (a model holding ``F.relu``
+    pickles)."""
+    import sys
+    g = globals()
+    for n, v in list(g.items()):
+        if n.startswith("_") or not callable(v) or not hasattr(v, "op"):
+            continue
+        mod = sys.modules.get(getattr(v, "__module__", ""), None)
+        if getattr(mod, getattr(v, "__qualname__", ""), None) is not v:
+            v.__module__, v.__qualname__ = __name__, n
+
+
+_picklable()
 
 __all__ = sorted(n for n, v in globals().items()
                  if not n.startswith("_") and callable(v) and n not in ("Any",))

@@ -120,7 +120,10 @@ class Trainer:
     shows a tqdm bar; ``report`` prints one line per epoch to ``out``. ``comm``
     (``nnarray.distributed``) trains data-parallel: each rank on its shard of every batch
     (``batch_size`` is the global batch), with the solver's gradients averaged over the
-    ranks; rank 0 alone shows progress, reports and logs.
+    ranks; rank 0 alone shows progress, reports and logs. Each ``fit`` starts the log
+    with a ``{"run": ..., "started": ...}`` line; the bar is shown only on a terminal (piped
+    output gets the report lines alone). ``plot``: a file that ``fit`` writes the loss and
+    metric curves to (needs matplotlib: ``pip install 'nnarray[plot]'``).
     """
 
     def __init__(self, model: Module, solver: Solver,
@@ -128,7 +131,7 @@ class Trainer:
                  batch_size: int = 32, shuffle: bool = True, seed: int = 0,
                  weight_decay: float = 0.0, log_path: str | os.PathLike | None = None,
                  progress: bool = True, report: bool = True, out: TextIO | None = None,
-                 comm: Any = None) -> None:
+                 comm: Any = None, plot: str | os.PathLike | None = None) -> None:
         self.model, self.solver, self.loss_fn = model, solver, loss_fn
         self.batch_size, self.shuffle = int(batch_size), bool(shuffle)
         self.comm = comm
@@ -146,9 +149,11 @@ class Trainer:
         self.log_path = log_path if self.is_main else None
         self.progress, self.report = progress and self.is_main, report and self.is_main
         self.out = out or sys.stdout
+        self.plot = plot if self.is_main else None
         self.epoch = 0
         self.iteration = 0
         self.history: list[dict[str, Any]] = []
+        self.runs = 0  # fit calls (each starts the log with a "run" line)
         if not solver.params:
             solver.set_parameters(model.parameters())
 
@@ -174,6 +179,7 @@ class Trainer:
             with grad.auto_forward():
                 y = self.model(xv)
                 loss = self.loss_fn(y, tv)
+            check_loss(loss)
             loss.backward()
             if weight != 1.0:
                 self.solver.scale_grad(weight)
@@ -188,11 +194,13 @@ class Trainer:
         """Loss (and accuracy for classifiers) in evaluation mode without a graph. With a
         ``comm`` of several ranks each evaluates its shard of ``x`` and the sums are
         reduced: call it on every rank."""
+        x, t = self._check_data(x, t, "evaluate")
         was_training = self.model.training
         self.model.eval()
         meter = _Meter()
         comm = self.comm
         if comm is not None and comm.size > 1:
+            self._check_same("Trainer.evaluate", "the number of samples", (len(x),))
             start, stop = shard(len(x), comm.rank, comm.size)
             x, t = x[start:stop], t[start:stop]
         try:
@@ -200,7 +208,9 @@ class Trainer:
                 for idx in minibatches(len(x), batch_size or self.batch_size, shuffle=False):
                     tv = variable(t[idx])
                     y = self.model(variable(x[idx]))
-                    meter.add(self.loss_fn(y, tv).data, y.data, tv.data)
+                    loss = self.loss_fn(y, tv)
+                    check_loss(loss)
+                    meter.add(loss.data, y.data, tv.data)
         finally:
             self.model.train(was_training)
         return meter.read(comm)
@@ -209,17 +219,30 @@ class Trainer:
             val: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict[str, Any]]:
         """Train for ``epochs`` epochs; returns (and keeps in ``history``) one record per
         epoch: ``epoch``, ``iteration``, ``loss``, ``accuracy``, ``val/...``, ``elapsed``."""
-        x, t = train
-        if len(x) != len(t):
-            raise ValueError(f"Trainer.fit: {len(x)} inputs but {len(t)} targets")
-        if self.comm is not None and self.comm.size > 1:
-            self._check_same_plan(len(x), epochs)
+        x, t = self._check_data(*train, "fit")
+        if val is not None:
+            val = self._check_data(*val, "fit (val)")
+        if self.comm is None or self.comm.size == 1:
+            return self._fit(x, t, epochs, val)
+        from .distributed import faults
+        self._check_same("Trainer.fit", "(samples, batch_size, epochs, validation samples)",
+                         (len(x), self.batch_size, epochs, None if val is None else len(val[0])))
+        with faults.together("Trainer.fit"):  # a rank leaving aborts every rank
+            history = self._fit(x, t, epochs, val)
+            self.comm.barrier()  # none leaves while another still reports, logs, ...
+        return history
+
+    def _fit(self, x: np.ndarray, t: np.ndarray, epochs: int,
+             val: tuple[np.ndarray, np.ndarray] | None) -> list[dict[str, Any]]:
         per_epoch = -(-len(x) // self.batch_size)
         start = time.perf_counter()
         # The bar counts iterations (minibatches) over all epochs; its label says which
         # epoch of how many, so "120/300" never reads as epochs.
-        bar = tqdm(total=epochs * per_epoch, disable=not self.progress, leave=False,
-                   unit="iter", file=self.out, dynamic_ncols=True)
+        bar = tqdm(total=epochs * per_epoch, disable=not (self.progress and _tty(self.out)),
+                   leave=False, unit="iter", file=self.out, dynamic_ncols=True)
+        self.runs += 1
+        self._log({"run": self.runs, "started":
+                   time.strftime("%Y-%m-%dT%H:%M:%S"), "epochs": epochs, "samples": len(x)})
         last = self.epoch + epochs
         try:
             for _ in range(epochs):
@@ -230,17 +253,33 @@ class Trainer:
                 self._record(rec, bar)
         finally:
             bar.close()
+        if self.plot is not None:
+            plot_history(self.history, self.plot)
         return self.history
 
-    def _check_same_plan(self, n: int, epochs: int) -> None:
+    def _check_data(self, x: Any, t: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
+        """Inputs and targets as numpy arrays of one length; integer labels for the
+        default classification loss (plain messages, before any step)."""
+        x, t = np.asarray(x), np.asarray(t)
+        if x.ndim == 0 or t.ndim == 0 or len(x) != len(t):
+            raise ValueError(f"Trainer.{where}: inputs of shape {x.shape} and targets of "
+                             f"shape {t.shape}: need one sample per row in both")
+        if self.loss_fn is softmax_cross_entropy_loss and t.dtype.kind not in "iu":
+            raise TypeError(f"Trainer.{where}: the default loss (softmax cross entropy) "
+                            f"needs integer class labels, got {t.dtype} (e.g. "
+                            "np.asarray(labels, dtype=np.int64)); pass loss_fn= for "
+                            "other targets")
+        return x, t
+
+    def _check_same(self, where: str, what: str, plan: tuple) -> None:
         """Ranks that would run different numbers of steps would wait forever in a
-        collective: raise on every rank instead."""
+        collective, and sums over shards of different datasets mean nothing: raise on
+        every rank instead."""
         from .distributed import DistributedError
-        plans = self.comm.allgather_obj((n, self.batch_size, epochs))
+        plans = self.comm.allgather_obj(plan)
         if len(set(plans)) > 1:
             shown = ", ".join(f"rank {r}: {p}" for r, p in enumerate(plans))
-            raise DistributedError("Trainer.fit: the ranks disagree on (samples, batch_size, "
-                                   f"epochs): {shown}")
+            raise DistributedError(f"{where}: the ranks disagree on {what}: {shown}")
 
     def _epoch(self, x: np.ndarray, t: np.ndarray, bar: Any, last: int) -> dict[str, Any]:
         meter = _Meter()
@@ -257,9 +296,58 @@ class Trainer:
         self.history.append(rec)
         if self.report:
             bar.write(format_report(rec), file=self.out)
+        self._log(rec)
+
+    def _log(self, rec: dict[str, Any]) -> None:
         if self.log_path is not None:
             with open(self.log_path, "a") as f:
                 f.write(json.dumps(rec) + "\n")
+
+
+def check_loss(loss: Any) -> None:
+    """A plain ``ValueError`` unless ``loss`` is a scalar (one element)."""
+    if getattr(loss, "size", 1) != 1:
+        raise ValueError(f"Trainer: the loss must be a scalar, but loss_fn returned shape "
+                         f"{tuple(loss.shape)}: reduce it (e.g. F.mean of a per-sample loss)")
+
+
+def _tty(out: Any) -> bool:
+    """Whether ``out`` is a terminal (a progress bar's carriage returns belong there only)."""
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def plot_history(history: list[dict[str, Any]], path: str | os.PathLike) -> bool:
+    """Write the loss and metric curves of ``fit``'s records to ``path`` with matplotlib;
+    without it, warn how to get it and return False."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        import warnings
+        warnings.warn("Trainer(plot=...) needs matplotlib: pip install 'nnarray[plot]' "
+                      "(no plot written)", UserWarning, stacklevel=3)
+        return False
+    keys = [k for k in history[0] if k not in ("epoch", "iteration", "elapsed")] \
+        if history else []
+    groups = sorted({k.split("/")[-1] for k in keys})
+    fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(5 * max(len(groups), 1), 3.5),
+                             squeeze=False)
+    epochs = [r["epoch"] for r in history]
+    for ax, g in zip(axes[0], groups):
+        for k in keys:
+            if k.split("/")[-1] == g:
+                ax.plot(epochs, [r[k] for r in history], marker="o", label=k)
+        ax.set_xlabel("epoch")
+        ax.set_title(g)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.fspath(path))
+    plt.close(fig)
+    return True
 
 
 def format_report(rec: dict[str, Any]) -> str:

@@ -285,7 +285,7 @@ def test_mismatched_models_raise_on_every_rank_before_training():
     assert "'2.W' has shape (8, 4) on rank 1 but (8, 3) on rank 0" in p.stdout
     for r in (0, 1):
         assert f"rank {r} caught: Trainer.fit: the ranks disagree" in p.stdout
-    assert "rank 0: (8, 4, 1), rank 1: (9, 4, 1)" in p.stdout
+    assert "rank 0: (8, 4, 1, None), rank 1: (9, 4, 1, None)" in p.stdout
 
 
 def test_a_failing_rank_ends_every_rank_within_seconds():
@@ -303,6 +303,33 @@ def test_sys_exit_on_one_rank_ends_every_rank():
     assert elapsed < 30, elapsed
 
 
+def test_mismatched_collectives_and_validation_sets_raise_on_every_rank():
+    p, _ = mpirun("checks", timeout=90)
+    assert p.returncode == 0, p.stdout
+    assert "passed unchecked" not in p.stdout and p.stdout.count("checks done") == 2
+    for r in (0, 1):
+        for what in ("dtype", "size", "op", "broadcast", "validation", "evaluate"):
+            assert f"rank {r} caught {what}: " in p.stdout, (r, what, p.stdout)
+    for text in ("'arrays[1]' has dtype int32 on rank 1 but float32 on rank 0",
+                 "'arrays[0]' has shape (4,) on rank 1 but (3,) on rank 0",
+                 "'arrays[0]' has op max on rank 1 but sum on rank 0",
+                 "broadcast arrays differ across ranks",
+                 "validation samples): rank 0: (8, 4, 1, 9), rank 1: (8, 4, 1, 10)",
+                 "Trainer.evaluate: the ranks disagree on the number of samples: "
+                 "rank 0: (9,), rank 1: (10,)"):
+        assert text in p.stdout, (text, p.stdout)
+
+
+@pytest.mark.parametrize("how, said", [("os_exit", "os._exit(0)"), ("sys_exit", "sys.exit(0)"),
+                                       ("raise", "SystemExit(None)")])
+def test_a_rank_leaving_training_with_status_0_ends_every_rank_with_an_error(how, said):
+    p, elapsed = mpirun("leave", how, timeout=60)  # rank 0 alone would train for minutes
+    assert p.returncode != 0, p.stdout
+    assert f"rank 1 of 2 called {said} during Trainer.fit; aborting all 2 ranks" in p.stdout
+    assert "finished training" not in p.stdout
+    assert elapsed < 30, elapsed
+
+
 def test_data_parallel_example_on_two_ranks(tmp_path):
     pytest.importorskip("sklearn")
     log = tmp_path / "log.jsonl"
@@ -313,7 +340,7 @@ def test_data_parallel_example_on_two_ranks(tmp_path):
     assert "rank 0/2 on numpy:0: 128 samples" in p.stdout, p.stdout
     assert "rank 1/2 on numpy:0: 128 samples" in p.stdout
     assert p.stdout.count("epoch   1") == 1  # rank 0 alone reports
-    assert len(log.read_text().splitlines()) == 1  # and logs
+    assert len(log.read_text().splitlines()) == 2  # and logs (a run line, one epoch)
 
 
 # -- NCCL (CUDA) ---------------------------------------------------------------------

@@ -58,7 +58,19 @@ def test_digits_cnn_two_short_epochs(backend, tmp_path):
               "--train-size", "600", "--min-accuracy", "0.6", "--no-progress", "--log", str(log),
               "--save", str(tmp_path / "cnn.npz"))
     assert "epoch   2" in out and "test accuracy" in out
-    assert len(log.read_text().splitlines()) == 2 and (tmp_path / "cnn.npz").exists()
+    assert len(log.read_text().splitlines()) == 3 and (tmp_path / "cnn.npz").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_char_transformer_trains_and_samples(backend):
+    needs(backend)
+    out = run(str(EXAMPLES / "char_transformer.py"), "--backend", backend, "--steps", "12",
+              "--warmup", "3", "--dim", "16", "--heads", "2", "--layers", "1", "--sample", "30",
+              timeout=180)
+    losses = [float(line.split("loss ")[1].split()[0]) for line in out.splitlines()
+              if line.startswith("step")]
+    assert len(losses) == 2 and losses[-1] < losses[0]
+    assert "final loss after 12 steps" in out and "sample: " in out
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -118,6 +130,17 @@ def test_readme_python_blocks_run_alone(i):
     if "context_scope(\"opencl\")" in block or "device=\"opencl\"" in block:
         needs("opencl")
     run("-c", block, timeout=120)
+
+
+def test_onnx_guide_block_runs(tmp_path):
+    """The first block of docs/onnx.md exports and re-imports a model as written."""
+    pytest.importorskip("onnx")
+    text = (ROOT / "docs" / "onnx.md").read_text()
+    block = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    p = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "net.onnx").stat().st_size > 0
 
 
 def test_readme_links_stay_inside_the_repository():

@@ -337,3 +337,105 @@ def test_load_rejects_truncated_file_and_missing_path(tmp_path):
         Net().load(path)
     with pytest.raises(FileNotFoundError, match="nope.npz"):
         Net().load(tmp_path / "nope.npz")
+
+
+# -- containers, state dicts, seeds --------------------------------------------------------
+class Holder(nn.Module):
+    def __init__(self):
+        self.blocks = nn.ModuleList([nn.Linear(2, 3), nn.Linear(3, 2)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(2, 1), "b": nn.LayerNorm(2)})
+        self.emb = nn.Embedding(4, 2)
+
+
+def test_module_list_and_dict_register_their_modules(backend):
+    m = Holder()
+    assert list(m.parameters()) == ["blocks.0.W", "blocks.0.b", "blocks.1.W", "blocks.1.b",
+                                    "heads.a.W", "heads.a.b", "heads.b.weight", "heads.b.bias",
+                                    "emb.W"]
+    m.blocks.append(nn.Linear(2, 2))
+    m.heads["c"] = nn.Linear(1, 1)
+    assert "blocks.2.W" in m.parameters() and "heads.c.b" in m.parameters()
+    assert len(m.blocks) == 3 and [type(b) for b in m.blocks][0] is nn.Linear
+    assert m.blocks[-1] is m.blocks[2] and list(m.heads) == ["a", "b", "c"]
+    assert "a" in m.heads and isinstance(m.heads["b"], nn.LayerNorm)
+    del m.heads["c"]
+    assert "heads.c.W" not in m.parameters() and len(m.heads) == 2
+    m.blocks[0] = nn.Linear(2, 5)
+    assert m.parameters()["blocks.0.W"].shape == (2, 5)
+    with pytest.raises(TypeError, match="expected a Module"):
+        m.blocks.append(F.relu)
+    with pytest.raises(KeyError, match="without '.'"):
+        m.heads["x.y"] = nn.Linear(1, 1)
+
+
+def test_plain_list_or_dict_of_modules_warns():
+    class Bad(nn.Module):
+        def __init__(self, kind):
+            layers = [nn.Linear(2, 2)]
+            self.layers = layers if kind == "list" else {"l": layers[0]}
+
+    with pytest.warns(UserWarning, match=r"Bad.layers: a plain list holding Modules.*ModuleList"):
+        Bad("list")
+    with pytest.warns(UserWarning, match=r"plain dict.*nn.ModuleDict"):
+        Bad("dict")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nn.Sequential(nn.Linear(2, 2), F.relu)
+        m = nn.Module()
+        m.sizes = [1, 2]  # no Modules: nothing to say
+
+
+def test_state_dict_round_trips_between_models(backend):
+    a, b = Holder(), Holder()
+    for p in a.parameters().values():
+        p.d = np.random.default_rng(0).standard_normal(p.shape).astype(np.float32)
+    bn = nn.BatchNorm(3)
+    sd = a.state_dict()
+    assert list(sd) == list(a.parameters()) and all(isinstance(v, nna.NdArray)
+                                                     for v in sd.values())
+    assert sd["emb.W"] is a.emb.W.data  # the arrays themselves, as torch
+    assert list(bn.state_dict()) == ["gamma", "beta", "running_mean", "running_var"]
+    assert b.load_state_dict(sd) == ([], [])
+    assert {p.data.head for p in b.parameters().values()} == {f"{backend}:0"}
+    for k, p in b.parameters().items():
+        np.testing.assert_array_equal(p.d, a.parameters()[k].d)
+    b.load_state_dict({k: v.numpy() for k, v in sd.items()})  # numpy values too
+    sd["emb.W"].fill(0)  # the copy is a copy
+    assert b.emb.W.d.any()
+
+
+def test_load_state_dict_checks_names_shapes_dtypes_before_writing():
+    m = Holder()
+    before = {k: v.numpy() for k, v in m.state_dict().items()}
+    good = dict(before)
+    cases = [
+        ({k: v for k, v in good.items() if k != "emb.W"}, "missing key 'emb.W'"),
+        ({**good, "extra": np.ones(1)}, "unexpected key 'extra'"),
+        ({**good, "emb.W": np.ones((4, 3), np.float32)}, r"emb.W: shape \(4, 3\) in the state"),
+        ({**good, "emb.W": np.ones((4, 2), np.float64)}, "emb.W: dtype float64"),
+    ]
+    for sd, match in cases:
+        sd = {k: (v + 1 if isinstance(v, np.ndarray) and v.dtype == np.float32 else v)
+              for k, v in sd.items()}
+        with pytest.raises(nn.CheckpointError, match=match):
+            m.load_state_dict(sd)
+        for k, v in m.state_dict().items():
+            np.testing.assert_array_equal(v.numpy(), before[k])  # nothing written
+    partial = {"emb.W": np.full((4, 2), 7, np.float32), "extra": np.ones(1)}
+    res = m.load_state_dict(partial, strict=False)
+    assert "blocks.0.W" in res.missing_keys and res.unexpected_keys == ["extra"]
+    assert (m.emb.W.d == 7).all()
+    with pytest.raises(nn.CheckpointError, match="shape"):  # shapes count without strict
+        m.load_state_dict({"emb.W": np.ones(3, np.float32)}, strict=False)
+
+
+def test_nna_seed_makes_initialization_reproducible():
+    nna.seed(5)
+    a = [nn.Linear(3, 4).W.d, nn.Embedding(3, 2).W.d, F.rand((3,)).numpy()]
+    nna.seed(5)
+    b = [nn.Linear(3, 4).W.d, nn.Embedding(3, 2).W.d, F.rand((3,)).numpy()]
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    nna.seed(6)
+    assert not np.array_equal(nn.Linear(3, 4).W.d, a[0])

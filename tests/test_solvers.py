@@ -200,3 +200,70 @@ def test_fused_sgd_update_validates_before_running(backend):
     with pytest.raises(nna.ShapeError, match="1 parameters but 0 gradients"):
         F.sgd_update([w], [], 0.1)
     np.testing.assert_array_equal(host(w), 1.0)  # nothing ran
+
+
+def test_adamw_rmsprop_adagrad_match_references(backend):
+    lr, wd = 0.01, 0.1
+    w = run(solvers.AdamW(lr, weight_decay=wd), 3)
+    ref, m, v = W0.astype(np.float64), 0.0, 0.0
+    for t, g in enumerate(GRADS, 1):
+        ref = ref * (1 - lr * wd)  # decoupled: the weights shrink, the gradient is untouched
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        ref = ref - lr / (1 - 0.9 ** t) * m / (np.sqrt(v) / np.sqrt(1 - 0.999 ** t) + 1e-8)
+    np.testing.assert_allclose(host(w.data), ref, rtol=1e-5, atol=1e-7)
+
+    w = run(solvers.RMSprop(lr, alpha=0.9), 3)
+    ref, v = W0.astype(np.float64), 0.0
+    for g in GRADS:
+        v = 0.9 * v + 0.1 * g * g
+        ref = ref - lr * g / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(host(w.data), ref, rtol=1e-5, atol=1e-7)
+
+    w = run(solvers.Adagrad(lr, lr_decay=0.5), 3)
+    ref, s = W0.astype(np.float64), 0.0
+    for t, g in enumerate(GRADS, 1):
+        s = s + g * g
+        ref = ref - lr / (1 + (t - 1) * 0.5) * g / (np.sqrt(s) + 1e-10)
+    np.testing.assert_allclose(host(w.data), ref, rtol=1e-5, atol=1e-7)
+
+
+def test_solvers_take_torch_spelling_and_refuse_update_without_parameters():
+    m = nn.Linear(2, 3)
+    for make in (lambda: solvers.SGD(m.parameters(), lr=0.1),
+                 lambda: solvers.Adam(m.parameters()),
+                 lambda: solvers.AdamW(list(m.parameters().values()), lr=0.1,
+                                       weight_decay=0.0)):
+        opt = make()
+        assert len(opt.params) == 2
+    assert solvers.SGD(m.parameters(), lr=0.1).lr == 0.1
+    for opt in (solvers.SGD(0.1), solvers.AdamW(), solvers.RMSprop(), solvers.Adagrad()):
+        with pytest.raises(RuntimeError, match=r"no parameters; call set_parameters"):
+            opt.update()
+        assert opt.t == 0
+
+
+def test_cosine_schedule_follows_the_formula_and_warms_up():
+    T, base, low = 10, 0.5, 0.01
+    opt = solvers.SGD([param()], lr=base)
+    sched = solvers.CosineSchedule(opt, T, min_lr=low)
+    seen = [opt.lr] + [sched.step() for _ in range(T + 3)]
+    want = [low + (base - low) * (1 + np.cos(np.pi * min(k, T) / T)) / 2 for k in range(T + 4)]
+    np.testing.assert_allclose(seen, want, rtol=1e-12)  # then it stays at min_lr
+    opt = solvers.SGD([param()], lr=base)
+    sched = solvers.CosineSchedule(opt, T, warmup_steps=4)
+    seen = [opt.lr] + [sched.step() for _ in range(T)]
+    np.testing.assert_allclose(seen[:4], [base * k / 4 for k in (1, 2, 3, 4)])
+    np.testing.assert_allclose(seen[4:], [base * (1 + np.cos(np.pi * k / 6)) / 2
+                                          for k in range(7)], atol=1e-12)
+    with pytest.raises(ValueError, match="warmup_steps < total_steps"):
+        solvers.CosineSchedule(opt, 4, warmup_steps=4)
+    with pytest.raises(TypeError, match="expected a Solver"):
+        solvers.StepSchedule(object(), 2)
+
+
+def test_step_schedule_multiplies_every_step_size():
+    opt = solvers.Adam([param()], lr=1.0)
+    sched = solvers.StepSchedule(opt, step_size=2, gamma=0.5)
+    assert [opt.lr] + [sched.step() for _ in range(5)] == [1, 1, 0.5, 0.5, 0.25, 0.25]
+    assert sched.lr == opt.lr == 0.25

@@ -55,7 +55,8 @@ def test_fit_learns_reports_and_logs(backend, tmp_path):
     assert hist[-1]["loss"] < hist[0]["loss"] and hist[-1]["val/accuracy"] > 0.9
     lines = out.getvalue().strip().splitlines()
     assert len(lines) == 4 and lines[0].startswith("epoch   1") and "elapsed" in lines[0]
-    assert [json.loads(s) for s in log.read_text().splitlines()] == hist
+    recs = [json.loads(s) for s in log.read_text().splitlines()]
+    assert recs[0]["run"] == 1 and recs[0]["epochs"] == 4 and recs[1:] == hist
     assert model.training  # evaluate() restored training mode
 
 
@@ -112,3 +113,45 @@ def test_training_step_under_strict_transfers_on_opencl():
     assert routes.get(("numpy:0", "opencl:0"), (0, 0))[0] == 3  # x, t and eval x uploads
     with nna.context_scope("opencl"), nna.strict_transfers():  # a whole epoch + evaluation
         trainer.fit((x, t), 1, val=(x, t))
+
+
+def test_trainer_says_plainly_what_is_wrong_with_loss_and_labels():
+    x, t = blobs(40)
+    per_sample = lambda y, t: F.softmax_cross_entropy(y, t)  # noqa: E731
+    trainer = Trainer(mlp(), solvers.SGD(0.1), loss_fn=per_sample, progress=False,
+                      report=False)
+    with pytest.raises(ValueError, match=r"the loss must be a scalar.*\(16,\)|\(32,\)"):
+        trainer.fit((x, t), epochs=1)
+    trainer = Trainer(mlp(), solvers.SGD(0.1), progress=False, report=False)
+    with pytest.raises(TypeError, match="integer class labels, got float"):
+        trainer.fit((x, t.astype(np.float32)), epochs=1)
+    hist = trainer.fit((x.tolist(), t.tolist()), epochs=1)  # Python lists are fine
+    assert len(hist) == 1 and np.isfinite(hist[0]["loss"])
+
+
+def test_piped_output_has_no_progress_fragments_and_runs_are_separated(tmp_path):
+    x, t = blobs(40)
+    out = io.StringIO()  # not a terminal
+    log = tmp_path / "log.jsonl"
+    trainer = Trainer(mlp(), solvers.SGD(0.1), batch_size=8, out=out, log_path=log)
+    trainer.fit((x, t), epochs=2)
+    trainer.fit((x, t), epochs=1)
+    assert "\r" not in out.getvalue() and "it/s" not in out.getvalue()
+    assert len(out.getvalue().strip().splitlines()) == 3
+    recs = [json.loads(s) for s in log.read_text().splitlines()]
+    assert [r.get("run") for r in recs] == [1, None, None, 2, None]
+
+
+def test_plot_writes_curves_or_says_how_to_get_matplotlib(tmp_path):
+    x, t = blobs(40)
+    path = tmp_path / "curves.png"
+    trainer = Trainer(mlp(), solvers.SGD(0.1), progress=False, report=False, plot=path)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        with pytest.warns(UserWarning, match=r"pip install 'nnarray\[plot\]'"):
+            trainer.fit((x, t), epochs=2, val=(x, t))
+        assert not path.exists()
+        return
+    trainer.fit((x, t), epochs=2, val=(x, t))
+    assert path.read_bytes()[:4] == b"\x89PNG"

@@ -23,16 +23,49 @@ from ..errors import GraphError, ShapeError
 from ..ndarray import NdArray, full
 from . import executor
 from .program import trace
-from .variable import Variable
+from .variable import IMPLICIT, Variable
 
 _FLOATS = dtypes.FLOATS
 _stamps = itertools.count(1)
 
 
-def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False,
+def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False,
              retain_graph: bool = False) -> None:
-    """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf. A
+    """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf, on the
+    device the forward ran on (``root``'s), whatever scope is current now. A
     define-by-run graph is freed afterwards unless ``retain_graph`` (``free_graph``)."""
+    if grad is IMPLICIT:
+        if root.size != 1:
+            raise GraphError(f"backward: the output has shape {root.shape}; a gradient can "
+                             "be implied only for a one-element output: pass grad= "
+                             "explicitly (backward(1) seeds ones)")
+        grad = 1
+    if not root._need_grad:
+        _require_grad_leaf(root)
+    cur = _current.get(None)
+    base = _context._default if cur is None else cur
+    ctx = _forward_context(root, base)
+    if ctx is base:
+        return _backward(root, grad, clear_buffer, base, retain_graph)
+    token = _current.set(ctx)
+    try:
+        _backward(root, grad, clear_buffer, ctx, retain_graph)
+    finally:
+        _current.reset(token)
+
+
+def _forward_context(root: Variable, base: Any) -> Any:
+    """The context of the device ``root`` was computed on (with ``base``'s fallback),
+    ``base`` itself where that is its device or the root holds no data."""
+    d = root._data
+    h = None if d is None else d.head_device
+    if h is None or (h.device_id == base.device_id and h.backend == base.backend):
+        return base
+    return _context.context_of(h, base)
+
+
+def _backward(root: Variable, grad: Any, clear_buffer: bool, ctx: Any,
+              retain_graph: bool) -> None:
     g = root.grad if grad is None else seed(root, grad, root._grad, "backward")
     if root._parent is None:
         if root._need_grad and root.dtype in _FLOATS:
@@ -42,12 +75,13 @@ def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False,
     dynamic = root._parent.dynamic
     if dynamic:
         check_not_freed(plan.order, "backward")
-    _run(root, plan, g, clear_buffer)
+    _run(root, plan, g, clear_buffer, ctx)
     if dynamic and not retain_graph:
         free_graph(root, plan.order)
 
 
-def _run(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool) -> None:
+def _run(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool,
+         ctx: Any) -> None:
     """The backward pass proper: a traced program's replay, else the rules eagerly."""
     prog = plan.program
     if prog is None:
@@ -56,7 +90,7 @@ def _run(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool) ->
         else:
             prog = _cached_program(root, plan)
     if prog is not None:
-        executor.replay(prog, plan.order, g, _current.get(_context._default), clear_buffer)
+        executor.replay(prog, plan.order, g, ctx, clear_buffer)
         root._grad = g
         if clear_buffer:
             for n in plan.order:
@@ -161,6 +195,19 @@ def signature(root: Variable, order: list) -> tuple | None:
     except TypeError:
         return None
     return sig
+
+
+def _require_grad_leaf(root: Variable) -> None:
+    """``GraphError`` when no ``need_grad`` leaf lies behind ``root`` (nothing would
+    receive a gradient: torch raises there too)."""
+    if root._parent is not None:
+        for n in executor.plan_of(root).order:
+            if any(isinstance(a, Variable) and a._parent is None and a._need_grad
+                   for a in n.inputs):
+                return
+    raise GraphError(f"backward: no need_grad leaf behind this output (shape {root.shape}): "
+                     "nothing would receive a gradient; create the inputs to differentiate "
+                     "with need_grad=True")
 
 
 def _after(n: Any, root: Variable, clear_buffer: bool) -> None:

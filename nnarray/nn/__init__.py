@@ -12,15 +12,24 @@ from ..functions import (
     tanh,
 )
 from . import initializers
-from .container import Sequential
+from .activation import GELU
+from .attention import MultiheadAttention
+from .clip import clip_grad_norm
+from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d
 from .dropout import Dropout
+from .embedding import Embedding
+from .flatten import Flatten
 from .linear import Linear
 from .module import Module
-from .normalization import BatchNorm
+from .normalization import BatchNorm, LayerNorm
+from .pooling import AvgPool2d, MaxPool2d
 from .serialization import CheckpointError
 
 __all__ = [
-    "BatchNorm", "CheckpointError", "Conv2d", "Dropout", "Linear", "Module", "Sequential",
-    "initializers", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "tanh",
+    "AvgPool2d", "BatchNorm", "CheckpointError", "Conv2d", "Dropout", "Embedding", "Flatten",
+    "GELU", "LayerNorm", "Linear", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "Sequential",
+    "clip_grad_norm", "initializers", "leaky_relu", "log_softmax", "relu", "sigmoid",
+    "softmax", "tanh",
 ]

@@ -1,8 +1,9 @@
-"""``Sequential``: modules (or plain functions such as ``F.relu``) applied in order."""
+"""Containers: ``Sequential`` (modules or plain functions such as ``F.relu`` applied in
+order), ``ModuleList`` and ``ModuleDict`` (registered sub-modules)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from .module import Module
@@ -41,3 +42,80 @@ class Sequential(Module):
                 layer, "__name__", repr(layer))
             lines.append(f"  ({i}): " + body.replace("\n", "\n  "))
         return "\n".join(lines) + "\n)"
+
+
+class ModuleList(Module):
+    """A list of Modules registered under their positions (``"0.W"``, ``"1.b"``...)."""
+
+    def __init__(self, modules: Iterable[Module] = ()) -> None:
+        object.__setattr__(self, "_list", [])
+        self.extend(modules)
+
+    def append(self, module: Module) -> ModuleList:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleList: expected a Module, got {type(module).__name__}")
+        setattr(self, str(len(self._list)), module)
+        self._list.append(module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, i: int) -> Module:
+        return self._list[i]
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleList: expected a Module, got {type(module).__name__}")
+        i = range(len(self._list))[i]
+        self._list[i] = module
+        setattr(self, str(i), module)
+
+    def __len__(self) -> int:
+        return len(self._list)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._list)
+
+
+class ModuleDict(Module):
+    """A dict of Modules registered under their keys (``"enc.W"``...), in insertion
+    order."""
+
+    def __init__(self, modules: Mapping[str, Module] | None = None) -> None:
+        for k, m in (modules or {}).items():
+            self[k] = m
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        if not isinstance(key, str) or not key or "." in key:
+            raise KeyError(f"ModuleDict: keys must be non-empty strings without '.', got "
+                           f"{key!r}")
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict: expected a Module, got {type(module).__name__}")
+        setattr(self, key, module)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._children[key]
+
+    def __delitem__(self, key: str) -> None:
+        delattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._children
+
+    def __len__(self) -> int:
+        return len(self._children)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._children)
+
+    def keys(self) -> Any:
+        return self._children.keys()
+
+    def values(self) -> Any:
+        return self._children.values()
+
+    def items(self) -> Any:
+        return self._children.items()

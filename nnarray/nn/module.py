@@ -9,7 +9,9 @@ assignment order; ``save``/``load`` cover parameters and state.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -71,6 +73,8 @@ class Module:
             self._children[name] = value
         elif _is_array(value):
             self._arrays[name] = value
+        elif isinstance(value, (list, dict)):
+            _warn_unregistered(self, name, value)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
@@ -164,6 +168,39 @@ class Module:
         for k, a in arrays.items():
             _p.write(a, found[k])
 
+    def state_dict(self) -> OrderedDict[str, NdArray]:
+        """Every parameter and state array by dotted name (the NdArrays themselves, not
+        copies), as torch's ``state_dict``."""
+        return OrderedDict((k, _p.storage(a)) for k, a in self.named_arrays().items())
+
+    def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> LoadResult:
+        """Copy ``state`` (NdArrays, Variables or numpy arrays by dotted name) into the
+        module's arrays, each on the device that holds it.
+
+        Shapes and dtypes must match; with ``strict`` the names must too (no missing,
+        no unexpected). Everything is checked before anything is written
+        (``nn.CheckpointError`` listing each problem). Returns ``(missing_keys,
+        unexpected_keys)``."""
+        arrays = self.named_arrays()
+        missing = [k for k in arrays if k not in state]
+        unexpected = [k for k in state if k not in arrays]
+        problems = [f"{k}: shape {tuple(v.shape)} in the state, {a.shape} in the module"
+                    if tuple(v.shape) != tuple(a.shape) else
+                    f"{k}: dtype {v.dtype} in the state, {_p.storage(a).dtype} in the module"
+                    for k, a in arrays.items() if k in state
+                    for v in (_value(state[k]),)
+                    if tuple(v.shape) != tuple(a.shape) or v.dtype != _p.storage(a).dtype]
+        if strict:
+            problems += [f"missing key {k!r}" for k in missing]
+            problems += [f"unexpected key {k!r}" for k in unexpected]
+        if problems:
+            raise _io.CheckpointError(f"load_state_dict into {type(self).__name__}: "
+                                      + "; ".join(problems))
+        for k, a in arrays.items():
+            if k in state:
+                _assign(_p.storage(a), _value(state[k]))
+        return LoadResult(missing, unexpected)
+
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__}({self.extra_repr()}"]
         for name, child in self._children.items():
@@ -174,6 +211,50 @@ class Module:
     def extra_repr(self) -> str:
         """Arguments shown by ``repr``."""
         return ""
+
+
+class LoadResult(tuple):
+    """``(missing_keys, unexpected_keys)`` of ``load_state_dict``."""
+
+    def __new__(cls, missing: list[str], unexpected: list[str]) -> LoadResult:
+        return super().__new__(cls, (missing, unexpected))
+
+    @property
+    def missing_keys(self) -> list[str]:
+        return self[0]
+
+    @property
+    def unexpected_keys(self) -> list[str]:
+        return self[1]
+
+
+def _value(v: Any) -> Any:
+    """A state entry as an NdArray, or a numpy array for anything else."""
+    if isinstance(v, grad.Variable):
+        return v.data
+    return v if isinstance(v, NdArray) else np.asarray(v)
+
+
+def _assign(dst: NdArray, src: Any) -> None:
+    """Write ``src`` into ``dst`` where ``dst`` lives (a device copy stays on devices)."""
+    if isinstance(src, NdArray):
+        if src is dst:
+            return
+        from ..context import context_scope, get_current_context
+        with context_scope(dst.head or get_current_context()):
+            dst.copy_from(src)
+        return
+    _p.write(dst, np.ascontiguousarray(src))
+
+
+def _warn_unregistered(owner: Module, name: str, value: list | dict) -> None:
+    """Warn that Modules kept in a plain list or dict are not registered."""
+    items = value.values() if isinstance(value, dict) else value
+    if any(isinstance(v, Module) for v in items):
+        kind = "ModuleDict" if isinstance(value, dict) else "ModuleList"
+        warnings.warn(f"{type(owner).__name__}.{name}: a plain {type(value).__name__} holding "
+                      "Modules: their parameters are not registered (not trained, saved or "
+                      f"moved); use nn.{kind}", UserWarning, stacklevel=3)
 
 
 def array_summary(arrays: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], np.dtype]]:

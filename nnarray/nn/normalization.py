@@ -33,3 +33,23 @@ class BatchNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_features}, decay={self.decay}, eps={self.eps}"
+
+
+class LayerNorm(Module):
+    """``F.layer_norm`` over the trailing ``normalized_shape`` axes, with a learned
+    ``weight`` (ones) and ``bias`` (zeros) when ``elementwise_affine``."""
+
+    def __init__(self, normalized_shape: Any, eps: float = 1e-5,
+                 elementwise_affine: bool = True) -> None:
+        self.normalized_shape = (int(normalized_shape),) if isinstance(normalized_shape, int) \
+            else tuple(int(s) for s in normalized_shape)
+        self.eps = float(eps)
+        affine = bool(elementwise_affine)
+        self.weight = parameter(np.ones(self.normalized_shape, np.float32)) if affine else None
+        self.bias = parameter(np.zeros(self.normalized_shape, np.float32)) if affine else None
+
+    def forward(self, x: Any) -> Any:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}"

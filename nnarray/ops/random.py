@@ -25,9 +25,13 @@ _seeds = np.random.default_rng()
 
 
 def seed(s: int) -> None:
-    """Seed the generator that picks a seed for every unseeded random op."""
+    """Seed everything random in nnarray: the generator that picks a seed for every
+    unseeded random op (and ``data.DataLoader`` shuffle), and the layers' initializers
+    (``nn.initializers.seed``)."""
     global _seeds
     _seeds = np.random.default_rng(s)
+    from ..nn import initializers
+    initializers.seed(s)
 
 
 def next_seed() -> int:

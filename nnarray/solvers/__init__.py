@@ -1,11 +1,17 @@
-"""Optimizers: ``SGD``, ``Momentum``, ``Adam`` over ``module.parameters()``; each update
-runs on the parameters' device with no host transfer."""
+"""Optimizers over ``module.parameters()`` (``SGD``, ``Momentum``, ``Adam``, ``AdamW``,
+``RMSprop``, ``Adagrad``), each update on the parameters' device with no host transfer,
+and learning-rate schedules (``CosineSchedule``, ``StepSchedule``)."""
 
 from __future__ import annotations
 
+from .adagrad import Adagrad
 from .adam import Adam
+from .adamw import AdamW
 from .momentum import Momentum
+from .rmsprop import RMSprop
+from .schedule import CosineSchedule, Schedule, StepSchedule
 from .sgd import SGD
 from .solver import Solver
 
-__all__ = ["SGD", "Adam", "Momentum", "Solver"]
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "CosineSchedule", "Momentum", "RMSprop",
+           "Schedule", "Solver", "StepSchedule"]

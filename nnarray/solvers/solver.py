@@ -14,6 +14,8 @@ every rank applies the same update to the same parameters.
 from __future__ import annotations
 
 import contextlib
+import functools
+import numbers
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
@@ -49,12 +51,31 @@ def _signatures(items: dict[str, Any]) -> list[tuple]:
 _SAME_DEVICE = contextlib.nullcontext()  # the parameter already lives on the current device
 
 
+def _takes_params(init: Any) -> Any:
+    """``init`` also taking torch's spelling ``Solver(params, lr=...)``: a first argument
+    that is not a number is the parameters, set after ``init`` ran."""
+    @functools.wraps(init)
+    def wrapped(self: Any, *args: Any, **kwargs: Any) -> None:
+        params = None
+        if args and not isinstance(args[0], numbers.Real):
+            params, args = args[0], args[1:]
+        init(self, *args, **kwargs)
+        if params is not None:
+            self.set_parameters(params)
+    return wrapped
+
+
 class Solver(ABC):
     """Base class: ``set_parameters``, ``zero_grad``, ``weight_decay``, ``update``,
     ``save_states``/``load_states``. Subclasses name their state (``state_names``) and
     implement ``update_one``."""
 
     state_names: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _takes_params(cls.__dict__["__init__"])
 
     def __init__(self, lr: float, *, comm: Any = None) -> None:
         if lr < 0:
@@ -111,6 +132,10 @@ class Solver(ABC):
     def update(self) -> None:
         """One optimization step for every parameter with a gradient (averaged over the
         ranks first when the solver has a ``comm``), each on its parameter's device."""
+        if not self.params:
+            raise RuntimeError(f"{type(self).__name__}.update: no parameters; call "
+                               "set_parameters(model.parameters()) first or pass them: "
+                               f"{type(self).__name__}(model.parameters(), lr=...)")
         self.t += 1
         if self._distributed:
             self.comm.all_reduce([p.grad for p in self._trainable()], op="mean")
@@ -210,3 +235,6 @@ class Solver(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(lr={self.lr}, t={self.t}, params={len(self.params)})"
+
+
+Solver.__init__ = _takes_params(Solver.__init__)  # type: ignore[method-assign]

@@ -1,0 +1,23 @@
+"""Activation modules (for ``Sequential``) over the ``F`` functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import functions as F
+from .module import Module
+
+
+class GELU(Module):
+    """``F.gelu(x, approximate)`` (``"none"`` or ``"tanh"``)."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x: Any) -> Any:
+        return F.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"

@@ -1,0 +1,81 @@
+"""Layer normalization (torch's ``layer_norm``): one graph node normalizing over the last
+axes, composed from F on NdArrays (every backend has it); the affine part is separate.
+
+Kernel contract: ``layer_norm(x, count, eps) -> (y, rstd)``: ``y = (x - mean) * rstd`` over
+the last ``count`` axes, ``rstd = 1 / sqrt(biased var + eps)`` with those axes kept as 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ShapeError
+from ..registry import register_composite
+from .common import require_float
+from .op import Op
+
+
+def _axes(ndim: int, count: int) -> tuple[int, ...]:
+    return tuple(range(ndim - count, ndim))
+
+
+def _infer(inputs, attrs):
+    (x,) = inputs
+    require_float("layer_norm", "x", x)
+    k = attrs["count"] = int(attrs["count"])
+    eps = attrs["eps"] = float(attrs.get("eps", 1e-5))
+    if not 1 <= k <= x.ndim:
+        raise ShapeError(f"layer_norm: cannot normalize the last {k} axes of x {x.shape}")
+    if eps < 0:
+        raise ValueError(f"layer_norm: eps must be >= 0, got {eps}")
+    kept = x.shape[:x.ndim - k] + (1,) * k
+    return ((x.shape, x.dtype), (kept, x.dtype))
+
+
+layer_norm_op = Op("layer_norm", _infer)
+
+
+def _compose(x: Any, count: int, eps: float) -> tuple[Any, Any]:
+    from .. import functions as F
+    axes = _axes(x.ndim, count)
+    xc = x - F.mean(x, axis=axes, keepdims=True)
+    rstd = 1.0 / F.sqrt(F.mean(xc * xc, axis=axes, keepdims=True) + eps)
+    return xc * rstd, rstd
+
+
+register_composite("layer_norm", _compose)
+
+
+def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
+               eps: float = 1e-5) -> Any:
+    """Normalize over the trailing ``normalized_shape`` axes (biased variance, as torch),
+    then ``* weight + bias`` where given (each of ``normalized_shape``)."""
+    shape = (int(normalized_shape),) if isinstance(normalized_shape, int) else \
+        tuple(int(s) for s in normalized_shape)
+    require_float("layer_norm", "x", x)
+    if not shape or tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise ShapeError(f"layer_norm: normalized_shape {shape} does not match the last "
+                         f"axes of x {x.shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None:
+            require_float("layer_norm", name, p)
+            if tuple(p.shape) != shape:
+                raise ShapeError(f"layer_norm: {name} has shape {p.shape}, expected {shape}")
+    y = layer_norm_op(x, count=len(shape), eps=eps)[0]
+    if weight is not None:
+        y = y * weight
+    return y + bias if bias is not None else y
+
+
+# -- backward rule --------------------------------------------------------------------
+from .backward import F as _F  # noqa: E402
+from .backward import backward as _backward  # noqa: E402
+
+
+@_backward(layer_norm_op, outputs=(0, 1))
+def _layer_norm_grad(c, g):
+    y, rstd = c.outputs
+    axes = _axes(y.ndim, c.attrs["count"])
+    mg = _F.mean(g, axis=axes, keepdims=True)
+    mgy = _F.mean(g * y, axis=axes, keepdims=True)
+    return ((g - mg - y * mgy) * rstd,)
