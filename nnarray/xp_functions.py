@@ -551,6 +551,18 @@ def mean(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any
     return _same("mean", F.mean, x, axis, keepdims)
 
 
+def _recalled(fn: Any) -> Any:
+    """``fn`` builds its graph from its inputs' shapes (``F.recalled``): binding a static
+    graph to new shapes calls it again."""
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return F.recalled(fn(*args, **kwargs), fn, args, kwargs)
+    return call
+
+
+@_recalled
 def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
     """The variance over ``axis`` with ``correction`` degrees of freedom removed."""
@@ -569,6 +581,7 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
     return F.mul(s, (1.0 / dof) if dof > 0 else float("nan"))
 
 
+@_recalled
 def std(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
     """The standard deviation over ``axis`` (``sqrt(var)``)."""
@@ -633,6 +646,7 @@ def broadcast_to(x: Any, /, shape: Any) -> Any:
     return F.broadcast_to(x, tuple(shape))
 
 
+@_recalled
 def broadcast_arrays(*arrays: Any) -> list:
     """The arrays broadcast against each other."""
     shape = np.broadcast_shapes(*(a.shape for a in arrays))

@@ -74,7 +74,8 @@ def peak_rss(code: str, path) -> tuple[str, int]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, "-c", _PEAK, str(path), code], cwd=root,
                        capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": root})
+                       # no GPU: a CUDA context alone is ~1 GiB of RSS (H200, CuPy 14)
+                       env={**os.environ, "PYTHONPATH": root, "CUDA_VISIBLE_DEVICES": ""})
     assert r.returncode == 0, r.stderr[-2000:]
     *_, outcome, peak = r.stdout.strip().splitlines()
     return outcome, int(peak)
