@@ -110,12 +110,17 @@ def _at_default(v: Any, default: Any) -> bool:
     return type(v) is type(default) and v == default
 
 
+def _shown(v: Any) -> str:
+    """``v`` for a message (an array by its type: its repr would read it)."""
+    return type(v).__name__ if _is_array(v) or isinstance(v, np.ndarray) else repr(v)
+
+
 def _defaults(what: str, kw: dict) -> None:
     """numpy's ufunc keywords other than ``out`` and ``dtype``: at their defaults only."""
     ok = {"where": True, "casting": "same_kind", "order": "K", "subok": True}
     for k, v in kw.items():
         if k not in ok or not _at_default(v, ok[k]):
-            raise TypeError(f"{what}: the keyword {k}={v!r} is not supported on NdArrays "
+            raise TypeError(f"{what}: the keyword {k}={_shown(v)} is not supported on NdArrays "
                             "(use np.asarray(x) for numpy's)")
 
 
@@ -138,7 +143,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     elif method == "outer" and name in _ufuncs() and len(inputs) == 2:
         _defaults(what, kwargs)
         a, b = operands(*inputs)
-        a, b = (F.reshape(x, x.shape + (1,) * b.ndim) if _is_array(x) else x for x in (a, b))
+        if _is_array(a):
+            a = F.reshape(a, a.shape + (1,) * getattr(b, "ndim", 0))
         result = _ufuncs()[name](a, b)
     else:
         raise no_counterpart(what)
@@ -212,7 +218,7 @@ def _only(what: str, **given: Any) -> None:
     """numpy arguments supported at their defaults (``None``) only."""
     for k, v in given.items():
         if v is not None and v is not _NO:
-            raise TypeError(f"np.{what}: {k}={v!r} is not supported on NdArrays "
+            raise TypeError(f"np.{what}: {k}={_shown(v)} is not supported on NdArrays "
                             "(use np.asarray(x) for numpy's)")
 
 
@@ -425,7 +431,7 @@ def _same(fn: Callable, nargs: int = 1, **defaults: Any) -> Callable:
         for k, v in list(kw.items()):
             if k in defaults:
                 if not _at_default(v, defaults[k]):
-                    raise TypeError(f"np.{fn.__name__}: {k}={v!r} is not supported on "
+                    raise TypeError(f"np.{fn.__name__}: {k}={_shown(v)} is not supported on "
                                     "NdArrays (use np.asarray(x) for numpy's)")
                 del kw[k]
         return fn(*operands(*args[:nargs]), *args[nargs:], **kw)
@@ -492,7 +498,7 @@ def _functions() -> dict[Callable, Callable]:
         np.flip: _kw(nna.flip, 1, "axis"), np.roll: _kw(nna.roll, 1, "shift", "axis"),
         np.tile: lambda A, reps: nna.tile(*operands(A), (reps,) if isinstance(
             reps, int) else reps),
-        np.repeat: _kw(nna.repeat, 1, "repeats", "axis"),
+        np.repeat: lambda a, repeats, axis=None: nna.repeat(*operands(a), repeats, axis=axis),
         np.split: _same(F.split),
         np.tril: _kw(nna.tril, 1, "k"), np.triu: _kw(nna.triu, 1, "k"),
         np.pad: _same(nna.pad), np.diff: _kw(nna.diff, 1, "n", "axis", "prepend", "append"),
