@@ -124,8 +124,9 @@ def variable_repr(v: Any) -> str:
         return (f"Variable({n}shape={v.shape}, dtype={v.dtype}, "
                 f"need_grad={v.need_grad}{p})")
     d._implicit_read("repr()")
-    return (f"Variable({n}{_body(d, 'Variable(' + n)}, dtype={v.dtype}, device={d.device}, "
-            f"need_grad={v.need_grad}{p})")
+    n = "" if v._name is None else f", name={v._name!r}"
+    return (f"Variable({_body(d, 'Variable(')}, dtype={v.dtype}, device={d.device}, "
+            f"need_grad={v.need_grad}{p}{n})")
 
 
 # -- host data written into arrays ---------------------------------------------------------
