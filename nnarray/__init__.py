@@ -24,6 +24,7 @@ from .dlpack import from_dlpack
 from .errors import (
     BackendError,
     BackendUnavailableError,
+    DeviceMismatchError,
     DTypeError,
     GraphError,
     InvalidValueError,
@@ -45,9 +46,9 @@ from .xp_functions import full, ones, zeros
 __version__ = "0.1.0"
 
 __all__ = [
-    "BackendError", "BackendUnavailableError", "Context", "DTypeError", "GraphError",
-    "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError", "OutOfMemoryError",
-    "ShapeError", "TransferError",
+    "BackendError", "BackendUnavailableError", "Context", "DeviceMismatchError", "DTypeError",
+    "GraphError", "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError",
+    "OutOfMemoryError", "ShapeError", "TransferError",
     "array", "backends", "context_scope", "device_synchronize", "empty_cache", "fallback_stats",
     "from_dlpack", "full", "functions", "get_current_context", "memory_stats", "ones",
     "register_kernel", "registry", "reset_fallback_stats", "reset_peak_memory",

@@ -7,7 +7,7 @@ import contextvars
 import os
 from collections.abc import Iterator, Sequence
 
-from .errors import BackendError
+from .errors import BackendError, DeviceMismatchError
 
 
 class Context:
@@ -36,6 +36,9 @@ class Context:
 
     def __setattr__(self, name, value):
         raise AttributeError("Context is immutable")
+
+    def __reduce__(self) -> tuple:
+        return Context, (self.backend, self.device_id, self.fallback)
 
     @classmethod
     def parse(cls, spec: str | Context, fallback: Sequence[str] | None = None) -> Context:
@@ -90,7 +93,7 @@ _chosen = bool(os.environ.get("NNARRAY_CONTEXT", "").strip())
 #: device follows the data): on while no default was chosen and a device other than the
 #: host exists (until then all data is on the host, and the hot path skips the check).
 follow_data = False
-_follow_ctx: dict = {}  # device -> its Context under the default's fallback
+_follow_ctx: dict = {}  # (device, base context) -> its Context with the base's fallback
 
 
 def get_current_context() -> Context:
@@ -106,40 +109,74 @@ def device_created(backend: str) -> None:
         follow_data = True
 
 
-def follow(arrays: Sequence) -> Context:
-    """The context an op outside every scope runs under when ``follow_data`` is on: the
-    device every array input is current on, else the default context (API.md §7). Lazy
-    fills, scalars and 0-D arrays go anywhere (like torch's 0-D host tensors: code that
-    makes a constant with ``asarray(2.0)`` and no ``device=`` keeps its work on the device);
-    an input current on the default's device keeps it there."""
-    from .backends import get_device
-    home = get_device(_default.backend, _default.device_id)
-    dev = None
-    for x in arrays:  # the first input held only off the default's device names ``dev``
+def follow(arrays: Sequence, op: str = "op") -> Context:
+    """The context an op outside every scope runs under when ``follow_data`` is on: its
+    inputs' device (API.md §7). An array's device is its ``_head``, where it was made or
+    last written: reads (host copies, DLPack export, printing) never change it. Inputs
+    that are lazily filled or 0-D (like scalars) only decide where no other input does,
+    and a 0-D or lazy host array never pulls work back. A non-host device and the host
+    together run on the default (the host) with counted transfers; two different
+    non-host devices raise ``DeviceMismatchError``."""
+    dev = weak = host = None
+    for x in arrays:
         h = getattr(x, "_head", None)
-        if h is not None and h is not home and x.current_copy(home) is None:
+        if h is None:
+            continue
+        if x.shape == () or x.lazy_fill is not None:
+            if weak is None and not h.is_host:
+                weak = h
+        elif h.is_host:
+            host = x
+        elif dev is None:
             dev = h
-            break
+        elif h is not dev:
+            _mismatch(op, arrays, dev, h)
     if dev is None:
+        dev = weak
+    if dev is None or host is not None:
         return _default
-    for x in arrays:  # ... and every input but 0-D ones must be current there
-        if getattr(x, "_head", None) is not None and x.shape != () and \
-                x.current_copy(dev) is None:
-            return _default
-    ctx = _follow_ctx.get((dev, _default))
+    return context_of(dev)
+
+
+def context_of(dev, base: Context | None = None) -> Context:
+    """The Context of device ``dev`` with ``base``'s fallback (default: the default
+    context's), cached."""
+    base = _default if base is None else base
+    ctx = _follow_ctx.get((dev, base))
     if ctx is None:
-        ctx = _follow_ctx[(dev, _default)] = Context(dev.backend, dev.device_id,
-                                                     _default.fallback)
+        ctx = _follow_ctx[(dev, base)] = Context(dev.backend, dev.device_id, base.fallback)
     return ctx
 
 
-def dispatch_context(arrays: Sequence) -> Context:
+def _mismatch(op: str, arrays: Sequence, a, b) -> None:
+    shapes = [tuple(x.shape) for x in arrays if hasattr(x, "shape")]
+    raise DeviceMismatchError(
+        f"{op}: inputs are on two devices, {a.key} and {b.key} (input shapes {shapes}); "
+        f"move one with x.to_device(...) or run the op inside context_scope(...)")
+
+
+def dispatch_context(arrays: Sequence, op: str = "op") -> Context:
     """Where an op on ``arrays`` runs: the innermost ``context_scope``, else the data's
     device (``follow``), else the process default."""
     c = _current.get(None)
     if c is not None:
         return c
-    return follow(arrays) if follow_data else _default
+    return follow(arrays, op) if follow_data else _default
+
+
+def dispatch_into(dst, arrays: Sequence, op: str = "op") -> Context:
+    """Where an op writing into ``dst`` runs (in-place operators, ``assign``,
+    ``x[key] = v``): the innermost ``context_scope``, else ``dst``'s device (a write
+    never moves an array), else (``dst`` never written) as ``dispatch_context``."""
+    c = _current.get(None)
+    if c is not None:
+        return c
+    if not follow_data:
+        return _default
+    h = dst._head
+    if h is None:
+        return follow(arrays, op)
+    return _default if h.is_host else context_of(h)
 
 
 def _check(ctx: Context) -> None:

@@ -6,6 +6,7 @@ exactly the NdArray's shape and dtype, so kernels may reshape natively for free.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,10 +21,19 @@ class Device:
     #: DLPack device types (dlpack.h ``DLDeviceType``) this backend's buffers have and
     #: imports; empty where its buffers have no DLPack form.
     dlpack_types: tuple[int, ...] = ()
+    #: The DLPack device type naming this device in ``__dlpack_device__`` where its
+    #: buffers have no DLPack form (``None``: ``dlpack_types[0]``, else kDLCPU).
+    dlpack_kind: int | None = None
 
     def __init__(self, device_id: int = 0) -> None:
         self.device_id = device_id
         self.key = f"{self.backend}:{device_id}"
+
+    def bind(self, fn: Callable) -> Callable:
+        """Kernel ``fn`` of this backend as it must run here. ``Kernel`` calls only what
+        this returns, its fast paths included; devices whose kernels follow their data
+        (every one but a CUDA GPU among several) return ``fn`` itself."""
+        return fn
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """An uninitialized C-contiguous native array."""

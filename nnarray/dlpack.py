@@ -1,13 +1,16 @@
 """DLPack: zero-copy exchange with numpy, CuPy, PyTorch, JAX, ...
 
-Export (``NdArray.__dlpack__``): the consumer gets the NdArray's own buffer on one
-device (shared, not copied; ``copy=True`` asks for a private copy). The device is the
-one asked for with ``dl_device``, else the head (the latest write), else any current
-copy that DLPack can describe, else the host. Exporting counts as a read-write access on
-that device: other device copies become stale, since the consumer may write. Which buffers
-have a DLPack form is each backend's answer (``Device.dlpack_types``): host and CUDA do,
-OpenCL does not (pyopencl cannot export buffers), so an array whose only current copy is
-on OpenCL is exported from the host (one explicit, counted transfer).
+Export (``NdArray.__dlpack__``) never changes the producer's device (API.md §7).
+``__dlpack_device__`` names the array's device (where it was made or last written; a lazy
+array's is the current context's). The consumer gets that device's own buffer, shared,
+where the device has a DLPack form (host, CUDA); exporting then counts as a read-write
+access there (other device copies become stale, since the consumer may write), which
+leaves the array's device as it was; a host export is a tracked handle (``hand_out``), so
+the consumer's later writes are seen by device reads too. Otherwise (``copy=True``, a
+``dl_device`` other than the array's device, or an OpenCL array: pyopencl exports no
+buffers) it hands over a private copy read on the target device (the host for OpenCL;
+one explicit, counted transfer where that copy is not current), and ``copy=False``
+raises ``BufferError``.
 
 Import (``from_dlpack``): the backend whose ``DLPACK_TYPES`` list the tensor's device
 type adopts it (``Device.import_dlpack``): without a copy where it is C-contiguous and
@@ -28,27 +31,36 @@ CPU = 1  # dlpack.h kDLCPU: what an array no device can export is exported as
 
 
 def dlpack_device(a: NdArray) -> tuple[int, int]:
-    """``(device_type, device_id)`` of the buffer ``a.__dlpack__()`` exports."""
-    dev = _export_device(a)
-    return (dev.dlpack_types[0] if dev.dlpack_types else CPU, dev.device_id)
+    """``(device_type, device_id)`` of the array's device."""
+    dev = _home(a)
+    kind = dev.dlpack_types[0] if dev.dlpack_types else (dev.dlpack_kind or CPU)
+    return (kind, dev.device_id)
 
 
 def export(a: NdArray, stream: Any = None, max_version: tuple[int, int] | None = None,
            dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
     """The DLPack capsule of ``a`` (see the module docstring for what is shared)."""
-    dev = _requested_device(dl_device) if dl_device is not None else _export_device(a)
+    home = _home(a)
+    dev = _requested_device(dl_device) if dl_device is not None else \
+        home if home.dlpack_types else backends.host_device()
     if not dev.dlpack_types:
         raise BufferError(
-            f"NdArray.__dlpack__: the array's data is on {dev.key}, and {dev.backend} "
-            f"buffers have no DLPack form; move it first, e.g. "
-            f"a.get_data('r', 'numpy') or pass dl_device=({CPU}, 0)")
-    if copy is False and a.current_devices and dev not in a.current_devices:
-        raise BufferError(f"NdArray.__dlpack__: copy=False, but the data is not on "
-                          f"{dev.key} (current on {a.devices})")
-    x = a.native(dev, "r" if copy else "rw", explicit=True)
-    if copy:
-        x = x.copy()
+            f"NdArray.__dlpack__: dl_device={dl_device} names {dev.key}, and {dev.backend} "
+            f"buffers have no DLPack form; ask for dl_device=({CPU}, 0)")
+    share = dev is home and not copy
+    if copy is False and not share:
+        raise BufferError(f"NdArray.__dlpack__: copy=False, but the array is on {home.key} "
+                          f"and the export is on {dev.key}: only a copy can be handed over")
+    x = a.native(dev, "rw" if share else "r", explicit=True)
+    if not share:
+        x = dev.bind(_copy)(x)  # made on dev (inside a CUDA GPU's scope)
+    elif dev.is_host:  # the consumer's array keeps a tracked handle alive (host handles)
+        x = a.hand_out(dev, x)
     return dev.export_dlpack(x, stream, max_version)
+
+
+def _copy(x: Any) -> Any:
+    return x.copy()
 
 
 def from_dlpack(obj: Any) -> NdArray:
@@ -75,19 +87,13 @@ def _device_for(kind: int, dev_id: int, what: str) -> Device:
                       f"per backend: {have})")
 
 
-def _export_device(a: NdArray) -> Device:
-    copies = a.current_devices
-    if not copies:  # lazily filled or never written: materialize where work runs
-        ctx = get_current_context()
-        dev = backends.get_device(ctx.backend, ctx.device_id)
-        return dev if dev.dlpack_types else backends.host_device()
-    head = a.head_device
-    if head in copies and head.dlpack_types:
-        return head
-    for d in copies:
-        if d.dlpack_types:
-            return d
-    return backends.host_device()  # no copy has a DLPack form: read it to the host
+def _home(a: NdArray) -> Device:
+    """The array's device: its head, else (never written) the current context's."""
+    h = a.head_device
+    if h is not None:
+        return h
+    ctx = get_current_context()
+    return backends.get_device(ctx.backend, ctx.device_id)
 
 
 def _requested_device(dl_device: tuple[int, int]) -> Device:

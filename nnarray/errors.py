@@ -27,6 +27,11 @@ class TransferError(NnarrayError):
     """An implicit device-to-device transfer inside ``strict_transfers()``."""
 
 
+class DeviceMismatchError(NnarrayError, ValueError):
+    """An op's inputs on two different non-host devices with no context chosen (API.md
+    §7); names both devices and the op."""
+
+
 class ShapeError(NnarrayError, ValueError):
     """Incompatible or invalid shapes."""
 

@@ -245,6 +245,24 @@ def _wrap_all() -> None:
 
 _wrap_all()
 
+
+def _picklable() -> None:
+    """``pickle`` finds a function by module and name: the table ops' functions are
+    built in ``ops.elementwise`` under the op's name (which names the Op there), so
+    they are named after this module, where they live (a model holding ``F.relu``
+    pickles)."""
+    import sys
+    g = globals()
+    for n, v in list(g.items()):
+        if n.startswith("_") or not callable(v) or not hasattr(v, "op"):
+            continue
+        mod = sys.modules.get(getattr(v, "__module__", ""), None)
+        if getattr(mod, getattr(v, "__qualname__", ""), None) is not v:
+            v.__module__, v.__qualname__ = __name__, n
+
+
+_picklable()
+
 __all__ = sorted(n for n, v in globals().items()
                  if not n.startswith("_") and callable(v) and n not in ("Any",))
 

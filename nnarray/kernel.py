@@ -18,7 +18,7 @@ import numpy as np
 
 from .device import Device
 from .errors import OutOfMemoryError
-from .memory import naming
+from .memory import naming, retry_kernel
 from .ndarray import NdArray
 from .synced import fast_runner
 
@@ -52,7 +52,8 @@ class Kernel:
     def __init__(self, op: str, fn: Callable, device: Device, fallback: Any = None,
                  composite: bool = False) -> None:
         self.op = op
-        self.fn = fn
+        self.fn = fn if composite else device.bind(fn)  # e.g. a CUDA GPU's device scope
+        fn = self.fn
         self.device = device
         self.fallback = fallback
         self.composite = composite
@@ -82,6 +83,9 @@ class Kernel:
             out = self.fn(*args, **attrs) if attrs else self.fn(*args)
         except OutOfMemoryError as e:
             raise naming(self.op, e) from e
+        except MemoryError as e:  # the array library's own (CuPy's OutOfMemoryError)
+            out = retry_kernel(self.op, dev.key, metas[0], e, lambda: self.fn(
+                *[x.native(dev) if type(x) is NdArray else x for x in inputs], **attrs))
         if len(metas) == 1:
             if DEBUG:
                 self.check(out, metas[0])

@@ -5,12 +5,17 @@ Each device's pool keeps freed blocks for reuse, at most ``cache_limit()`` bytes
 (``NNARRAY_POOL_CACHE_BYTES``, default 1 GiB): beyond that the cached blocks are
 released. A failed allocation releases every pool's cached blocks and retries once;
 if that fails too it raises ``OutOfMemoryError`` naming the shape, the dtype and the
-bytes; the Kernel running an op puts the op's name in front (``Kernel.run``).
+bytes; the Kernel running an op puts the op's name in front (``Kernel.run``). An array
+library's own ``MemoryError`` from inside a kernel (CuPy's ``OutOfMemoryError`` for a
+temporary or a result it allocates itself) gets the same release, retry and error, with
+the op's output as the shape (``retry_kernel``).
 """
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -73,6 +78,44 @@ def release_all() -> None:
             pass
 
 
+def address_space_left() -> float:
+    """Bytes the process may still map under its address-space limit (``RLIMIT_AS``,
+    ``ulimit -v``): ``inf`` without a limit or where it cannot be read."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return math.inf
+        with open("/proc/self/statm", "rb") as f:
+            mapped = int(f.read().split(None, 1)[0]) * resource.getpagesize()
+    except (ImportError, OSError, ValueError):
+        return math.inf
+    return soft - mapped + _malloc_free()
+
+
+_mallinfo2: list = []  # glibc's ``mallinfo2`` (None where there is none), looked up once
+
+
+def _malloc_free() -> int:
+    """Bytes that glibc's malloc keeps mapped but free (reused by later allocations, so
+    not lost to the limit); 0 without glibc 2.33+."""
+    if not _mallinfo2:
+        import ctypes
+
+        class Info(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in (
+                "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                "uordblks", "fordblks", "keepcost")]
+        try:
+            fn = ctypes.CDLL(None).mallinfo2
+            fn.restype = Info
+        except (AttributeError, OSError):
+            fn = None
+        _mallinfo2.append(fn)
+    fn = _mallinfo2[0]
+    return 0 if fn is None else int(fn().fordblks)
+
+
 def out_of_memory(device: str, shape: tuple[int, ...], dtype: Any, nbytes: int,
                   cause: BaseException | str) -> OutOfMemoryError:
     """The error for an allocation that failed (after the release and retry)."""
@@ -86,3 +129,19 @@ def naming(op: str, e: OutOfMemoryError) -> OutOfMemoryError:
     """``e`` with ``op`` in front of its message (once)."""
     msg = str(e)
     return e if msg.startswith(f"{op}: ") else OutOfMemoryError(f"{op}: {msg}")
+
+
+def retry_kernel(op: str, device: str, meta: tuple, cause: MemoryError,
+                 again: Callable[[], Any]) -> Any:
+    """After ``cause``, a ``MemoryError`` the array library raised inside ``op``'s kernel:
+    every pool gives its cache back and ``again()`` runs once more; if it fails too,
+    ``OutOfMemoryError`` naming ``op`` and its output ``meta`` ``(shape, dtype)``."""
+    release_all()
+    try:
+        return again()
+    except OutOfMemoryError as e:
+        raise naming(op, e) from e
+    except MemoryError as e:
+        shape, dtype = meta
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        raise naming(op, out_of_memory(device, shape, dtype, nbytes, e)) from cause

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import backends, dtypes
 from . import functions as F  # see operators.py: bound while nnarray imports functions
-from .context import Context, as_context, context_scope, dispatch_context, get_current_context
+from .context import Context, as_context, context_scope, dispatch_into, get_current_context
 from .errors import DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import SyncedArray
@@ -75,8 +75,19 @@ class NdArray(SyncedArray, ArrayOperators):
 
     @property
     def data(self) -> np.ndarray:
-        """A writable host numpy array (``get_data("rw", "numpy")``)."""
-        return self.native(backends.host_device(), "rw", explicit=True)
+        """A writable host numpy array (``get_data("rw", "numpy")``, so the host becomes
+        the array's device), tracked while it lives (``SyncedArray.hand_out``): writes
+        through it are seen by the next device read, or refused after a device write."""
+        host = backends.host_device()
+        return self.hand_out(host, self.native(host, "rw", explicit=True))
+
+    def host_handle(self) -> np.ndarray:
+        """A writable host numpy array that keeps the array's device (``Variable.d`` and
+        ``.g``): a host read, then a tracked handle (``SyncedArray.hand_out``): other
+        devices re-sync from the host while it lives, or refuse its writes after
+        writing themselves."""
+        host = backends.host_device()
+        return self.hand_out(host, self.native(host, "r", explicit=True))
 
     @data.setter
     def data(self, value: Any) -> None:
@@ -122,11 +133,11 @@ class NdArray(SyncedArray, ArrayOperators):
         return F.cast(self, dtype)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """``x[key] = value`` in place where ``x`` is (``context.dispatch_context``), for
+        """``x[key] = value`` in place where ``x`` is (``context.dispatch_into``), for
         basic indices (ints, slices, ``...``, ``None``) and a scalar or an NdArray
         broadcastable to ``x[key]``.
         Boolean masks and integer arrays are accepted too (``nnarray.ops.indexing``:
-        a scatter; where an index repeats, numpy/CuPy keep the last write and OpenCL an
+        a scatter; where an index repeats, numpy keeps the last write, CuPy and OpenCL an
         unspecified one). Everything is checked before anything is written."""
         from .ops.indexing import flat_offsets, is_advanced
         if not isinstance(value, NdArray) and not dtypes.is_scalar(value):
@@ -161,11 +172,17 @@ class NdArray(SyncedArray, ArrayOperators):
         if view is None:
             if isinstance(value, NdArray):
                 value = F.reshape(F.broadcast_to(value, shape), (-1,))
-            lookup("scatter", dispatch_context((self,))).run_into(
+            lookup("scatter", dispatch_into(self, (self,), "setitem")).run_into(
                 self, (F.reshape(flat, (-1,)), value), {})
             return
-        lookup("setitem", dispatch_context((self,))).run_into(
+        lookup("setitem", dispatch_into(self, (self,), "setitem")).run_into(
             self, (value,), {"key": key, "view": view})
+
+    def __reduce__(self) -> tuple:
+        """``pickle``/``copy.deepcopy``: the data through the host, the device restored
+        on load where it exists (``nnarray.pickling``)."""
+        from .pickling import reduce_ndarray
+        return reduce_ndarray(self)
 
     # -- the Array API -------------------------------------------------------------
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
@@ -212,10 +229,15 @@ class NdArray(SyncedArray, ArrayOperators):
                                 self.current_copy(backends.host_device()) is not None)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """A read-only view of the current host copy (a writable copy when ``copy`` or
-        ``dtype`` asks for one): writing through the view would change the host copy
-        behind the other copies' backs, without a version bump."""
+        """The host data, as numpy shares a CPU tensor's: for an array on the host a
+        writable handle (``hand_out``: writes through it are never lost), for one on
+        another device a read-only view of its host copy (a read never moves the array,
+        so it cannot be written through); a writable copy when ``copy`` or ``dtype``
+        asks for one."""
         self._implicit_read("np.asarray()")
+        h = self._head
+        if h is not None and h.is_host and dtype is None and not copy and self.lazy_fill is None:
+            return self.host_handle()
         return self._host_view(dtype, copy)
 
     def _host_view(self, dtype: Any = None, copy: Any = None) -> np.ndarray:

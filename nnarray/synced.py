@@ -2,8 +2,10 @@
 
 An array's data may have copies on several devices. ``_copies`` maps each device whose
 copy is current to that copy; ``_stale`` keeps buffers of out-of-date copies for reuse.
-``_head`` is the device of the latest write. A lazy ``fill`` stores the value only; any
-device that reads it materializes the value itself, so filling never transfers.
+``_head`` is the array's device: of the latest write (a lazy fill keeps it, and creation
+functions place a fill with ``place_on``); reads never change it. A lazy ``fill``
+stores the value only; any device that reads it materializes the value itself, so
+filling never transfers.
 
 Access modes: ``'r'`` syncs the copy and leaves others current; ``'w'`` transfers
 nothing and makes every other copy stale; ``'rw'`` syncs, then makes others stale.
@@ -12,6 +14,7 @@ Every write bumps ``version`` (autograd checks it for in-place modification).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -19,10 +22,15 @@ import numpy as np
 from . import transfers
 from .device import Device
 from .errors import OutOfMemoryError
-from .memory import naming
+from .memory import naming, retry_kernel
 
 _NO_FILL = object()
 _new = object.__new__
+
+#: Live writable host handles (``hand_out``): ``id(array) -> (weakref to the array,
+#: [weakrefs to its handles])``. Empty in the usual case, so the checks below cost one
+#: truth test of this dict.
+_handles: dict[int, tuple] = {}
 
 
 class SyncedArray:
@@ -95,12 +103,66 @@ class SyncedArray:
         return out
 
     def adopt(self, dev: Device, x: Any) -> None:
-        """Adopt ``x`` (a fresh C-contiguous native array) as the only current copy."""
+        """Adopt ``x`` (a fresh C-contiguous native array) as the only current copy (on
+        the host, with live handles: copied into the buffer they share)."""
+        if _handles and self._live_handles():
+            if dev.is_host and self._copies.get(dev) is not None:
+                self._copies[dev][...] = x
+                x = self._copies[dev]
+            else:
+                self._revoke()
         self._copies = {dev: x}
         self._stale = None
         self._head = dev
         self._fill = _NO_FILL
         self.version += 1
+
+    # -- host handles (API.md §7: a write through a live handle is never lost) ----------
+    def hand_out(self, host: Device, x: np.ndarray) -> np.ndarray:
+        """A writable handle on ``x``, the current copy on ``host`` (``.data``,
+        ``Variable.d``, ``np.asarray``, DLPack), tracked while it or any view of it lives:
+        the host copy may then be written behind nnarray's back, so other devices'
+        copies become stale and every device read re-syncs from the host (counted)
+        instead of keeping its copy. The array's device is unchanged (a never-placed
+        array's becomes the host), and it is no longer a lazy fill. A write on another
+        device (or a fill) makes the handle read-only: a later write through it is
+        refused, not lost."""
+        self._fill = _NO_FILL
+        if self._head is None:
+            self._head = host
+        h = np.asarray(memoryview(x))  # views of h keep h (not x) as their base
+        k = id(self)
+        e = _handles.get(k)
+        if e is None or e[0]() is not self:
+            e = _handles[k] = (weakref.ref(self, lambda _, k=k: _handles.pop(k, None)), [])
+        e[1].append(weakref.ref(h, lambda r, k=k: _handle_gone(k, r)))
+        c = self._copies
+        if len(c) > 1:
+            stale = self._stale if self._stale is not None else {}
+            for d in [d for d in c if d is not host]:
+                stale[d] = c.pop(d)
+            self._stale = stale
+        return h
+
+    def _live_handles(self) -> list | None:
+        """The live handles' weakrefs (pruned), else ``None`` (entry dropped)."""
+        e = _handles.get(id(self))
+        if e is None:
+            return None
+        hs = [r for r in e[1] if r() is not None] if e[0]() is self else []
+        if not hs:
+            _handles.pop(id(self), None)
+            return None
+        e[1][:] = hs
+        return hs
+
+    def _revoke(self) -> None:
+        """Make every live handle read-only and forget them."""
+        for r in self._live_handles() or ():
+            h = r()
+            if h is not None:
+                h.flags.writeable = False
+        _handles.pop(id(self), None)
 
     def holds_fill(self, value: Any) -> bool:
         """Whether the array still holds the lazy fill ``value`` (materialized copies of
@@ -132,8 +194,15 @@ class SyncedArray:
 
     @property
     def head_device(self) -> Device | None:
-        """The device of the latest write (``None`` for a lazy or empty array)."""
+        """The array's device: of the latest write, or where a lazy fill was placed
+        (``None`` for an array never written nor placed)."""
         return self._head
+
+    def place_on(self, dev: Device) -> None:
+        """Make ``dev`` the array's device without moving anything: a lazy fill made by
+        a creation function (nothing allocated), an unpickled array whose device is
+        missing (its data stays on the host)."""
+        self._head = dev
 
     @property
     def current_devices(self) -> list[Device]:
@@ -166,6 +235,8 @@ class SyncedArray:
         return x
 
     def _become_head(self, dev: Device, x: Any) -> None:
+        if _handles and not dev.is_host and self._live_handles():
+            self._revoke()
         copies = self._copies
         if len(copies) > 1 or dev not in copies:
             stale = self._stale
@@ -181,13 +252,15 @@ class SyncedArray:
         self.version += 1
 
     def _set_fill(self, value: Any) -> None:
-        """Lazy fill: no allocation, no transfer; every copy becomes stale."""
+        """Lazy fill: no allocation, no transfer; every copy becomes stale. The array
+        keeps its device (``_head``): a fill is a write where the array is."""
+        if _handles and self._live_handles():
+            self._revoke()
         if self._copies:
             stale = self._stale if self._stale is not None else {}
             stale.update(self._copies)
             self._stale = stale
             self._copies = {}
-        self._head = None
         self._fill = value
         self.version += 1
 
@@ -231,6 +304,11 @@ class SyncedArray:
                 transfers.record(src.key, dev.key, nbytes)
             else:
                 x = self._via_host(src, sx, dev, out)
+        if _handles and src.is_host and self._live_handles():
+            if self._stale is None:  # the host may be written again: re-sync next time
+                self._stale = {}
+            self._stale[dev] = x
+            return x
         copies[dev] = x
         return x
 
@@ -268,13 +346,25 @@ class SyncedArray:
 
     @property
     def head(self) -> str | None:
-        """The context string of the latest write, or ``None``."""
+        """The context string of the array's device (``head_device``), or ``None``."""
         return None if self._head is None else self._head.key
 
     @property
     def devices(self) -> list[str]:
         """Context strings whose copies are current."""
         return [d.key for d in self._copies]
+
+
+def _handle_gone(k: int, r: Any) -> None:
+    """A handle died: forget it, and the array's entry with its last handle (so the
+    registry is empty again once temporary handles such as ``p.d.copy()`` are gone)."""
+    e = _handles.get(k)
+    if e is not None:
+        hs = e[1]
+        if r in hs:
+            hs.remove(r)
+        if not hs:
+            _handles.pop(k, None)
 
 
 def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
@@ -303,9 +393,16 @@ def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> 
                 r = uf(x, b) if x.size < limit and meta[0] else fn(x, b)
         except OutOfMemoryError as e:
             raise naming(op, e) from e
+        except MemoryError as e:  # the array library's own (CuPy's OutOfMemoryError)
+            r = retry_kernel(op, dev.key, meta, e, lambda: fn(*_natives(dev, cls, a, b)))
         if check is not None:
             check(r, meta)
         return wrap(r, dev, meta)
     wrap = cls._wrap
     return fast
+
+
+def _natives(dev: Device, cls: type, a: Any, b: Any) -> list:
+    """The kernel arguments of ``fast_runner``'s ``(a, b)`` on ``dev`` (its retry)."""
+    return [a.native(dev)] + ([] if b is None else [b.native(dev) if type(b) is cls else b])
 

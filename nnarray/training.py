@@ -200,6 +200,7 @@ class Trainer:
         meter = _Meter()
         comm = self.comm
         if comm is not None and comm.size > 1:
+            self._check_same("Trainer.evaluate", "the number of samples", (len(x),))
             start, stop = shard(len(x), comm.rank, comm.size)
             x, t = x[start:stop], t[start:stop]
         try:
@@ -221,8 +222,18 @@ class Trainer:
         x, t = self._check_data(*train, "fit")
         if val is not None:
             val = self._check_data(*val, "fit (val)")
-        if self.comm is not None and self.comm.size > 1:
-            self._check_same_plan(len(x), epochs)
+        if self.comm is None or self.comm.size == 1:
+            return self._fit(x, t, epochs, val)
+        from .distributed import faults
+        self._check_same("Trainer.fit", "(samples, batch_size, epochs, validation samples)",
+                         (len(x), self.batch_size, epochs, None if val is None else len(val[0])))
+        with faults.together("Trainer.fit"):  # a rank leaving aborts every rank
+            history = self._fit(x, t, epochs, val)
+            self.comm.barrier()  # none leaves while another still reports, logs, ...
+        return history
+
+    def _fit(self, x: np.ndarray, t: np.ndarray, epochs: int,
+             val: tuple[np.ndarray, np.ndarray] | None) -> list[dict[str, Any]]:
         per_epoch = -(-len(x) // self.batch_size)
         start = time.perf_counter()
         # The bar counts iterations (minibatches) over all epochs; its label says which
@@ -260,15 +271,15 @@ class Trainer:
                             "other targets")
         return x, t
 
-    def _check_same_plan(self, n: int, epochs: int) -> None:
+    def _check_same(self, where: str, what: str, plan: tuple) -> None:
         """Ranks that would run different numbers of steps would wait forever in a
-        collective: raise on every rank instead."""
+        collective, and sums over shards of different datasets mean nothing: raise on
+        every rank instead."""
         from .distributed import DistributedError
-        plans = self.comm.allgather_obj((n, self.batch_size, epochs))
+        plans = self.comm.allgather_obj(plan)
         if len(set(plans)) > 1:
             shown = ", ".join(f"rank {r}: {p}" for r, p in enumerate(plans))
-            raise DistributedError("Trainer.fit: the ranks disagree on (samples, batch_size, "
-                                   f"epochs): {shown}")
+            raise DistributedError(f"{where}: the ranks disagree on {what}: {shown}")
 
     def _epoch(self, x: np.ndarray, t: np.ndarray, bar: Any, last: int) -> dict[str, Any]:
         meter = _Meter()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import functions as F
-from .context import context_scope, dispatch_context
+from .context import context_scope, dispatch_context, dispatch_into
 from .errors import DTypeError
 from .ndarray import NdArray
 
@@ -78,7 +78,7 @@ def sort_inplace(x: Any, axis: int | None, order: Any) -> None:
     if order is not None:
         raise TypeError("sort: order= is not supported (no structured dtypes)")
     from .sorting import sort
-    with context_scope(dispatch_context((x,))):
+    with context_scope(dispatch_into(x, (x,), "sort")):
         y = sort(F.reshape(x, (-1,)), axis=0) if axis is None else sort(x, axis=axis)
         F.assign(x, F.reshape(y, x.shape))
 
@@ -146,5 +146,5 @@ def host_value(x: NdArray, value: Any) -> NdArray:
         raise DTypeError(f"setitem: cannot store {a.dtype} values in a {x.dtype} array "
                          f"(shape {x.shape})")
     nd = NdArray.from_numpy_array(np.ascontiguousarray(a, dtype=x.dtype))
-    ctx = dispatch_context((x,))
+    ctx = dispatch_into(x, (x,), "setitem")
     return nd if nd.device == ctx else nd.to_device(ctx)

@@ -17,10 +17,11 @@ import numpy as np
 
 from . import dtypes as _dtypes
 from . import functions as F
-from .context import as_context
+from .context import as_context, context_scope
 from .dlpack import from_dlpack as _from_dlpack
 from .errors import DTypeError
 from .ndarray import NdArray, fill_value, normalize_shape
+from .ndarray import _device as _device_of
 from .ndarray import array as _array
 from .ops import elementwise as _ew
 from .ops.common import norm_axes
@@ -138,16 +139,15 @@ def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = N
 
 # -- creation -----------------------------------------------------------------------------
 def _on(arr: NdArray, device: Any) -> NdArray:
-    """``arr`` current on ``device`` (when given): lazy fills materialize there, host data
-    moves there in one counted transfer."""
-    if device is None:
-        return arr
+    """``arr`` on ``device``, else on the default device (the current context:
+    ``context_scope``, ``set_default_context``, ``NNARRAY_CONTEXT``): a lazy fill is only
+    placed there (nothing allocated), host data moves there in one counted transfer."""
     ctx = as_context(device)
-    if arr._head is None:  # a lazy fill: written there, nothing transferred
-        from .ndarray import _device
-        arr.native(_device(ctx), "w", explicit=True)  # materializes the fill there
+    dev = _device_of(ctx)
+    if arr.lazy_fill is not None:
+        arr.place_on(dev)
         return arr
-    return arr if arr.device == ctx else arr.to_device(ctx)
+    return arr if arr.head_device is dev else arr.to_device(ctx)
 
 
 def _default_dtype(value: Any) -> np.dtype:
@@ -162,7 +162,8 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
             copy: builtins.bool | None = None) -> Any:
     """An NdArray from an NdArray (shared unless ``copy`` or a new dtype/device asks for a
     copy), a numpy array, a buffer, a Python scalar or nested sequences (floats become
-    float32, ints int64: the default dtypes)."""
+    float32, ints int64: the default dtypes), or a DLPack tensor on a device (a CuPy
+    array: wrapped on its GPU like ``from_dlpack``, shared unless a copy is asked for)."""
     d = None if dtype is None else _dtypes.normalize(dtype, "asarray")
     if isinstance(obj, NdArray) or (hasattr(obj, "_record") and hasattr(obj, "dtype")):
         same = (d is None or d == obj.dtype) and (
@@ -175,6 +176,9 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
         if y is obj or (d is not None and d != obj.dtype):
             y = F.cast(y, d if d is not None else obj.dtype)
         return y
+    if _on_a_device(obj):  # CuPy, a CUDA torch tensor: np.asarray would refuse or copy
+        from .dlpack import from_dlpack
+        return asarray(from_dlpack(obj), dtype=dtype, device=device, copy=copy)
     if copy is False and not isinstance(obj, np.ndarray):
         raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} needs a copy")
     if type(obj) in (builtins.bool, int, float):
@@ -193,6 +197,16 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
     if d is not None and a.dtype != d:
         a = a.astype(d)
     return _on(_array(a), device)
+
+
+def _on_a_device(obj: Any) -> bool:
+    """Whether ``obj`` is a DLPack tensor outside host memory (kDLCPU is 1)."""
+    if isinstance(obj, np.ndarray) or not hasattr(obj, "__dlpack_device__"):
+        return False
+    try:
+        return int(obj.__dlpack_device__()[0]) != 1
+    except Exception:  # not a usable DLPack object: the generic path decides
+        return False
 
 
 def _native_nested(obj: Any) -> Any:
@@ -258,15 +272,20 @@ def full_like(x: Any, /, fill_value: Any, *, dtype: Any = None, device: Any = No
     return full(s, fill_value, d, device=dev)
 
 
-def _host(a: np.ndarray, device: Any) -> NdArray:
-    """Host-made data (``arange``, ``eye``, ``linspace``) on ``device``: one counted
-    transfer when it is not the host."""
-    return _on(_array(a), device)
+def _iota(n: int, d: np.dtype, ctx: Any) -> NdArray:
+    """``0, 1, ..., n-1`` as ``d`` (float64 for a float ``d``, else int64) made by device
+    kernels on ``ctx`` (a lazy fill of ones summed up): nothing built on the host."""
+    ones_ = NdArray((n,), _I64)
+    ones_.fill(1)
+    with context_scope(ctx):
+        i = F.sub(F.cumulative_sum(ones_, 0), 1)
+        return F.cast(i, np.float64) if d.kind == "f" else i
 
 
 def arange(start: Any, /, stop: Any = None, step: Any = 1, *, dtype: Any = None,
            device: Any = None) -> NdArray:
-    """Evenly spaced values in ``[start, stop)`` (int64 for ints, float32 otherwise)."""
+    """Evenly spaced values in ``[start, stop)`` (int64 for ints, float32 otherwise),
+    computed on the device (``start + step * i``)."""
     if stop is None:
         start, stop = 0, start
     if dtype is None:
@@ -278,24 +297,39 @@ def arange(start: Any, /, stop: Any = None, step: Any = 1, *, dtype: Any = None,
     if step == 0:
         raise ValueError("arange: argument 'step' must not be 0")
     n = builtins.max(0, int(np.ceil((stop - start) / step)))
-    a = (start + step * np.arange(n, dtype=np.float64 if d.kind == "f" else np.int64))
-    return _host(a.astype(d), device)
+    ctx = as_context(device)
+    with context_scope(ctx):
+        y = F.add(F.mul(_iota(n, d, ctx), step), start)
+        return y if y.dtype == d else F.cast(y, d)
 
 
 def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: Any = None,
              endpoint: builtins.bool = True) -> NdArray:
-    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    """``num`` evenly spaced values from ``start`` to ``stop``, computed on the device
+    (numpy's formula: ``start + i * step``, the last one exactly ``stop``)."""
     d = _F32 if dtype is None else _dtypes.normalize(dtype, "linspace")
     if num < 0:
         raise ValueError(f"linspace: argument 'num' must be >= 0, got {num}")
-    return _host(np.linspace(start, stop, num, endpoint=endpoint).astype(d), device)
+    div = (num - 1) if endpoint else num
+    step = (stop - start) / div if div > 0 else 0.0
+    ctx = as_context(device)
+    with context_scope(ctx):
+        y = F.add(F.mul(_iota(num, np.dtype(np.float64), ctx), float(step)), float(start))
+        if endpoint and num > 1:
+            y[num - 1] = float(stop)
+        return F.cast(y, d)
 
 
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
         device: Any = None) -> NdArray:
-    """Ones on diagonal ``k``, zeros elsewhere."""
+    """Ones on diagonal ``k``, zeros elsewhere (``col - row == k``, on the device)."""
     d = _F32 if dtype is None else _dtypes.normalize(dtype, "eye")
-    return _host(np.eye(n_rows, n_cols, k=k, dtype=d), device)
+    m = n_rows if n_cols is None else n_cols
+    ctx = as_context(device)
+    with context_scope(ctx):
+        rows = F.reshape(_iota(n_rows, _I64, ctx), (n_rows, 1))
+        diag = F.equal(F.sub(_iota(m, _I64, ctx), rows), k)
+        return F.cast(diag, d)
 
 
 def _tri(op: str, x: Any, k: int, lower: builtins.bool) -> Any:
@@ -449,7 +483,7 @@ def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None,
 def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
     """``x``'s elements at ``indices`` along ``axis`` (negative count from the end); the
     other axes of ``x`` and ``indices`` broadcast. Runs where ``x`` is: one gather."""
-    from .ops.indexing import _check_bounds, gather
+    from .ops.indexing import check_bounds, gather
     _require("take_along_axis", x)
     _require("take_along_axis", indices)
     if x.ndim == 0 or indices.ndim != x.ndim:
@@ -468,7 +502,7 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
     out = out[:a] + (indices.shape[a],) + out[a + 1:]
     dim = x.shape[a]
     i = F.cast(indices, _I64) if indices.dtype != _I64 else indices
-    _check_bounds("take_along_axis", i, dim, a, x.shape)
+    check_bounds("take_along_axis", i, dim, a, x.shape)
     i = F.remainder(i, dim) if dim else i
     st = np.zeros(x.ndim, np.int64)  # the element strides, 0 along broadcast axes
     acc = 1

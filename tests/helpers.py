@@ -56,3 +56,32 @@ def sample(shape, dtype, lo=-3, hi=3, seed=0) -> np.ndarray:
     if dtype.kind == "u":
         return rng.integers(max(lo, 0), max(hi, 0) + 1, shape).astype(dtype)
     return (rng.integers(lo * 4, hi * 4 + 1, shape) / 4).astype(dtype)
+
+
+# A child that runs ``code`` (with ``path`` bound to its argument), prints the type and
+# message of what it raised, then its peak resident memory in MiB.
+_PEAK = r"""
+import resource, sys
+path = sys.argv[1]
+try:
+    exec(sys.argv[2])
+    print("returned")
+except Exception as e:
+    print(type(e).__name__, str(e).replace("\n", " "))
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def peak_rss(code: str, path) -> tuple[str, int]:
+    """Run ``code`` in a fresh interpreter (``path`` bound to ``str(path)``); return what
+    it raised (``"<Type> <message>"``, or ``"returned"``) and its peak RSS in MiB."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", _PEAK, str(path), code], cwd=root,
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": root})
+    assert r.returncode == 0, r.stderr[-2000:]
+    *_, outcome, peak = r.stdout.strip().splitlines()
+    return outcome, int(peak)

@@ -7,12 +7,18 @@ one): ``python tests/mpi_worker.py MODE [ARGS]``.
 - ``mismatch``: rank 1 builds another model, then fits a longer dataset; every rank must
   catch both errors;
 - ``fault``: rank 1 raises after one step while rank 0 trains on;
-- ``exit``: rank 1 calls ``sys.exit(3)`` while rank 0 waits in an all-reduce.
+- ``exit``: rank 1 calls ``sys.exit(3)`` while rank 0 waits in an all-reduce;
+- ``checks``: all-reduces and broadcasts whose arrays (dtype, size, op) differ between the
+  ranks, and validation sets of different sizes; every rank must catch each error and the
+  ranks stay in step;
+- ``leave HOW``: rank 1 leaves in the middle of ``Trainer.fit`` with status 0
+  (``os._exit``, ``sys.exit`` or ``raise SystemExit``) while rank 0 trains on.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -102,7 +108,7 @@ def train(out: str, backends: list[str]) -> None:
 
 
 def mismatch() -> None:
-    comm = dist.init()
+    comm = dist.init(backend="numpy")  # ranks may outnumber GPUs
     rng = np.random.default_rng(0)
     layers = [nn.Linear(4, 8, rng=rng), nn.relu, nn.Linear(8, 3 + comm.rank, rng=rng)]
     solver = solvers.SGD(0.1, comm=comm)
@@ -123,7 +129,7 @@ def mismatch() -> None:
 
 
 def fault() -> None:
-    comm = dist.init()
+    comm = dist.init(backend="numpy")
     model = mlp()
     trainer = Trainer(model, solvers.SGD(0.1, comm=comm), batch_size=8, progress=False,
                       report=False, comm=comm)
@@ -138,12 +144,60 @@ def fault() -> None:
 
 
 def exit_early() -> None:
-    comm = dist.init()
+    comm = dist.init(backend="numpy")
     if comm.rank == 1:
         sys.exit(3)
     x = nna.zeros(3)
     comm.all_reduce([x])
     print("rank 0 passed an all-reduce rank 1 never joined", flush=True)
+
+
+def mismatched_collectives() -> None:
+    comm = dist.init()
+    r = comm.rank
+
+    def caught(what: str, fn) -> None:
+        try:
+            fn()
+        except dist.DistributedError as e:
+            print(f"rank {r} caught {what}: {e}", flush=True)
+        else:
+            print(f"rank {r}: {what} passed unchecked", flush=True)
+
+    f32 = np.float32
+    caught("dtype", lambda: comm.all_reduce([nna.zeros(2), nna.zeros(3, np.int32 if r else f32)],
+                                            op="sum"))
+    caught("size", lambda: comm.all_reduce([nna.zeros(3 + r)], op="sum"))
+    caught("op", lambda: comm.all_reduce([nna.zeros(3)], op="max" if r else "sum"))
+    caught("broadcast", lambda: comm.broadcast([nna.zeros(2, np.int64 if r else f32)]))
+    x = nna.array(np.full(3, r + 1.0, f32))
+    comm.all_reduce([x], op="sum")  # the ranks are still in step
+    assert x.numpy().tolist() == [3.0] * 3, x
+    trainer = Trainer(mlp(), solvers.SGD(0.1, comm=comm), batch_size=4, progress=False,
+                      report=False, comm=comm)
+    (x, t), (xv, tv) = data(8), data(9 + r)
+    caught("validation", lambda: trainer.fit((x, t), epochs=1, val=(xv, tv)))
+    caught("evaluate", lambda: trainer.evaluate(xv, tv))
+    print(f"checks done on rank {r}", flush=True)
+
+
+def leave(how: str) -> None:
+    comm = dist.init()
+
+    class Leaving(Trainer):
+        def step(self, x, t):
+            if comm.rank == 1 and self.iteration == 2:
+                if how == "os_exit":
+                    os._exit(0)
+                if how == "sys_exit":
+                    sys.exit(0)
+                raise SystemExit
+            return super().step(x, t)
+
+    trainer = Leaving(mlp(), solvers.SGD(0.1, comm=comm), batch_size=4, progress=False,
+                      report=False, comm=comm)
+    trainer.fit(data(16), epochs=100)
+    print(f"rank {comm.rank} finished training", flush=True)
 
 
 if __name__ == "__main__":
@@ -158,5 +212,9 @@ if __name__ == "__main__":
         fault()
     elif mode == "exit":
         exit_early()
+    elif mode == "checks":
+        mismatched_collectives()
+    elif mode == "leave":
+        leave(*args)
     else:
         raise SystemExit(f"unknown mode {mode!r}")

@@ -285,7 +285,7 @@ def test_mismatched_models_raise_on_every_rank_before_training():
     assert "'2.W' has shape (8, 4) on rank 1 but (8, 3) on rank 0" in p.stdout
     for r in (0, 1):
         assert f"rank {r} caught: Trainer.fit: the ranks disagree" in p.stdout
-    assert "rank 0: (8, 4, 1), rank 1: (9, 4, 1)" in p.stdout
+    assert "rank 0: (8, 4, 1, None), rank 1: (9, 4, 1, None)" in p.stdout
 
 
 def test_a_failing_rank_ends_every_rank_within_seconds():
@@ -300,6 +300,33 @@ def test_sys_exit_on_one_rank_ends_every_rank():
     p, elapsed = mpirun("exit", timeout=60)
     assert p.returncode == 3, p.stdout
     assert "rank 1 of 2 called sys.exit(3)" in p.stdout and "passed" not in p.stdout
+    assert elapsed < 30, elapsed
+
+
+def test_mismatched_collectives_and_validation_sets_raise_on_every_rank():
+    p, _ = mpirun("checks", timeout=90)
+    assert p.returncode == 0, p.stdout
+    assert "passed unchecked" not in p.stdout and p.stdout.count("checks done") == 2
+    for r in (0, 1):
+        for what in ("dtype", "size", "op", "broadcast", "validation", "evaluate"):
+            assert f"rank {r} caught {what}: " in p.stdout, (r, what, p.stdout)
+    for text in ("'arrays[1]' has dtype int32 on rank 1 but float32 on rank 0",
+                 "'arrays[0]' has shape (4,) on rank 1 but (3,) on rank 0",
+                 "'arrays[0]' has op max on rank 1 but sum on rank 0",
+                 "broadcast arrays differ across ranks",
+                 "validation samples): rank 0: (8, 4, 1, 9), rank 1: (8, 4, 1, 10)",
+                 "Trainer.evaluate: the ranks disagree on the number of samples: "
+                 "rank 0: (9,), rank 1: (10,)"):
+        assert text in p.stdout, (text, p.stdout)
+
+
+@pytest.mark.parametrize("how, said", [("os_exit", "os._exit(0)"), ("sys_exit", "sys.exit(0)"),
+                                       ("raise", "SystemExit(None)")])
+def test_a_rank_leaving_training_with_status_0_ends_every_rank_with_an_error(how, said):
+    p, elapsed = mpirun("leave", how, timeout=60)  # rank 0 alone would train for minutes
+    assert p.returncode != 0, p.stdout
+    assert f"rank 1 of 2 called {said} during Trainer.fit; aborting all 2 ranks" in p.stdout
+    assert "finished training" not in p.stdout
     assert elapsed < 30, elapsed
 
 

@@ -107,18 +107,23 @@ def test_nnarray_to_nnarray_shares():
     assert np.shares_memory(host(a), host(b))
 
 
-def test_export_of_opencl_only_data_goes_through_the_host():
-    """pyopencl buffers have no DLPack form: the export reads the data to the host (one
-    explicit, counted transfer) instead of raising."""
+def test_export_of_opencl_data_hands_over_a_host_copy():
+    """pyopencl buffers have no DLPack form: ``__dlpack_device__`` still names OpenCL (the
+    array's device), and the export hands over a host copy (one explicit, counted
+    transfer) without moving the producer; ``copy=False`` cannot be honoured."""
     from conftest import needs
     needs("opencl")
     with nna.context_scope("opencl"):
         a = nna.array(np.arange(6, dtype=np.float32)) * 2.0  # current on OpenCL only
     assert a.devices == ["opencl:0"]
-    assert a.__dlpack_device__() == (1, 0)
+    assert a.__dlpack_device__() == (4, 0)  # kDLOpenCL
     nna.reset_transfer_stats()
     with nna.strict_transfers():
         got = np.from_dlpack(a)
     assert nna.transfer_stats()["count"] == 1
     np.testing.assert_array_equal(got, np.arange(6, dtype=np.float32) * 2)
-    assert a.head == "numpy:0"  # exported read-write: the consumer may write
+    assert a.head == "opencl:0" and a.__dlpack_device__() == (4, 0)
+    got[0] = 100  # the consumer's copy is its own
+    assert a.numpy()[0] == 0 and (a * 1).device.key == "opencl:0"
+    with pytest.raises(BufferError, match="copy=False"):
+        a.__dlpack__(copy=False)

@@ -3,7 +3,11 @@ each raises an nnarray error naming the op, on every backend, before anything ch
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,6 +15,8 @@ import pytest
 import nnarray as nna
 import nnarray.functions as F
 from nnarray import InvalidValueError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
 
@@ -144,6 +150,21 @@ def test_failed_allocation_releases_caches_and_retries_once(backend, monkeypatch
                 raise cl.MemoryError("simulated")
             return real(n)
         monkeypatch.setattr(dev, "_alloc", flaky)
+    elif backend == "cuda":  # CuPy's OutOfMemoryError was never converted (issue 30)
+        import cupy
+        real = dev._cp
+        calls = []
+
+        class Flaky:  # cupy, whose first full() fails as an exhausted pool does
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def full(self, *a, **k):
+                calls.append(1)
+                if len(calls) == 1:
+                    raise cupy.cuda.memory.OutOfMemoryError(1 << 21, 0)
+                return real.full(*a, **k)
+        monkeypatch.setattr(dev, "_cp", Flaky())
     else:
         pytest.skip(f"{backend}: allocation failures are its library's")
     released = []
@@ -152,6 +173,50 @@ def test_failed_allocation_releases_caches_and_retries_once(backend, monkeypatch
     x = nna.full((1 << 19,), 3.0)  # 2 MiB: the host pool's and OpenCL's big path
     assert float(F.sum(x * 1.0)) == 3.0 * (1 << 19)
     assert released  # every device gave its cache back before the retry
+
+
+# A child that fills its address space under RLIMIT_AS with arrays of n float32 each, then
+# checks that it can still compute (a kernel it had not used yet included).
+_ADDRESS_SPACE = r"""
+import json, resource, sys
+import numpy as np, nnarray as nna, nnarray.functions as F
+ctx, n = sys.argv[1], int(sys.argv[2])
+with nna.context_scope(ctx):
+    float(F.sum(nna.zeros((4,)) + 1))  # the device and its first kernels, before the limit
+    with open("/proc/self/statm") as f:
+        lim = int(f.read().split()[0]) * resource.getpagesize() + (1 << 31)
+    resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    keep, err = [], None
+    try:
+        for _ in range(100000):
+            keep.append(nna.zeros((n,)) + 1)
+    except nna.OutOfMemoryError as e:
+        err = str(e)
+    held = sum(a.nbytes for a in keep)
+    ok = all(float(a[n - 1]) == 1.0 for a in keep[-3:])
+    del keep
+    x = np.linspace(0, 1, 1000, dtype=np.float32)
+    got = float(F.sum(F.sin(nna.NdArray.from_numpy_array(x)) * 3))
+print(json.dumps({"err": err, "held": held, "ok": ok, "got": got,
+                  "want": float(np.sum(np.sin(x) * 3)), "limit": 1 << 31}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc and RLIMIT_AS")
+@pytest.mark.parametrize("n", [1 << 25, 1 << 18], ids=["128MiB", "1MiB"])
+def test_out_of_memory_under_an_address_space_limit(backend, n):
+    """pocl allocates lazily: a buffer past RLIMIT_AS crashed the process (SIGSEGV) at its
+    first launch. Now the allocation raises, as numpy's does, and the process goes on."""
+    if backend == "cuda":
+        pytest.skip("cuda: device memory is not under the process's address-space limit")
+    r = subprocess.run([sys.executable, "-c", _ADDRESS_SPACE, backend, str(n)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert re.search(S("add", f"({n},)", "float32", "bytes"), out["err"] or ""), out
+    assert out["ok"] and out["held"] > out["limit"] // 2  # most of the room was usable
+    assert out["got"] == pytest.approx(out["want"], rel=1e-5)
 
 
 # -- fill values an integer dtype cannot hold; random parameters ------------------------------
@@ -215,3 +280,70 @@ def test_strict_transfers_can_flag_implicit_reads(backend):
         assert float(loss) == 12.0  # ... and once on the host, implicit ones are free
     with nna.strict_transfers(implicit_reads=True), nna.strict_transfers(enabled=False):
         assert float(F.sum(x)) == 6.0  # an inner block turns the check off
+
+
+# -- take: an index out of range is an IndexError on every backend (issue 30) -----------------
+def test_take_index_out_of_range_raises(backend):
+    """cupy.take wrapped it (x[2] for index 5 of 3), OpenCL wrote 0; numpy raised its own
+    error. Host indices are checked for free, indices only on the device by a reduction."""
+    x = A([1.0, 2.0, 3.0], np.float32)
+    for bad in (3, 5, -4):
+        with pytest.raises(IndexError, match=S("take", f"index {bad}", "axis 0", "size 3")):
+            F.take(x, A([0, bad]))
+        on_device = A([0, 0]) * 1 + A([0, bad])  # computed where the backend runs
+        with pytest.raises(IndexError, match=S("take", f"index {bad}")):
+            F.take(x, on_device)
+    m = A(np.arange(6.0).reshape(2, 3), np.float32)
+    with pytest.raises(IndexError, match=S("take", "index 2", "axis 0", "size 2")):
+        F.take(m, A([2]), axis=0)
+    np.testing.assert_array_equal(np.asarray(F.take(m, A([-1, 0]) * 1, axis=1)),
+                                  [[2.0, 0.0], [5.0, 3.0]])
+
+
+# -- linalg: singular or non-positive-definite input raises, as numpy's does (issue 30) ------
+@pytest.mark.allow_fallback("OpenCL runs dense decompositions through the host's kernels")
+def test_singular_inv_solve_cholesky_raise(backend):
+    """CuPy returned NaN/inf unless asked to check."""
+    s = A([[1.0, 2.0], [2.0, 4.0]], np.float32) * 1
+    with pytest.raises(np.linalg.LinAlgError):
+        np.asarray(nna.linalg.inv(s))
+    with pytest.raises(np.linalg.LinAlgError):
+        np.asarray(nna.linalg.solve(s, A([[1.0], [1.0]], np.float32)))
+    with pytest.raises(np.linalg.LinAlgError):
+        np.asarray(nna.linalg.cholesky(A([[1.0, 2.0], [2.0, 1.0]], np.float32) * 1))
+    np.testing.assert_allclose(np.asarray(nna.linalg.inv(A([[2.0, 0.0], [0.0, 4.0]],
+                                                           np.float32))),
+                               [[0.5, 0.0], [0.0, 0.25]])
+
+
+# -- an array library's own MemoryError inside a kernel (CuPy's; issue 30) --------------------
+def test_kernel_memory_error_releases_retries_and_names_the_op(monkeypatch):
+    from nnarray import memory
+    from nnarray.kernel import Kernel
+    released = []
+    monkeypatch.setattr(memory, "release_all", lambda: released.append(1))
+    host = nna.backends.host_device()
+    x = A(np.ones((4, 5), np.float32))
+    meta = ((4, 5), np.dtype(np.float32))
+    calls = []
+
+    def once(a):  # fails the first time, as a pool that only needed its cache back
+        calls.append(1)
+        if len(calls) == 1:
+            raise MemoryError("library: out of memory allocating 80 bytes")
+        return a * 2
+    k = Kernel("exp", once, host)
+    np.testing.assert_array_equal(k.run((x,), {}, (meta,)).numpy(), 2.0)
+    assert released == [1] and len(calls) == 2
+    calls.clear()
+    np.testing.assert_array_equal(k.fast(x, None, meta).numpy(), 2.0)  # the fast path too
+    assert released == [1, 1]
+
+    def never(a):
+        raise MemoryError("library: out of memory allocating 80 bytes")
+    k = Kernel("exp", never, host)
+    for run in (lambda: k.run((x,), {}, (meta,)), lambda: k.fast(x, None, meta)):
+        with pytest.raises(nna.OutOfMemoryError, match=S("exp: out of memory on numpy:0",
+                                                         "(4, 5) float32", "80 bytes",
+                                                         "library")):
+            run()

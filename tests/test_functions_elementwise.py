@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 import pytest
+from conftest import tol
 from helpers import A, check, ids, sample
 
 import nnarray as nna
@@ -38,6 +39,7 @@ BINARY = {  # name: (F function, Python operator or None, numpy reference)
     "hypot": (F.hypot, None, np.hypot),
     "logaddexp": (F.logaddexp, None, np.logaddexp),
     "copysign": (F.copysign, None, np.copysign),
+    "nextafter": (F.nextafter, None, np.nextafter),
     "remainder": (F.remainder, operator.mod, np.remainder),
     "floor_divide": (F.floor_divide, operator.floordiv, np.floor_divide),
     "bitwise_and": (F.bitwise_and, operator.and_, np.bitwise_and),
@@ -49,7 +51,7 @@ BINARY = {  # name: (F function, Python operator or None, numpy reference)
     "logical_or": (F.logical_or, None, np.logical_or),
     "logical_xor": (F.logical_xor, None, np.logical_xor),
 }
-FLOAT_ONLY = {"atan2", "hypot", "logaddexp", "copysign"}  # tested on floats (numpy's
+FLOAT_ONLY = {"atan2", "hypot", "logaddexp", "copysign", "nextafter"}  # tested on floats (numpy's
 INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",  # loops
             "bitwise_right_shift"}  # differ from ours on integers only in precision)
 
@@ -526,3 +528,63 @@ def test_broadcast_rows(backend, sa, sb):
         f = getattr(F, name)
         np.testing.assert_array_equal(f(A(a), A(b)).numpy(), ref(a, b))
         np.testing.assert_array_equal(f(A(b), A(a)).numpy(), ref(b, a))
+
+
+# -- every dtype pair: the data is what .dtype says -------------------------------------
+EVERY = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                               np.uint16, np.uint32, np.uint64, np.float16, np.float32,
+                               np.float64)]
+
+
+def float_rule(da, db) -> np.dtype:
+    """The "float" rule written out: the operands' promoted type if floating, else the
+    float numpy's ``exp`` gives for it (int8 with uint8 promote to int16: float32)."""
+    d = np.promote_types(da, db)
+    return d if d.kind == "f" else np.exp(np.ones(1, d)).dtype
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_ONLY))
+def test_float_ops_on_every_dtype_pair(backend, name):
+    fn, _, ref = BINARY[name]
+    wrong = []
+    for da in EVERY:
+        for db in EVERY:
+            a, b = sample((2, 3), da, seed=1), sample((3,), db, seed=2)
+            r = fn(A(a), A(b))
+            d = float_rule(da, db)
+            data = r.get_data("r").dtype
+            want = ref(a.astype(d), b.astype(d))
+            got = np.asarray(r)
+            if (r.dtype, data, got.dtype) != (d, d, d) or not np.allclose(
+                    got, want, **tol(d), equal_nan=True):
+                wrong.append(f"{da}/{db}: .dtype {r.dtype}, data {data}, want {d}")
+    assert not wrong, f"{len(wrong)} of {len(EVERY) ** 2} pairs: {wrong[:6]}"
+
+
+SIGNED = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64)}
+
+
+@pytest.mark.parametrize("name", sorted(INT_ONLY))
+def test_bitwise_on_every_integer_pair(backend, name, capfd):
+    fn, op, ref = BINARY[name]
+    shift = "shift" in name
+    kinds = "iu" if shift else "biu"
+    wrong = []
+    for da in (d for d in EVERY if d.kind in kinds):
+        for db in (d for d in EVERY if d.kind in kinds):
+            a, b = sample((2, 3), da, seed=1), sample((3,), db, seed=2)
+            if shift:  # negative counts too (numpy: every bit shifted out)
+                b = sample((3,), db, -1, 9, seed=2)
+            if {da, db} & {np.dtype(np.uint64)} and {da, db} & SIGNED:
+                x = A(a)
+                with pytest.raises(nna.DTypeError, match=f"{name}: .*uint64 with signed"):
+                    fn(x, A(b))
+                with pytest.raises(nna.DTypeError):
+                    op(x, A(b))  # the operator form
+                assert (x.data == a).all()
+                continue
+            got, want = fn(A(a), A(b)), ref(a, b)
+            if got.dtype != want.dtype or not (np.asarray(got) == want).all():
+                wrong.append(f"{da}/{db}: {got.dtype} {np.asarray(got)}, want {want}")
+    assert not wrong, wrong[:6]
+    assert "error" not in capfd.readouterr().err  # no kernel build was tried

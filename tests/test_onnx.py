@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import peak_rss
 
 onnx = pytest.importorskip("onnx", reason="onnx is not installed (pip install 'nnarray[onnx]')")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (test extra)")
@@ -462,3 +463,102 @@ def test_transformer_layers_export_as_onnx_ops(backend, opset, tmp_path):
     (got,) = ort_run(path, {"idx": idx})
     close(got, y.d)
     roundtrip(path, {"idx": idx}, [y.d])
+
+
+# -- untrusted models: typed errors, and no allocation past the fold limit -------------
+_BIG = 2**28  # elements: a 1 GiB float32 value from a model of under 100 bytes
+_PEAK_MB = 200  # the interpreter with nnarray and onnx is about 50 MiB
+_I64 = np.int64
+
+
+def _consts_model(path, node, inits, inputs=(), out_type=onnx.TensorProto.FLOAT):
+    h = onnx.helper
+    g = h.make_graph([node], "g", [h.make_tensor_value_info(n, onnx.TensorProto.FLOAT, s)
+                                   for n, s in inputs],
+                     [h.make_tensor_value_info("y", out_type, None)],
+                     [onnx.numpy_helper.from_array(a, name=k) for k, a in inits])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+
+
+HUGE_FOLDS = [
+    ("Expand", _n("Expand", ["x", "s"], ["y"]),
+     [("x", np.array(1.0, np.float32)), ("s", np.array([_BIG], _I64))], ()),
+    ("Pad", _n("Pad", ["x", "p"], ["y"]),
+     [("x", np.array([1.0], np.float32)), ("p", np.array([_BIG, 0], _I64))], ()),
+    ("OneHot", _n("OneHot", ["i", "d", "v"], ["y"]),
+     [("i", np.array([0], _I64)), ("d", np.array(_BIG, _I64)),
+      ("v", np.array([0, 1], np.int32))], ()),
+]
+
+
+@pytest.mark.parametrize("op, node, inits, inputs", HUGE_FOLDS, ids=[c[0] for c in HUGE_FOLDS])
+def test_folding_past_the_limit_raises_before_allocating(tmp_path, op, node, inits, inputs):
+    path = tmp_path / f"{op}.onnx"
+    _consts_model(path, node, inits, inputs,
+                  onnx.TensorProto.INT32 if op == "OneHot" else onnx.TensorProto.FLOAT)
+    assert path.stat().st_size < 200
+    outcome, peak = peak_rss("from nnarray.grad import onnx; onnx.import_model(path)", path)
+    assert outcome.startswith("GraphError"), outcome
+    assert f"{op} node 'my_{op.lower()}'" in outcome and "fold limit of 67108864" in outcome
+    assert peak < _PEAK_MB, f"peak RSS {peak} MiB importing {op}"
+
+
+def test_import_records_without_running_under_no_grad(tmp_path):
+    path = tmp_path / "pad_input.onnx"
+    _consts_model(path, _n("Pad", ["x", "p"], ["y"]), [("p", np.array([_BIG, 0], _I64))],
+                  [("x", [1])])
+    code = ("from nnarray import grad; from nnarray.grad import onnx\n"
+            "with grad.no_grad():\n    (y,), _ = onnx.import_model(path)\n"
+            "assert y.parent is not None")
+    outcome, peak = peak_rss(code, path)
+    assert outcome == "returned" and peak < _PEAK_MB, (outcome, peak)
+
+
+def test_fold_limit_is_settable(backend, tmp_path, monkeypatch):
+    path = tmp_path / "expand.onnx"
+    _consts_model(path, _n("Expand", ["x", "s"], ["y"]),
+                  [("x", np.array(1.5, np.float32)), ("s", np.array([1000], _I64))])
+    (y,), values = gonnx.import_model(path)  # 4,000 bytes: folded to a constant
+    assert y.parent is None and values == {}
+    np.testing.assert_array_equal(y.d, np.full(1000, 1.5, np.float32))
+    with pytest.raises(GraphError, match=r"\(1000,\) \(4000 bytes\).*fold limit of 3999"):
+        gonnx.import_model(path, fold_limit=3999)
+    monkeypatch.setattr(gonnx, "FOLD_LIMIT", 3999)
+    with pytest.raises(GraphError, match="fold limit of 3999"):
+        gonnx.import_model(path)
+    (y,), _ = gonnx.import_model(path, fold_limit=4000)
+    np.testing.assert_array_equal(y.d, np.full(1000, 1.5, np.float32))
+
+
+def _mismatched_initializer(path):
+    t = onnx.numpy_helper.from_array(np.zeros(4, np.float32), "w")
+    t.dims[0] = 2**30
+    _consts_model_tensor(path, _n("Identity", ["w"], ["y"]), [t])
+
+
+def _mismatched_constant(path):
+    t = onnx.numpy_helper.from_array(np.zeros(4, np.float32), "c")
+    t.dims[0] = 5
+    _consts_model_tensor(path, _n("Constant", [], ["y"], value=t), [])
+
+
+def _consts_model_tensor(path, node, tensors):
+    h = onnx.helper
+    g = h.make_graph([node], "g", [], [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT,
+                                                                None)], tensors)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+
+
+@pytest.mark.parametrize("case, make, match", [
+    ("empty", lambda p: p.write_bytes(b""), "no graph outputs"),
+    ("garbage", lambda p: p.write_bytes(np.random.default_rng(1).bytes(300)),
+     "not a readable ONNX model"),
+    ("text", lambda p: p.write_text("not a model"), "not a readable ONNX model"),
+    ("initializer", _mismatched_initializer, r"initializer 'w' \(dims \[1073741824\]"),
+    ("constant", _mismatched_constant, r"Constant node 'my_constant' \(dims \[5\]"),
+])
+def test_malformed_model_is_a_graph_error(tmp_path, case, make, match):
+    path = tmp_path / f"{case}.onnx"
+    make(path)
+    with pytest.raises(GraphError, match=match):
+        gonnx.import_model(path)

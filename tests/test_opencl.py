@@ -151,6 +151,45 @@ def test_second_process_loads_programs_instead_of_compiling(tmp_path):
     assert v1 == v2
 
 
+_CACHED_RUN = ("import numpy as np, nnarray as nna, nnarray.functions as F, json\n"
+               "from nnarray.backends import opencl\n"
+               "with nna.context_scope('opencl'):\n"
+               "    x = nna.NdArray.from_numpy_array(np.arange(6, dtype=np.float32) / 4)\n"
+               "    v = F.sum(F.exp(x) * 0.5).data.tolist()\n"
+               "print(json.dumps([opencl.build_stats(), v]))")
+
+
+def _damage(path, how: str, rng) -> None:
+    data = bytearray(path.read_bytes())
+    if how == "half":
+        data = data[:len(data) // 2]
+    else:  # eight random bit flips anywhere in the entry, header included
+        for i in rng.integers(0, len(data) * 8, 8):
+            data[i // 8] ^= 1 << (i % 8)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["half", "flips"])
+def test_damaged_cache_entries_are_deleted_and_rebuilt(tmp_path, how):
+    env = {"NNARRAY_OPENCL_CACHE_DIR": str(tmp_path), "NNARRAY_DEBUG": "1"}
+    first, want = json.loads(_run(_CACHED_RUN, **env))
+    entries = sorted(tmp_path.rglob("*.bin"))  # the devices' probe kernels too
+    assert len(entries) >= first["compiled"] >= 2
+    rng = np.random.default_rng(0)
+    for p in entries:
+        _damage(p, how, rng)
+    r = subprocess.run([sys.executable, "-c", _CACHED_RUN], capture_output=True, text=True,
+                       env=dict(os.environ, **env), timeout=300)
+    assert r.returncode == 0, r.stderr  # pocl crashed on these binaries before the check
+    stats, got = json.loads(r.stdout)
+    assert got == want and stats == {"compiled": first["compiled"], "loaded": 0}
+    bad = [ln for ln in r.stderr.splitlines() if "OpenCL cache entry" in ln]
+    assert len(bad) == len(entries) and all("deleted, rebuilding" in ln for ln in bad)
+    third, _ = json.loads(_run(_CACHED_RUN, **env))  # the rebuilt entries are intact
+    assert third == {"compiled": 0, "loaded": first["compiled"]}
+    assert not [n for n in os.listdir(entries[0].parent) if n.startswith(".tmp-")]
+
+
 def test_programs_are_built_once_per_process(cl):
     a, = on_cl(np.ones((5, 7), np.float32))
     F.tanh(a)

@@ -1,23 +1,35 @@
-"""Ranks must hold the same parameter list before they train together.
+"""Ranks must hold the same parameter list before they train together, and the same
+arrays in every collective.
 
 Every rank gathers every rank's ``(name, shape, dtype, need_grad, backend)`` list and
 compares it with rank 0's; all of them see the same gathered lists, so all raise the same
 ``DistributedError`` (naming each difference) or none does, before any collective moves
-parameter data whose buckets would not line up.
+parameter data whose buckets would not line up. ``agree`` does the same for every
+collective call at the cost of one all-reduce of two integers: a digest of the list
+(cached per list) and its negation, max-reduced; only when they differ are the lists
+gathered to name the difference.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .errors import DistributedError
 
-Signature = tuple[str, tuple[int, ...], str, bool, str]
+Signature = tuple[str, tuple[int, ...], str, Any, str]
+FIELDS = ("shape", "dtype", "need_grad", "backend")
+#: How many lists a cache passed to ``agree`` keeps digests of.
+MAX_CACHED = 64
 
 
-def differences(lists: Sequence[Sequence[Signature]]) -> list[str]:
-    """Human-readable differences of each rank's list from rank 0's."""
+def differences(lists: Sequence[Sequence[Signature]],
+                fields: Sequence[str] = FIELDS) -> list[str]:
+    """Human-readable differences of each rank's list from rank 0's (``fields`` names
+    the entries of a signature after its name)."""
     ref = list(lists[0])
     ref_by = {s[0]: s for s in ref}
     out = []
@@ -33,7 +45,7 @@ def differences(lists: Sequence[Sequence[Signature]]) -> list[str]:
             t = ref_by.get(name)
             if t is None:
                 continue
-            for i, what in ((1, "shape"), (2, "dtype"), (3, "need_grad"), (4, "backend")):
+            for i, what in enumerate(fields, start=1):
                 if s[i] != t[i]:
                     out.append(f"{name!r} has {what} {s[i]} on rank {r} but {t[i]} on rank 0")
         if not (missing or extra) and [s[0] for s in sigs] != [s[0] for s in ref]:
@@ -41,12 +53,37 @@ def differences(lists: Sequence[Sequence[Signature]]) -> list[str]:
     return out
 
 
-def same_everywhere(comm: Any, sigs: list[Signature], what: str) -> None:
+def same_everywhere(comm: Any, sigs: list[Signature], what: str,
+                    fields: Sequence[str] = FIELDS) -> None:
     """Raise on every rank when ``sigs`` differ across ranks."""
     lists = comm.allgather_obj(sigs)
-    diffs = differences(lists)
+    diffs = differences(lists, fields)
     if diffs:
         shown = "; ".join(diffs[:10]) + (f"; ... ({len(diffs) - 10} more)"
                                           if len(diffs) > 10 else "")
         raise DistributedError(f"{what} differ across ranks (seen on rank {comm.rank} of "
                                f"{comm.size}): {shown}")
+
+
+def agree(comm: Any, sigs: tuple[Signature, ...], what: str, cache: dict,
+          fields: Sequence[str] = FIELDS) -> None:
+    """``same_everywhere`` for every call of a collective: one all-reduce of the list's
+    digest (kept in ``cache``) and its negation; equal digests everywhere exactly when
+    ``max(d) == -max(-d)``. Every rank sees the same result, so all raise or none does."""
+    d = cache.get(sigs)
+    if d is None:
+        if len(cache) >= MAX_CACHED:
+            cache.clear()
+        d = cache[sigs] = _digest(sigs)
+    header = np.array([d, -d], np.int64)
+    comm._host.allreduce(header, "max")
+    if header[0] != -header[1]:
+        same_everywhere(comm, list(sigs), what, fields)
+        raise DistributedError(f"{what} differ across ranks (seen on rank {comm.rank} of "
+                               f"{comm.size}) in a way their descriptions do not show")
+
+
+def _digest(sigs: Any) -> int:
+    """A 63-bit digest of ``sigs``, the same in every process (``hash`` of a str is not)."""
+    h = hashlib.blake2b(repr(sigs).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") >> 1

@@ -17,13 +17,15 @@ from typing import Any
 import numpy as np
 
 from .. import functions as F
-from ..context import Context, context_scope
+from ..context import Context, context_scope, get_current_context
 from ..errors import DTypeError
 from ..ndarray import NdArray
 from . import checks
 from .buckets import DEFAULT_BUCKET_BYTES, HOST, Bucket, plan
 
 OPS = ("sum", "mean", "max", "min")
+#: The fields of ``Communicator._layout``'s signatures, for messages.
+LAYOUT_FIELDS = ("shape", "dtype", "op", "route")
 
 
 class Communicator:
@@ -45,6 +47,7 @@ class Communicator:
         self.calls = 0
         self._nccl: Any = None
         self._buffers: dict[tuple[np.dtype, int], np.ndarray] = {}
+        self._layouts: dict[tuple, int] = {}  # checks.agree's digests
 
     # -- collectives on arrays ---------------------------------------------------------
     def all_reduce(self, arrays: Sequence[NdArray], op: str = "mean") -> None:
@@ -61,15 +64,15 @@ class Communicator:
                 raise DTypeError("all_reduce: op='sum' on a bool array (use 'max' for or)")
         if self.size == 1:
             return
+        checks.agree(self, self._layout(arrays, op), "all_reduce arrays", self._layouts,
+                     LAYOUT_FIELDS)
         reduce_op = "sum" if op == "mean" else op
         for idx in plan(arrays, self.bucket_bytes):
             b = Bucket([arrays[i] for i in idx])
             if b.home.backend == "cuda":
                 flat = b.gather()
                 x = flat.get_data("rw", b.home).reshape(-1)
-                self._device().allreduce(x, reduce_op)
-                if op == "mean":
-                    x *= x.dtype.type(1.0 / self.size)
+                self._device().allreduce(x, op, self.size)  # mean scaled in its scope
                 b.scatter(flat)
             elif b.on_host:
                 single = len(b.arrays) == 1
@@ -97,6 +100,8 @@ class Communicator:
         self._check_root(root)
         if self.size == 1:
             return
+        checks.agree(self, self._layout(arrays, f"root {root}"), "broadcast arrays",
+                     self._layouts, LAYOUT_FIELDS)
         sender = self.rank == root
         for idx in plan(arrays, self.bucket_bytes):
             b = Bucket([arrays[i] for i in idx])
@@ -165,6 +170,14 @@ class Communicator:
         return self._host.allgather_obj(obj)
 
     # -- helpers -------------------------------------------------------------------------
+    def _layout(self, arrays: list[NdArray], op: str) -> tuple:
+        """What every rank's call must agree on: per array its shape, dtype, the ``op``
+        and whether it goes through NCCL (a CUDA array) or MPI."""
+        here = get_current_context().backend
+        return tuple((f"arrays[{i}]", a.shape, a.dtype.name, op,
+                      "nccl" if (a.head or here).startswith("cuda") else "mpi")
+                     for i, a in enumerate(arrays))
+
     def _buffer(self, b: Bucket) -> np.ndarray:
         """A flat host buffer for ``b``, reused across calls (fresh large arrays cost page
         faults on every touch)."""

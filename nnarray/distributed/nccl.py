@@ -54,10 +54,16 @@ class NcclTransport:
         import cupy
         return cupy.cuda.get_current_stream().ptr
 
-    def allreduce(self, x: Any, op: str) -> None:
+    def allreduce(self, x: Any, op: str, size: int | None = None) -> None:
+        """``op`` in sum, mean, max, min; mean divides by ``size`` (default: the ranks of
+        this communicator) on this GPU's stream, ordered after the reduction (outside the
+        device scope it ran on GPU 0's)."""
         ptr, t = self._args(x)
         with self._cupy_device:
-            self.comm.allReduce(ptr, ptr, x.size, t, self._ops[op], self._stream())
+            self.comm.allReduce(ptr, ptr, x.size, t, self._ops["sum" if op == "mean" else op],
+                                self._stream())
+            if op == "mean":
+                x *= x.dtype.type(1.0 / (size or self.size))
 
     def bcast(self, x: Any, root: int) -> None:
         ptr, t = self._args(x)

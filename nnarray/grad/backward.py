@@ -28,7 +28,8 @@ _stamps = itertools.count(1)
 
 
 def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False) -> None:
-    """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf."""
+    """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf, on the
+    device the forward ran on (``root``'s), whatever scope is current now."""
     if grad is IMPLICIT:
         if root.size != 1:
             raise GraphError(f"backward: the output has shape {root.shape}; a gradient can "
@@ -37,6 +38,29 @@ def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False) -
         grad = 1
     if not root._need_grad:
         _require_grad_leaf(root)
+    cur = _current.get(None)
+    base = _context._default if cur is None else cur
+    ctx = _forward_context(root, base)
+    if ctx is base:
+        return _backward(root, grad, clear_buffer, base)
+    token = _current.set(ctx)
+    try:
+        _backward(root, grad, clear_buffer, ctx)
+    finally:
+        _current.reset(token)
+
+
+def _forward_context(root: Variable, base: Any) -> Any:
+    """The context of the device ``root`` was computed on (with ``base``'s fallback),
+    ``base`` itself where that is its device or the root holds no data."""
+    d = root._data
+    h = None if d is None else d.head_device
+    if h is None or (h.device_id == base.device_id and h.backend == base.backend):
+        return base
+    return _context.context_of(h, base)
+
+
+def _backward(root: Variable, grad: Any, clear_buffer: bool, ctx: Any) -> None:
     g = _seed(root, grad)
     if root._parent is None:
         if root._need_grad and root.dtype in _FLOATS:
@@ -50,7 +74,7 @@ def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False) -
         else:
             prog = _cached_program(root, plan)
     if prog is not None:
-        executor.replay(prog, plan.order, g, _current.get(_context._default), clear_buffer)
+        executor.replay(prog, plan.order, g, ctx, clear_buffer)
         root._grad = g
         if clear_buffer:
             for n in plan.order:

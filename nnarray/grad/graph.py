@@ -261,13 +261,9 @@ class Graph:
         return _from_doc(doc)
 
     def save(self, path: Any) -> None:
-        """Write ``to_json()`` to ``path`` (atomically)."""
-        import os
-        text = self.to_json()
-        tmp = f"{os.fspath(path)}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        """Write ``to_json()`` to ``path`` atomically (``nnarray.atomic_file``)."""
+        from ..atomic_file import write_text
+        write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: Any) -> Graph:

@@ -46,6 +46,17 @@ def no_grad() -> Iterator[None]:
         _reset(tokens)
 
 
+@contextlib.contextmanager
+def static() -> Iterator[None]:
+    """Inside the block functions on Variables record a graph and run nothing (the
+    default mode), whatever mode encloses the block."""
+    tokens = _set(False, False)
+    try:
+        yield
+    finally:
+        _reset(tokens)
+
+
 def is_auto_forward() -> bool:
     """True inside ``auto_forward()`` (or ``no_grad()``: both run functions now)."""
     return mode.get() != STATIC

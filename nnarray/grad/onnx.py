@@ -23,10 +23,12 @@ from typing import Any
 import numpy as np
 
 from .. import functions as F
+from ..atomic_file import write_bytes
 from ..errors import GraphError
 from ..ndarray import NdArray
 from .executor import leaves as graph_leaves
-from .executor import topological
+from .executor import topological, topological_many
+from .modes import static
 from .variable import Variable
 
 _INT64_MIN = -(2**63)
@@ -721,22 +723,56 @@ def export(outputs: Any, path: str | os.PathLike, params: dict | None = None,
     ``arg_names[id(v)]``, else ``v.name``, else ``arg<k>``. Outputs are named ``v.name``
     or ``out<k>``. Raises ``GraphError`` naming an op without an ONNX translation.
     """
-    onnx = _onnx()
     model = to_model(outputs, params, arg_names, opset)
-    onnx.save(model, os.fspath(path))
+    write_bytes(path, model.SerializeToString())
 
 
 # ======================================================================================
 # import
 # ======================================================================================
+#: The largest value, in bytes, that import computes ahead from constants (constant
+#: folding); a node that would make a bigger one raises ``GraphError``. Settable here or
+#: per call: ``import_model(path, fold_limit=...)``.
+FOLD_LIMIT = 64 << 20
+
+
 class _Importer:
-    def __init__(self, graph: Any) -> None:
-        from onnx import numpy_helper
+    def __init__(self, graph: Any, fold_limit: int) -> None:
         self.consts: dict[str, np.ndarray] = {
-            t.name: numpy_helper.to_array(t) for t in graph.initializer}
+            t.name: _tensor(t, f"initializer '{t.name}'") for t in graph.initializer}
         self.vars: dict[str, Any] = {}
         self.params: dict[str, Variable] = {}
         self.fold = False  # the node at hand computes on constants only (run now)
+        self.infer = False  # ... and runs on placeholders first, to size what it makes
+        self.fold_limit = fold_limit
+
+    def translate(self, h: Any, node: Any, at: dict) -> list:
+        """``h``'s outputs for ``node``. A foldable node is first recorded on placeholders
+        of its constants (shape inference, nothing computed) and computed only if every
+        value it makes fits ``fold_limit``."""
+        self.fold = self.foldable(node)
+        try:
+            if self.fold:
+                self.infer = True
+                self.check_fold(node, h(self, node, at))
+                self.infer = False
+            return h(self, node, at)
+        finally:
+            self.fold = self.infer = False
+
+    def check_fold(self, node: Any, outs: Sequence) -> None:
+        """Raise ``GraphError`` if a value behind ``outs`` is over ``fold_limit`` bytes."""
+        metas = [(v.shape, v.dtype) for v in outs if v is not None]
+        for n in topological_many([v for v in outs if isinstance(v, Variable)]):
+            metas.extend(m[:2] for m in n.out_metas)
+        for shape, dtype in metas:
+            nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+            if nbytes > self.fold_limit:
+                raise GraphError(
+                    f"onnx import: {node.op_type} node '{node.name}': computing it from "
+                    f"constants makes a {np.dtype(dtype)} value of shape {tuple(shape)} "
+                    f"({nbytes} bytes), over the fold limit of {self.fold_limit} bytes "
+                    "(import_model(..., fold_limit=n) or nnarray.grad.onnx.FOLD_LIMIT)")
 
     def foldable(self, node: Any) -> bool:
         """Every input a constant, none of them a floating tensor of several elements
@@ -769,7 +805,8 @@ class _Importer:
         if name in self.consts:
             a = self.consts[name]
             if self.fold:
-                return NdArray.from_numpy_array(a)
+                return (Variable.from_numpy_array(a) if self.infer
+                        else NdArray.from_numpy_array(a))
             if a.dtype == np.uint8 or a.dtype.kind not in "biuf":
                 raise GraphError(f"onnx import: {node.op_type} node '{node.name}': initializer "
                                  f"'{name}' has unsupported dtype {a.dtype}")
@@ -1205,10 +1242,20 @@ _IMPORT: dict[str, Any] = {
 IMPORTED_OPS: frozenset[str] = frozenset(_IMPORT) | {"Constant", "Shape"}
 
 
-def _constant(node: Any, at: dict) -> np.ndarray:
+def _tensor(t: Any, what: str) -> np.ndarray:
+    """A ``TensorProto`` as numpy; one whose data does not fill its dims raises
+    ``GraphError`` naming ``what``."""
     from onnx import numpy_helper
+    try:
+        return numpy_helper.to_array(t)
+    except Exception as e:
+        raise GraphError(f"onnx import: {what} (dims {list(t.dims)}, data type "
+                         f"{t.data_type}) is malformed: {e}") from e
+
+
+def _constant(node: Any, at: dict) -> np.ndarray:
     if "value" in at:
-        return numpy_helper.to_array(at["value"])
+        return _tensor(at["value"], f"Constant node '{node.name}'")
     for k, dt in (("value_float", np.float32), ("value_floats", np.float32),
                   ("value_int", np.int64), ("value_ints", np.int64)):
         if k in at:
@@ -1217,13 +1264,8 @@ def _constant(node: Any, at: dict) -> np.ndarray:
                      f"{sorted(at)} is not supported (value, value_float(s), value_int(s))")
 
 
-def from_model(model: Any, shapes: dict | None = None) -> tuple[list, dict]:
-    """``import_model`` on an ``onnx.ModelProto``."""
-    g = model.graph
-    for op in model.opset_import:
-        if op.domain in ("", "ai.onnx") and op.version < 13:
-            raise GraphError(f"onnx import: opset {op.version} is not supported (need >= 13)")
-    im = _Importer(g)
+def _inputs(im: _Importer, g: Any, shapes: dict | None) -> dict[str, Variable]:
+    """Placeholders for the graph inputs that are not initializers."""
     inputs: dict[str, Variable] = {}
     for inp in g.input:
         if inp.name in im.consts:
@@ -1243,40 +1285,59 @@ def from_model(model: Any, shapes: dict | None = None) -> tuple[list, dict]:
         except Exception as e:
             raise GraphError(f"onnx import: input '{inp.name}': {e}") from e
         inputs[inp.name] = v
-    for node in g.node:
-        if node.domain not in ("", "ai.onnx"):
-            raise GraphError(f"onnx import: unsupported op '{node.domain}.{node.op_type}' "
-                             f"(node '{node.name}')")
-        at = _attrs(node)
-        if node.op_type == "Constant":
-            im.consts[node.output[0]] = _constant(node, at)
+    return inputs
+
+
+def _node(im: _Importer, node: Any) -> None:
+    """Translate one node into ``im.vars`` (graph values) or ``im.consts`` (folded)."""
+    if node.domain not in ("", "ai.onnx"):
+        raise GraphError(f"onnx import: unsupported op '{node.domain}.{node.op_type}' "
+                         f"(node '{node.name}')")
+    at = _attrs(node)
+    if node.op_type == "Constant":
+        im.consts[node.output[0]] = _constant(node, at)
+        return
+    if node.op_type == "Shape":  # static shapes: a constant
+        x = im.vars.get(node.input[0])
+        shape = x.shape if x is not None else im.const(node, 0, "data").shape
+        im.consts[node.output[0]] = np.array(
+            shape[at.get("start", 0):at.get("end", len(shape))], np.int64)
+        return
+    h = _IMPORT.get(node.op_type)
+    if h is None:
+        raise GraphError(f"onnx import: unsupported ONNX op '{node.op_type}' "
+                         f"(node '{node.name}')")
+    fold = im.foldable(node)
+    try:
+        outs = im.translate(h, node, at)
+    except GraphError:
+        raise
+    except Exception as e:
+        raise GraphError(f"onnx import: {node.op_type} node '{node.name}': {e}") from e
+    for name, v in zip(node.output, outs):
+        if not name:
             continue
-        if node.op_type == "Shape":  # static shapes: a constant
-            x = im.vars.get(node.input[0])
-            shape = x.shape if x is not None else im.const(node, 0, "data").shape
-            im.consts[node.output[0]] = np.array(
-                shape[at.get("start", 0):at.get("end", len(shape))], np.int64)
-            continue
-        h = _IMPORT.get(node.op_type)
-        if h is None:
-            raise GraphError(f"onnx import: unsupported ONNX op '{node.op_type}' "
-                             f"(node '{node.name}')")
-        im.fold = im.foldable(node)
-        try:
-            outs = h(im, node, at)
-        except GraphError:
-            raise
-        except Exception as e:
-            raise GraphError(f"onnx import: {node.op_type} node '{node.name}': {e}") from e
-        finally:
-            fold, im.fold = im.fold, False
-        for name, v in zip(node.output, outs):
-            if not name:
-                continue
-            if fold and isinstance(v, NdArray):
-                im.consts[name] = v.numpy()
-            else:
-                im.vars[name] = v
+        if fold and isinstance(v, NdArray):
+            im.consts[name] = v.numpy()
+        else:
+            im.vars[name] = v
+
+
+def from_model(model: Any, shapes: dict | None = None,
+               fold_limit: int | None = None) -> tuple[list, dict]:
+    """``import_model`` on an ``onnx.ModelProto``."""
+    if not model.HasField("graph") or not model.graph.output:
+        raise GraphError("onnx import: the model has no graph outputs (an empty or "
+                         "truncated file?)")
+    g = model.graph
+    for op in model.opset_import:
+        if op.domain in ("", "ai.onnx") and op.version < 13:
+            raise GraphError(f"onnx import: opset {op.version} is not supported (need >= 13)")
+    with static():  # placeholders hold no data: nothing may run before forward()
+        im = _Importer(g, FOLD_LIMIT if fold_limit is None else int(fold_limit))
+        inputs = _inputs(im, g, shapes)
+        for node in g.node:
+            _node(im, node)
     outputs = []
     for o in g.output:
         v = im.vars.get(o.name)
@@ -1289,13 +1350,29 @@ def from_model(model: Any, shapes: dict | None = None) -> tuple[list, dict]:
     return outputs, {**inputs, **im.params}
 
 
-def import_model(path: str | os.PathLike, shapes: dict | None = None) -> tuple[list, dict]:
+def load_model(path: str | os.PathLike) -> Any:
+    """The ``onnx.ModelProto`` in the file at ``path``; ``GraphError`` if it is not one."""
+    onnx = _onnx()
+    path = os.fspath(path)
+    try:
+        return onnx.load(path)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except Exception as e:  # protobuf's DecodeError, external data that is not there, ...
+        raise GraphError(f"onnx import: {path!r} is not a readable ONNX model: "
+                         f"{type(e).__name__}: {e}") from e
+
+
+def import_model(path: str | os.PathLike, shapes: dict | None = None,
+                 fold_limit: int | None = None) -> tuple[list, dict]:
     """A static nnarray graph from the ONNX model at ``path``: ``(outputs, values)`` with
     the graph's outputs (Variables, in order) and ``{name: Variable}`` holding first the
     graph inputs (Variables of their shapes and dtypes: set ``.d`` and call ``forward()``)
     then every initializer used as a tensor (a leaf holding its data; float ones
     ``need_grad``). Constants read as attributes (shapes, axes) stay numpy. ``shapes``
     gives inputs with symbolic dimensions (a dynamic batch size) their static shape. An
-    ONNX op without a translation raises ``GraphError`` naming it and its node."""
-    onnx = _onnx()
-    return from_model(onnx.load(os.fspath(path)), shapes)
+    ONNX op without a translation raises ``GraphError`` naming it and its node, and so
+    does a file that is not a model, an initializer whose data does not fill its dims, and
+    a node computed from constants at import (folding) whose value would be over
+    ``fold_limit`` bytes (default ``FOLD_LIMIT``, 64 MiB)."""
+    return from_model(load_model(path), shapes, fold_limit)

@@ -149,7 +149,7 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
     if key is None or _mode.get() != _AUTO:
         return record(op, (a, b), {}, metas)
     ctx = _context.dispatch_context((a._data if ta is Variable else a,
-                                     b._data if tb is Variable else b))
+                                     b._data if tb is Variable else b), op.name)
     k = lookup(op.name, ctx)
     if not k.plain:
         return record(op, (a, b), {}, metas)

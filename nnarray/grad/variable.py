@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import backends, dtypes
 from .. import context as _context
+from .. import dtypes
 from .. import functions as F
 from .. import grad as _grad  # the package: its engine modules, used at call time
-from ..context import _current
+from ..context import _current, context_scope
 from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
@@ -128,18 +128,17 @@ class Variable(GraphValue, ArrayOperators):
 
     @property
     def d(self) -> np.ndarray:
-        """The values as a writable host numpy array. Reading does not count as an
-        in-place write for the graph's check (like ``torch.Tensor.numpy()``); writes
-        through ``.d = v``, ``.data`` or in-place ops do, and so does a write through
-        this view while the data is saved for a backward pass (a snapshot taken here
-        is compared when the backward pass checks its saved data)."""
+        """The values as a writable host numpy array (``NdArray.host_handle``: writes
+        through it are never lost, and the data keeps its device). Reading does not
+        count as an in-place write for the graph's check (like ``torch.Tensor.numpy()``);
+        writes through ``.d = v``, ``.data`` or in-place ops do, and so does a write
+        through this view while the data is saved for a backward pass (a snapshot taken
+        here is compared when the backward pass checks its saved data)."""
         nd = self.data
-        v = nd.version
-        a = nd.native(backends.host_device(), "rw", explicit=True)
-        nd.version = v
+        a = nd.host_handle()
         s = nd._snap
-        if s is not None and (s is SAVED or s[0] != v):
-            nd._snap = (v, a.copy())
+        if s is not None and (s is SAVED or s[0] != nd.version):
+            nd._snap = (nd.version, a.copy())
         return a
 
     @d.setter
@@ -148,8 +147,8 @@ class Variable(GraphValue, ArrayOperators):
 
     @property
     def g(self) -> np.ndarray:
-        """The gradient as a writable host numpy array."""
-        return self.grad.data
+        """The gradient as a writable host numpy array (a tracked handle, like ``d``)."""
+        return self.grad.host_handle()
 
     @g.setter
     def g(self, value: Any) -> None:
@@ -231,6 +230,13 @@ class Variable(GraphValue, ArrayOperators):
 
     __hash__ = object.__hash__  # identity: Variables key dicts (== is elementwise)
 
+    def __reduce__(self) -> tuple:
+        """``pickle``/``copy.deepcopy``: a leaf with the same data, gradient,
+        ``need_grad`` and name (``nnarray.pickling``; the graph is not kept)."""
+        from ..pickling import restore_variable
+        return restore_variable, (self.shape, self.dtype, self._data, self._grad,
+                                  self._need_grad, self._name)
+
     # -- the graph-value protocol of the ops (``ops.op.GraphValue``) ---------------------
     def _record(self, op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
         return _grad.recording.record(op, inputs, attrs, metas)
@@ -246,7 +252,14 @@ class Variable(GraphValue, ArrayOperators):
         """Take ``gx``, this pass's (``stamp``) gradient contribution: an intermediate's
         is written on first visit and summed after; a leaf's accumulates into ``.grad``."""
         if self._parent is None:
-            self._accumulate(gx, shared)
+            d = self._data
+            h = None if d is None else d._head
+            gh = gx._head
+            if h is None or h is gh or gh is None or d.current_copy(gh) is not None:
+                self._accumulate(gx, shared)  # where the data is current (the solver's rule)
+            else:  # the gradient lands on the parameter's device (a counted transfer)
+                with context_scope(_context.context_of(h, _context.get_current_context())):
+                    self._accumulate(gx, shared)
         elif self._gstamp != stamp:
             self._grad = gx
             self._gstamp = stamp
@@ -300,7 +313,7 @@ def _binary_recorder(op: Any) -> Any:
                 ctx = _current.get(None)  # context.dispatch_context, inlined
                 if ctx is None:
                     ctx = _context._default if not _context.follow_data else \
-                        _context.follow((da, db))
+                        _context.follow((da, db), op.name)
                 k = last[0]
                 if k[0] is ctx and k[1].valid:
                     meta = (a.shape, d)

@@ -118,14 +118,18 @@ def _integral(x: Any) -> bool:
     return np.dtype(x.dtype).kind in "iu"
 
 
+def _boolean(x: Any) -> bool:
+    return isinstance(x, (bool, np.bool_)) or getattr(x, "dtype", None) == np.bool_
+
+
 def check_int_pow(a: Any, b: Any, min_of: Any = None) -> None:
     """``InvalidValueError`` naming ``pow`` for an integer to a negative integer power
     (numpy refuses it; OpenCL computed 0). ``a`` and ``b`` are arrays (NdArray or native)
     or scalars. A scalar exponent is checked here; an array exponent only when
     ``min_of(b)`` (its smallest element, a device read) is given: backends call it from
     their pow kernel before launching, so the check costs nothing for float powers."""
-    if not (_integral(a) and _integral(b)):
-        return
+    if not ((_integral(a) or _boolean(a)) and _integral(b)):
+        return  # a bool base with an integer exponent is an integer power too
     if dtypes.is_scalar(b):
         bad = b < 0
     else:
@@ -150,3 +154,34 @@ def check_labels(op: str, t: np.ndarray, n: int, arg: str = "t") -> None:
     at = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), t.shape))
     raise InvalidValueError(f"{op}: label {t[at]} at index {at} of '{arg}' (shape {t.shape}) "
                             f"is out of range for {n} classes (0..{n - 1})")
+
+
+def host_values(t: Any) -> np.ndarray | None:
+    """The values of NdArray (or Variable) ``t`` where reading them costs no transfer:
+    its current host copy, or its lazy fill as one element; else ``None`` (only a
+    device holds them: the backend's kernel checks them)."""
+    from .. import backends
+    a = t if type(t) is NdArray else getattr(t, "data", None)
+    if type(a) is not NdArray:
+        return None
+    if a.lazy_fill is not None:
+        return np.full((1,), a.lazy_fill)
+    return a.current_copy(backends.host_device())
+
+
+def check_indices(op: str, idx: Any, n: int, axis: int, shape: tuple) -> None:
+    """``IndexError`` naming ``op`` when an index of ``idx`` (an NdArray, or a Variable's
+    data) lies outside ``[-n, n)``, as numpy raises (CuPy's take wrapped it, OpenCL's
+    wrote 0): checked on the host where its values are there, else by a device-side
+    reduction whose one flag is read back (counted), as advanced indexing does."""
+    h = host_values(idx)
+    if h is not None:
+        if h.size and (h.min() < -n or h.max() >= n):
+            bad = int(h.min()) if h.min() < -n else int(h.max())
+            raise IndexError(f"{op}: index {bad} is out of bounds for axis {axis} with size "
+                             f"{n} (shape {shape})")
+        return
+    a = idx if type(idx) is NdArray else getattr(idx, "data", None)
+    if type(a) is NdArray:
+        from .indexing import check_bounds
+        check_bounds(op, a, n, axis, shape)

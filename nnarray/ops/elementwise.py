@@ -193,7 +193,7 @@ class BinaryOp(Op):
                 if d is not None:
                     ctx = _current.get(None)  # context.dispatch_context, inlined
                     if ctx is None:
-                        ctx = _context.follow((a, b)) if _context.follow_data else \
+                        ctx = _context.follow((a, b), opname) if _context.follow_data else \
                             _context._default
                     p = last[0]
                     if p[0] is ctx and p[1].valid:
@@ -245,7 +245,7 @@ class UnaryOp(Op):
                 if d is not None:
                     ctx = _current.get(None)  # context.dispatch_context, inlined
                     if ctx is None:
-                        ctx = _context.follow((x,)) if _context.follow_data else \
+                        ctx = _context.follow((x,), op.name) if _context.follow_data else \
                             _context._default
                     p = last[0]
                     if p[0] is ctx and p[1].valid:
@@ -287,6 +287,11 @@ def _infer_kinds(name: str, kinds: str, what: str):
                 raise DTypeError(f"{name}: argument '{arg}' must be {what}, got {d} (shapes "
                                  f"{getattr(inputs[0], 'shape', ())}, "
                                  f"{getattr(inputs[1], 'shape', ())})")
+        if meta[1].kind not in kinds:  # uint64 with a signed integer promotes to float64
+            a, b = (getattr(v, "dtype", type(v).__name__) for v in inputs)
+            raise DTypeError(f"{name}: arguments 'a' ({a}) and 'b' ({b}) have no common "
+                             f"integer type (they promote to {meta[1]}; the standard leaves "
+                             "uint64 with signed integers undefined): cast one of them")
         return (meta,)
     return infer
 
@@ -500,7 +505,7 @@ def inplace(op: Op, a: Any, b: Any) -> Any:
     op = getattr(op, "op", op)  # F.add is the function of the op
     if type(a) is not NdArray:
         return a._inplace(op, b)  # graph values define their own in-place semantics
-    k = lookup(op.name, _context.dispatch_context((a, b)))
+    k = lookup(op.name, _context.dispatch_into(a, (a, b), op.name))
     if type(b) is NdArray and b.shape == a.shape and isinstance(op, BinaryOp) and \
             k.plain and op._pcache.get((a.dtype, b.dtype)) == a.dtype:
         return k.run_into(a, (a, b), {})  # the cached fast path (solver updates)
@@ -520,10 +525,11 @@ def inplace(op: Op, a: Any, b: Any) -> Any:
 
 
 def assign(dst: Any, src: Any) -> None:
-    """Write ``src`` (same shape, any dtype) into ``dst`` on the current context."""
+    """Write ``src`` (same shape, any dtype) into ``dst`` where ``dst`` is (or in the
+    current scope)."""
     if src.shape != dst.shape:
         raise ShapeError(f"assign: source shape {src.shape} differs from target {dst.shape}")
-    lookup("cast", _context.dispatch_context((dst, src))).run_into(
+    lookup("cast", _context.dispatch_into(dst, (dst, src), "assign")).run_into(
         dst, (src,), {"dtype": dst.dtype}, mode="w")
 
 

@@ -89,7 +89,7 @@ def _positions(mask: Any) -> Any:
     return true_positions(reshape(mask, shape=(-1,)) if mask.ndim != 1 else mask)
 
 
-def _check_bounds(op: str, i: Any, dim: int, ax: int, shape: tuple) -> None:
+def check_bounds(op: str, i: Any, dim: int, ax: int, shape: tuple) -> None:
     """``IndexError`` when an element of ``i`` is outside ``[-dim, dim)``."""
     if i.size == 0:
         return
@@ -161,7 +161,7 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any) -> Any:
         elif kind == "int":
             dim, a = shape[axes[0]], axes[0]
             v = _cast(v, dtype=np.int64) if v.dtype != _I64 else v
-            _check_bounds(op, v, dim, a, shape)
+            check_bounds(op, v, dim, a, shape)
             if dim:
                 v = _ew["remainder"](v, dim)
             adv.append((p, _ew["mul"](v, st[a])))

@@ -76,7 +76,7 @@ class Op:
         says (inlined: every eager call asks); the previous call's while that is the same."""
         ctx = _current.get(None)
         if ctx is None:
-            ctx = _context.follow(inputs) if _context.follow_data else _context._default
+            ctx = _context.follow(inputs, self.name) if _context.follow_data else _context._default
         p = self.last[0]
         if p[0] is ctx and p[1].valid:
             return p[1]

@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import ShapeError
 from ..ndarray import normalize_shape
-from .common import broadcast_to_shape, norm_axis, require_array
+from .common import broadcast_to_shape, check_indices, norm_axis, require_array
 from .op import Op
 
 
@@ -337,12 +337,14 @@ def _infer_take(inputs, attrs):
     a = attrs["axis"] = norm_axis("take", axis, x.ndim)
     if x.shape[a] == 0 and idx.shape[0]:
         raise IndexError(f"take: cannot take from an empty axis {a} of shape {x.shape}")
+    check_indices("take", idx, x.shape[a], a, x.shape)
     return ((x.shape[:a] + idx.shape + x.shape[a + 1:], x.dtype),)
 
 
 #: ``x``'s elements at ``indices`` (negative from the end) along ``axis``; kernel
-#: contract ``take(x, indices, axis)``. An index out of range is an error on numpy and
-#: CuPy; the OpenCL kernel writes 0 there rather than read outside the buffer.
+#: contract ``take(x, indices, axis)``. An index out of range is an ``IndexError`` here,
+#: before any kernel runs, on every backend (``common.check_indices``): ``cupy.take``
+#: would wrap it and the OpenCL kernel writes 0 there rather than read outside ``x``.
 take = Op("take", _infer_take)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import ShapeError
 from ..registry import register_composite
-from .common import check_labels, norm_axis, require_float, require_int
+from .common import check_labels, host_values, norm_axis, require_float, require_int
 from .op import Op
 from .reduction import mean
 
@@ -85,16 +85,8 @@ def softmax_cross_entropy(x: Any, t: Any, axis: int = -1) -> Any:
 def _check_host_labels(t: Any, n: int) -> None:
     """Check labels whose host copy is current (or a lazy fill) now, before any kernel
     runs and at no transfer; labels only on a device are checked by the backend's kernel
-    (OpenCL reports them at the next synchronization)."""
-    from .. import backends
-    from ..ndarray import NdArray
-    a = t if type(t) is NdArray else getattr(t, "data", None)
-    if type(a) is not NdArray:
-        return
-    if a.lazy_fill is not None:
-        check_labels("softmax_cross_entropy", np.full((1,), a.lazy_fill), n)
-        return
-    h = a.current_copy(backends.host_device())
+    (OpenCL and CUDA report them at the next synchronization)."""
+    h = host_values(t)
     if h is not None:
         check_labels("softmax_cross_entropy", h, n)
 

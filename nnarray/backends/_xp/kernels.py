@@ -9,20 +9,28 @@ The elementwise families come from the tables in ``elementwise.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
 
 from ...dtypes import promote
 from ...registry import register_kernel
-from .elementwise import BINARY, UNARY
+from .elementwise import BINARY, UNARY, in_result_dtype
 from .linalg import register_xp_linalg
 from .sorting import register_sorting_kernels
 from .windows import MAX_INDEX, col2im_index, im2col_index
 
 
-def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> None:
-    """Register the primitive kernels of ``nnarray.ops`` for ``backend``."""
+def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
+                        current_device: Callable[[], Any] = lambda: None,
+                        checked_linalg: Callable[[], AbstractContextManager] = nullcontext
+                        ) -> None:
+    """Register the primitive kernels of ``nnarray.ops`` for ``backend``.
+    ``current_device()`` names the device arrays of ``xp`` are made on now (arrays cached
+    between calls are kept per device); inside ``checked_linalg()`` the xp's ``linalg``
+    raises ``LinAlgError`` for singular or non-positive-definite input, as numpy's does
+    (CuPy checks only when asked)."""
     nd = xp.ndarray
 
     def reg(name: str) -> Callable:
@@ -72,7 +80,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         reg(name)(k)
 
     for name, fn in BINARY.items():
-        binary(name, getattr(xp, fn))
+        binary(name, in_result_dtype(name, getattr(xp, fn)))
     for name, fn in UNARY.items():
         unary(name, getattr(xp, fn))
 
@@ -138,7 +146,9 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
 
     @reg("scatter")
     def scatter(indices, value, out):
-        xp.put(out, indices, value)  # in place on any layout; repeats: the last write wins
+        # in place on any layout; where an index repeats numpy keeps the last write,
+        # CuPy (like OpenCL) an unspecified one
+        xp.put(out, indices, value)
         return out
 
     @reg("gather")
@@ -268,10 +278,10 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         and col2im are then one permuting copy each, instead of a loop over offsets."""
         return tuple(stride) == tuple(kernel) and not any(pad) and tuple(dilation) == (1, 1)
 
-    indices: dict = {}  # the windows' cached gather indices, as arrays of xp
+    indices: dict = {}  # the windows' cached gather indices, as arrays of xp, per device
 
     def _index(fn, *geometry):
-        key = (fn, geometry)
+        key = (fn, current_device(), geometry)
         r = indices.get(key, key)
         if r is key:
             r = fn(*geometry)
@@ -361,4 +371,4 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         z = xp.random.default_rng(seed).standard_normal(shape, dtype=_gen_dtype(dtype))
         return fresh((z * sigma + mu).astype(dtype, copy=False))
 
-    register_xp_linalg(backend, xp)
+    register_xp_linalg(backend, xp, checked_linalg)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -9,8 +11,12 @@ import numpy as np
 from ...registry import register_kernel
 
 
-def register_xp_linalg(backend: str, xp: Any) -> None:
-    """Register the ``ops.decomp`` kernels for ``backend`` (numpy or CuPy as ``xp``)."""
+def register_xp_linalg(backend: str, xp: Any,
+                       checked: Callable[[], AbstractContextManager] = nullcontext) -> None:
+    """Register the ``ops.decomp`` kernels for ``backend`` (numpy or CuPy as ``xp``).
+    ``inv``, ``solve`` and ``cholesky`` run inside ``checked()``, where singular or
+    non-positive-definite input raises ``LinAlgError`` (numpy always raises; CuPy returns
+    NaN/inf unless asked: ``cupyx.errstate(linalg="raise")``)."""
     la = xp.linalg
 
     def reg(name: str, fn: Any) -> None:
@@ -40,13 +46,22 @@ def register_xp_linalg(backend: str, xp: Any) -> None:
         a = xp.broadcast_to(a, batch + a.shape[-2:])
         b = xp.broadcast_to(b, batch + b.shape[-2:])
         dt = xp.result_type(a, b)
-        return fresh(la.solve(a.astype(dt), b.astype(dt)))
+        with checked():
+            return fresh(la.solve(a.astype(dt), b.astype(dt)))
 
-    reg("inv", lambda a: fresh(la.inv(a)))
+    def inv(a):
+        with checked():
+            return fresh(la.inv(a))
+
+    def cholesky(a):
+        with checked():
+            return fresh(la.cholesky(a))
+
+    reg("inv", inv)
     reg("det", lambda a: fresh(xp.asarray(la.det(a))))
     reg("slogdet", slogdet)
     reg("solve", solve)
-    reg("cholesky", lambda a: fresh(la.cholesky(a)))
+    reg("cholesky", cholesky)
     reg("eigh", eigh)
     reg("eigvalsh", lambda a: fresh(la.eigvalsh(a)))
     reg("eigh_vectors", lambda a: fresh(la.eigh(a)[1]))

@@ -14,6 +14,7 @@ from typing import Any
 
 from .elementwise import coerce
 from .scope import register, registered
+from .table import Elementwise
 
 #: numpy's ``npy_divmod``/``npy_floor_divide``/``npy_remainder`` for one float type ``F``.
 DIVMOD = r"""
@@ -47,19 +48,20 @@ template <typename F> __device__ F nna_remainder(F a, F b) {
 FUNCTIONS = (("floor_divide", "nna_floordiv"), ("remainder", "nna_remainder"))
 
 
-def body(fn: str, wide: str) -> str:
-    """The ``ElementwiseKernel`` operation computing ``fn`` in the C type ``wide``."""
-    return f"q = (T){fn}<{wide}>(({wide})a, ({wide})b)"
+#: The C type each float dtype computes in (float16 in float, as numpy does).
+_WIDE = {"float": ("float16", "float32"), "double": ("float64",)}
+#: op -> {C type: its ``ElementwiseKernel`` body}.
+KERNELS = {op: {w: Elementwise("T a, T b", "T q", f"q = (T){fn}<{w}>(({w})a, ({w})b)",
+                               f"{fn}_{w}", dts, preamble=DIVMOD).declare()
+                for w, dts in _WIDE.items()}
+           for op, fn in FUNCTIONS}
 
 
 def register_divmod(xp: Any) -> None:
     """Register float ``floor_divide``/``remainder`` over CuPy's integer kernels."""
     generic = registered()
-    for op, fn in FUNCTIONS:
-        kern = {w: xp.ElementwiseKernel("T a, T b", "T q", body(fn, w), f"{fn}_{w}",
-                                        preamble=DIVMOD)
-                for w in ("float", "double")}
-        register(op)(_kernel(generic[op], kern))
+    for op, bodies in KERNELS.items():
+        register(op)(_kernel(generic[op], {w: e.build(xp) for w, e in bodies.items()}))
 
 
 def _kernel(integer: Any, kern: dict) -> Any:

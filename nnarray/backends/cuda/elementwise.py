@@ -4,8 +4,15 @@ Scalars: numpy 2 promotes Python scalars weakly (NEP 50: ``float32_array * 0.1``
 float32); CuPy versions differ on scalar promotion. So every scalar operand is first
 turned into a numpy scalar of the result dtype the op specs use (``dtypes.promote``),
 casting the array operand up where numpy would, which every CuPy version promotes the
-same way. ``sigmoid`` is one fused
-``ElementwiseKernel`` instead of four passes.
+same way. A comparison with a Python int outside the array's integer range (``uint8 ==
+300``) has a known answer, filled in, where casting the int would overflow.
+
+Result dtypes follow the op specs (``ops.elementwise.unary_dtype``) rather than CuPy's
+loops: ``sigmoid`` of an integer computes in the spec's float dtype (float16 for 8-bit
+integers), and ``floor``/``ceil``/``trunc``/``round`` of an integer are the integer
+itself (CuPy 13 has only float loops for the first three: ``floor(int8)`` gave float16).
+``pow`` refuses integers to negative integer powers, as every backend does. ``sigmoid``
+is one fused ``ElementwiseKernel`` instead of four passes.
 """
 
 from __future__ import annotations
@@ -16,9 +23,35 @@ from typing import Any
 import numpy as np
 
 from ... import dtypes
-from .._xp.elementwise import BINARY
+from ...ops.common import check_int_pow
+from ...ops.elementwise import unary_dtype
+from .._xp.elementwise import BINARY, in_result_dtype
 from .scope import register
 from .table import Elementwise
+
+COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+#: Unary ops that are the identity on integers.
+INTEGER_IDENTITY = ("ceil", "floor", "trunc", "round")
+#: ``array OP v`` for every element, when ``v`` lies above the array dtype's range.
+_ABOVE = {"equal": False, "not_equal": True, "less": True, "less_equal": True,
+          "greater": False, "greater_equal": False}
+_SWAPPED = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
+            "greater_equal": "less_equal", "equal": "equal", "not_equal": "not_equal"}
+
+
+def constant_comparison(name: str, dtype: np.dtype, v: Any, scalar_first: bool) -> bool | None:
+    """The result of comparison ``name`` of every element of an integer array of
+    ``dtype`` with the Python int ``v`` when ``v`` lies outside the dtype's range (numpy
+    2 compares exactly there), else ``None``."""
+    if dtype.kind not in "iu" or not isinstance(v, (int, np.integer)) or \
+            isinstance(v, (bool, np.bool_)):
+        return None
+    info = np.iinfo(dtype)
+    if info.min <= v <= info.max:
+        return None
+    op = _SWAPPED[name] if scalar_first else name
+    above = _ABOVE[op]
+    return above if v > info.max or op in ("equal", "not_equal") else not above
 
 
 def coerce(a: Any, b: Any) -> tuple[Any, Any]:
@@ -42,6 +75,54 @@ def _binary(uf: Callable) -> Callable:
     return k
 
 
+def _compare(name: str, uf: Callable, xp: Any) -> Callable:
+    plain = _binary(uf)
+
+    def k(a, b, out=None):
+        first = dtypes.is_scalar(a)
+        arr, v = (b, a) if first else (a, b)
+        known = constant_comparison(name, arr.dtype, v, first) \
+            if dtypes.is_scalar(v) else None
+        if known is None:
+            return plain(a, b, out)
+        if out is None:
+            return xp.full(arr.shape, known, np.bool_)
+        out.fill(known)
+        return out
+    return k
+
+
+def _device_min(b: Any) -> Any:
+    return int(b.min())  # a device read: only integer powers with an array exponent
+
+
+def _pow(uf: Callable) -> Callable:
+    plain = _binary(uf)
+
+    def k(a, b, out=None):
+        check_int_pow(a, b, _device_min)
+        return plain(a, b, out)
+    return k
+
+
+def integer_identity(uf: Callable, xp: Any) -> Callable:
+    """``uf`` (floor, ceil, trunc or round), with integers returned as they are (a fresh
+    copy, their own dtype)."""
+    def k(x, out=None):
+        if x.dtype.kind in "iu":
+            if out is None:
+                return x.copy()
+            xp.copyto(out, x, casting="unsafe")
+            return out
+        return uf(x) if out is None else uf(x, out=out)
+    return k
+
+
+def sigmoid_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype sigmoid computes and returns for input ``dtype`` (the op's rule)."""
+    return unary_dtype("sigmoid", np.dtype(dtype))
+
+
 # float16 runs in float32 arithmetic; ``sigmoid`` below picks the body by dtype.
 _SIGMOID_F = Elementwise("T x", "T y", "y = (T)(0.5f * tanhf(0.5f * (float)x) + 0.5f)",
                          "nna_sigmoid_f", ("float16", "float32")).declare()
@@ -51,7 +132,11 @@ _SIGMOID_D = Elementwise("T x", "T y", "y = (T)(0.5 * tanh(0.5 * (double)x) + 0.
 
 def register_elementwise(xp: Any) -> None:
     for name, uf in BINARY.items():
-        register(name)(_binary(getattr(xp, uf)))
+        f = in_result_dtype(name, getattr(xp, uf))
+        register(name)(_compare(name, f, xp) if name in COMPARISONS else
+                       _pow(f) if name == "pow" else _binary(f))
+    for name in INTEGER_IDENTITY:
+        register(name)(integer_identity(getattr(xp, name), xp))
 
     sig_f = _SIGMOID_F.build(xp)
     sig_d = _SIGMOID_D.build(xp)
@@ -59,7 +144,7 @@ def register_elementwise(xp: Any) -> None:
     @register("sigmoid")
     def sigmoid(x, out=None):
         if x.dtype.kind != "f":
-            x = x.astype(np.float16 if x.dtype == np.bool_ else np.float64)
+            x = x.astype(sigmoid_dtype(x.dtype))
         kern = sig_d if x.dtype == np.float64 else sig_f
         if out is None:
             return kern(x)

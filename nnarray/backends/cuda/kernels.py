@@ -15,9 +15,11 @@ from . import scope
 from .conv import register_conv
 from .divmod import register_divmod
 from .elementwise import register_elementwise
+from .nextafter import register_nextafter
 from .random import register_random
 from .scope import register
 from .softmax import register_softmax
+from .vector import register_vector
 
 
 def _empty(shape, dtype):
@@ -26,9 +28,14 @@ def _empty(shape, dtype):
 
 # CuPy's memory pool already recycles device buffers, so the shared kernels need not
 # write big results into preallocated buffers: `big` is never reached.
-register_xp_kernels("cuda", cupy, _empty, big=1 << 62)
+def _checked_linalg():
+    import cupyx
+    return cupyx.errstate(linalg="raise")
+
+
+register_xp_kernels("cuda", cupy, _empty, big=1 << 62,
+                    current_device=cupy.cuda.runtime.getDevice, checked_linalg=_checked_linalg)
 _generic = scope.registered()
-scope.scope_all(_generic)
 
 
 def _reduce_0d(fn):
@@ -44,6 +51,9 @@ for _name in ("sum", "mean", "max", "min"):
 
 register_elementwise(cupy)
 register_divmod(cupy)
+register_nextafter(cupy)
+register_vector(cupy)  # after every elementwise override it wraps
 register_softmax(cupy, _generic)
 register_conv(cupy, _generic)
 register_random(cupy)
+

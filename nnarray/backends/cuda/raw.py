@@ -41,11 +41,12 @@ def specialize(src: str, ctype: str, acc: str, suffix: str) -> str:
 
 class Source:
     """A CUDA C source for ``cupy.RawKernel``, specialised per dtype of ``CTYPES``
-    (``by="dtype"``) or per item size of ``UTYPES`` (``by="itemsize"``)."""
+    (``by="dtype"``) or per item size of ``UTYPES`` (``by="itemsize"``), or used as it is
+    (``by="plain"``: no placeholders)."""
 
     def __init__(self, code: str, by: str = "dtype") -> None:
-        if by not in ("dtype", "itemsize"):
-            raise ValueError(f"Source: by must be 'dtype' or 'itemsize', got {by!r}")
+        if by not in ("dtype", "itemsize", "plain"):
+            raise ValueError(f"Source: by must be 'dtype', 'itemsize' or 'plain', got {by!r}")
         self.code, self.by = code, by
         self.names = tuple(re.findall(r"__global__\s+void\s+(\w+)", code))
         SOURCES.append(self)
@@ -53,6 +54,8 @@ class Source:
     @functools.cached_property
     def variants(self) -> dict:
         """Every specialisation the backend can compile: dtype (or item size) -> C code."""
+        if self.by == "plain":
+            return {"plain": self.code}
         if self.by == "itemsize":
             return {n: specialize(self.code, c, c, "") for n, (c, _) in UTYPES.items()}
         return {dt: specialize(self.code, *CTYPES[dt]) for dt in CTYPES}
@@ -67,6 +70,11 @@ def _compiled(code: str, name: str) -> Any:
 def kernel(src: Source, name: str, dtype: np.dtype) -> Any:
     """The ``cupy.RawKernel`` for ``name`` in ``src`` specialized for ``dtype``."""
     return _compiled(src.variants[np.dtype(dtype)], name)
+
+
+def kernel_plain(src: Source, name: str, key: str = "plain") -> Any:
+    """The kernel ``name`` of ``src``, which has no placeholders (``by="plain"``)."""
+    return _compiled(src.variants[key], name)
 
 
 def kernel_bytes(src: Source, name: str, itemsize: int) -> Any:

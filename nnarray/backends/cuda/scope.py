@@ -1,58 +1,73 @@
-"""Run every CUDA kernel on the device of its data (or of the context, for kernels
-with no array input such as ``rand``), whatever CuPy's current device is.
+"""Run every CUDA kernel inside ``cupy.cuda.Device(i)`` of the device it runs for,
+whatever CuPy's current device is.
 
-With a single GPU the current device can only be that GPU, so kernels are registered
+``CudaDevice.bind`` wraps each kernel when a ``Kernel`` is resolved for that device
+(``scoped``). ``Kernel.fast``, ``Kernel.callee`` and generated code also call the fast
+paths a kernel offers directly (``fn.small``'s ufunc, ``fn.move``, what
+``fn.specialize`` returns), so the wrapper carries scoped versions of each; a kernel
+attribute not named in ``FAST_PATHS`` is refused, so a new fast path cannot slip past
+the scope. With a single GPU the current device can only be that GPU, so kernels run
 unwrapped and the hot path pays nothing.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
-from ... import context as _context
 from ... import registry
 
 BACKEND = "cuda"
 
-
-@functools.lru_cache(maxsize=1)
-def _multi_gpu() -> bool:
-    import cupy
-    return cupy.cuda.runtime.getDeviceCount() > 1
+#: Kernel attributes that the dispatch layer calls instead of the kernel itself.
+FAST_PATHS = ("small", "move", "specialize")
 
 
-def _device_id(args: tuple, kwargs: dict) -> int:
-    import cupy
-    for a in args:
-        if isinstance(a, cupy.ndarray):
-            return a.data.device_id
-    out = kwargs.get("out")
-    if out is not None:
-        return out.data.device_id
-    ctx = _context.get_current_context()
-    return ctx.device_id if ctx.backend == BACKEND else 0
-
-
-def scoped(fn: Callable) -> Callable:
-    """``fn`` run inside ``cupy.cuda.Device(<its device>)`` (``fn`` itself on one GPU)."""
-    if not _multi_gpu():
-        return fn
-    import cupy
-    Device = cupy.cuda.Device
-
-    @functools.wraps(fn)
+def scoped(fn: Callable, enter: Callable[[], AbstractContextManager]) -> Callable:
+    """``fn`` run inside ``enter()`` (a fresh ``cupy.cuda.Device(i)`` per call: the
+    context manager keeps a stack, so one instance is not shared between threads), with
+    every fast path in ``FAST_PATHS`` scoped the same way."""
     def k(*args: Any, **kwargs: Any) -> Any:
-        with Device(_device_id(args, kwargs)):
+        with enter():
             return fn(*args, **kwargs)
+    k.__name__ = getattr(fn, "__name__", "kernel")
+    k.__qualname__ = getattr(fn, "__qualname__", k.__name__)
+    k.__doc__ = fn.__doc__
+    k.scoped_from = fn  # type: ignore[attr-defined]  # what is_scoped checks
+    for name, value in getattr(fn, "__dict__", {}).items():
+        if name.startswith("_") or name == "scoped_from":
+            continue
+        if name == "small":
+            uf, limit = value
+            k.small = (scoped(uf, enter), limit)  # type: ignore[attr-defined]
+        elif name == "move":
+            k.move = scoped(value, enter)  # type: ignore[attr-defined]
+        elif name == "specialize":
+            k.specialize = _scoped_specialize(value, enter)  # type: ignore[attr-defined]
+        else:
+            raise TypeError(f"CUDA scope: kernel {k.__qualname__} has attribute {name!r}, "
+                            f"not one of {FAST_PATHS}: if the dispatch layer calls it, "
+                            "scope it in nnarray/backends/cuda/scope.py")
     return k
 
 
+def _scoped_specialize(spec: Callable, enter: Callable) -> Callable:
+    def specialize(in_metas: Any, attrs: Any) -> Any:
+        got = spec(in_metas, attrs)
+        return None if got is None else scoped(got, enter)
+    return specialize
+
+
+def is_scoped(fn: Any) -> bool:
+    """Whether ``fn`` came from ``scoped`` (the inspection tests' check)."""
+    return callable(fn) and getattr(fn, "scoped_from", None) is not None
+
+
 def register(op: str) -> Callable[[Callable], Callable]:
-    """``register_kernel(op, "cuda")`` for a device-scoped ``fn``."""
+    """``register_kernel(op, "cuda")`` (scoping happens per device, in ``bind``)."""
     def deco(fn: Callable) -> Callable:
-        registry.register_kernel(op, BACKEND)(scoped(fn))
+        registry.register_kernel(op, BACKEND)(fn)
         return fn
     return deco
 
@@ -60,10 +75,3 @@ def register(op: str) -> Callable[[Callable], Callable]:
 def registered() -> dict[str, Callable]:
     """The kernels registered for CUDA so far."""
     return registry.backend_kernels(BACKEND)
-
-
-def scope_all(kernels: dict[str, Callable]) -> None:
-    """Re-register ``kernels`` (op -> fn) device-scoped."""
-    if _multi_gpu():
-        for op, fn in kernels.items():
-            register(op)(fn)

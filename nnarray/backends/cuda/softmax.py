@@ -4,7 +4,9 @@ A row is the ``K`` elements along ``axis`` (stride ``inner``); each thread keeps
 running maximum and rescaled sum (the online softmax), so a row is read twice for
 softmax and once for the loss, instead of the five whole-array passes of the
 composition. Rows longer than ``MAX_ROW`` and float16 use the CuPy composition, whose
-reductions spread one row over many threads.
+reductions spread one row over many threads. Labels are range-checked on the GPU on
+both paths (``CudaDevice.check_range``): one out of ``[0, K)`` raises
+``InvalidValueError`` at the next synchronization, as OpenCL's kernel does.
 """
 
 from __future__ import annotations
@@ -13,21 +15,26 @@ from typing import Any
 
 import numpy as np
 
-from . import raw
+from . import get_device, raw
 from .scope import register
 
 MAX_ROW = 1024
+#: What a label out of range raises (``CudaDevice.check_range``; OpenCL's wording).
+LABEL_MESSAGE = "label {value} is out of range for {bound} classes"
 
 _SRC = raw.Source(r"""
 __device__ __forceinline__ void nna_row_stats(const T* xr, long long K, long long inner,
                                               A* m_out, A* s_out) {
-    /* EXP(v - v) is 1, or NaN for an infinite v: infinities give NaN as in numpy */
+    /* m: the running maximum; s: the sum of EXP(x - m) so far. An element equal to m
+       adds 1, also when both are -inf (masked entries: they count until a finite
+       maximum rescales them to 0; an all -inf row gives NaN, as numpy's x - max does).
+       +inf or NaN make s NaN (EXP(inf - inf), EXP(NaN)), as in numpy. */
     A m = (A)xr[0];
-    A s = EXP(m - m);
+    A s = (m < (A)0) ? (A)1 : EXP(m - m);
     for (long long k = 1; k < K; ++k) {
         A v = (A)xr[k * inner];
         if (v > m) { s = s * EXP(m - v) + EXP(v - v); m = v; }
-        else { s += EXP(v - m); }
+        else { s += (v == m) ? (A)1 : EXP(v - m); }
     }
     *m_out = m; *s_out = s;
 }
@@ -60,8 +67,7 @@ extern "C" __global__ void nna_softmax_xent(const T* x, const long long* t, T* y
         long long base = o * K * inner + i;
         A m, s;
         nna_row_stats(x + base, K, inner, &m, &s);
-        long long c = t[r];
-        if (c < 0) c += K;
+        long long c = t[r];  /* out of [0, K): NaN here, InvalidValueError at the sync */
         A picked = (c >= 0 && c < K) ? (A)x[base + c * inner] : (A)NAN("");
         y[r] = (T)(LOG(s) + m - picked);
     }
@@ -100,12 +106,15 @@ def register_softmax(xp: Any, generic: dict) -> None:
 
     @register("softmax_cross_entropy")
     def softmax_cross_entropy(x, t, axis):
-        """Labels out of ``[-K, K)`` give NaN (negative labels count from the end)."""
+        """A label out of ``[0, K)`` gives NaN and is reported at the next sync."""
+        kk = x.shape[axis]
+        tt = xp.ascontiguousarray(t.astype(np.int64, copy=False))
+        get_device(x.data.device_id).check_range("softmax_cross_entropy", tt, 0, kk,
+                                                  LABEL_MESSAGE)
         if not _fused(x, axis):
-            return generic["softmax_cross_entropy"](x, t, axis)
+            return generic["softmax_cross_entropy"](x, tt, axis)
         rows, kk, inner = _rows(x.shape, axis)
         y = xp.empty(x.shape[:axis] + x.shape[axis + 1:], x.dtype)
-        tt = xp.ascontiguousarray(t.astype(np.int64, copy=False))
         raw.launch(raw.kernel(_SRC, "nna_softmax_xent", x.dtype), rows,
                    (x, tt, y, raw.i64(rows), raw.i64(kk), raw.i64(inner)))
         return y

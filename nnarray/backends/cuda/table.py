@@ -42,5 +42,6 @@ class Elementwise(NamedTuple):
 
 def load() -> tuple[list, list[Elementwise]]:
     """``(SOURCES, ELEMENTWISE)`` once every module holding CUDA C is imported."""
-    from . import conv, elementwise, random, softmax  # noqa: F401  (they fill the table)
+    # the modules fill the table as they are imported
+    from . import conv, device, divmod, elementwise, nextafter, random, softmax, vector  # noqa: F401, I001
     return SOURCES, ELEMENTWISE

@@ -31,10 +31,15 @@ import numpy as np
 
 from ...device import Device
 from ...errors import DTypeError, InvalidValueError
-from ...memory import cache_limit, out_of_memory, release_all
+from ...memory import address_space_left, cache_limit, out_of_memory, release_all
 
 #: Allocations of this many bytes or more first check the pool's cache bound.
 _BIG = 1 << 20
+#: Bytes of the process's address space that allocations leave free and that a program
+#: build needs (under ``RLIMIT_AS``): pocl crashed compiling and linking with 384 MiB left.
+HEADROOM = 512 << 20
+#: Allocated bytes (pool hits included) between two measurements of the memory left.
+_RECHECK = 256 << 20
 
 _PROBE = "__kernel void probe(__global float* x) { x[get_global_id(0)] *= 2.0f; }"
 
@@ -43,6 +48,7 @@ class OpenCLDevice(Device):
     """One OpenCL device with its context, in-order queue, memory pool and programs."""
 
     backend = "opencl"
+    dlpack_kind = 4  # kDLOpenCL: named by __dlpack_device__; pyopencl exports no buffers
 
     def __init__(self, device_id: int, cl_device: Any, context: Any = None) -> None:
         import pyopencl as cl
@@ -69,6 +75,10 @@ class OpenCLDevice(Device):
         #: checked at big allocations and at ``synchronize()``, it releases them all.
         self.max_cached = cache_limit()
         self.max_alloc = cl_device.max_mem_alloc_size
+        self.global_mem = cl_device.global_mem_size
+        #: Its buffers are host memory, under the process's address-space limit.
+        self.host_memory = bool(cl_device.type & cl.device_type.CPU)
+        self._room: float = 0  # bytes to allocate before measuring again (``_make_room``)
         self._pad = LOCAL
         self.peak = 0  # the pool's most active bytes since the last reset_peak_memory
         self._layouts: dict[tuple, tuple] = {}
@@ -92,6 +102,9 @@ class OpenCLDevice(Device):
         dt, size, strides, nbytes = lay
         if nbytes >= _BIG:
             self._trim()
+        if nbytes > self._room:
+            self._make_room(shape, dt, nbytes)
+        self._room -= nbytes
         try:
             data = self._alloc(nbytes)
         except Exception as e:  # pyopencl's errors; retried once after releasing caches
@@ -104,12 +117,40 @@ class OpenCLDevice(Device):
                            strides=strides, _fast=True, _size=size, _context=self.context,
                            _queue=self.queue)
 
+    def _make_room(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> None:
+        """Raise ``OutOfMemoryError`` unless a new block of ``nbytes`` fits in the device's
+        memory and, for a CPU device, under the process's address-space limit (measured
+        again after releasing every pool's cache). pocl allocates lazily and a failed
+        malloc crashes it at the next launch (SIGSEGV), so the check comes first; it is
+        measured every ``_RECHECK`` allocated bytes, or when a block exceeds what is left."""
+        if nbytes > self.max_alloc:
+            self._too_big(shape, dtype, nbytes)
+        need = self.pool.alloc_size(self.pool.bin_number(nbytes))
+        left = self._left()
+        if need > left:
+            release_all()
+            left = self._left()
+            if need > left:
+                raise out_of_memory(self.key, shape, dtype, nbytes,
+                                    f"{max(int(left), 0)} bytes left within the device's "
+                                    f"memory and the process's address-space limit")
+        self._room = min(left, max(_RECHECK, need))
+
+    def _left(self) -> float:
+        """Bytes a new block may take now (see ``_make_room``)."""
+        left = self.global_mem - self.pool.managed_bytes
+        if self.host_memory:
+            left = min(left, address_space_left() - HEADROOM)
+        return left
+
+    def _too_big(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> None:
+        raise out_of_memory(self.key, shape, dtype, nbytes, f"more than the device's "
+                            f"largest buffer, {self.max_alloc} bytes") from None
+
     def _alloc_again(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int,
                      first: Exception) -> Any:
         if nbytes > self.max_alloc:
-            raise out_of_memory(self.key, shape, dtype, nbytes,
-                                f"more than the device's largest buffer, {self.max_alloc} "
-                                f"bytes") from None
+            self._too_big(shape, dtype, nbytes)
         release_all()
         try:
             return self._alloc(nbytes)

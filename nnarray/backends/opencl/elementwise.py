@@ -228,10 +228,13 @@ def _float_divmod(name: str, ct: CLType) -> tuple[str, str]:
 
 
 def _shift(name: str, ct: CLType) -> str:
+    """numpy's shifts: a count outside ``[0, bits)`` (negative ones too: numpy compares it
+    as unsigned) shifts every bit out; OpenCL would take the count modulo ``bits``."""
     bits = 8 * ct.dtype.itemsize
+    out = f"((ulong)(v1) >= {bits})"
     if name == "bitwise_left_shift":
-        return f"(v1 >= {bits} ? ({ct.calc})0 : ({ct.calc})(v0 << v1))"
-    return f"(v1 >= {bits} ? (v0 < 0 ? ({ct.calc})-1 : ({ct.calc})0) : ({ct.calc})(v0 >> v1))"
+        return f"({out} ? ({ct.calc})0 : ({ct.calc})(v0 << v1))"
+    return f"({out} ? (v0 < 0 ? ({ct.calc})-1 : ({ct.calc})0) : ({ct.calc})(v0 >> v1))"
 
 
 #: float16 nextafter on the half's bits (computing in float would round back).

@@ -6,7 +6,9 @@ loads the binary instead of compiling. The on-disk cache is our own (not pyopenc
 that ``stats`` can say exactly what happened: ``compiled`` counts source compiles,
 ``loaded`` binary loads. Directory: ``$NNARRAY_OPENCL_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/nnarray/opencl`` (``~/.cache/...``); set the variable to ``off`` to
-disable it.
+disable it. Entries are written atomically (``nnarray.atomic_file``) and carry the key
+they were built from, their length and a checksum: a torn or altered entry, on which pocl
+would crash, is deleted and rebuilt (one stderr line under ``NNARRAY_DEBUG``).
 
 Compiling is quiet: a first compile on a device prints one progress line to stderr (once
 per device and process; on pocl a first test run compiles for minutes), and builds pass
@@ -17,17 +19,21 @@ per device and process; on pocl a first test run compiles for minutes), and buil
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import struct
 import sys
-import tempfile
 import threading
 import warnings
 from typing import Any
 
 import pyopencl as cl
 
-from .device import _locks
+from ...atomic_file import write_bytes
+from ...errors import OutOfMemoryError
+from ...memory import address_space_left, release_all
+from .device import HEADROOM, _locks
 
 #: Work-group size of every 1-D launch: fixed, because pocl compiles a work-group
 #: function per distinct local size (~40 ms each) and a size it picks varies with n.
@@ -105,40 +111,111 @@ class ProgramCache:
             k = self._kernels[key] = cl.Kernel(self.build(source, options), name)
         return k
 
-    def _path(self, source: str, options: str) -> str | None:
-        d = cache_dir()
-        if d is None:
-            return None
-        h = hashlib.sha256(f"{self._identity}\0{options}\0{source}".encode()).hexdigest()
-        return os.path.join(d, h[:2], h + ".bin")
+    def _key(self, source: str, options: str) -> bytes:
+        """What the binary is built from: the device, compiler, options and source."""
+        return hashlib.sha256(f"{self._identity}\0{options}\0{source}".encode()).digest()
 
     def _load_or_compile(self, source: str, options: str) -> cl.Program:
-        path = self._path(source, options)
-        if path is not None and os.path.exists(path):
+        _check_room()
+        key = self._key(source, options)
+        path = _entry_path(key)
+        binary = _load(path, key) if path is not None else None
+        if binary is not None:
             try:
-                with open(path, "rb") as f:
-                    binary = f.read()
                 prg = _build(cl.Program(self.context, [self.device], [binary]), options)
                 self.stats["loaded"] += 1
                 return prg
-            except (OSError, cl.Error):
-                pass  # unreadable or stale binary: compile again and overwrite it
+            except cl.Error as e:  # intact but rejected (a driver change): compile again
+                _discard(path, f"the driver rejected it ({type(e).__name__})")
         _announce(self._identity, self.device)
         prg = _build(cl.Program(self.context, source), options, cache_dir=False)
         self.stats["compiled"] += 1
         if path is not None:
-            _store(path, prg.get_info(cl.program_info.BINARIES)[0])
+            _store(path, key, prg.get_info(cl.program_info.BINARIES)[0])
         return prg
 
 
-def _store(path: str, binary: bytes) -> None:
-    """Write ``binary`` atomically (a concurrent process may be writing the same file)."""
+def _check_room() -> None:
+    """``OutOfMemoryError`` unless a build has ``HEADROOM`` bytes of address space (after
+    releasing the pools' caches): pocl's compiler crashes where its allocations fail."""
+    if address_space_left() >= HEADROOM:
+        return
+    release_all()
+    left = address_space_left()
+    if left < HEADROOM:
+        raise OutOfMemoryError(f"building an OpenCL program needs about {HEADROOM} bytes of "
+                               f"address space; {max(int(left), 0)} are left under the "
+                               f"process's limit (RLIMIT_AS)")
+
+
+# -- cache entries ------------------------------------------------------------------------
+# An entry is a header, ``_MAGIC``, the key (sha256 of what built it), the binary's length
+# and its sha256, then the binary. A torn or altered entry fails the check and is deleted
+# and rebuilt: pocl crashes on a truncated binary rather than rejecting it.
+_MAGIC = b"NNACLBIN\x01"
+_HEADER = struct.Struct(f"<{len(_MAGIC)}s32sQ32s")
+#: Entries of this format are ``<key hex>.v2.bin``: older versions' raw ``.bin`` files are
+#: neither read nor overwritten (both versions may share one cache directory).
+_SUFFIX = ".v2.bin"
+
+
+def _entry_path(key: bytes) -> str | None:
+    d = cache_dir()
+    if d is None:
+        return None
+    h = key.hex()
+    return os.path.join(d, h[:2], h + _SUFFIX)
+
+
+def _load(path: str, key: bytes) -> bytes | None:
+    """The binary of the entry at ``path`` if it is intact and built from ``key``;
+    ``None`` if there is none; a bad entry is deleted (see ``_discard``)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        _discard(path, f"unreadable ({e})")
+        return None
+    why = _check(data, key)
+    if why is not None:
+        _discard(path, why)
+        return None
+    return data[_HEADER.size:]
+
+
+def _check(data: bytes, key: bytes) -> str | None:
+    """Why ``data`` is not an intact entry for ``key`` (``None`` when it is)."""
+    if len(data) < _HEADER.size:
+        return f"{len(data)} bytes, shorter than its header"
+    magic, got_key, n, digest = _HEADER.unpack_from(data)
+    if magic != _MAGIC:
+        return "not an entry of this version"
+    if got_key != key:
+        return "built from another source or device"
+    if n != len(data) - _HEADER.size:
+        return f"binary of {len(data) - _HEADER.size} bytes, expected {n}"
+    if hashlib.sha256(memoryview(data)[_HEADER.size:]).digest() != digest:
+        return "checksum mismatch"
+    return None
+
+
+def _discard(path: str, why: str) -> None:
+    """Delete a bad entry (it is rebuilt), saying so under ``NNARRAY_DEBUG``."""
+    if _debug():
+        print(f"nnarray: OpenCL cache entry {path} is bad ({why}); deleted, rebuilding",
+              file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _store(path: str, key: bytes, binary: bytes) -> None:
+    """Write the entry atomically (concurrent processes may write the same one)."""
+    header = _HEADER.pack(_MAGIC, key, len(binary), hashlib.sha256(binary).digest())
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(binary)
-        os.replace(tmp, path)
+        write_bytes(path, header + binary)
     except OSError:
         pass  # a read-only or full cache directory only costs compile time
 
