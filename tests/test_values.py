@@ -64,6 +64,8 @@ def test_variables_read_their_data(backend):
     assert a.dtype == np.float32 and a.shape == () and a == pytest.approx(ref)
     np.testing.assert_array_equal(np.asarray(v), X)
     assert v.tolist() == X.tolist()
+    iv = grad.Variable.from_ndarray(on(np.int64(1), backend))
+    assert [10, 20][iv] == 20 and operator.index(iv) == 1 and f"{iv:02d}" == "01"
 
 
 def test_bool_of_a_non_scalar_names_any_and_all(backend):
