@@ -38,6 +38,12 @@ def no_counterpart(what: str) -> TypeError:
                      "host copy (a read of the device data), or use the nnarray function")
 
 
+def unsupported(what: str, arg: str) -> TypeError:
+    """The error for an argument of a numpy function that nnarray does not take."""
+    return TypeError(f"{what}: {arg} is not supported on NdArrays (call it on np.asarray(x) "
+                     "for numpy's result on a host copy)")
+
+
 # -- operands ----------------------------------------------------------------------------
 def _is_array(x: Any) -> bool:
     return isinstance(x, ArrayOperators)
@@ -120,8 +126,7 @@ def _defaults(what: str, kw: dict) -> None:
     ok = {"where": True, "casting": "same_kind", "order": "K", "subok": True}
     for k, v in kw.items():
         if k not in ok or not _at_default(v, ok[k]):
-            raise TypeError(f"{what}: the keyword {k}={_shown(v)} is not supported on NdArrays "
-                            "(use np.asarray(x) for numpy's)")
+            raise unsupported(what, f"{k}={_shown(v)}")
 
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
@@ -155,8 +160,9 @@ def _reduce(name: str, method: str, what: str, inputs: tuple, kw: dict, dtype: A
     (x,) = operands(*inputs)
     axis = kw.pop("axis", 0)
     keepdims = kw.pop("keepdims", False)
-    if kw.pop("initial", _NO) not in (_NO, None) or kw.pop("where", True) is not True:
-        raise TypeError(f"{what}: initial= and where= are not supported on NdArrays")
+    initial = kw.pop("initial", None)
+    if initial is not None and initial is not _NO or kw.pop("where", True) is not True:
+        raise unsupported(what, "initial= and where=")
     _defaults(what, kw)
     fname = (_REDUCE if method == "reduce" else _ACCUMULATE)[name]
     fn = getattr(nna, fname)
@@ -218,8 +224,7 @@ def _only(what: str, **given: Any) -> None:
     """numpy arguments supported at their defaults (``None``) only."""
     for k, v in given.items():
         if v is not None and v is not _NO:
-            raise TypeError(f"np.{what}: {k}={_shown(v)} is not supported on NdArrays "
-                            "(use np.asarray(x) for numpy's)")
+            raise unsupported(f"np.{what}", f"{k}={_shown(v)}")
 
 
 def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None,
@@ -273,7 +278,7 @@ def _clip(a: Any, a_min: Any = _NO, a_max: Any = _NO, out: Any = None, *,
 def _reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
              copy: Any = None) -> Any:
     if order != "C":
-        raise TypeError(f"np.reshape: order={order!r} is not supported on NdArrays")
+        raise unsupported("np.reshape", f"order={order!r}")
     (x,) = operands(a)
     return x.reshape(shape if shape is not None else newshape)
 
@@ -431,8 +436,7 @@ def _same(fn: Callable, nargs: int = 1, **defaults: Any) -> Callable:
         for k, v in list(kw.items()):
             if k in defaults:
                 if not _at_default(v, defaults[k]):
-                    raise TypeError(f"np.{fn.__name__}: {k}={_shown(v)} is not supported on "
-                                    "NdArrays (use np.asarray(x) for numpy's)")
+                    raise unsupported(f"np.{fn.__name__}", f"{k}={_shown(v)}")
                 del kw[k]
         return fn(*operands(*args[:nargs]), *args[nargs:], **kw)
     return impl

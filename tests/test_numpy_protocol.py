@@ -169,8 +169,9 @@ def test_out_takes_nd_arrays_only(backend):
 @pytest.mark.parametrize("call", [
     lambda x: np.median(x), lambda x: np.gcd(x.astype(np.int64), 2),
     lambda x: np.add.reduceat(x, [0, 1]), lambda x: np.fft.fft(x),
-    lambda x: np.exp(x, where=x > 0), lambda x: np.percentile(x, 50)],
-    ids=["median", "gcd", "reduceat", "fft", "where=", "percentile"])
+    lambda x: np.exp(x, where=x > 0), lambda x: np.percentile(x, 50),
+    lambda x: np.add.reduce(x, initial=1.0), lambda x: np.reshape(x, (4, 3), order="F")],
+    ids=["median", "gcd", "reduceat", "fft", "where=", "percentile", "initial=", "order="])
 def test_no_counterpart_raises_naming_np_asarray(backend, call):
     x = on(A, backend)
     nna.reset_transfer_stats()
