@@ -143,6 +143,9 @@ class NdArray(SyncedArray, ArrayOperators):
         shape, strides)``; for a view ``key`` is ``None`` and ``view`` is the region of
         its root that the kernel writes."""
         from .ops.indexing import device_context, flat_offsets, is_advanced
+        if not isinstance(value, NdArray) and not dtypes.is_scalar(value):
+            from .values import host_value  # numpy arrays, sequences: uploaded once
+            value = host_value(self, value)
         if is_advanced(key):
             flat = flat_offsets("setitem", self.shape, key,
                                 device_context(dispatch_into(self, (self,), "setitem")))
@@ -320,6 +323,9 @@ class NdArray(SyncedArray, ArrayOperators):
         return int(self.item())
 
     def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"bool() of an NdArray of shape {self.shape} is ambiguous: use "
+                             "x.any() or x.all()")
         self._implicit_read("bool()")
         return bool(self.item())
 
@@ -339,9 +345,9 @@ class NdArray(SyncedArray, ArrayOperators):
             yield self[i]
 
     def __repr__(self) -> str:
-        self._implicit_read("repr()")
-        body = np.array2string(self._host_view(), separator=", ", prefix="NdArray(")
-        return f"NdArray({body}, dtype={self.dtype}, head={self.head})"
+        """Values (numpy's text, summarised when large), dtype and device (a host read)."""
+        from .values import ndarray_repr
+        return ndarray_repr(self)
 
 
 _BASIC = (int, np.integer, slice, type(Ellipsis), type(None))

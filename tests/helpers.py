@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from conftest import tol
 
 import nnarray as nna
+
+
+def S(*parts: str) -> str:
+    """A regex matching ``parts`` in order (for ``pytest.raises(match=...)``)."""
+    return ".*".join(re.escape(p) for p in parts)
 
 
 def A(a) -> nna.NdArray:
