@@ -10,18 +10,21 @@ from .errors import DTypeError
 
 SUPPORTED: tuple[np.dtype, ...] = tuple(np.dtype(t) for t in (
     np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
-    np.uint8, np.uint16, np.uint32, np.uint64, np.bool_))
+    np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64, np.complex128))
 FLOATS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 SIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32,
                                                              np.int64))
 UNSIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32,
                                                                np.uint64))
 INTEGERS: frozenset[np.dtype] = SIGNED | UNSIGNED
+COMPLEX: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.complex64, np.complex128))
+#: Real and complex floating dtypes: those that carry gradients.
+INEXACT: frozenset[np.dtype] = FLOATS | COMPLEX
 _SUPPORTED_SET = frozenset(SUPPORTED)
 _names = ", ".join(d.name for d in SUPPORTED)
 _norm_cache: dict[Any, np.dtype] = {}
 _promote_cache: dict[tuple, np.dtype] = {}
-_WEAK = {float: 0.0, int: 0, bool: False}
+_WEAK = {float: 0.0, int: 0, bool: False, complex: 0j}
 
 
 def normalize(dtype: Any, op: str = "dtype", arg: str = "dtype") -> np.dtype:
@@ -46,12 +49,12 @@ def normalize(dtype: Any, op: str = "dtype", arg: str = "dtype") -> np.dtype:
 def is_scalar(x: Any) -> bool:
     """True for Python and numpy scalars (operands that do not need an array)."""
     t = type(x)
-    return t is float or t is int or t is bool or isinstance(x, np.generic)
+    return t is float or t is int or t is bool or t is complex or isinstance(x, np.generic)
 
 
 def _key(x: Any, op: str, arg: str) -> Any:
     t = type(x)
-    if t is float or t is int or t is bool:
+    if t is float or t is int or t is bool or t is complex:
         return t
     d = getattr(x, "dtype", None)
     if d is None:
@@ -76,10 +79,29 @@ def promote(op: str, *xs: Any, args: tuple[str, ...] = ("a", "b", "c")) -> np.dt
             d = np.result_type(*[np.asarray(p) for p in parts])
             if d == np.float64:
                 d = np.dtype(np.float32)
+            elif d == np.complex128:
+                d = np.dtype(np.complex64)
         else:
             d = np.result_type(*parts)
         _promote_cache[key] = d
     return d
+
+
+def real_of(dtype: np.dtype) -> np.dtype:
+    """The real dtype of a complex ``dtype`` (complex64 -> float32); others unchanged."""
+    return _REAL.get(dtype, dtype)
+
+
+def complex_of(dtype: np.dtype) -> np.dtype:
+    """The complex dtype holding ``dtype``'s values: float64 -> complex128, any other real
+    dtype -> complex64 (numpy's rule for float16/float32; integers follow the default)."""
+    if dtype.kind == "c":
+        return dtype
+    return np.dtype(np.complex128 if dtype == np.float64 else np.complex64)
+
+
+_REAL = {np.dtype(np.complex64): np.dtype(np.float32),
+         np.dtype(np.complex128): np.dtype(np.float64)}
 
 
 def ufunc_dtype(ufunc: np.ufunc, dtype: np.dtype, op: str) -> np.dtype:
@@ -92,6 +114,6 @@ def ufunc_dtype(ufunc: np.ufunc, dtype: np.dtype, op: str) -> np.dtype:
         except TypeError:
             raise DTypeError(f"{op}: dtype {dtype} is not supported by this op") from None
         if d not in _SUPPORTED_SET:
-            d = np.dtype(np.float32)
+            d = np.dtype(np.complex64 if d.kind == "c" else np.float32)
         _promote_cache[key] = d
     return d

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .ops import attention as _attention
+from .ops import complex as _complex
 from .ops import conv as _conv
 from .ops import elementwise as _ew
 from .ops import embedding as _embedding
@@ -44,6 +45,11 @@ neg, abs, sign, exp, log, sqrt, tanh, sigmoid, relu = (
                                "relu"))
 where = _ew.where
 inplace, assign = _ew.inplace, _ew.assign
+
+# Parts of complex numbers (``real``/``imag``/``conj``/``angle`` of real arrays: the
+# namespace's functions).
+real, imag, conj, angle = _complex.real, _complex.imag, _complex.conj, _complex.angle
+complex_abs, make_complex = _complex.complex_abs, _complex.make_complex
 
 # Shape and linear algebra.
 matmul, affine = _linalg.matmul, _linalg.affine

@@ -26,6 +26,7 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32,
                                                        np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 e = math.e
 inf = math.inf
@@ -40,8 +41,8 @@ _KINDS: dict[str, frozenset] = {
     "unsigned integer": _dtypes.UNSIGNED,
     "integral": _dtypes.INTEGERS,
     "real floating": _dtypes.FLOATS,
-    "complex floating": frozenset(),
-    "numeric": _dtypes.INTEGERS | _dtypes.FLOATS,
+    "complex floating": _dtypes.COMPLEX,
+    "numeric": _dtypes.INTEGERS | _dtypes.INEXACT,
 }
 
 
@@ -79,11 +80,11 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
         raise ValueError("result_type: at least one array or dtype is required")
     parts: list = []
     for i, x in enumerate(arrays_and_dtypes):
-        if type(x) in (builtins.bool, int, float):
+        if type(x) in (builtins.bool, int, float, complex):
             parts.append(x)
         else:
             parts.append(_dtype_of(x, "result_type", f"arrays_and_dtypes[{i}]"))
-    if builtins.all(type(p) in (builtins.bool, int, float) for p in parts):
+    if builtins.all(type(p) in (builtins.bool, int, float, complex) for p in parts):
         raise ValueError("result_type: at least one array or dtype is required")
     try:
         d = np.result_type(*parts)
@@ -102,7 +103,8 @@ def can_cast(from_: Any, to: Any, /) -> builtins.bool:
 
 
 class finfo_object:
-    """Machine limits of a floating dtype, as Python floats."""
+    """Machine limits of a floating dtype, as Python floats (those of the real part for a
+    complex dtype, ``dtype`` included, as the standard and numpy say)."""
 
     def __init__(self, dtype: np.dtype) -> None:
         f = np.finfo(dtype)
@@ -111,7 +113,7 @@ class finfo_object:
         self.max = float(f.max)
         self.min = float(f.min)
         self.smallest_normal = float(f.smallest_normal)
-        self.dtype = dtype
+        self.dtype = np.dtype(f.dtype)
 
     def __repr__(self) -> str:
         return f"finfo(dtype={self.dtype}, bits={self.bits}, eps={self.eps})"
@@ -135,7 +137,7 @@ def finfo(type: Any, /) -> finfo_object:  # noqa: A002  (the standard's name)
     """``bits``, ``eps``, ``max``, ``min``, ``smallest_normal`` and ``dtype`` of a
     floating dtype (or an array of one)."""
     d = _dtype_of(type, "finfo", "type")
-    if d not in _dtypes.FLOATS:
+    if d not in _dtypes.INEXACT:
         raise DTypeError(f"finfo: argument 'type' must be a floating dtype, got {d}")
     return finfo_object(d)
 
@@ -169,13 +171,14 @@ class Info:
     def default_dtypes(self, *, device: Any = None) -> dict:
         if device is not None:
             as_context(device)
-        return {"real floating": float32, "integral": int64, "indexing": int64}
+        return {"real floating": float32, "complex floating": complex64, "integral": int64,
+                "indexing": int64}
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict:
         if device is not None:
             as_context(device)
         ds = [bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,
-              float64]  # the standard's dtypes (float16 is a numpy extra)
+              float64, complex64, complex128]  # the standard's dtypes (float16 is a numpy extra)
         if kind is not None:
             ds = [d for d in ds if isdtype(d, kind)]
         return {d.name: d for d in ds}
@@ -191,7 +194,8 @@ def __array_namespace_info__() -> Info:
 
 
 __all__ = [
-    "__array_api_version__", "__array_namespace_info__", "bool", "can_cast", "e",
+    "__array_api_version__", "__array_namespace_info__", "bool", "can_cast", "complex64",
+    "complex128", "e",
     "finfo", "float16", "float32", "float64", "iinfo", "inf", "int16", "int32", "int64",
     "int8", "isdtype", "nan", "newaxis", "pi", "result_type", "uint16", "uint32", "uint64",
     "uint8",

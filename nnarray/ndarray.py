@@ -394,6 +394,9 @@ def fill_value(dtype: np.dtype, value: Any, op: str, shape: tuple[int, ...]) -> 
         if why is not None:
             raise InvalidValueError(f"{op}: value {value!r} {why} for an array of {dtype} "
                                     f"(shape {shape})")
+    if dtype.kind != "c" and isinstance(value, (complex, np.complexfloating)):
+        raise DTypeError(f"{op}: cannot store the complex value {value!r} in an array of "
+                         f"{dtype} (shape {shape})")
     return dtype.type(value).item()
 
 
@@ -412,7 +415,8 @@ def ones(shape: Any, dtype: Any = np.float32) -> NdArray:
 def full(shape: Any, value: Any, dtype: Any = None) -> NdArray:
     """A lazily filled array; ``dtype=None`` infers float32/int64/bool from ``value``."""
     if dtype is None:
-        dtype = {bool: np.bool_, int: np.int64}.get(type(value), np.float32)
+        dtype = {bool: np.bool_, int: np.int64, complex: np.complex64}.get(type(value),
+                                                                          np.float32)
         if isinstance(value, np.generic):
             dtype = value.dtype
     a = NdArray(shape, dtype)
@@ -426,6 +430,7 @@ def array(obj: Any, dtype: Any = None) -> NdArray:
     if isinstance(obj, NdArray):
         return obj.astype(dtype if dtype is not None else obj.dtype)
     a = np.asarray(obj, dtype=dtype)
-    if dtype is None and not isinstance(obj, (np.ndarray, np.generic)) and a.dtype == np.float64:
-        a = a.astype(np.float32)
+    if dtype is None and not isinstance(obj, (np.ndarray, np.generic)) and a.dtype.kind in "fc" \
+            and a.itemsize in (8, 16):
+        a = a.astype(np.float32 if a.dtype.kind == "f" else np.complex64)
     return NdArray.from_numpy_array(a)

@@ -162,7 +162,7 @@ class ArrayOperators:
         return _X().clip(self, min, max)
 
     def abs(self) -> Any:
-        return F.abs(self)
+        return _X().abs(self)
 
     def round(self, decimals: int = 0, out: Any = None) -> Any:
         """Rounded half to even at ``decimals`` digits, as ``np.round``."""
@@ -237,7 +237,7 @@ class ArrayOperators:
     def __rmatmul__(self, o): return F.matmul(o, self)
     def __neg__(self): return F.neg(self)
     def __pos__(self): return self
-    def __abs__(self): return F.abs(self)
+    def __abs__(self): return _X().abs(self)
     def __lt__(self, o): return F.less(self, o)
     def __le__(self, o): return F.less_equal(self, o)
     def __gt__(self, o): return F.greater(self, o)

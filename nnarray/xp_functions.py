@@ -27,6 +27,9 @@ from .ops import elementwise as _ew
 from .ops.common import norm_axes
 
 _F32 = np.dtype(np.float32)
+_C64 = np.dtype(np.complex64)
+#: Python floats and complexes default to float32 and complex64.
+_DOUBLES = {np.dtype(np.float64): _F32, np.dtype(np.complex128): _C64}
 _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
@@ -34,7 +37,7 @@ _BOOL = np.dtype(np.bool_)
 _OPS = _ew.functions  # the binary ops as their fast functions, like F
 add, subtract, multiply, divide, pow = (_OPS[n] for n in ("add", "sub", "mul", "div", "pow"))
 negative = _OPS["neg"]
-abs, acos, acosh, asin, asinh, atan, atan2, atanh = (
+_real_abs, acos, acosh, asin, asinh, atan, atan2, atanh = (
     _OPS[n] for n in ("abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh"))
 bitwise_and, bitwise_left_shift, bitwise_invert, bitwise_or, bitwise_right_shift, \
     bitwise_xor = (_OPS[n] for n in ("bitwise_and", "bitwise_left_shift", "bitwise_invert",
@@ -107,21 +110,39 @@ def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
 
 
 def conj(x: Any, /) -> Any:
-    """The complex conjugate: a copy for the real dtypes of this namespace."""
+    """The complex conjugate: a copy for a real dtype."""
     _require("conj", x)
-    return F.cast(x, x.dtype)
+    return F.conj(x) if x.dtype.kind == "c" else F.cast(x, x.dtype)
 
 
 def real(x: Any, /) -> Any:
-    """The real part: a copy for the real dtypes of this namespace."""
+    """The real part (of the real dtype of that precision): a copy for a real dtype."""
     _require("real", x)
-    return F.cast(x, x.dtype)
+    return F.real(x) if x.dtype.kind == "c" else F.cast(x, x.dtype)
 
 
 def imag(x: Any, /) -> Any:
-    """The imaginary part: zeros for the real dtypes of this namespace."""
+    """The imaginary part: zeros for a real dtype."""
     _require("imag", x)
+    if x.dtype.kind == "c":
+        return F.imag(x)
     return F.mul(x, 0) if x.dtype != _BOOL else F.logical_and(x, False)
+
+
+def angle(x: Any, /) -> Any:
+    """The argument of each element (``atan2(imag, real)``), of the real dtype."""
+    _require("angle", x)
+    if x.dtype.kind == "c":
+        return F.angle(x)
+    xf = x if x.dtype.kind == "f" else F.cast(x, _F32)
+    return atan2(F.mul(xf, 0.0), xf)
+
+
+def abs(x: Any, /) -> Any:  # noqa: A001  (the standard's name)
+    """``|x|``; of a complex ``x`` the modulus, of its real dtype."""
+    if getattr(x, "dtype", None) is not None and x.dtype.kind == "c":
+        return F.complex_abs(x)
+    return _real_abs(x)
 
 
 def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Any:
@@ -155,6 +176,8 @@ def _default_dtype(value: Any) -> np.dtype:
         return _BOOL
     if isinstance(value, (int, np.integer)):
         return _I64 if not isinstance(value, np.integer) else np.dtype(value.dtype)
+    if isinstance(value, (complex, np.complexfloating)):
+        return _C64 if not isinstance(value, np.complexfloating) else np.dtype(value.dtype)
     return _F32 if not isinstance(value, np.floating) else np.dtype(value.dtype)
 
 
@@ -181,7 +204,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
         return asarray(from_dlpack(obj), dtype=dtype, device=device, copy=copy)
     if copy is False and not isinstance(obj, np.ndarray):
         raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} needs a copy")
-    if type(obj) in (builtins.bool, int, float):
+    if type(obj) in (builtins.bool, int, float, complex):
         d = d if d is not None else _default_dtype(obj)
         if d.kind in "iu" and type(obj) is float:
             raise TypeError(f"asarray: cannot make a {d} array of the float {obj!r}")
@@ -190,8 +213,8 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
         a = np.asarray(obj)
         if a.dtype == object:
             a = np.asarray(_native_nested(obj))
-        if d is None and a.dtype == np.float64:
-            a = a.astype(_F32)
+        if d is None and a.dtype in _DOUBLES:
+            a = a.astype(_DOUBLES[a.dtype])
     else:
         a = np.asarray(obj)
     if d is not None and a.dtype != d:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...dtypes import promote
 from ...registry import register_kernel
+from .complex import register_xp_complex
 from .elementwise import BINARY, UNARY, in_result_dtype
 from .linalg import register_xp_linalg
 from .sorting import register_sorting_kernels
@@ -378,3 +379,4 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
         return fresh((z * sigma + mu).astype(dtype, copy=False))
 
     register_xp_linalg(backend, xp, checked_linalg)
+    register_xp_complex(backend, xp)

@@ -63,6 +63,7 @@ def build_stats() -> dict[str, int]:
 
 def load_kernels() -> None:
     from . import (  # noqa: F401  (each registers its kernels on import)
+        complex,
         conv,
         elementwise,
         matmul,

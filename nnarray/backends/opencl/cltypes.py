@@ -2,7 +2,9 @@
 
 float16 is stored as ``half`` but read and written only through ``vload_half`` /
 ``vstore_half_rte`` (core OpenCL, no ``cl_khr_fp16`` needed) and computed in ``float``, so
-it works on every device. bool is stored as ``uchar`` (0 or 1, like numpy).
+it works on every device. bool is stored as ``uchar`` (0 or 1, like numpy). complex64 and
+complex128 are ``float2``/``double2`` (``.x`` real, ``.y`` imaginary: numpy's layout, and
+that of ``cfloat_t``/``cdouble_t`` of pyopencl's complex header).
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ class CLType:
     @property
     def is_float(self) -> bool:
         return self.dtype.kind == "f"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.dtype.kind == "c"
+
+    @property
+    def real(self) -> str:
+        """The C type of one component (``float`` of ``float2``)."""
+        return self.calc[:-1] if self.is_complex else self.calc
 
     @property
     def is_bool(self) -> bool:
@@ -76,6 +87,8 @@ _TABLE = {np.dtype(d): CLType(np.dtype(d), s, c, t) for d, s, c, t in (
     (np.uint32, "uint", "uint", np.uint32),
     (np.uint64, "ulong", "ulong", np.uint64),
     (np.bool_, "uchar", "uchar", np.uint8),
+    (np.complex64, "float2", "float2", np.complex64),
+    (np.complex128, "double2", "double2", np.complex128),
 )}
 
 
@@ -91,6 +104,14 @@ def convert(expr: str, src: CLType, dst: CLType) -> str:
     """``expr`` (of ``src``'s compute type) converted like numpy's unsafe cast."""
     if src.calc == dst.calc and src.is_bool == dst.is_bool:
         return expr
+    if src.is_complex:
+        if dst.is_complex:
+            return f"convert_{dst.calc}({expr})"
+        if dst.is_bool:
+            return f"(uchar)(({expr}).x != 0 || ({expr}).y != 0)"
+        return f"({dst.calc})(({expr}).x)"
+    if dst.is_complex:
+        return f"(({dst.calc})(({dst.real})({expr}), 0))"
     if dst.is_bool:
         return f"(uchar)(({expr}) != 0)"
     return f"({dst.calc})({expr})"
@@ -98,7 +119,7 @@ def convert(expr: str, src: CLType, dst: CLType) -> str:
 
 def header(*types: CLType) -> str:
     """Pragmas a source needs for ``types`` (fp64)."""
-    if any(t.calc == "double" for t in types):
+    if any(t.calc.startswith("double") for t in types):
         return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
     return ""
 

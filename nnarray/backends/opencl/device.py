@@ -288,8 +288,8 @@ class OpenCLDevice(Device):
     # -- facts --------------------------------------------------------------------------
     def check_dtype(self, dtype: np.dtype, op: str) -> None:
         """``DTypeError`` when kernels of ``dtype`` cannot run here (float64 without fp64)."""
-        if np.dtype(dtype) == np.float64 and not self.fp64:
-            raise DTypeError(f"{op}: float64 is not supported on {self.key} "
+        if np.dtype(dtype) in _DOUBLE and not self.fp64:
+            raise DTypeError(f"{op}: {np.dtype(dtype)} is not supported on {self.key} "
                              f"({self.cl_device.name}: no cl_khr_fp64)")
 
     def describe(self) -> str:
@@ -302,6 +302,9 @@ class OpenCLDevice(Device):
 _by_queue: dict[int, OpenCLDevice] = {}
 #: Each device's ``lock`` by ``id()`` of its queue (``programs.launch`` takes a queue).
 _locks: dict[int, Any] = {}
+
+
+_DOUBLE = (np.dtype(np.float64), np.dtype(np.complex128))
 
 
 def device_of(x: Any) -> OpenCLDevice:

@@ -1,0 +1,50 @@
+"""Kernels of ``ops.complex`` on OpenCL: one generated map each over ``float2``/``double2``
+(``.x`` real, ``.y`` imaginary; see ``cltypes``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import complex_of, real_of
+from ...registry import register_kernel
+from .cltypes import cltype
+from .device import device_of
+from .elementwise import plan
+
+#: name -> C expression of ``v0`` (the complex operand), of the result's compute type.
+_PARTS = {
+    "real": "v0.x",
+    "imag": "v0.y",
+    "conj": "(({c})(v0.x, -v0.y))",
+    "angle": "atan2(v0.y, v0.x)",
+    "complex_abs": "hypot(v0.x, v0.y)",
+}
+
+
+def _register_part(name: str, expr: str) -> None:
+    @register_kernel(name, "opencl")
+    def kernel(x):
+        dev = device_of(x)
+        key = (name, x.dtype, x.shape)
+        p = dev.plans.get(key)
+        if p is None:
+            t = cltype(x.dtype)
+            out = x.dtype if name == "conj" else real_of(x.dtype)
+            p = dev.plans[key] = plan(dev, name, expr.format(c=t.calc), (x,), [t], x.shape, out)
+        return p.run(dev, (x,))
+
+
+for _n, _e in _PARTS.items():
+    _register_part(_n, _e)
+
+
+@register_kernel("make_complex", "opencl")
+def make_complex(re, im):
+    dev = device_of(re)
+    key = ("make_complex", re.dtype, re.shape)
+    p = dev.plans.get(key)
+    if p is None:
+        t, out = cltype(re.dtype), np.dtype(complex_of(re.dtype))
+        p = dev.plans[key] = plan(dev, "make_complex", f"(({cltype(out).calc})(v0, v1))",
+                                  (re, im), [t, t], re.shape, out)
+    return p.run(dev, (re, im))
