@@ -25,7 +25,7 @@ import numpy as np
 from ... import dtypes
 from ...ops.common import check_int_pow
 from ...ops.elementwise import unary_dtype
-from .._xp.elementwise import BINARY, in_result_dtype
+from .._xp.elementwise import functions, in_result_dtype
 from .scope import register
 from .table import Elementwise
 
@@ -131,8 +131,8 @@ _SIGMOID_D = Elementwise("T x", "T y", "y = (T)(0.5 * tanh(0.5 * (double)x) + 0.
 
 
 def register_elementwise(xp: Any) -> None:
-    for name, uf in BINARY.items():
-        f = in_result_dtype(name, getattr(xp, uf))
+    for name, uf in functions(xp)[0].items():
+        f = in_result_dtype(name, uf)
         register(name)(_compare(name, f, xp) if name in COMPARISONS else
                        _pow(f) if name == "pow" else _binary(f))
     for name in INTEGER_IDENTITY:
