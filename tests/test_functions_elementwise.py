@@ -163,6 +163,7 @@ def _sigmoid(x):
 
 
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])
+_erfc64 = np.vectorize(math.erfc, otypes=[np.float64])
 
 
 def _float_ref(f):
@@ -217,6 +218,7 @@ UNARY = {  # name: (F function, numpy reference, lo, hi, dtypes)
     "signbit": (F.signbit, np.signbit, -3, 3, NUMERIC),
     "logical_not": (F.logical_not, np.logical_not, -3, 3, ALL),
     "erf": (F.erf, _float_ref(_erf64), -3, 3, ALL),
+    "erfc": (F.erfc, _float_ref(_erfc64), -3, 3, NUMERIC),
     "gelu": (F.gelu, _float_ref(_gelu), -4, 4, NUMERIC),
     "gelu_tanh": (F.gelu_tanh, _float_ref(_gelu_tanh), -4, 4, NUMERIC),
 }

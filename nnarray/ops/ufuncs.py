@@ -126,6 +126,10 @@ def _onnx_hypot(ex, ins, dt, outs):
     ex.emit("Sqrt", [ex.emit("Add", [ex.emit("Mul", [a, a]), ex.emit("Mul", [b, b])])], outs)
 
 
+def _onnx_erfc(ex, ins, dt, outs):
+    ex.emit("Sub", [ex.const(1, dt), ex.emit("Erf", ins)], outs)
+
+
 def _onnx_gelu(approximate: str) -> Callable:
     def emit(ex, ins, dt, outs):
         (x,) = ins
@@ -165,13 +169,12 @@ def _gelu_tanh_grad(x, y, g):
 def _gelu_xp(approximate: str) -> Callable:
     """GELU from the backend's functions ``m`` (numpy's or CuPy's, with ``m.erf``)."""
     def build(m: Any) -> Callable:
-        if approximate == "tanh":
+        if approximate == "tanh":  # 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u))
             def gelu(x):
-                t = m.tanh((x + x * x * x * GELU_K) * SQRT_2_PI)
-                return x * 0.5 * (t + 1.0)
+                return x / (m.exp((x + x * x * x * GELU_K) * (-2.0 * SQRT_2_PI)) + 1.0)
         else:
             def gelu(x):
-                return x * 0.5 * (m.erf(x * SQRT1_2) + 1.0)
+                return x * 0.5 * m.erfc(x * -SQRT1_2)
         return gelu
     return build
 
@@ -280,10 +283,14 @@ ROWS: tuple[Ufunc, ...] = (
     _u("atanh", "float", "x", lambda x, y, g: g / (1.0 - x * x), "arctanh", "atanh(x)"),
     _u("erf", "float", "x", lambda x, y, g: g * F.exp(-(x * x)) * _TWO_SQRT_PI,
        "scipy.special.erf", "erf(x)", "Erf", ()),
+    _u("erfc", "float", "x", lambda x, y, g: g * F.exp(-(x * x)) * -_TWO_SQRT_PI,
+       "scipy.special.erfc", "erfc(x)", _onnx_erfc, ()),
+    # x Phi(x) through erfc: no cancellation in the negative tail
     _u("gelu", "float", "x", _gelu_grad, _gelu_xp("none"),
-       "(T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440))", _onnx_gelu("none"), ()),
+       "(T)0.5 * x * erfc(x * (T)-0.70710678118654752440)", _onnx_gelu("none"), ()),
+    # 0.5 x (1 + tanh(u)) as x / (1 + exp(-2u)): no cancellation where tanh(u) nears -1
     _u("gelu_tanh", "float", "x", _gelu_tanh_grad, _gelu_xp("tanh"),
-       "(T)0.5 * x * ((T)1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)))",
+       "x / ((T)1 + exp((T)-1.59576912160573071176 * (x + (T)0.044715 * x * x * x)))",
        _onnx_gelu("tanh"), ()),
     _u("square", "numeric", "x", lambda x, y, g: g * (x * 2.0), "square", "x * x"),
     _u("positive", "numeric", "", lambda x, y, g: g, "positive", "x"),
