@@ -12,13 +12,13 @@ kernels.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from ...ops.ufuncs import BY_NAME
 from . import raw
+from .cmath import math_names, overloads, render
 from .elementwise import coerce
 from .scope import register, registered
 
@@ -32,31 +32,9 @@ TYPES = {np.dtype(np.float32): ("float", "float4", 4, "f32"),
          np.dtype(np.float64): ("double", "double2", 2, "f64")}
 #: Fewer elements than this stay with CuPy (launch cost dominates there anyway).
 MIN_SIZE = 1 << 18
-_CALL = re.compile(r"\b([a-z_][a-z0-9_]*)\(")
-
-
 def expression(op: str) -> str:
-    """Row ``op``'s C expression (float), its math calls made ``nna_<fn>`` overloads."""
-    return _CALL.sub(r"nna_\1(", BY_NAME[op].c_expr(np.dtype(np.float32)))
-
-
-def _math() -> list[str]:
-    """The math functions the kernels call."""
-    return sorted({m for op in BINARY + UNARY for m in _CALL.findall(BY_NAME[op].c_expr(
-        np.dtype(np.float32)))})
-
-
-def overloads(names: list[str]) -> str:
-    """``nna_<fn>`` for float (``<fn>f``) and double, per math function name."""
-    out = []
-    for f in names:
-        if f == "isnan":
-            out.append("template <typename T> __device__ __forceinline__ bool nna_isnan(T x) "
-                       "{ return x != x; }\n")
-            continue
-        out.append(f"__device__ __forceinline__ float nna_{f}(float x) {{ return {f}f(x); }}\n"
-                   f"__device__ __forceinline__ double nna_{f}(double x) {{ return {f}(x); }}\n")
-    return "".join(out)
+    """Row ``op``'s C expression (float) as CUDA C."""
+    return render(BY_NAME[op].c_expr(np.dtype(np.float32)))
 
 
 _HEAD = r"""
@@ -64,7 +42,7 @@ _HEAD = r"""
 struct float4 { float x, y, z, w; };
 struct double2 { double x, y; };
 #endif
-""" + overloads(_math()) + r"""
+""" + overloads(math_names(BINARY + UNARY)) + r"""
 template <typename T, typename V, int W, typename F>
 __device__ __forceinline__ void nna_map(const T* __restrict__ a, const T* __restrict__ b,
                                         T s, int mode, T* __restrict__ y, long long n, F f) {
