@@ -179,7 +179,8 @@ def _gelu_xp(approximate: str) -> Callable:
     return build
 
 
-_ZERO = (lambda x, y, g: g * 0.0,)  # piecewise constant: zero almost everywhere
+def _zero(x, y, g):  # piecewise constant: zero almost everywhere
+    return g * 0.0
 
 
 def _u(name, rule, keep="", grad=None, xp=None, c=None, onnx=None, api=None) -> Ufunc:
@@ -294,10 +295,10 @@ ROWS: tuple[Ufunc, ...] = (
        _onnx_gelu("tanh"), ()),
     _u("square", "numeric", "x", lambda x, y, g: g * (x * 2.0), "square", "x * x"),
     _u("positive", "numeric", "", lambda x, y, g: g, "positive", "x"),
-    _u("ceil", "numeric", "", _ZERO[0], "ceil", _by_kind(None, _ROUND, "ceil(x)")),
-    _u("floor", "numeric", "", _ZERO[0], "floor", _by_kind(None, _ROUND, "floor(x)")),
-    _u("trunc", "numeric", "", _ZERO[0], "trunc", _by_kind(None, _ROUND, "trunc(x)")),
-    _u("round", "numeric", "", _ZERO[0], "round", _by_kind(None, _ROUND, "rint(x)")),
+    _u("ceil", "numeric", "", _zero, "ceil", _by_kind(None, _ROUND, "ceil(x)")),
+    _u("floor", "numeric", "", _zero, "floor", _by_kind(None, _ROUND, "floor(x)")),
+    _u("trunc", "numeric", "", _zero, "trunc", _by_kind(None, _ROUND, "trunc(x)")),
+    _u("round", "numeric", "", _zero, "round", _by_kind(None, _ROUND, "rint(x)")),
     _u("bitwise_invert", "integral", xp="invert", c=_by_kind("!x", "~x")),
     # predicates compute in the input's type
     _u("isfinite", "pred", xp="isfinite", c=_by_kind(None, "1", "isfinite(x)")),
