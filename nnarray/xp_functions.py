@@ -530,6 +530,18 @@ def mean(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any
     return _same("mean", F.mean, x, axis, keepdims)
 
 
+def _recalled(fn: Any) -> Any:
+    """``fn`` builds its graph from its inputs' shapes (``F.recalled``): binding a static
+    graph to new shapes calls it again."""
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return F.recalled(fn(*args, **kwargs), fn, args, kwargs)
+    return call
+
+
+@_recalled
 def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
     """The variance over ``axis`` with ``correction`` degrees of freedom removed."""
@@ -548,6 +560,7 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
     return F.mul(s, (1.0 / dof) if dof > 0 else float("nan"))
 
 
+@_recalled
 def std(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
     """The standard deviation over ``axis`` (``sqrt(var)``)."""
@@ -590,10 +603,17 @@ def matmul(x1: Any, x2: Any, /) -> Any:
 
 
 def reshape(x: Any, /, shape: Any, *, copy: builtins.bool | None = None) -> Any:
+    """A view of an NdArray where numpy's would be one (``copy=None``; ``copy=False``
+    raises where it cannot), else a new array."""
+    if type(x) is NdArray:
+        return x.reshape(shape, copy=copy)
     return F.reshape(x, shape)
 
 
 def permute_dims(x: Any, /, axes: Any) -> Any:
+    """A view of an NdArray (a graph value records a transpose)."""
+    if type(x) is NdArray:
+        return x.transpose(tuple(axes))
     return F.transpose(x, tuple(axes))
 
 
@@ -605,6 +625,7 @@ def broadcast_to(x: Any, /, shape: Any) -> Any:
     return F.broadcast_to(x, tuple(shape))
 
 
+@_recalled
 def broadcast_arrays(*arrays: Any) -> list:
     """The arrays broadcast against each other."""
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
@@ -626,7 +647,7 @@ def expand_dims(x: Any, /, axis: int = 0) -> Any:
     if not -nd <= axis < nd:
         raise IndexError(f"expand_dims: axis {axis} is out of range for {nd} dimensions")
     a = axis % nd
-    return F.reshape(x, x.shape[:a] + (1,) + x.shape[a:])
+    return reshape(x, x.shape[:a] + (1,) + x.shape[a:])
 
 
 def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
@@ -649,7 +670,7 @@ def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
     order = [a for a in range(nd) if a not in src]
     for d, s_ in sorted(zip(dst, src)):
         order.insert(d, s_)
-    return F.transpose(x, tuple(order))
+    return permute_dims(x, tuple(order))
 
 
 def flip(x: Any, /, *, axis: Any = None) -> Any:
@@ -794,7 +815,7 @@ def squeeze(x: Any, /, axis: Any) -> Any:
         if x.shape[a] != 1:
             raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1 "
                              f"(shape {x.shape})")
-    return F.reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
+    return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
 
 
 from .einsum import einsum  # noqa: E402, F401  (numpy-compatible extras)

@@ -152,6 +152,9 @@ class BinaryOp(Op):
         if name is not None:  # a graph node's name (see Op.__call__)
             from ..grad.naming import name_result
             return name_result(self(a, b), name, (a, b))
+        if type(a) is np.ndarray or type(b) is np.ndarray:  # uploaded where the op runs
+            from ..numpy_protocol import operands
+            a, b = operands(a, b)
         if isinstance(a, GraphValue):
             return a._record_binary(self, a, b)
         if isinstance(b, GraphValue):

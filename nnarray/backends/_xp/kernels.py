@@ -143,6 +143,12 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
 
     @reg("setitem")
     def setitem(value, key, view, out):
+        if key is None:  # a region of ``out`` given by the view (offset, shape, strides)
+            off, shape, strides = view
+            it = out.itemsize
+            xp.lib.stride_tricks.as_strided(out.reshape(-1)[off:], shape,
+                                            tuple(s * it for s in strides))[...] = value
+            return out
         out[key] = value  # basic indices only (checked by the core): a view, then a copy
         return out
 

@@ -103,7 +103,8 @@ def _eligible(x: Any, cp: Any) -> bool:
 def _launch(cp: Any, op: str, a: Any, b: Any, s: Any, mode: int, out: Any) -> Any:
     y = cp.empty_like(a) if out is None else out
     t = a.dtype.type
-    raw.launch(raw.kernel_plain(SOURCE, kernel_name(op, a.dtype)), a.size,
+    lanes = TYPES[a.dtype][2]  # one work item per vector: no thread idles past the data
+    raw.launch(raw.kernel_plain(SOURCE, kernel_name(op, a.dtype)), -(-a.size // lanes),
                (a, a if b is None else b, t(0 if s is None else s), np.int32(mode), y,
                 np.int64(a.size)))
     return y
