@@ -149,3 +149,16 @@ def test_gelu_forms_are_rows():
     assert F.gelu(x, approximate="tanh").parent.name == "gelu_tanh"
     with pytest.raises(ValueError, match="approximate"):
         F.gelu(x, approximate="erf")
+
+
+def test_numpy_and_scipy_ufuncs_of_the_rows_run_the_rows(backend):
+    """numpy's protocol maps each row's ufunc (``np.arctan2``, ``scipy.special.erf``) to
+    the row's function: the result is an NdArray where the row's own op puts it."""
+    x = np.linspace(0.1, 0.9, 4).astype(np.float32)
+    a = nna.NdArray.from_numpy_array(x)
+    where = F.sin(a).device
+    for uf, want in ((np.arctan2, np.arctan2(x, x)), (special.erf, special.erf(x)),
+                     (special.erfc, special.erfc(x))):
+        got = uf(a, a) if uf.nin == 2 else uf(a)
+        assert isinstance(got, nna.NdArray) and got.device == where
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
