@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import (
     backends,
     functions,  # noqa: I001
+    fft,  # noqa: F401  (the Array API fft extension)
     linalg,  # noqa: F401  (the Array API linalg extension)
     namespace,
     registry,

@@ -18,6 +18,7 @@ import numpy as np
 from ...dtypes import promote
 from ...registry import register_kernel
 from .complex import register_xp_complex
+from .fft import register_xp_fft
 from .elementwise import functions, in_result_dtype
 from .linalg import register_xp_linalg
 from .sorting import register_sorting_kernels
@@ -382,3 +383,4 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
 
     register_xp_linalg(backend, xp, checked_linalg)
     register_xp_complex(backend, xp)
+    register_xp_fft(backend, xp)
