@@ -7,8 +7,8 @@ from __future__ import annotations
 # is importing them and call it only at run time. Nothing is patched in afterwards.
 from . import (
     backends,
-    functions,  # noqa: I001
     fft,  # noqa: F401  (the Array API fft extension)
+    functions,  # noqa: I001
     linalg,  # noqa: F401  (the Array API linalg extension)
     namespace,
     registry,

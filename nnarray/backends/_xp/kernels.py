@@ -18,8 +18,8 @@ import numpy as np
 from ...dtypes import promote
 from ...registry import register_kernel
 from .complex import register_xp_complex
-from .fft import register_xp_fft
 from .elementwise import functions, in_result_dtype
+from .fft import register_xp_fft
 from .linalg import register_xp_linalg
 from .sorting import register_sorting_kernels
 from .windows import MAX_INDEX, col2im_index, im2col_index

@@ -66,6 +66,7 @@ def load_kernels() -> None:
         complex,
         conv,
         elementwise,
+        fft,
         matmul,
         random,
         reduction,

@@ -21,21 +21,21 @@ _PARTS = {
 }
 
 
-def _register_part(name: str, expr: str) -> None:
-    @register_kernel(name, "opencl")
-    def kernel(x):
-        dev = device_of(x)
-        key = (name, x.dtype, x.shape)
-        p = dev.plans.get(key)
-        if p is None:
-            t = cltype(x.dtype)
-            out = x.dtype if name == "conj" else real_of(x.dtype)
-            p = dev.plans[key] = plan(dev, name, expr.format(c=t.calc), (x,), [t], x.shape, out)
-        return p.run(dev, (x,))
+def part(name: str, x):
+    """``real``/``imag``/``conj``/``angle``/``complex_abs`` of complex ``x``."""
+    dev = device_of(x)
+    key = (name, x.dtype, x.shape)
+    p = dev.plans.get(key)
+    if p is None:
+        t = cltype(x.dtype)
+        out = x.dtype if name == "conj" else real_of(x.dtype)
+        p = dev.plans[key] = plan(dev, name, _PARTS[name].format(c=t.calc), (x,), [t], x.shape,
+                                  out)
+    return p.run(dev, (x,))
 
 
-for _n, _e in _PARTS.items():
-    _register_part(_n, _e)
+for _n in _PARTS:
+    register_kernel(_n, "opencl")(lambda x, _n=_n: part(_n, x))
 
 
 @register_kernel("make_complex", "opencl")

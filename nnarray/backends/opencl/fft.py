@@ -1,0 +1,242 @@
+"""Kernels of ``ops.fft`` on OpenCL: our own Stockham FFT (no library).
+
+A 1-D transform of length ``n`` along one axis runs on the array viewed as
+``(outer, n, inner)``, batched over ``outer * inner``:
+
+- ``n`` a power of two: Stockham autosort passes (radix 4, one radix-2 pass when
+  ``log2 n`` is odd), ping-ponging between two buffers; the twiddles are computed in the
+  kernel (``sincos``); the last pass applies the norm's scale.
+- other ``n``: Bluestein's algorithm: the chirp-multiplied input padded to a power of two
+  ``M >= 2n - 1`` (contiguous rows), a forward transform, a product with the transform of
+  the chirp (computed once per ``(n, direction, dtype)`` and kept on the device), an inverse
+  transform, and the chirp again (angles from ``k*k mod 2n`` in integers: exact for any n).
+
+An n-D transform is one 1-D transform per axis. ``fft_r2c`` is the complex transform of the
+input made complex, cut to ``n // 2 + 1`` bins; ``fft_c2r`` transforms the other axes, then
+extends the last axis by Hermitian symmetry, transforms it and keeps the real part.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import complex_of, real_of
+from ...ops.fft import scale as _scale
+from ...registry import register_kernel
+from .cltypes import cltype, header
+from .complex import part
+from .device import device_of
+from .elementwise import cast
+from .programs import launch
+
+_SRC = """{hdr}
+typedef {r} R; typedef {r}2 C;
+inline C cmul(C a, C b) {{ return (C)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}
+inline C twiddle(long k, long m, R sign) {{  // exp(sign * 2 pi i k / m)
+  R c, s = sincos(sign * (R)(2 * M_PI) * (R)k / (R)m, &c); return (C)(c, s);
+}}
+
+__kernel void scaled(__global const C* x, __global C* y, const long total, const R scale) {{
+  const long g = get_global_id(0);
+  if (g < total) y[g] = x[g] * scale;
+}}
+
+// One Stockham pass of radix 2 or 4 over rows (outer, n, inner): q = n / radix work
+// items per row; ns: the length of the sub-transforms done so far.
+__kernel void pass2(__global const C* src, __global C* dst, const long n, const long inner,
+                    const long ns, const long total, const R sign, const R scale) {{
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long q = n / 2, j = g % q, b = g / q, o = b / inner, i = b - o * inner;
+  const long base = o * n * inner + i;
+  const long k = j % ns;
+  C v0 = src[base + j * inner], v1 = src[base + (j + q) * inner];
+  v1 = cmul(v1, twiddle(k, 2 * ns, sign));
+  const long d = (j / ns) * ns * 2 + k;
+  dst[base + d * inner] = (v0 + v1) * scale;
+  dst[base + (d + ns) * inner] = (v0 - v1) * scale;
+}}
+
+__kernel void pass4(__global const C* src, __global C* dst, const long n, const long inner,
+                    const long ns, const long total, const R sign, const R scale) {{
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long q = n / 4, j = g % q, b = g / q, o = b / inner, i = b - o * inner;
+  const long base = o * n * inner + i;
+  const long k = j % ns;
+  C v0 = src[base + j * inner], v1 = src[base + (j + q) * inner];
+  C v2 = src[base + (j + 2 * q) * inner], v3 = src[base + (j + 3 * q) * inner];
+  if (ns > 1) {{
+    const C w = twiddle(k, 4 * ns, sign);
+    const C w2 = cmul(w, w);
+    v1 = cmul(v1, w); v2 = cmul(v2, w2); v3 = cmul(v3, cmul(w2, w));
+  }}
+  const C a0 = v0 + v2, a1 = v0 - v2, a2 = v1 + v3, d13 = v1 - v3;
+  const C a3 = (C)(-sign * d13.y, sign * d13.x);  // sign * i * (v1 - v3)
+  const long d = (j / ns) * ns * 4 + k;
+  dst[base + d * inner] = (a0 + a2) * scale;
+  dst[base + (d + ns) * inner] = (a1 + a3) * scale;
+  dst[base + (d + 2 * ns) * inner] = (a0 - a2) * scale;
+  dst[base + (d + 3 * ns) * inner] = (a1 - a3) * scale;
+}}
+
+// Bluestein: a[b, k] = x[b, k] * w_k (k < n), 0 up to m; rows of x are (outer, n, inner).
+__kernel void chirp_in(__global const C* x, __global C* a, const long n, const long inner,
+                       const long m, const long total, const R sign) {{
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long k = g % m, b = g / m, o = b / inner, i = b - o * inner;
+  a[g] = k < n ? cmul(x[o * n * inner + i + k * inner], twiddle((k * k) % (2 * n), 2 * n, sign))
+               : (C)(0, 0);
+}}
+
+__kernel void pointwise(__global C* a, __global const C* f, const long m, const long total) {{
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  a[g] = cmul(a[g], f[g % m]);
+}}
+
+// y[b, k] = w_k * c[b, k] * scale for k < n, written to rows (outer, n, inner).
+__kernel void chirp_out(__global const C* c, __global C* y, const long n, const long inner,
+                        const long m, const long total, const R sign, const R scale) {{
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long k = g % n, b = g / n, o = b / inner, i = b - o * inner;
+  y[o * n * inner + i + k * inner] =
+      cmul(c[b * m + k], twiddle((k * k) % (2 * n), 2 * n, sign)) * scale;
+}}
+
+// out (outer, lo, inner) from x (outer, li, inner): a prefix copy when herm is 0, else the
+// Hermitian extension out[k] = conj(x[lo - k]) past the li given bins.
+__kernel void extend(__global const C* x, __global C* out, const long li, const long lo,
+                     const long inner, const long total, const int herm) {{
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long i = g % inner, t = g / inner, k = t % lo, o = t / lo;
+  if (k < li) out[g] = x[(o * li + k) * inner + i];
+  else {{ const C v = x[(o * li + (lo - k)) * inner + i]; out[g] = (C)(v.x, -v.y); }}
+}}
+"""
+
+_L = np.int64
+
+
+def _kernel(dev, dtype: np.dtype, name: str):
+    r = cltype(real_of(dtype))
+    return dev.programs.kernel(_SRC.format(hdr=header(r), r=r.calc), name)
+
+
+def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    return outer, shape[axis], inner
+
+
+def _pow2(dev, src, s1, s2, n: int, inner: int, batch: int, sign: float, scale: float):
+    """The power-of-two transform of ``src``'s rows: Stockham passes from ``src`` into
+    ``s1``, then back and forth between ``s1`` and ``s2`` (``src`` may be ``s2``). Returns
+    the buffer holding the result."""
+    R = np.dtype(real_of(src.dtype)).type
+    log = n.bit_length() - 1
+    radices = [2] * (log % 2) + [4] * (log // 2)
+    if not radices:  # n == 1
+        launch(dev.queue, _kernel(dev, src.dtype, "scaled"), src.size,
+               [src.base_data, s1.base_data, _L(src.size), R(scale)])
+        return s1
+    cur, dst, ns = src, s1, 1
+    for p, radix in enumerate(radices):
+        total = batch * (n // radix)
+        launch(dev.queue, _kernel(dev, src.dtype, f"pass{radix}"), total,
+               [cur.base_data, dst.base_data, _L(n), _L(inner), _L(ns), _L(total), R(sign),
+                R(scale if p == len(radices) - 1 else 1.0)])
+        cur, dst = dst, (s2 if dst is s1 else s1)
+        ns *= radix
+    return cur
+
+
+def _chirp_spectrum(dev, n: int, m: int, dtype: np.dtype, sign: float):
+    """The forward transform of the length-``m`` chirp ``conj(w)`` (cached per device)."""
+    cache = dev.__dict__.setdefault("_fft_chirps", {})
+    key = (n, m, np.dtype(dtype).str, sign)
+    f = cache.get(key)
+    if f is None:
+        k = np.arange(n, dtype=np.int64)
+        w = np.exp(-1j * sign * np.pi * ((k * k) % (2 * n)) / n)  # conj of the chirp
+        b = np.zeros(m, np.complex128)
+        b[:n] = w
+        b[m - n + 1:] = w[1:][::-1]
+        f = dev.from_host(np.fft.fft(b).astype(dtype))
+        cache[key] = f
+    return f
+
+
+def _transform_axis(dev, x, axis: int, inverse: bool, norm: str):
+    """The 1-D transform of complex ``x`` along ``axis``: a new array."""
+    outer, n, inner = _rows(x.shape, axis)
+    batch = outer * inner
+    sign = 1.0 if inverse else -1.0
+    scale = _scale(n, inverse, norm)
+    if not x.size:
+        return dev.empty(x.shape, x.dtype)
+    if n & (n - 1) == 0:
+        return _pow2(dev, x, dev.empty(x.shape, x.dtype), dev.empty(x.shape, x.dtype), n,
+                     inner, batch, sign, scale)
+    out = dev.empty(x.shape, x.dtype)
+    m = 1 << (2 * n - 2).bit_length()
+    R = np.dtype(real_of(x.dtype)).type
+    a = dev.empty((batch, m), x.dtype)
+    b = dev.empty((batch, m), x.dtype)
+    total = batch * m
+    launch(dev.queue, _kernel(dev, x.dtype, "chirp_in"), total,
+           [x.base_data, a.base_data, _L(n), _L(inner), _L(m), _L(total), R(sign)])
+    r = _pow2(dev, a, b, a, m, 1, batch, -1.0, 1.0)
+    f = _chirp_spectrum(dev, n, m, x.dtype, sign)
+    launch(dev.queue, _kernel(dev, x.dtype, "pointwise"), total,
+           [r.base_data, f.base_data, _L(m), _L(total)])
+    other = a if r is b else b
+    r = _pow2(dev, r, other, r, m, 1, batch, 1.0, 1.0 / m)
+    launch(dev.queue, _kernel(dev, x.dtype, "chirp_out"), batch * n,
+           [r.base_data, out.base_data, _L(n), _L(inner), _L(m), _L(batch * n), R(sign),
+            R(scale)])
+    return out
+
+
+def _extend(dev, x, axis: int, length: int, hermitian: bool):
+    """``x`` cut to ``length`` along ``axis``, or extended there by Hermitian symmetry."""
+    outer, li, inner = _rows(x.shape, axis)
+    shape = x.shape[:axis] + (length,) + x.shape[axis + 1:]
+    out = dev.empty(shape, x.dtype)
+    total = outer * length * inner
+    if total:
+        launch(dev.queue, _kernel(dev, x.dtype, "extend"), total,
+               [x.base_data, out.base_data, _L(li), _L(length), _L(inner), _L(total),
+                np.int32(hermitian)])
+    return out
+
+
+@register_kernel("fft_c2c", "opencl")
+def fft_c2c(x, axes, inverse, norm):
+    dev = device_of(x)
+    dev.check_dtype(x.dtype, "fft_c2c")
+    for a in axes:
+        x = _transform_axis(dev, x, a, inverse, norm)
+    return x
+
+
+@register_kernel("fft_r2c", "opencl")
+def fft_r2c(x, axes, norm):
+    dev = device_of(x)
+    c = cast(x, complex_of(x.dtype))
+    y = fft_c2c(c, axes, False, norm)
+    return _extend(dev, y, axes[-1], x.shape[axes[-1]] // 2 + 1, False)
+
+
+@register_kernel("fft_c2r", "opencl")
+def fft_c2r(x, axes, n, norm):
+    dev = device_of(x)
+    dev.check_dtype(x.dtype, "fft_c2r")
+    for a in axes[:-1]:
+        x = _transform_axis(dev, x, a, True, norm)
+    full = _extend(dev, x, axes[-1], n, True)
+    y = _transform_axis(dev, full, axes[-1], True, norm)
+    return part("real", y)
