@@ -3,9 +3,10 @@
 A 1-D transform of length ``n`` along one axis runs on the array viewed as
 ``(outer, n, inner)``, batched over ``outer * inner``:
 
-- ``n`` a power of two: Stockham autosort passes (radix 4, one radix-2 pass when
-  ``log2 n`` is odd), ping-ponging between two buffers; the twiddles are computed in the
-  kernel (``sincos``); the last pass applies the norm's scale.
+- ``n`` a product of 2, 3, 4, 5 and 7 (10^6 = 4^3 5^6 included): Stockham autosort passes
+  (radix 4 and 2 written out, 3/5/7 a small DFT each), ping-ponging between two buffers;
+  twiddles come from a table of ``exp(+-2 pi i t / n)`` kept on the device per size; the
+  last pass applies the norm's scale.
 - other ``n``: Bluestein's algorithm: the chirp-multiplied input padded to a power of two
   ``M >= 2n - 1`` (contiguous rows), a forward transform, a product with the transform of
   the chirp (computed once per ``(n, direction, dtype)`` and kept on the device), an inverse
@@ -44,21 +45,21 @@ __kernel void scaled(__global const C* x, __global C* y, const long total, const
 // One Stockham pass of radix 2 or 4 over rows (outer, n, inner): q = n / radix work
 // items per row; ns: the length of the sub-transforms done so far.
 __kernel void pass2(__global const C* src, __global C* dst, const long n, const long inner,
-                    const long ns, const long total, const R sign, const R scale) {{
+                    const long ns, const long total, const R scale, __global const C* tw) {{
   const long g = get_global_id(0);
   if (g >= total) return;
   const long q = n / 2, j = g % q, b = g / q, o = b / inner, i = b - o * inner;
   const long base = o * n * inner + i;
   const long k = j % ns;
   C v0 = src[base + j * inner], v1 = src[base + (j + q) * inner];
-  v1 = cmul(v1, twiddle(k, 2 * ns, sign));
+  v1 = cmul(v1, tw[k * (q / ns)]);
   const long d = (j / ns) * ns * 2 + k;
   dst[base + d * inner] = (v0 + v1) * scale;
   dst[base + (d + ns) * inner] = (v0 - v1) * scale;
 }}
 
 __kernel void pass4(__global const C* src, __global C* dst, const long n, const long inner,
-                    const long ns, const long total, const R sign, const R scale) {{
+                    const long ns, const long total, const R scale, __global const C* tw) {{
   const long g = get_global_id(0);
   if (g >= total) return;
   const long q = n / 4, j = g % q, b = g / q, o = b / inner, i = b - o * inner;
@@ -67,17 +68,38 @@ __kernel void pass4(__global const C* src, __global C* dst, const long n, const 
   C v0 = src[base + j * inner], v1 = src[base + (j + q) * inner];
   C v2 = src[base + (j + 2 * q) * inner], v3 = src[base + (j + 3 * q) * inner];
   if (ns > 1) {{
-    const C w = twiddle(k, 4 * ns, sign);
-    const C w2 = cmul(w, w);
-    v1 = cmul(v1, w); v2 = cmul(v2, w2); v3 = cmul(v3, cmul(w2, w));
+    const long st = k * (q / ns);
+    v1 = cmul(v1, tw[st]); v2 = cmul(v2, tw[2 * st]); v3 = cmul(v3, tw[3 * st]);
   }}
   const C a0 = v0 + v2, a1 = v0 - v2, a2 = v1 + v3, d13 = v1 - v3;
-  const C a3 = (C)(-sign * d13.y, sign * d13.x);  // sign * i * (v1 - v3)
+  const C iq = tw[q];  // sign * i
+  const C a3 = (C)(-iq.y * d13.y, iq.y * d13.x);  // sign * i * (v1 - v3)
   const long d = (j / ns) * ns * 4 + k;
   dst[base + d * inner] = (a0 + a2) * scale;
   dst[base + (d + ns) * inner] = (a1 + a3) * scale;
   dst[base + (d + 2 * ns) * inner] = (a0 - a2) * scale;
   dst[base + (d + 3 * ns) * inner] = (a1 - a3) * scale;
+}}
+
+// A radix-RADIX pass (3, 5, 7): the twiddles and the small DFT's roots from the table.
+__kernel void passr(__global const C* src, __global C* dst, const long n, const long inner,
+                    const long ns, const long total, const R scale, __global const C* tw) {{
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long q = n / RADIX, j = g % q, b = g / q, o = b / inner, i = b - o * inner;
+  const long base = o * n * inner + i;
+  const long k = j % ns, st = k * (q / ns);
+  C v[RADIX];
+  for (int r = 0; r < RADIX; ++r) {{
+    const C u = src[base + (j + r * q) * inner];
+    v[r] = r ? cmul(u, tw[r * st]) : u;
+  }}
+  const long d = (j / ns) * ns * RADIX + k;
+  for (int t = 0; t < RADIX; ++t) {{
+    C acc = v[0];
+    for (int r = 1; r < RADIX; ++r) acc += cmul(v[r], tw[((r * t) % RADIX) * q]);
+    dst[base + (d + t * ns) * inner] = acc * scale;
+  }}
 }}
 
 // Bluestein: a[b, k] = x[b, k] * w_k (k < n), 0 up to m; rows of x are (outer, n, inner).
@@ -121,9 +143,34 @@ __kernel void extend(__global const C* x, __global C* out, const long li, const 
 _L = np.int64
 
 
-def _kernel(dev, dtype: np.dtype, name: str):
+def _kernel(dev, dtype: np.dtype, name: str, radix: int = 3):
     r = cltype(real_of(dtype))
-    return dev.programs.kernel(_SRC.format(hdr=header(r), r=r.calc), name)
+    return dev.programs.kernel(f"#define RADIX {radix}\n" + _SRC.format(hdr=header(r), r=r.calc),
+                               name)
+
+
+def factors(n: int) -> list[int] | None:
+    """``n`` as a product of the pass radices (one radix 2 at most), else ``None``."""
+    out = []
+    for r in (4, 3, 5, 7):
+        while n % r == 0:
+            out.append(r)
+            n //= r
+    if n == 2:
+        out.insert(0, 2)
+        n = 1
+    return out if n == 1 else None
+
+
+def _table(dev, n: int, dtype: np.dtype, sign: float):
+    """``exp(sign * 2 pi i t / n)`` for ``t < n`` on the device (cached per device)."""
+    cache = dev.__dict__.setdefault("_fft_tables", {})
+    key = (n, np.dtype(dtype).str, sign)
+    t = cache.get(key)
+    if t is None:
+        t = cache[key] = dev.from_host(
+            np.exp(sign * 2j * np.pi * np.arange(n) / n).astype(dtype))
+    return t
 
 
 def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
@@ -132,23 +179,24 @@ def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
     return outer, shape[axis], inner
 
 
-def _pow2(dev, src, s1, s2, n: int, inner: int, batch: int, sign: float, scale: float):
-    """The power-of-two transform of ``src``'s rows: Stockham passes from ``src`` into
-    ``s1``, then back and forth between ``s1`` and ``s2`` (``src`` may be ``s2``). Returns
-    the buffer holding the result."""
+def _passes(dev, src, s1, s2, n: int, radices: list[int], inner: int, batch: int,
+            sign: float, scale: float):
+    """The transform of ``src``'s rows, ``n`` the product of ``radices``: Stockham passes
+    from ``src`` into ``s1``, then back and forth between ``s1`` and ``s2`` (``src`` may be
+    ``s2``). Returns the buffer holding the result."""
     R = np.dtype(real_of(src.dtype)).type
-    log = n.bit_length() - 1
-    radices = [2] * (log % 2) + [4] * (log // 2)
     if not radices:  # n == 1
         launch(dev.queue, _kernel(dev, src.dtype, "scaled"), src.size,
                [src.base_data, s1.base_data, _L(src.size), R(scale)])
         return s1
+    tw = _table(dev, n, src.dtype, sign)
     cur, dst, ns = src, s1, 1
     for p, radix in enumerate(radices):
         total = batch * (n // radix)
-        launch(dev.queue, _kernel(dev, src.dtype, f"pass{radix}"), total,
-               [cur.base_data, dst.base_data, _L(n), _L(inner), _L(ns), _L(total), R(sign),
-                R(scale if p == len(radices) - 1 else 1.0)])
+        name = f"pass{radix}" if radix in (2, 4) else "passr"
+        launch(dev.queue, _kernel(dev, src.dtype, name, radix), total,
+               [cur.base_data, dst.base_data, _L(n), _L(inner), _L(ns), _L(total),
+                R(scale if p == len(radices) - 1 else 1.0), tw.base_data])
         cur, dst = dst, (s2 if dst is s1 else s1)
         ns *= radix
     return cur
@@ -178,9 +226,10 @@ def _transform_axis(dev, x, axis: int, inverse: bool, norm: str):
     scale = _scale(n, inverse, norm)
     if not x.size:
         return dev.empty(x.shape, x.dtype)
-    if n & (n - 1) == 0:
-        return _pow2(dev, x, dev.empty(x.shape, x.dtype), dev.empty(x.shape, x.dtype), n,
-                     inner, batch, sign, scale)
+    radices = factors(n)
+    if radices is not None:
+        return _passes(dev, x, dev.empty(x.shape, x.dtype), dev.empty(x.shape, x.dtype), n,
+                       radices, inner, batch, sign, scale)
     out = dev.empty(x.shape, x.dtype)
     m = 1 << (2 * n - 2).bit_length()
     R = np.dtype(real_of(x.dtype)).type
@@ -189,12 +238,13 @@ def _transform_axis(dev, x, axis: int, inverse: bool, norm: str):
     total = batch * m
     launch(dev.queue, _kernel(dev, x.dtype, "chirp_in"), total,
            [x.base_data, a.base_data, _L(n), _L(inner), _L(m), _L(total), R(sign)])
-    r = _pow2(dev, a, b, a, m, 1, batch, -1.0, 1.0)
+    rm = factors(m)
+    r = _passes(dev, a, b, a, m, rm, 1, batch, -1.0, 1.0)
     f = _chirp_spectrum(dev, n, m, x.dtype, sign)
     launch(dev.queue, _kernel(dev, x.dtype, "pointwise"), total,
            [r.base_data, f.base_data, _L(m), _L(total)])
     other = a if r is b else b
-    r = _pow2(dev, r, other, r, m, 1, batch, 1.0, 1.0 / m)
+    r = _passes(dev, r, other, r, m, rm, 1, batch, 1.0, 1.0 / m)
     launch(dev.queue, _kernel(dev, x.dtype, "chirp_out"), batch * n,
            [r.base_data, out.base_data, _L(n), _L(inner), _L(m), _L(batch * n), R(sign),
             R(scale)])
