@@ -25,7 +25,7 @@ from . import executor
 from .program import trace
 from .variable import IMPLICIT, Variable
 
-_FLOATS = dtypes.FLOATS
+_FLOATS = dtypes.INEXACT
 _stamps = itertools.count(1)
 
 

@@ -24,7 +24,7 @@ from .codegen import generate, generate_forward
 from .planner import forward_releases
 from .variable import Variable
 
-_FLOATS = dtypes.FLOATS
+_FLOATS = dtypes.INEXACT
 _generation = 0
 
 

@@ -12,55 +12,74 @@ from .variable import Variable
 
 
 def _scalarize(y: Any, w: np.ndarray) -> float:
-    return float(np.sum(np.asarray(y.data, dtype=np.float64) * w))
+    """The real loss ``Re(sum(conj(w) * y))`` (``sum(w * y)`` for real ``y``)."""
+    v = np.asarray(y.data)
+    return float(np.sum(v.real.astype(np.float64) * w.real)
+                 + np.sum(v.imag.astype(np.float64) * w.imag) * (v.dtype.kind == "c"))
 
 
 def gradcheck(fn: Callable[..., Any], inputs: Sequence[Variable], eps: float = 1e-3,
               atol: float = 1e-3, rtol: float = 1e-2, seed: int = 0) -> bool:
     """Compare ``fn``'s analytic gradients (``backward`` with a random upstream gradient)
     with central differences for every floating ``need_grad`` input. Returns True or
-    raises ``AssertionError`` naming the worst element."""
+    raises ``AssertionError`` naming the worst element. Complex inputs and outputs follow
+    PyTorch: for the real loss ``Re(sum(conj(w) * y))`` a complex input's gradient is
+    ``dL/d(real) + i dL/d(imag)``, each part checked by its own differences."""
     inputs = list(inputs)
     checked = [i for i, x in enumerate(inputs)
-               if isinstance(x, Variable) and x.need_grad and x.dtype.kind == "f"]
+               if isinstance(x, Variable) and x.need_grad and x.dtype.kind in "fc"]
     if not checked:
         raise ValueError("gradcheck: no floating-point input has need_grad=True")
     with modes.auto_forward():
         y = fn(*inputs)
-    w = np.random.default_rng(seed).standard_normal(y.shape)
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal(y.shape)
+    if y.dtype.kind == "c":
+        w = w + 1j * rng.standard_normal(y.shape)
     saved = [inputs[i].grad.numpy() for i in checked]
     for i in checked:
         inputs[i].grad.zero()
     with modes.auto_forward():
         y.backward(w.astype(y.dtype))
-    analytic = [inputs[i].grad.numpy().astype(np.float64) for i in checked]
+    analytic = [inputs[i].grad.numpy().astype(np.complex128 if inputs[i].dtype.kind == "c"
+                                               else np.float64) for i in checked]
     for i, g in zip(checked, saved):
         inputs[i].grad.data = g
     worst = (0.0, None)
     for k, i in enumerate(checked):
         x = inputs[i]
         base = x.data.numpy()
-        num = np.zeros(x.shape, np.float64)
-        flat = base.reshape(-1)
-        for j in range(flat.size):
-            vals = []
-            for sgn in (1, -1):
-                p = flat.copy()
-                p[j] += sgn * eps
-                x.data.data = p.reshape(x.shape)
-                with modes.no_grad():
-                    vals.append(_scalarize(fn(*inputs), w))
-            num.reshape(-1)[j] = (vals[0] - vals[1]) / (2 * eps)
+        num = _numerical(fn, inputs, x, base, w, eps)
         x.data.data = base
         err = np.abs(analytic[k] - num) - (atol + rtol * np.abs(num))
         if err.size and err.max() > worst[0]:
             j = int(np.argmax(err))
             idx = np.unravel_index(j, x.shape)
-            worst = (float(err.max()), (i, idx, float(analytic[k].reshape(-1)[j]),
-                                        float(num.reshape(-1)[j])))
+            worst = (float(err.max()), (i, idx, analytic[k].reshape(-1)[j],
+                                        num.reshape(-1)[j]))
     if worst[1] is not None:
         i, idx, a, n = worst[1]
         raise AssertionError(f"gradcheck: input {i} element {tuple(int(t) for t in idx)}: "
                              f"analytic {a:.6g} vs numerical {n:.6g} (atol={atol}, "
                              f"rtol={rtol}, eps={eps})")
     return True
+
+
+def _numerical(fn: Callable[..., Any], inputs: list, x: Variable, base: np.ndarray,
+               w: np.ndarray, eps: float) -> np.ndarray:
+    """Central differences of the loss in each element of ``x`` (and, for a complex ``x``,
+    in its imaginary part, giving ``d/d(real) + i d/d(imag)``)."""
+    steps = (1,) if base.dtype.kind != "c" else (1, 1j)
+    num = np.zeros(x.shape, np.complex128 if base.dtype.kind == "c" else np.float64)
+    flat = base.reshape(-1)
+    for j in range(flat.size):
+        for unit in steps:
+            vals = []
+            for sgn in (1, -1):
+                p = flat.copy()
+                p[j] += sgn * eps * unit
+                x.data.data = p.reshape(x.shape)
+                with modes.no_grad():
+                    vals.append(_scalarize(fn(*inputs), w))
+            num.reshape(-1)[j] += unit * (vals[0] - vals[1]) / (2 * eps)
+    return num

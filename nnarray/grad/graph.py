@@ -38,7 +38,7 @@ from .program import trace
 from .python_function import PyNode, PythonFunction
 from .variable import Variable
 
-_FLOATS = dtypes.FLOATS
+_FLOATS = dtypes.INEXACT
 _REQS = ("write", "add", "null")
 
 #: Argument placeholders of loaded graphs: they have structure, no data, until bound. Kept
