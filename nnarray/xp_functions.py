@@ -115,7 +115,7 @@ def angle(x: Any, /) -> Any:
     if x.dtype.kind == "c":
         return F.angle(x)
     xf = x if x.dtype.kind == "f" else F.cast(x, _F32)
-    return F.atan2(F.mul(xf, 0.0), xf)
+    return F.atan2(F.mul(F.abs(xf), 0.0), xf)  # +0 imaginary parts, as numpy
 
 
 def abs(x: Any, /) -> Any:  # noqa: A001  (the standard's name)

@@ -111,6 +111,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
     unary("sigmoid", _sigmoid)
 
     def _assign(out, x):
+        if x.dtype.kind == "c" and out.dtype.kind != "c":
+            x = x.real  # a cast to a real dtype keeps the real part (numpy would warn)
         xp.copyto(out, x, casting="unsafe")
         return out
 

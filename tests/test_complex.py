@@ -1,0 +1,94 @@
+"""complex64/complex128: dtypes, creation, storage on every backend, parts and their
+gradients (numpy as the reference; torch's convention for gradients)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray.errors import DTypeError
+from nnarray.grad import Variable, gradcheck
+
+_RNG = np.random.default_rng(0)
+_Z = (_RNG.standard_normal((3, 5)) + 1j * _RNG.standard_normal((3, 5)))
+
+
+def test_dtypes_and_promotion():
+    assert nna.isdtype(nna.complex64, "complex floating")
+    assert nna.isdtype(nna.complex128, "numeric") and not nna.isdtype(nna.complex64,
+                                                                      "real floating")
+    assert nna.result_type(nna.float64, nna.complex64) == nna.complex128
+    assert nna.result_type(nna.float32, 1j) == nna.complex64
+    assert nna.finfo(nna.complex64).eps == np.finfo(np.float32).eps
+    assert nna.finfo(nna.complex128).dtype == nna.float64
+    assert nna.__array_namespace_info__().default_dtypes()["complex floating"] == nna.complex64
+    assert set(nna.__array_namespace_info__().dtypes(kind="complex floating")) == {
+        "complex64", "complex128"}
+
+
+def test_creation_and_storage(backend):
+    a = nna.asarray([1 + 2j, 3j])
+    assert a.dtype == nna.complex64 and a.device.backend == backend
+    np.testing.assert_array_equal(np.asarray(a), [1 + 2j, 3j])
+    assert nna.asarray(complex(1, -1)).dtype == nna.complex64
+    np.testing.assert_array_equal(np.asarray(nna.full((2,), 1 - 1j)), [1 - 1j] * 2)
+    np.testing.assert_array_equal(np.asarray(nna.ones(2, dtype=nna.complex128)), [1, 1])
+    x = nna.asarray(_Z)
+    assert x.dtype == nna.complex128
+    np.testing.assert_array_equal(np.asarray(x[1:, ::2]), _Z[1:, ::2])
+    np.testing.assert_array_equal(np.asarray(x[nna.asarray([2, 0])]), _Z[[2, 0]])
+    y = nna.zeros((3,), dtype=nna.complex64)
+    y[1] = 2 - 5j
+    np.testing.assert_array_equal(np.asarray(y), [0, 2 - 5j, 0])
+    c = nna.asarray([True, False, True])
+    np.testing.assert_array_equal(np.asarray(nna.where(c, x[0, :3], x[1, :3])),
+                                  np.where([True, False, True], _Z[0, :3], _Z[1, :3]))
+    np.testing.assert_array_equal(np.from_dlpack(x), _Z)
+
+
+def test_casts(backend):
+    r = nna.asarray(np.array([1.5, -2.0], np.float32))
+    np.testing.assert_array_equal(np.asarray(nna.astype(r, nna.complex64)), [1.5, -2])
+    x = nna.asarray(_Z)
+    np.testing.assert_array_equal(np.asarray(nna.astype(x, nna.complex64)),
+                                  _Z.astype(np.complex64))
+    np.testing.assert_array_equal(np.asarray(nna.astype(x, nna.bool)), _Z != 0)
+    with pytest.raises(DTypeError):
+        nna.full((2,), 1j, dtype=nna.float32)
+
+
+@pytest.mark.parametrize("name", ["real", "imag", "conj", "abs", "angle"])
+def test_parts(backend, name):
+    x = nna.asarray(_Z)
+    got = np.asarray(getattr(nna, name)(x))
+    want = getattr(np, name)(_Z)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    r = np.array([-1.5, 0.0, 2.0])
+    np.testing.assert_allclose(np.asarray(getattr(nna, name)(nna.asarray(r))),
+                               getattr(np, name)(r).astype(np.float64))
+
+
+def test_parts_refuse_real_op_inputs():
+    with pytest.raises(DTypeError, match="real: argument 'x'"):
+        F.real(nna.asarray([1.0]))
+
+
+@pytest.mark.parametrize("name", ["real", "imag", "conj", "complex_abs", "angle"])
+def test_part_gradients(backend, name):
+    a = Variable((3, 5), need_grad=True, dtype=np.complex128)
+    a.d = _Z
+    assert gradcheck(getattr(F, name), [a], eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+def test_cast_gradients(backend):
+    a = Variable((2, 3), need_grad=True, dtype=np.float64)
+    a.d = _RNG.standard_normal((2, 3))
+    assert gradcheck(lambda v: F.mul(F.real(F.cast(v, np.complex128)), 3.0), [a], eps=1e-6,
+                     atol=1e-6, rtol=1e-5)
+    b = Variable((2, 3), need_grad=True, dtype=np.complex128)
+    b.d = _Z[:2, :3]
+    assert gradcheck(lambda v: F.make_complex(F.imag(v), F.real(v)), [b], eps=1e-6,
+                     atol=1e-6, rtol=1e-5)
