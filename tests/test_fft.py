@@ -129,4 +129,5 @@ def test_gradients_match_torch(backend, case):
     with modes.auto_forward():
         y = fn(a)
         y.backward(w if y.dtype.kind == "c" else w.real)
-    np.testing.assert_allclose(a.grad.numpy(), t.grad.resolve_conj().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.resolve_conj().numpy(), rtol=1e-10,
+                               atol=1e-12)
