@@ -260,7 +260,7 @@ def _infer_div(inputs, attrs):
     a, b = inputs
     _array_operand("div", a, b)
     d = _promote("div", a, b)
-    if d not in dtypes.FLOATS:
+    if d not in dtypes.INEXACT:
         d = np.dtype(np.float64)
     return ((broadcast("div", inputs), d),)
 
@@ -301,8 +301,10 @@ def binary_dtype(name: str, d: np.dtype) -> np.dtype:
     rule = BINARY[name][0]
     if rule in ("compare", "logical"):
         return _BOOL
-    if rule == "div" and d not in dtypes.FLOATS:
+    if rule == "div" and d not in dtypes.INEXACT:
         return np.dtype(np.float64)
+    if rule == "float" and d in dtypes.COMPLEX:
+        raise DTypeError(f"{name}: complex operands are not supported (got {d})")
     if rule == "float" and d not in dtypes.FLOATS:
         return dtypes.ufunc_dtype(np.exp, d, name)
     return d
@@ -378,8 +380,8 @@ def _infer_unary(name: str):
 
 def _binary_rule(da: Any, db: Any) -> Any:
     def rule(c, g):
-        a, b = c.inputs if c.inputs else (None, None)
-        y = c.outputs[0] if c.outputs else None
+        a, b = (_cj(v) for v in c.inputs) if c.inputs else (None, None)
+        y = _cj(c.outputs[0]) if c.outputs else None
         return (_fit(c, 0, da(a, b, y, g)) if c.need[0] else None,
                 _fit(c, 1, db(a, b, y, g)) if c.need[1] else None)
     return rule
@@ -387,10 +389,22 @@ def _binary_rule(da: Any, db: Any) -> Any:
 
 def _unary_rule(fn: Any) -> Any:
     def rule(c, g):
-        x = c.inputs[0] if c.inputs else None
-        y = c.outputs[0] if c.outputs else None
+        x = _cj(c.inputs[0]) if c.inputs else None
+        y = _cj(c.outputs[0]) if c.outputs else None
         return (_fit(c, 0, fn(x, y, g)),)
     return rule
+
+
+def _cj(v: Any) -> Any:
+    """``conj(v)`` of a complex value, else ``v``. The rows' derivatives ``f'`` are those of
+    holomorphic functions with real Taylor coefficients, for which PyTorch's gradient
+    ``g * conj(f'(z))`` is ``g * f'(conj(z))``: the rules run on conjugated operands."""
+    if isinstance(v, (complex, np.complexfloating)):
+        return v.conjugate()
+    if getattr(v, "dtype", None) is not None and v.dtype.kind == "c":
+        from .complex import conj
+        return conj(v)
+    return v
 
 
 _binary_ops = {n: BinaryOp(n, _BINARY_RULES[rule](n), differentiable=da is not None)
@@ -463,7 +477,7 @@ def assign(dst: Any, src: Any) -> None:
 # -- backward rules of the functions outside the tables (written with F) -----------
 @_backward(mul, inputs=(0, 1))
 def _mul_grad(c, g):
-    a, b = c.inputs
+    a, b = (_cj(v) for v in c.inputs)
     if c.args[0] is c.args[1] and c.need[0]:  # x * x: one gradient, 2 * g * x
         return _fit(c, 0, g * (a * 2.0)), None
     return (_fit(c, 0, g * b) if c.need[0] else None,

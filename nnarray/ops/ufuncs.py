@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -49,7 +49,9 @@ class Ufunc:
     (``m.erf``, ``m.tanh``, ...); ``None``: written out by each backend. ``c``: the C
     expression. ``onnx``: the ONNX op (import maps it back), or ``(ex, ins, dtype, outs)
     -> None`` emitting a composition; ``None``: not exported. ``api``: the Array API names
-    (the standard's name, then aliases); ``None``: the row's name.
+    (the standard's name, then aliases); ``None``: the row's name. ``cc``: the C expression
+    for complex operands (``None``: not defined for complex on the C backends), written with
+    the complex helpers each C backend defines (``COMPLEX_HELPERS``).
     """
 
     name: str
@@ -61,6 +63,7 @@ class Ufunc:
     c: CExpr | None = None
     onnx: str | Callable | None = None
     api: tuple[str, ...] | None = None
+    cc: str | None = None
 
     @property
     def api_names(self) -> tuple[str, ...]:
@@ -307,6 +310,32 @@ ROWS: tuple[Ufunc, ...] = (
     _u("signbit", "pred", xp="signbit", c=_signbit),
     _u("logical_not", "pred", xp="logical_not", c="x == 0", onnx="Not"),
 )
+
+#: The names a complex C expression (``Ufunc.cc``) may use, each defined by every C backend
+#: for its complex types (``C``; ``R`` its real component type): ``c_re``/``c_im`` (parts),
+#: ``c_new(re, im)``, ``c_abs``, and the complex ``c_mul c_div c_pow c_exp c_expm1 c_log
+#: c_log1p c_log2 c_log10 c_sqrt c_sin c_cos c_tan c_sinh c_cosh c_tanh c_sign``. ``+``,
+#: ``-`` and unary ``-`` act on the parts (C vector types and structs with operators).
+COMPLEX_HELPERS = ("c_re", "c_im", "c_new", "c_abs", "c_mul", "c_div", "c_pow", "c_exp",
+                   "c_expm1", "c_log", "c_log1p", "c_log2", "c_log10", "c_sqrt", "c_sin",
+                   "c_cos", "c_tan", "c_sinh", "c_cosh", "c_tanh", "c_sign")
+
+#: The complex variant of the rows defined for complex operands (``Ufunc.cc``).
+_COMPLEX_C = {
+    "add": "x + y", "sub": "x - y", "mul": "c_mul(x, y)", "div": "c_div(x, y)",
+    "pow": "c_pow(x, y)",
+    "equal": "(c_re(x) == c_re(y) && c_im(x) == c_im(y))",
+    "not_equal": "(c_re(x) != c_re(y) || c_im(x) != c_im(y))",
+    "neg": "-x", "positive": "x", "square": "c_mul(x, x)", "sign": "c_sign(x)",
+    "round": "c_new(rint(c_re(x)), rint(c_im(x)))",
+    **{f: f"c_{f}(x)" for f in ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin",
+                                "cos", "tan", "sinh", "cosh", "tanh")},
+    "isfinite": "(isfinite(c_re(x)) && isfinite(c_im(x)))",
+    "isinf": "(isinf(c_re(x)) || isinf(c_im(x)))",
+    "isnan": "(isnan(c_re(x)) || isnan(c_im(x)))",
+    "logical_not": "(c_re(x) == 0 && c_im(x) == 0)",
+}
+ROWS = tuple(replace(r, cc=_COMPLEX_C.get(r.name)) for r in ROWS)
 
 #: The rows by name.
 BY_NAME: dict[str, Ufunc] = {r.name: r for r in ROWS}

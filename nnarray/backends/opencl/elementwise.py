@@ -29,6 +29,7 @@ from ...ops.elementwise import binary_dtype, unary_dtype
 from ...ops.ufuncs import BY_NAME
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
+from .complex_math import expression as complex_expression
 from .device import OpenCLDevice, _by_queue, device_of
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
 from .programs import LOCAL
@@ -257,6 +258,8 @@ def _special(name: str, ct: CLType) -> tuple[str, str] | None:
 
 def expression(name: str, ct: CLType) -> tuple[str, str]:
     """(OpenCL C of function ``name`` computing in ``ct``, helpers)."""
+    if ct.is_complex:
+        return complex_expression(name, ct)
     special = _special(name, ct)
     if special is not None:
         return special
@@ -318,8 +321,10 @@ def _register_unary(name: str) -> None:
             d = unary_dtype(name, x.dtype)
             out_d = d if out is None else out.dtype
             ct = cltype(x.dtype if pred else d)
-            e = convert(expression(name, ct)[0], ct, cltype(out_d))
-            p = dev.plans[key] = plan(dev, name, e, (x,), [ct], x.shape, out_d)
+            e, helpers = expression(name, ct)
+            rt = cltype(_BOOL) if pred and ct.is_complex else ct  # its predicate is an int
+            p = dev.plans[key] = plan(dev, name, convert(e, rt, cltype(out_d)), (x,), [ct],
+                                      x.shape, out_d, helpers)
         return p.run(dev, (x,), out)
 
 

@@ -1,0 +1,99 @@
+"""Complex arithmetic and functions in OpenCL C on ``float2``/``double2`` (``.x`` real,
+``.y`` imaginary): the helpers the rows' complex expressions (``Ufunc.cc``) call.
+
+Each helper is defined per type with the type's name appended (``c_mul_float2``), so that
+float and double kernels may share a program; ``expression`` renames a row's calls.
+Formulas: Smith's division, ``sqrt`` by the half-angle formulas (no cancellation),
+``tanh`` bounded for large real parts, ``expm1`` with ``cos y - 1 = -2 sin^2(y/2)``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...errors import DTypeError
+from ...ops.ufuncs import BY_NAME
+from .cltypes import CLType
+
+_HELPERS = """
+inline R c_re_C(C a) { return a.x; }
+inline R c_im_C(C a) { return a.y; }
+inline C c_new_C(R re, R im) { return (C)(re, im); }
+inline R c_abs_C(C a) { return hypot(a.x, a.y); }
+inline C c_mul_C(C a, C b) { return (C)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+inline C c_div_C(C a, C b) {
+  if (fabs(b.x) >= fabs(b.y)) {
+    if (b.x == 0) return (C)(a.x / (R)0, a.y / (R)0);
+    const R r = b.y / b.x, d = b.x + b.y * r;
+    return (C)((a.x + a.y * r) / d, (a.y - a.x * r) / d);
+  }
+  const R r = b.x / b.y, d = b.x * r + b.y;
+  return (C)((a.x * r + a.y) / d, (a.y * r - a.x) / d);
+}
+inline C c_exp_C(C a) {
+  const R e = exp(a.x);
+  if (a.y == 0) return (C)(e, a.y);
+  R c; const R s = sincos(a.y, &c);
+  return (C)(e * c, e * s);
+}
+inline C c_expm1_C(C a) {
+  R c; const R s = sincos(a.y, &c); const R h = sin(a.y * (R)0.5);
+  return (C)(expm1(a.x) * c - (R)2 * h * h, exp(a.x) * s);
+}
+inline C c_log_C(C a) { return (C)(log(hypot(a.x, a.y)), atan2(a.y, a.x)); }
+inline C c_log1p_C(C a) {
+  return (C)((R)0.5 * log1p(a.x * ((R)2 + a.x) + a.y * a.y), atan2(a.y, (R)1 + a.x));
+}
+inline C c_log2_C(C a) { return c_log_C(a) * (R)1.44269504088896340736; }
+inline C c_log10_C(C a) { return c_log_C(a) * (R)0.43429448190325182765; }
+inline C c_sqrt_C(C a) {
+  if (a.x == 0 && a.y == 0) return (C)((R)0, a.y);
+  if (isinf(a.y)) return (C)(INFINITY, a.y);
+  const R t = sqrt((fabs(a.x) + hypot(a.x, a.y)) * (R)0.5);
+  if (a.x >= 0) return (C)(t, a.y / ((R)2 * t));
+  return (C)(fabs(a.y) / ((R)2 * t), copysign(t, a.y));
+}
+inline C c_sin_C(C a) { return (C)(sin(a.x) * cosh(a.y), cos(a.x) * sinh(a.y)); }
+inline C c_cos_C(C a) { return (C)(cos(a.x) * cosh(a.y), -sin(a.x) * sinh(a.y)); }
+inline C c_sinh_C(C a) { return (C)(sinh(a.x) * cos(a.y), cosh(a.x) * sin(a.y)); }
+inline C c_cosh_C(C a) { return (C)(cosh(a.x) * cos(a.y), sinh(a.x) * sin(a.y)); }
+inline C c_tanh_C(C a) {
+  if (fabs(a.x) > (R)20)
+    return (C)(copysign((R)1, a.x), (R)4 * sin(a.y) * cos(a.y) * exp((R)-2 * fabs(a.x)));
+  const R d = cosh((R)2 * a.x) + cos((R)2 * a.y);
+  return (C)(sinh((R)2 * a.x) / d, sin((R)2 * a.y) / d);
+}
+inline C c_tan_C(C a) { const C t = c_tanh_C((C)(-a.y, a.x)); return (C)(t.y, -t.x); }
+inline C c_pow_C(C a, C b) {
+  if (b.x == 0 && b.y == 0) return (C)((R)1, (R)0);
+  if (a.x == 0 && a.y == 0 && b.y == 0 && b.x > 0) return (C)((R)0, (R)0);
+  return c_exp_C(c_mul_C(b, c_log_C(a)));
+}
+inline C c_sign_C(C a) {
+  const R r = hypot(a.x, a.y);
+  return r == 0 ? (C)((R)0, (R)0) : (C)(a.x / r, a.y / r);
+}
+"""
+
+_CALL = re.compile(r"\bc_(\w+)_C\b")
+_ROW_CALL = re.compile(r"\bc_(\w+)\(")
+_WORD = re.compile(r"\b[xy]\b")
+
+
+def helpers(ct: CLType) -> str:
+    """The helper definitions for complex type ``ct`` (guarded: a program may hold both
+    a float and a double kernel, each including its own)."""
+    c = ct.calc
+    body = _CALL.sub(lambda m: f"c_{m.group(1)}_{c}", _HELPERS)
+    body = re.sub(r"\bC\b", c, re.sub(r"\bR\b", ct.real, body))
+    return f"#ifndef NNA_COMPLEX_{c}\n#define NNA_COMPLEX_{c}\n{body}#endif\n"
+
+
+def expression(name: str, ct: CLType) -> tuple[str, str]:
+    """(OpenCL C of row ``name``'s complex expression in ``ct``, helpers), else
+    ``DTypeError``."""
+    cc = BY_NAME[name].cc if name in BY_NAME else None
+    if cc is None:
+        raise DTypeError(f"{name}: not defined for {ct.dtype} operands on OpenCL")
+    e = _ROW_CALL.sub(lambda m: f"c_{m.group(1)}_{ct.calc}(", cc)
+    return _WORD.sub(lambda m: {"x": "v0", "y": "v1"}[m.group()], e), helpers(ct)
