@@ -546,9 +546,9 @@ def min(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
 
 
 def mean(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
-    """The arithmetic mean over ``axis`` (floating inputs)."""
+    """The arithmetic mean over ``axis`` (real or complex floating inputs)."""
     _require("mean", x)
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         raise DTypeError(f"mean: argument 'x' must be floating, got {x.dtype} "
                          f"(shape {x.shape})")
     return _same("mean", F.mean, x, axis, keepdims)
@@ -825,6 +825,8 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     s1, s2 = _vector_shapes("vecdot", x1, x2, axis)
     if s1[axis] != s2[axis]:
         raise ValueError(f"vecdot: shapes {x1.shape} and {x2.shape} differ along axis {axis}")
+    if x1.dtype.kind == "c":  # the standard conjugates the first argument
+        x1 = F.conj(x1)
     return sum(F.mul(x1, x2), axis=axis, dtype=result(x1, x2))
 
 

@@ -60,7 +60,8 @@ def _combine(op: str, t: CLType) -> str:
     if op == "sum":
         return "acc += v;"
     if op == "prod":
-        return "acc *= v;"
+        return "acc = (acc_t)(acc.x * v.x - acc.y * v.y, acc.x * v.y + acc.y * v.x);" \
+            .replace("acc_t", t.calc) if t.is_complex else "acc *= v;"
     cmp = ">" if op in ("max", "argmax") else "<"
     if op.startswith("arg"):
         nan = " || (isnan(v) && !isnan(acc))" if t.is_float else ""
@@ -75,12 +76,12 @@ def _combine(op: str, t: CLType) -> str:
 def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLType,
             scaled: bool, partial: bool) -> str:
     arg = op.startswith("arg")
-    init = {"sum": "0", "prod": "1", "max": acc_t.lowest(), "min": acc_t.highest()}.get(op, "0")
+    init = _init(op, acc_t)
     params = [f"__global const {in_t.storage}* restrict x", f"__global {out_t.storage}* out"]
     if arg and partial:
         params.append("__global long* outi")
     params += ["const long nout", "const long R", "const long chunk", "const long nchunk",
-               f"const {acc_t.calc} scale"]
+               f"const {acc_t.real} scale"]
     params += [f"const long kd{d}" for d in range(1, kr)]
     params += [f"const long ks{d}" for d in range(kr)]
     params += [f"const long rd{d}" for d in range(rr)] + [f"const long rs{d}" for d in range(rr)]
@@ -145,7 +146,7 @@ _TILE = 64
 
 _COLUMNS = """{hdr}__kernel void columns(__global const {s}* restrict x, __global {o}* out,
         const long K, const long R, const long chunk, const long ntile, const long nchunk,
-        const long total, const {a} scale) {{
+        const long total, const {sr} scale) {{
     const long g = get_global_id(0);
     if (g >= total) return;
     const long tile = g % ntile, rest = g / ntile;
@@ -188,12 +189,12 @@ def _columns(dev: OpenCLDevice, x: Any, in_t: CLType, kept: Dims, red: Dims, op:
     nchunk = max(1, min(-(-R // 64), -(-16 // (A * ntile))))  # >= 16 work-items
     chunk = -(-R // nchunk)
     nchunk = -(-R // chunk)
-    init = {"sum": "0", "prod": "1", "max": acc_t.lowest(), "min": acc_t.highest()}[op]
+    init = _init(op, acc_t)
     final = nchunk == 1
     out_t = cltype(out.dtype) if final else acc_t
     val = "accs[j] * scale" if final and scale is not None else "accs[j]"
     src = _COLUMNS.format(hdr=header(in_t, acc_t, out_t), s=in_t.storage, o=out_t.storage,
-                          a=acc_t.calc, V=_TILE, init=init,
+                          a=acc_t.calc, sr=acc_t.real, V=_TILE, init=init,
                           load=convert(in_t.load("x", "off + j"), in_t, acc_t),
                           comb=_combine(op, acc_t),
                           store=out_t.store("out", "ob + j", convert(val, acc_t, out_t)))
@@ -202,7 +203,7 @@ def _columns(dev: OpenCLDevice, x: Any, in_t: CLType, kept: Dims, red: Dims, op:
     total = A * ntile * nchunk
     launch(dev.queue, dev.programs.kernel(src, "columns"), total,
            [x.base_data, dst.base_data, L(K), L(R), L(chunk), L(ntile), L(nchunk), L(total),
-            acc_t.scalar(1 if scale is None else scale)])
+            _scale(acc_t, 1 if scale is None else scale)])
     if not final:
         _reduce(dev, dst, acc_t, [(A, nchunk * K), (K, 1)] if A > 1 else [(K, 1)],
                 [(nchunk, K)], op, acc_t, out, scale)
@@ -218,21 +219,38 @@ def _reduce(dev: OpenCLDevice, x: Any, in_t: CLType, kept: Dims, red: Dims, op: 
     R = int(np.prod([s for s, _ in red], dtype=np.int64))
     chunk, nchunk = _chunks(nout, R)
     out_t = cltype(out.dtype)
-    sc = acc_t.scalar(1 if scale is None else scale)
+    sc = _scale(acc_t, 1 if scale is None else scale)
     if nchunk == 1:
         src = _source(op, len(kept), len(red), in_t, acc_t, out_t, scale is not None, False)
         _launch(dev, src, x, [out], nout, R, chunk, 1, sc, kept, red)
         return
     part = dev.empty((nchunk, nout), acc_t.dtype)
     src = _source(op, len(kept), len(red), in_t, acc_t, acc_t, False, False)
-    _launch(dev, src, x, [part], nout, R, chunk, nchunk, acc_t.scalar(1), kept, red)
+    _launch(dev, src, x, [part], nout, R, chunk, nchunk, _scale(acc_t, 1), kept, red)
     _reduce(dev, part, acc_t, [(nout, 1)] if nout > 1 else [], [(nchunk, nout)], op, acc_t,
             out, scale)
+
+
+def _init(op: str, t: CLType) -> str:
+    """The identity of ``op`` in the accumulator type."""
+    if op == "prod" and t.is_complex:
+        return f"(({t.calc})(1, 0))"
+    if op == "max":
+        return t.lowest()
+    return t.highest() if op == "min" else {"prod": "1"}.get(op, "0")
+
+
+def _scale(t: CLType, v: float) -> Any:
+    """The kernels' ``scale`` argument (of the accumulator's real component type)."""
+    return (np.float64 if t.real == "double" else np.float32)(v) if t.dtype.kind in "fc" \
+        else t.scalar(v)
 
 
 def _acc_type(dev: OpenCLDevice, op: str, t: CLType) -> CLType:
     if op in ("max", "min"):
         return t
+    if t.is_complex:  # complex sums in double where the device has it, like floats
+        return cltype(np.dtype(np.complex128)) if dev.fp64 else t
     if t.is_float:
         return cltype(_F64) if dev.fp64 else cltype(np.float32) if t.calc == "float" else t
     if op == "mean":
