@@ -91,6 +91,7 @@ def affine(x: Any, W: Any, b: Any = None) -> Any:
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
 from .backward import sum_to as _sum_to  # noqa: E402
+from .elementwise import _cj  # noqa: E402
 
 
 @_backward(matmul, inputs=(0, 1))
@@ -102,6 +103,7 @@ def _matmul_grad(c, g):
     ta, tb = c.attrs.get("transpose_a", False), c.attrs.get("transpose_b", False)
     a2 = reshape(a, shape=(1,) + sa) if len(sa) == 1 else a
     b2 = reshape(b, shape=sb + (1,)) if len(sb) == 1 else b
+    a2, b2 = _cj(a2), _cj(b2)  # complex: dA = g B^H, dB = A^H g (PyTorch's convention)
     g2 = reshape(g, shape=matmul_shape("matmul", _swapped("", "a", a2.shape, ta),
                                        _swapped("", "b", b2.shape, tb))) \
         if len(sa) == 1 or len(sb) == 1 else g
