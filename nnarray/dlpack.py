@@ -25,6 +25,7 @@ from typing import Any
 from . import backends, dtypes
 from .context import get_current_context
 from .device import Device
+from .errors import DTypeError
 from .ndarray import NdArray
 
 CPU = 1  # dlpack.h kDLCPU: what an array no device can export is exported as
@@ -71,7 +72,11 @@ def from_dlpack(obj: Any) -> NdArray:
                         f"{type(obj).__name__}")
     kind, dev_id = (int(v) for v in obj.__dlpack_device__())
     dev = _device_for(kind, dev_id, "from_dlpack")
-    x = dev.import_dlpack(obj)
+    try:
+        x = dev.import_dlpack(obj)
+    except (RuntimeError, BufferError) as err:  # numpy: "Unsupported dtype in DLTensor"
+        raise DTypeError(f"from_dlpack: argument 'obj' ({type(obj).__name__}, dtype "
+                         f"{getattr(obj, 'dtype', '?')}): {err}") from None
     dt = dtypes.normalize(x.dtype, "from_dlpack", "obj")
     return NdArray._wrap(x, dev, (tuple(x.shape), dt))
 

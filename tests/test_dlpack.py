@@ -51,9 +51,15 @@ def test_import_readonly_copies():
     np.testing.assert_array_equal(a.numpy(), [1, 2, 3, 4])
 
 
+def test_import_complex():
+    z = np.arange(3, dtype=np.complex64) + 2j
+    np.testing.assert_array_equal(np.asarray(nna.from_dlpack(z)), z)
+
+
 def test_import_unsupported_dtype():
+    torch = pytest.importorskip("torch")
     with pytest.raises(nna.DTypeError, match="from_dlpack"):
-        nna.from_dlpack(np.arange(3, dtype=np.complex64))
+        nna.from_dlpack(torch.zeros(3, dtype=torch.bfloat16))
 
 
 def test_import_needs_protocol():

@@ -46,8 +46,8 @@ CASES = [  # id, call, exception, message regex
     ("leaky-alpha", lambda: F.leaky_relu(A(), "a"), TypeError, S("leaky_relu", "'alpha'")),
     ("clip-none", lambda: F.clip(A()), ValueError, S("clip", "'a_min'", "'a_max'")),
     ("clip-array", lambda: F.clip(A(), A(), 1.0), TypeError, S("clip", "'a_min'", "scalar")),
-    ("cast-dtype", lambda: F.cast(A(), np.complex64), DTypeError,
-     S("cast", "'dtype'", "complex64", "not supported")),
+    ("cast-dtype", lambda: F.cast(A(), "M8[s]"), DTypeError,
+     S("cast", "'dtype'", "datetime64[s]", "not supported")),
     ("cast-name", lambda: F.cast(A(), "nonsense"), DTypeError, S("cast", "'nonsense'")),
     # reductions
     ("sum-axis", lambda: F.sum(A((2, 3, 4)), axis=3), ValueError, S("sum", "axis 3", "3 dim")),
@@ -161,9 +161,9 @@ CASES = [  # id, call, exception, message regex
      S("rand", "floating point", "int32")),
     ("randn-shape", lambda: F.randn((2, -3)), ShapeError, S("randn", "negative", "(2, -3)")),
     ("ndarray-shape", lambda: nna.NdArray((2, -1)), ShapeError, S("negative", "(2, -1)")),
-    ("ndarray-dtype", lambda: nna.NdArray((2,), np.complex64), DTypeError, S("complex64")),
-    ("from-numpy-dtype", lambda: nna.NdArray.from_numpy_array(np.zeros(2, np.complex64)),
-     DTypeError, S("from_numpy_array", "complex64")),
+    ("ndarray-dtype", lambda: nna.NdArray((2,), "M8[s]"), DTypeError, S("datetime64[s]")),
+    ("from-numpy-dtype", lambda: nna.NdArray.from_numpy_array(np.zeros(2, "M8[s]")),
+     DTypeError, S("from_numpy_array", "datetime64[s]")),
 ]
 
 
