@@ -66,8 +66,9 @@ def test_namespace_info_lists_every_context():
     devs = info.devices()
     assert nna.Context("numpy", 0) in devs and info.default_device() in devs
     assert info.default_dtypes() == {"real floating": nna.float32, "integral": nna.int64,
-                                     "indexing": nna.int64}
-    assert list(info.dtypes()) == [d for d in ALL_DTYPES if d != "float16"]
+                                     "indexing": nna.int64, "complex floating": nna.complex64}
+    assert list(info.dtypes()) == [d for d in ALL_DTYPES if d != "float16"] + [
+        "complex64", "complex128"]
     assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32", "uint64"}
 
 
