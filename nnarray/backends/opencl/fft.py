@@ -12,9 +12,11 @@ A 1-D transform of length ``n`` along one axis runs on the array viewed as
   the chirp (computed once per ``(n, direction, dtype)`` and kept on the device), an inverse
   transform, and the chirp again (angles from ``k*k mod 2n`` in integers: exact for any n).
 
-An n-D transform is one 1-D transform per axis. ``fft_r2c`` is the complex transform of the
-input made complex, cut to ``n // 2 + 1`` bins; ``fft_c2r`` transforms the other axes, then
-extends the last axis by Hermitian symmetry, transforms it and keeps the real part.
+An n-D transform is one 1-D transform per axis. ``fft_r2c`` transforms the input made
+complex along the last axis, cuts it to ``n // 2 + 1`` bins, then transforms the others
+(on half the data); ``fft_c2r`` transforms the other axes, then extends the last axis by
+Hermitian symmetry, transforms it and keeps the real part. Not done: a half-size complex
+transform for real input (twice less work), radices past 7 without Bluestein.
 """
 
 from __future__ import annotations
@@ -276,9 +278,9 @@ def fft_c2c(x, axes, inverse, norm):
 @register_kernel("fft_r2c", "opencl")
 def fft_r2c(x, axes, norm):
     dev = device_of(x)
-    c = cast(x, complex_of(x.dtype))
-    y = fft_c2c(c, axes, False, norm)
-    return _extend(dev, y, axes[-1], x.shape[axes[-1]] // 2 + 1, False)
+    y = _transform_axis(dev, cast(x, complex_of(x.dtype)), axes[-1], False, norm)
+    y = _extend(dev, y, axes[-1], x.shape[axes[-1]] // 2 + 1, False)  # the other axes
+    return fft_c2c(y, axes[:-1], False, norm) if len(axes) > 1 else y  # on half the bins
 
 
 @register_kernel("fft_c2r", "opencl")
