@@ -1,0 +1,80 @@
+"""SciPy's signal and fft functions that need complex numbers (issue 27) give numpy's values
+on NdArrays, as NdArrays on the data's device. ``SCIPY_ARRAY_API=1`` must be set before SciPy
+is imported, so the calls run in a child process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy")
+
+_CHILD = r"""
+import json, os, sys, warnings
+os.environ["SCIPY_ARRAY_API"] = "1"
+warnings.simplefilter("ignore")
+import numpy as np
+import nnarray as nna
+from scipy import fft as sfft, signal
+
+where = sys.argv[1]
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal(64), rng.standard_normal(9)
+cases = {
+    "fftconvolve": lambda x, k: signal.fftconvolve(x, k),
+    "oaconvolve": lambda x, k: signal.oaconvolve(x, k),
+    "resample": lambda x, k: signal.resample(x, 40),
+    "hilbert": lambda x, k: signal.hilbert(x),
+    "envelope": lambda x, k: signal.envelope(x),
+    "freqz": lambda x, k: signal.freqz(k, worN=16)[1],
+    # the period as a float64 array: a Python float makes a float32 array in nnarray
+    "vectorstrength": lambda x, k: signal.vectorstrength(x[20:40], period(2.0)),
+    "fft.fft": lambda x, k: sfft.fft(x),
+    "fft.rfft": lambda x, k: sfft.rfft(x),
+}
+X, K = (a, b) if where == "reference" else (nna.asarray(a, device=where),
+                                            nna.asarray(b, device=where))
+period = (lambda v: np.asarray(v)) if where == "reference" else (
+    lambda v: nna.asarray(v, dtype=nna.float64, device=where))
+out = {}
+for name, f in cases.items():
+    r = f(X, K)
+    rs = r if isinstance(r, tuple) else (r,)
+    devs = [str(v.device) if isinstance(v, nna.NdArray) else None for v in rs]
+    vals = [np.asarray(v.numpy() if isinstance(v, nna.NdArray) else v, dtype=np.complex128)
+            for v in rs]
+    out[name] = [[[v.real.tolist(), v.imag.tolist()] for v in vals], devs]
+print(json.dumps(out))
+"""
+
+
+def _run(where: str) -> dict:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CONTEXT"}
+    p = subprocess.run([sys.executable, "-c", _CHILD, where], env=env, capture_output=True,
+                       text=True, cwd=root, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict:
+    return _run("reference")
+
+
+def test_scipy_complex_calls_run_on_ndarrays(backend, reference):
+    got = _run(backend)
+    key = str(__import__("nnarray").Context.parse(backend))
+    for name, (want, _) in reference.items():
+        vals, devs = got[name]
+        for v, w in zip(vals, want):
+            v = np.asarray(v[0]) + 1j * np.asarray(v[1])
+            w = np.asarray(w[0]) + 1j * np.asarray(w[1])
+            np.testing.assert_allclose(v, w, rtol=1e-8, atol=1e-8 * np.abs(w).max(),
+                                       err_msg=name)
+        assert devs == [key] * len(devs), f"{name}: results on {devs}, data on {key}"
