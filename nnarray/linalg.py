@@ -59,7 +59,7 @@ def _home(r: Any, x: Any) -> Any:
 
 
 def _float(op: str, x: Any, arg: str = "x") -> None:
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         raise DTypeError(f"{op}: argument '{arg}' must be floating point, got {x.dtype} "
                          f"(shape {x.shape})")
 
@@ -161,8 +161,9 @@ def pinv(x: Any, /, *, rtol: Any = None) -> Any:
     keep = F.greater(s, _tol("pinv", x, s, rtol))
     safe = F.where(keep, s, 1.0)
     si = F.where(keep, F.div(1.0, safe), 0.0)
-    vs = F.mul(_xf.matrix_transpose(vh), F.reshape(si, tuple(si.shape[:-1]) + (1, si.shape[-1])))
-    return F.matmul(vs, _xf.matrix_transpose(u))
+    vs = F.mul(_xf.matrix_transpose(_xf.conj(vh)),
+               F.reshape(si, tuple(si.shape[:-1]) + (1, si.shape[-1])))
+    return F.matmul(vs, _xf.matrix_transpose(_xf.conj(u)))  # V S^-1 U^H
 
 
 # -- on the device ------------------------------------------------------------------------
@@ -216,6 +217,8 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False,
                 ord: Any = 2) -> Any:  # noqa: A002
     """The ``ord``-norm over ``axis`` (``None``: all; a tuple: those axes together)."""
     _float("vector_norm", x)
+    if x.dtype.kind == "c":  # the norm of the moduli: real, as the standard says
+        x = F.complex_abs(x)
     a = F.abs(x)
     if ord == math.inf:
         return _xf.max(a, axis=axis, keepdims=keepdims)
@@ -247,7 +250,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any: 
     elif ord in (1, -1, math.inf, -math.inf):
         red = _xf.max if ord > 0 else _xf.min
         inner = -2 if ord in (1, -1) else -1
-        r = red(_xf.sum(F.abs(x), axis=inner), axis=-1)
+        r = red(_xf.sum(_xf.abs(x), axis=inner), axis=-1)
     else:
         raise ValueError(f"matrix_norm: unsupported ord {ord!r}")
     return F.reshape(r, tuple(r.shape) + (1, 1)) if keepdims else r

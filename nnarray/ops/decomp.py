@@ -21,7 +21,7 @@ from .op import Op
 
 def _matrix(op: str, x: Any, square: bool = True) -> tuple[int, ...]:
     require_array(op, "x", x)
-    if x.dtype not in dtypes.FLOATS:
+    if x.dtype not in dtypes.INEXACT:
         raise DTypeError(f"{op}: argument 'x' must be floating point, got {x.dtype} "
                          f"(shape {x.shape})")
     s = tuple(x.shape)
@@ -44,15 +44,15 @@ def _infer_scalar(inputs, attrs):
 
 
 def _infer_slogdet(inputs, attrs):
-    s = _matrix("slogdet", inputs[0])
-    return ((s[:-2], inputs[0].dtype), (s[:-2], inputs[0].dtype))
+    s = _matrix("slogdet", inputs[0])  # (logabsdet: real, sign: the input's dtype)
+    return ((s[:-2], dtypes.real_of(inputs[0].dtype)), (s[:-2], inputs[0].dtype))
 
 
 def _infer_solve(inputs, attrs):
     a, b = inputs
     sa = _matrix("solve", a)
     require_array("solve", "x2", b)
-    if b.dtype not in dtypes.FLOATS:
+    if b.dtype not in dtypes.INEXACT:
         raise DTypeError(f"solve: argument 'x2' must be floating point, got {b.dtype}")
     sb = tuple(b.shape)
     if len(sb) < 2 or sb[-2] != sa[-1]:
@@ -67,12 +67,12 @@ def _infer_solve(inputs, attrs):
 
 def _infer_eigh(inputs, attrs):
     s = _matrix("eigh", inputs[0])
-    return ((s[:-1], inputs[0].dtype), (s, inputs[0].dtype))
+    return ((s[:-1], dtypes.real_of(inputs[0].dtype)), (s, inputs[0].dtype))
 
 
 def _infer_eigvalsh(inputs, attrs):
     s = _matrix("eigvalsh", inputs[0])
-    return ((s[:-1], inputs[0].dtype),)
+    return ((s[:-1], dtypes.real_of(inputs[0].dtype)),)
 
 
 def _infer_qr(inputs, attrs):
@@ -92,13 +92,13 @@ def _infer_svd(inputs, attrs):
     m, n = s[-2:]
     k = min(m, n)
     d = inputs[0].dtype
-    return ((s[:-2] + (m, m if full else k), d), (s[:-2] + (k,), d),
+    return ((s[:-2] + (m, m if full else k), d), (s[:-2] + (k,), dtypes.real_of(d)),
             (s[:-2] + (n if full else k, n), d))
 
 
 def _infer_svdvals(inputs, attrs):
     s = _matrix("svdvals", inputs[0], square=False)
-    return ((s[:-2] + (min(s[-2:]),), inputs[0].dtype),)
+    return ((s[:-2] + (min(s[-2:]),), dtypes.real_of(inputs[0].dtype)),)
 
 
 inv = Op("inv", _infer_same("inv"))
