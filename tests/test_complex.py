@@ -98,7 +98,9 @@ _Y = _RNG.standard_normal((3, 5)) + 1j * _RNG.standard_normal((3, 5))
 _BINARY = ["add", "subtract", "multiply", "divide", "pow", "equal", "not_equal"]
 _UNARY = ["negative", "positive", "square", "sign", "exp", "expm1", "log", "log1p", "log2",
           "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "isfinite", "isinf",
-          "isnan", "round", "logical_not"]
+          "isnan", "round", "logical_not", "asin", "acos", "atan", "asinh", "acosh", "atanh"]
+_NP = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+       "acosh": "arccosh", "atanh": "arctanh"}
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
@@ -107,11 +109,27 @@ def test_elementwise(backend, name, dtype):
     x, y = _Z.astype(dtype), _Y.astype(dtype)
     f = getattr(nna, name)
     want = getattr(np, name)(x, y) if name in _BINARY else (
-        x / np.abs(x) if name == "sign" else getattr(np, name)(x))
+        x / np.abs(x) if name == "sign" else getattr(np, _NP.get(name, name))(x))
     got = f(nna.asarray(x), nna.asarray(y)) if name in _BINARY else f(nna.asarray(x))
     assert got.dtype == want.dtype
     tol = 1e-5 if dtype == np.complex64 else 1e-13
     np.testing.assert_allclose(np.asarray(got), want, rtol=tol, atol=tol)
+
+
+def test_branch_cuts_and_special_values(backend):
+    """Signed zeros pick the side of a branch cut; infinities and NaNs as the standard says."""
+    z = np.array([3 + 0j, complex(3, -0.0), -3 + 0j, 2j, complex(-0.0, 2), 0.5 + 0j])
+    for name in ("asin", "acos", "asinh", "acosh", "atanh", "sqrt", "log"):
+        got = np.asarray(getattr(nna, name)(nna.asarray(z)))
+        np.testing.assert_allclose(got, getattr(np, _NP.get(name, name))(z), rtol=1e-13,
+                                   atol=1e-15, err_msg=name)
+    inf, nan = np.inf, np.nan
+    cases = {"exp": [(complex(-inf, inf), 0j)], "tanh": [(complex(inf, 2), 1 + 0j)],
+             "sinh": [(complex(inf, 0), complex(inf, 0))],
+             "cosh": [(complex(nan, 0), complex(nan, 0))]}
+    for name, pairs in cases.items():
+        got = np.asarray(getattr(nna, name)(nna.asarray(np.array([p[0] for p in pairs]))))
+        np.testing.assert_array_equal(got, [p[1] for p in pairs], err_msg=name)
 
 
 def test_mixed_and_scalars(backend):

@@ -314,11 +314,13 @@ ROWS: tuple[Ufunc, ...] = (
 #: The names a complex C expression (``Ufunc.cc``) may use, each defined by every C backend
 #: for its complex types (``C``; ``R`` its real component type): ``c_re``/``c_im`` (parts),
 #: ``c_new(re, im)``, ``c_abs``, and the complex ``c_mul c_div c_pow c_exp c_expm1 c_log
-#: c_log1p c_log2 c_log10 c_sqrt c_sin c_cos c_tan c_sinh c_cosh c_tanh c_sign``. ``+``,
+#: c_log1p c_log2 c_log10 c_sqrt c_sin c_cos c_tan c_sinh c_cosh c_tanh c_asin c_acos c_atan
+#: c_asinh c_acosh c_atanh c_sign``. ``+``,
 #: ``-`` and unary ``-`` act on the parts (C vector types and structs with operators).
 COMPLEX_HELPERS = ("c_re", "c_im", "c_new", "c_abs", "c_mul", "c_div", "c_pow", "c_exp",
                    "c_expm1", "c_log", "c_log1p", "c_log2", "c_log10", "c_sqrt", "c_sin",
-                   "c_cos", "c_tan", "c_sinh", "c_cosh", "c_tanh", "c_sign")
+                   "c_cos", "c_tan", "c_sinh", "c_cosh", "c_tanh", "c_asin", "c_acos",
+                   "c_atan", "c_asinh", "c_acosh", "c_atanh", "c_sign")
 
 #: The complex variant of the rows defined for complex operands (``Ufunc.cc``).
 _COMPLEX_C = {
@@ -329,7 +331,8 @@ _COMPLEX_C = {
     "neg": "-x", "positive": "x", "square": "c_mul(x, x)", "sign": "c_sign(x)",
     "round": "c_new(rint(c_re(x)), rint(c_im(x)))",
     **{f: f"c_{f}(x)" for f in ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin",
-                                "cos", "tan", "sinh", "cosh", "tanh")},
+                                "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",
+                                "asinh", "acosh", "atanh")},
     "isfinite": "(isfinite(c_re(x)) && isfinite(c_im(x)))",
     "isinf": "(isinf(c_re(x)) || isinf(c_im(x)))",
     "isnan": "(isnan(c_re(x)) || isnan(c_im(x)))",

@@ -33,6 +33,7 @@ inline C c_div_C(C a, C b) {
 inline C c_exp_C(C a) {
   const R e = exp(a.x);
   if (a.y == 0) return (C)(e, a.y);
+  if (isinf(a.x) && !isfinite(a.y)) return a.x > 0 ? (C)(a.x, a.y - a.y) : (C)((R)0, (R)0);
   R c; const R s = sincos(a.y, &c);
   return (C)(e * c, e * s);
 }
@@ -42,6 +43,8 @@ inline C c_expm1_C(C a) {
 }
 inline C c_log_C(C a) { return (C)(log(hypot(a.x, a.y)), atan2(a.y, a.x)); }
 inline C c_log1p_C(C a) {
+  if (isinf(a.x) || isinf(a.y)) return (C)(INFINITY, atan2(a.y, (R)1 + a.x));
+  if (fabs(a.x) > (R)0.5 || fabs(a.y) > (R)0.5) return c_log_C((C)((R)1 + a.x, a.y));
   return (C)((R)0.5 * log1p(a.x * ((R)2 + a.x) + a.y * a.y), atan2(a.y, (R)1 + a.x));
 }
 inline C c_log2_C(C a) { return c_log_C(a) * (R)1.44269504088896340736; }
@@ -55,9 +58,22 @@ inline C c_sqrt_C(C a) {
 }
 inline C c_sin_C(C a) { return (C)(sin(a.x) * cosh(a.y), cos(a.x) * sinh(a.y)); }
 inline C c_cos_C(C a) { return (C)(cos(a.x) * cosh(a.y), -sin(a.x) * sinh(a.y)); }
-inline C c_sinh_C(C a) { return (C)(sinh(a.x) * cos(a.y), cosh(a.x) * sin(a.y)); }
-inline C c_cosh_C(C a) { return (C)(cosh(a.x) * cos(a.y), sinh(a.x) * sin(a.y)); }
+// sinh, cosh, tanh: the standard's (C99 Annex G's) special cases before the formulas
+inline C c_sinh_C(C a) {
+  if (a.y == 0) return (C)(sinh(a.x), a.y);
+  if ((a.x == 0 || isinf(a.x)) && !isfinite(a.y)) return (C)(a.x, a.y - a.y);
+  return (C)(sinh(a.x) * cos(a.y), cosh(a.x) * sin(a.y));
+}
+inline C c_cosh_C(C a) {
+  if (a.y == 0) return (C)(cosh(a.x), isfinite(a.x) ? sinh(a.x) * a.y : a.y);
+  if (a.x == 0 && !isfinite(a.y)) return (C)(a.y - a.y, (R)0);
+  if (isinf(a.x) && !isfinite(a.y)) return (C)(fabs(a.x), a.y - a.y);
+  return (C)(cosh(a.x) * cos(a.y), sinh(a.x) * sin(a.y));
+}
 inline C c_tanh_C(C a) {
+  if (isinf(a.x)) return (C)(copysign((R)1, a.x), copysign((R)0, a.y));
+  if (a.x == 0 && !isfinite(a.y)) return (C)(a.x, a.y - a.y);
+  if (isnan(a.x) && a.y == 0) return a;
   if (fabs(a.x) > (R)20)
     return (C)(copysign((R)1, a.x), (R)4 * sin(a.y) * cos(a.y) * exp((R)-2 * fabs(a.x)));
   const R d = cosh((R)2 * a.x) + cos((R)2 * a.y);
@@ -69,6 +85,30 @@ inline C c_pow_C(C a, C b) {
   if (a.x == 0 && a.y == 0 && b.y == 0 && b.x > 0) return (C)((R)0, (R)0);
   return c_exp_C(c_mul_C(b, c_log_C(a)));
 }
+// Inverse functions: asinh by its logarithm on the right half-plane (odd symmetry, log 2z
+// for large |z|), acosh by Kahan's log(z + sqrt(z + 1) sqrt(z - 1)), atanh from log1p;
+// asin, acos, atan through them.
+inline C c_asinh_C(C z) {
+  const int neg = signbit(z.x);
+  const C w = neg ? -z : z;
+  const R big = sizeof(R) == 8 ? (R)1e150 : (R)1e18;
+  C r;
+  if (fabs(w.x) > big || fabs(w.y) > big || isinf(w.x) || isinf(w.y))
+    r = c_log_C(w) + (C)((R)0.69314718055994530942, (R)0);
+  else
+    r = c_log_C(w + c_sqrt_C(c_mul_C(w, w) + (C)((R)1, (R)-0.0)));  // -0: keeps a zero's sign
+  return neg ? -r : r;
+}
+inline C c_acosh_C(C z) {
+  return c_log_C(z + c_mul_C(c_sqrt_C(z + (C)((R)1, (R)-0.0)), c_sqrt_C(z - (C)((R)1, (R)0))));
+}
+inline C c_atanh_C(C z) { return (c_log1p_C(z) - c_log1p_C(-z)) * (R)0.5; }
+inline C c_asin_C(C z) { const C t = c_asinh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
+inline C c_acos_C(C z) {
+  const C t = c_asin_C(z);
+  return (C)((R)1.57079632679489661923 - t.x, -t.y);
+}
+inline C c_atan_C(C z) { const C t = c_atanh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
 inline C c_sign_C(C a) {
   const R r = hypot(a.x, a.y);
   return r == 0 ? (C)((R)0, (R)0) : (C)(a.x / r, a.y / r);
