@@ -74,7 +74,7 @@ inline C c_tanh_C(C a) {
   if (isinf(a.x)) return (C)(copysign((R)1, a.x), copysign((R)0, a.y));
   if (a.x == 0 && !isfinite(a.y)) return (C)(a.x, a.y - a.y);
   if (isnan(a.x) && a.y == 0) return a;
-  if (fabs(a.x) > (R)20)
+  if (fabs(a.x) > (R)20 && isfinite(a.y))
     return (C)(copysign((R)1, a.x), (R)4 * sin(a.y) * cos(a.y) * exp((R)-2 * fabs(a.x)));
   const R d = cosh((R)2 * a.x) + cos((R)2 * a.y);
   return (C)(sinh((R)2 * a.x) / d, sin((R)2 * a.y) / d);
@@ -89,6 +89,7 @@ inline C c_pow_C(C a, C b) {
 // for large |z|), acosh by Kahan's log(z + sqrt(z + 1) sqrt(z - 1)), atanh from log1p;
 // asin, acos, atan through them.
 inline C c_asinh_C(C z) {
+  if (z.y == 0) return (C)(asinh(z.x), z.y);
   const int neg = signbit(z.x);
   const C w = neg ? -z : z;
   const R big = sizeof(R) == 8 ? (R)1e150 : (R)1e18;
@@ -100,9 +101,17 @@ inline C c_asinh_C(C z) {
   return neg ? -r : r;
 }
 inline C c_acosh_C(C z) {
+  if (isinf(z.x) || isinf(z.y))
+    return (C)(INFINITY, (isnan(z.x) || isnan(z.y)) ? NAN : atan2(z.y, z.x));
+  if (z.x == 0 && isnan(z.y)) return (C)(z.y, (R)1.57079632679489661923);
   return c_log_C(z + c_mul_C(c_sqrt_C(z + (C)((R)1, (R)-0.0)), c_sqrt_C(z - (C)((R)1, (R)0))));
 }
-inline C c_atanh_C(C z) { return (c_log1p_C(z) - c_log1p_C(-z)) * (R)0.5; }
+inline C c_atanh_C(C z) {
+  if (isinf(z.x) || isinf(z.y))
+    return (C)(copysign((R)0, z.x), isnan(z.y) ? z.y : copysign((R)1.57079632679489661923, z.y));
+  if (z.x == 0 && isnan(z.y)) return z;
+  return (c_log1p_C(z) - c_log1p_C(-z)) * (R)0.5;
+}
 inline C c_asin_C(C z) { const C t = c_asinh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
 inline C c_acos_C(C z) {
   const C t = c_asin_C(z);
