@@ -17,9 +17,7 @@ from typing import Any
 
 import numpy as np
 
-import nnarray as nna
-
-from . import dtypes
+from . import dtypes, late
 from . import functions as F
 from . import linalg as L
 from .context import dispatch_context
@@ -27,6 +25,9 @@ from .errors import DTypeError, ShapeError
 from .ndarray import NdArray
 from .operators import ArrayOperators
 from .values import ndarray_of
+
+#: the ``nnarray`` namespace (the package imports this module first)
+nna: Any = late.bind(__name__, "nna", "nnarray")
 
 _NO = object()  # an argument not given
 
@@ -523,3 +524,5 @@ def _functions() -> dict[Callable, Callable]:
         np.linalg.matrix_power: _same(L.matrix_power), np.linalg.norm: _norm,
     })
     return t
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

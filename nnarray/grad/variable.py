@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import context as _context
-from .. import dtypes
+from .. import dtypes, late
 from .. import functions as F
 from .. import grad as _grad  # the package: its engine modules, used at call time
 from ..context import _current, context_scope
@@ -20,6 +20,8 @@ from ..ops.op import GraphValue
 from . import modes
 from .modes import SAVED
 from .node import Node
+
+_pickling: Any = late.bind(__name__, "_pickling", "nnarray.pickling")  # (above grad)
 
 
 class _Implicit:
@@ -242,8 +244,7 @@ class Variable(GraphValue, ArrayOperators):
     def __reduce__(self) -> tuple:
         """``pickle``/``copy.deepcopy``: a leaf with the same data, gradient,
         ``need_grad`` and name (``nnarray.pickling``; the graph is not kept)."""
-        from ..pickling import restore_variable
-        return restore_variable, (self.shape, self.dtype, self._data, self._grad,
+        return _pickling.restore_variable, (self.shape, self.dtype, self._data, self._grad,
                                   self._need_grad, self._name)
 
     # -- the graph-value protocol of the ops (``ops.op.GraphValue``) ---------------------

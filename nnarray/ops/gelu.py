@@ -35,16 +35,14 @@ gelu_op = Op("gelu", _infer)
 
 def erf(x: Any) -> Any:
     """``erf(x)`` from F functions (absolute error below 1.5e-7)."""
-    from .. import functions as F
-    ax = F.abs(x)
+    ax = _F.abs(x)
     t = 1.0 / (1.0 + _P * ax)
     poly = t * (_A[0] + t * (_A[1] + t * (_A[2] + t * (_A[3] + t * _A[4]))))
-    return F.sign(x) * (1.0 - poly * F.exp(-(ax * ax)))
+    return _F.sign(x) * (1.0 - poly * _F.exp(-(ax * ax)))
 
 
 def _tanh_inner(x: Any) -> Any:
-    from .. import functions as F
-    return F.tanh((x + x * x * x * _K) * _C)
+    return _F.tanh((x + x * x * x * _K) * _C)
 
 
 def _compose(x: Any, approximate: str) -> Any:
@@ -63,8 +61,10 @@ def gelu(x: Any, approximate: str = "none") -> Any:
 
 
 # -- backward rule --------------------------------------------------------------------
-from .backward import F as _F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(gelu_op, inputs=(0,))

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import late
 from ..ndarray import NdArray
 from ..views import c_strides
 from .op import Op
@@ -251,3 +252,5 @@ def _gather_grad(c, g):
         r = scatter_add(_cast(g, dtype=np.float32), c.inputs[1], size=n)
         return (_cast(r, dtype=np.float16), None)
     return (scatter_add(g, c.inputs[1], size=n), None)
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

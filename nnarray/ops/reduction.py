@@ -8,6 +8,7 @@ axis: int | None, keepdims: bool)`` -> int64 (``None``: over the flattened array
 from __future__ import annotations
 
 import builtins
+from typing import Any
 
 import numpy as np
 
@@ -92,10 +93,12 @@ argmin = Op("argmin", _infer_arg("argmin"), differentiable=False)
 
 
 # -- backward rules -------------------------------------------------------------------
-from .backward import F as _F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
 from .backward import unreduce as _unreduce  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(sum)

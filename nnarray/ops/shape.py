@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, late
 from ..errors import ShapeError
 from ..ndarray import normalize_shape
 from .common import broadcast_to_shape, check_indices, norm_axis, require_array
@@ -320,7 +320,8 @@ def _slice_grad(c, g):
     return (g,)
 
 
-from .backward import F as _F  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 # -- take ---------------------------------------------------------------------------------
@@ -363,3 +364,5 @@ def _take_grad(c, g):  # the scatter-add of g, as g @ one_hot(indices)
     r = _F.matmul(gm, oh)  # (..., n)
     inv = tuple(int(i) for i in np.argsort(perm))
     return (_fit(c, 0, _F.transpose(r, inv)), None)
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

@@ -121,9 +121,11 @@ def mean_squared_error(x: Any, t: Any) -> Any:
 
 
 # -- backward rules -------------------------------------------------------------------
-from .backward import F as _F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(softmax, outputs=(0,))
