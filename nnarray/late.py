@@ -10,8 +10,11 @@ global bound to the higher module::
 and the higher module, at the end of its import, calls ``late.provide(__name__)``, which
 sets that global in every module that declared it (one that declares it later gets it at
 once). Calls read a plain module global: no cost on the hot path. ``nnarray/__init__``
-imports every provider of the core before any array exists; a slot bound to a module
-that loads on first use (``nnarray.grad.naming``) reads ``None`` until then.
+imports every provider of the core before any array exists. Until then a slot holds an
+``Unbound`` placeholder, which names the provider when used; a slot bound to a module that
+loads on first use (``nnarray.grad.naming``) is declared ``optional`` and reads ``None``
+until then. Each module declares its own slots: ``from .backward import F`` would copy
+the placeholder before it is bound.
 """
 
 from __future__ import annotations
@@ -24,11 +27,32 @@ _waiting: dict[str, list[tuple[str, str]]] = {}
 _provided: dict[str, Any] = {}
 
 
-def bind(module: str, attr: str, provider: str) -> Any:
+class Unbound:
+    """A slot's value until its provider is imported."""
+
+    __slots__ = ("provider",)
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"{self.provider}.{name}: {self.provider} is not imported yet "
+                           f"(a late-bound slot used before its provider, or copied from "
+                           f"another module before it was bound)")
+
+    def __repr__(self) -> str:
+        return f"<unbound {self.provider}>"
+
+
+def bind(module: str, attr: str, provider: str, optional: bool = False) -> Any:
     """The initial value of ``module``'s global ``attr``: the ``provider`` module if it
-    was already imported (provided), else ``None`` until ``provide(provider)``."""
+    was already imported (provided), else a placeholder (``None`` where ``optional``)
+    until ``provide(provider)``."""
     _waiting.setdefault(provider, []).append((module, attr))
-    return _provided.get(provider)
+    got = _provided.get(provider)
+    if got is None and not optional:
+        return Unbound(provider)
+    return got
 
 
 def provide(provider: str) -> None:

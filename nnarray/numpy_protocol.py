@@ -24,6 +24,8 @@ from .context import dispatch_context
 from .errors import DTypeError, ShapeError
 from .ndarray import NdArray
 from .operators import ArrayOperators
+from .ops.elementwise import functions as ew_functions
+from .ops.ufuncs import ROWS
 from .values import ndarray_of
 
 #: the ``nnarray`` namespace (the package imports this module first)
@@ -71,20 +73,24 @@ def _cast(xs: list, dtype: Any) -> list:
 
 
 # -- ufuncs ------------------------------------------------------------------------------
-#: numpy ufunc name -> nnarray namespace function name, where they differ.
-_RENAMED = {
-    "power": "pow", "absolute": "abs", "fabs": "abs",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
-    "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2", "rint": "round",
-    "invert": "bitwise_invert", "left_shift": "bitwise_left_shift",
-    "right_shift": "bitwise_right_shift", "conjugate": "conj",
-}
-_SAME = (
-    "add subtract multiply divide negative positive exp expm1 log log2 log10 log1p sqrt square "
-    "reciprocal sin cos tan sinh cosh tanh hypot maximum minimum floor ceil trunc sign "
-    "signbit copysign nextafter logaddexp floor_divide remainder bitwise_and bitwise_or "
-    "bitwise_xor logical_and logical_or logical_xor logical_not equal not_equal less "
-    "less_equal greater greater_equal isfinite isinf isnan matmul").split()
+#: numpy ufunc name -> nnarray namespace function name, for the ufuncs beside the declared
+#: elementwise functions' own (``_declared``).
+_RENAMED = {"fabs": "abs", "rint": "round", "conjugate": "conj"}
+_SAME = ("reciprocal", "matmul")
+
+
+def _declared() -> dict[str, Callable]:
+    """numpy ufunc name -> the function, for every declared elementwise function whose
+    numpy (or ``scipy.special``) function is a ufunc (``ops/ufuncs.py``)."""
+    t: dict[str, Callable] = {}
+    for r in ROWS:
+        if not isinstance(r.xp, str):
+            continue
+        if "." in r.xp:  # scipy.special's ufuncs dispatch here too
+            t[r.xp.rsplit(".", 1)[1]] = ew_functions[r.name]
+        elif isinstance(getattr(np, r.xp), np.ufunc):
+            t[getattr(np, r.xp).__name__] = ew_functions[r.name]
+    return t
 
 
 def _deg2rad(x: Any) -> Any:
@@ -105,7 +111,8 @@ _TYPED = ("sum", "prod", "cumulative_sum", "cumulative_prod")  # take dtype=
 @functools.cache
 def _ufuncs() -> dict[str, Callable]:
     """numpy ufunc name -> the nnarray function."""
-    t: dict[str, Callable] = {n: getattr(nna, n) for n in _SAME}
+    t = _declared()
+    t.update({n: getattr(nna, n) for n in _SAME})
     t.update({n: getattr(nna, m) for n, m in _RENAMED.items()})
     t.update({"exp2": lambda x: nna.pow(2.0, x), "deg2rad": _deg2rad, "radians": _deg2rad,
               "rad2deg": _rad2deg, "degrees": _rad2deg,

@@ -19,7 +19,7 @@ from ..registry import lookup
 
 #: ``nnarray.grad.naming``, where graphs name their nodes: ``None`` until ``nnarray.grad``
 #: is imported, and until then no value records a node, so a ``name=`` names nothing.
-naming: Any = late.bind(__name__, "naming", "nnarray.grad.naming")
+naming: Any = late.bind(__name__, "naming", "nnarray.grad.naming", optional=True)
 
 
 def check_name(name: Any) -> None:
