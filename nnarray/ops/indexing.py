@@ -25,6 +25,9 @@ from ..ndarray import NdArray
 from ..views import c_strides
 from .op import Op
 
+#: ``ops.shape`` (above: its ``getitem`` comes here for advanced keys)
+_shape: Any = late.bind(__name__, "_shape", "nnarray.ops.shape")
+
 _I64 = np.dtype(np.int64)
 
 
@@ -90,8 +93,8 @@ def _host_array(i: Any) -> Any:
 
 def _positions(mask: Any) -> Any:
     """The flat true positions of ``mask`` (int64, 1-D; count read back, counted)."""
-    from .shape import reshape
     from .sorting import true_positions
+    reshape = _shape.reshape
     return true_positions(reshape(mask, shape=(-1,)) if mask.ndim != 1 else mask)
 
 
@@ -150,7 +153,7 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any, ctx: Any = None) -> 
     index arrays elsewhere are moved there, counted); every index is validated here."""
     from .elementwise import cast as _cast
     from .elementwise import functions as _ew
-    from .shape import broadcast_to, reshape
+    broadcast_to, reshape = _shape.broadcast_to, _shape.reshape
     st = c_strides(shape)
     comps = _expand(op, shape, key, ctx)
     adv = []  # (position in comps, 1-D/N-D offsets array)
@@ -227,7 +230,7 @@ def device_context(ctx: Any) -> Any:
 def advanced_getitem(x: Any, key: Any) -> Any:
     """``x[key]`` for keys holding masks or integer arrays (see the module docstring)."""
     from ..context import dispatch_context
-    from .shape import reshape
+    reshape = _shape.reshape
     data = x if type(x) is NdArray else getattr(x, "data", None)  # a graph value's data
     ctx = dispatch_context((data,) if type(data) is NdArray else ())
     flat = flat_offsets("getitem", x.shape, key, device_context(ctx))
