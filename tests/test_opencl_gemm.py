@@ -210,8 +210,9 @@ def test_cpu_params_from_vector_width(dtype, width, expected):
 class _FakeCPU:
     """What Gemm reads of a device, for CPUs that this machine is not."""
 
-    def __init__(self, preferred, native):
+    def __init__(self, preferred, native, version="OpenCL 3.0"):
         self.type = cl.device_type.CPU
+        self.version = version
         self.extensions = "cl_khr_fp64"
         self.name = "fake"
         self.max_work_group_size = 4096
@@ -244,6 +245,32 @@ def test_gemm_selects_by_device_properties(preferred, native, float_p, double_p)
     assert gemm.params_for("float", 64, 1000, 100) == float_p  # MLP layer: whole tile
     small = gemm.params_for("float", 64, 10, 100)
     assert (small["mr"], small["vw"]) == (min(float_p["mr"], 64), 8)
+
+
+@pytest.mark.parametrize("version,bits", [
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3", 256),
+    ("OpenCL 3.0 PoCL HSTR: basic-x86_64-pc-linux-gnu-haswell", 256),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-skylake-avx512", 512),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver4", 512),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-x86-64-v4", 512),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-x86-64", 128),
+    ("OpenCL 3.0 PoCL HSTR: pthread-aarch64-unknown-linux-gnu-neoverse-n1", None),
+    ("OpenCL 3.0 CUDA", None), ("", None),
+])
+def test_compiled_vector_bits(version, bits):
+    assert G.compiled_vector_bits(version) == bits
+
+
+def test_compile_target_caps_the_reported_width():
+    """pocl (LLVM 14) on a Zen 4 reports 16 floats from CPUID but compiles for znver3
+    (AVX2): the AVX2 tile, not the AVX-512 one that spills there."""
+    znver3 = "OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3"
+    gemm = G.Gemm(None, _FakeCPU((16, 8), (16, 8), znver3))
+    assert gemm.params == {"float": AVX2_F32, "double": dict(AVX2_F32, vw=4)}
+    avx512 = znver3.replace("znver3", "znver4")
+    gemm = G.Gemm(None, _FakeCPU((16, 8), (16, 8), avx512))
+    assert gemm.params == {"float": G.CPU_PARAMS["float"], "double": G.CPU_PARAMS["double"]}
+    assert G.Gemm(None, _FakeCPU((8, 4), (8, 4), avx512)).params["float"] == AVX2_F32
 
 
 #: Every register tile cpu_params can return for a real x86 device, by (dtype, width).

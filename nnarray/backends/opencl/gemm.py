@@ -107,9 +107,37 @@ def cpu_params(dtype: str, width: int) -> dict[str, Any]:
 
 def device_vector_width(device: Any, dtype: str) -> int:
     """The widest of the device's native and preferred vector widths for ``dtype`` (some
-    CPU drivers report a preferred width of 1 and leave vectorizing to their compiler)."""
-    return max(getattr(device, f"{kind}_vector_width_{dtype}", 0) or 0
-               for kind in ("native", "preferred"))
+    CPU drivers report a preferred width of 1 and leave vectorizing to their compiler),
+    capped at what its compiler targets (``compiled_vector_bits``)."""
+    width = max(getattr(device, f"{kind}_vector_width_{dtype}", 0) or 0
+                for kind in ("native", "preferred"))
+    bits = compiled_vector_bits(getattr(device, "version", "") or "")
+    return width if bits is None else min(width, bits // (8 * _SIZE[dtype]))
+
+
+#: LLVM CPU names whose code uses 512-bit vectors (AVX-512), and generic x86-64 targets
+#: without AVX; every other x86 CPU name counts as 256 bits (AVX/AVX2).
+AVX512_CPUS = frozenset({
+    "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
+    "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
+    "graniterapids", "graniterapids-d", "diamondrapids", "knl", "knm", "znver4", "znver5",
+    "x86-64-v4"})
+SSE_CPUS = frozenset({"x86-64", "x86-64-v2", "generic", "core2", "nehalem", "westmere"})
+
+
+def compiled_vector_bits(version: str) -> int | None:
+    """Vector bits of the x86 CPU that pocl compiles kernels for, from its device version
+    (``"OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3"``); None where the
+    version names none. pocl reports vector widths from CPUID but compiles for the CPU that
+    its LLVM recognizes: LLVM 14 takes a Zen 4 (AVX-512) for ``znver3`` (AVX2), and the
+    AVX-512 tile's 28 accumulators then spill out of 16 ymm registers (3x slower)."""
+    hstr = version.partition("HSTR: ")[2].split(" ")[0]
+    if not any(f"-{arch}-" in hstr for arch in ("x86_64", "i386", "i486", "i586", "i686")):
+        return None
+    cpus = [c for c in AVX512_CPUS | SSE_CPUS if hstr.endswith("-" + c)]
+    if not cpus:
+        return 256
+    return 512 if max(cpus, key=len) in AVX512_CPUS else 128
 
 
 def _header(t: str) -> str:
