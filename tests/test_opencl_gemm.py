@@ -11,53 +11,47 @@ import pytest
 cl = pytest.importorskip("pyopencl")
 cla = pytest.importorskip("pyopencl.array")
 
+from nnarray.backends import opencl as ocl  # noqa: E402
 from nnarray.backends.opencl import gemm as G  # noqa: E402
 
 
-def _working_device():
-    """(device, None) for the first device that compiles a trivial kernel, else (None, why)."""
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error as e:
-        return None, f"no OpenCL platform ({e})"
-    why = "no OpenCL device"
-    for platform in platforms:
-        for dev in platform.get_devices():
-            try:
-                cl.Program(cl.Context([dev]), "__kernel void f(__global int* a) { a[0] = 1; }"
-                           ).build()
-                return dev, None
-            except cl.Error as e:
-                why = f"{dev.name} cannot build OpenCL programs: {str(e).strip()[-160:]}"
-    return None, why
+def _device_ids() -> list[int | None]:
+    """nnarray's OpenCL devices (opencl:0 basic and opencl:1 pthread with pocl), or [None]."""
+    return list(range(ocl.device_count())) or [None]
 
 
-@pytest.fixture(scope="module")
-def env():
-    dev, why = _working_device()
-    if dev is None:
-        pytest.skip(why)
-    ctx = cl.Context([dev])
-    return ctx, cl.CommandQueue(ctx), G.Gemm(ctx, dev)
+@pytest.fixture(scope="module", params=_device_ids(),
+                ids=lambda i: "none" if i is None else f"opencl:{i}")
+def env(request):
+    """(context, queue, Gemm) on every OpenCL device nnarray uses."""
+    if request.param is None:
+        pytest.skip(ocl.why_unavailable() or "no OpenCL device")
+    dev = ocl.get_device(request.param)
+    return dev.context, cl.CommandQueue(dev.context, dev.cl_device), \
+        G.Gemm(dev.context, dev.cl_device)
 
 
 RNG = np.random.default_rng(1234)
 
 
 def _check(env, batch, m, n, k, dtype=np.float32, a_bcast=False, b_bcast=False, params=None,
-           offset=0):
+           offset=0, ta=False):
+    """Run ``gemm`` (``params`` forced) and compare with float64 numpy; ``ta`` passes A
+    stored transposed, (batch, k, m)."""
     ctx, queue, gemm = env
     if dtype == np.float64 and not gemm.fp64:
         pytest.skip("device has no cl_khr_fp64")
     a = RNG.standard_normal((1 if a_bcast else batch, m, k)).astype(dtype)
     b = RNG.standard_normal((1 if b_bcast else batch, k, n)).astype(dtype)
+    stored_a = np.ascontiguousarray(a.swapaxes(1, 2)) if ta else a
     if offset:  # views starting `offset` matrices into bigger buffers
-        da = cla.to_device(queue, np.concatenate([np.zeros((offset, m, k), dtype), a]))[offset:]
+        pad = np.zeros((offset,) + stored_a.shape[1:], dtype)
+        da = cla.to_device(queue, np.concatenate([pad, stored_a]))[offset:]
         db = cla.to_device(queue, np.concatenate([np.zeros((offset, k, n), dtype), b]))[offset:]
         dc = cla.zeros(queue, (offset + batch, m, n), dtype)[offset:]
         assert da.offset and db.offset and dc.offset
     else:
-        da, db = cla.to_device(queue, a), cla.to_device(queue, b)
+        da, db = cla.to_device(queue, stored_a), cla.to_device(queue, b)
         dc = cla.empty(queue, (batch, m, n), dtype)
         dc.fill(np.nan)
     if params is not None:  # force a kernel (built kernels stay cached on `gemm`)
@@ -65,7 +59,7 @@ def _check(env, batch, m, n, k, dtype=np.float32, a_bcast=False, b_bcast=False, 
         gemm._plans.clear()
     try:
         gemm(queue, da, db, dc, batch, m, n, k, 0 if a_bcast else m * k,
-             0 if b_bcast else k * n)
+             0 if b_bcast else k * n, a_transposed=ta)
     finally:
         if params is not None:
             del gemm.params_for
@@ -97,6 +91,12 @@ def test_float64(env, shape):
 def test_mlp_shapes(env):
     for m, n, k in [(64, 100, 1000), (64, 1000, 100), (100, 64, 64), (64, 10, 100)]:
         _check(env, 1, m, n, k)
+    _check(env, 1, 1000, 100, 64, ta=True)  # the weight gradient, x.T @ dy
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_transposed_a_in_place(env, shape):
+    _check(env, *shape, ta=True)
 
 
 def test_packed_path_batched(env, monkeypatch):
@@ -170,6 +170,10 @@ def test_every_kernel_kind(env, kind):
     _check(env, 3, 10, 33, 17, b_bcast=True, params=params)
     _check(env, 2, 6, 40, 9, offset=1, params=params)
     _check(env, 2, 6, 40, 0, params=params)
+    for batch, m, n, k in [(1, 1, vw, 1), (2, 19, 70, 23), (1, 64, 129, 40)]:
+        _check(env, batch, m, n, k, params=params, ta=True)
+    _check(env, 3, 10, 33, 17, a_bcast=True, params=params, ta=True)
+    _check(env, 2, 6, 40, 9, offset=1, params=params, ta=True)
     if "vw" not in params:  # same kernel source for float64
         _check(env, 1, 21, 35, 19, dtype=np.float64, params=params)
 
@@ -293,6 +297,9 @@ def test_selectable_params_compute_correctly(env, dtype, width, packed):
     _check(env, 3, 10, 33, 17, dtype=dt, a_bcast=True, params=params)
     _check(env, 3, 10, 33, 17, dtype=dt, b_bcast=True, params=params)
     _check(env, 2, 7, 40, 0, dtype=dt, params=params)
+    for batch, m, n, k in [(1, 1, vw, 1), (2, 19, 70, 23), (1, 13, 4 * vw * 2 + 3, 101)]:
+        _check(env, batch, m, n, k, dtype=dt, params=params, ta=True)
+    _check(env, 3, 10, 33, 17, dtype=dt, a_bcast=True, params=params, ta=True)
 
 
 def test_uses_the_given_builder(env):

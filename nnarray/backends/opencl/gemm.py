@@ -145,24 +145,25 @@ def _header(t: str) -> str:
     return f"{pragma}#define T {t}\n"
 
 
-def _naive_source(t: str) -> str:
+def _naive_source(t: str, ta: bool = False, **_: Any) -> str:
+    a, step = ("A + i", "(long)p * m") if ta else ("A + (long)i * k", "p")
     return _header(t) + f"""
 __kernel void gemm({_ARGS})
 {{
   const int j = get_global_id(0), i = get_global_id(1);
   {_PROLOGUE}
   if (i >= m || j >= n) return;
-  const __global T* a = A + (long)i * k;
+  const __global T* a = {a};
   const __global T* b = B + j;
   T acc = 0;
-  for (int p = 0; p < k; ++p) acc = fma(a[p], b[(long)p * n], acc);
+  for (int p = 0; p < k; ++p) acc = fma(a[{step}], b[(long)p * n], acc);
   C[(long)i * n + j] = acc;
 }}
 """
 
 
 def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
-                packed: bool = False, **_: Any) -> str:
+                packed: bool = False, ta: bool = False, **_: Any) -> str:
     """Register-blocked kernel: work-item (x, y) owns rows y*mr.. and columns x*vw*nv.. of C
     (x and y swapped with ``rows_first``, so that consecutive work-groups share B's columns).
 
@@ -171,6 +172,7 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
     is a plain vector load. ``packed``: B was rearranged by the ``pack`` kernel (also in this
     source) into zero-padded panels of vw*nv columns, contiguous along k, so the loop streams
     through memory. Either way the stores write only the columns this work-item owns.
+    ``ta``: A is stored transposed, (k, m): the ``mr`` scalars of a step of k are adjacent.
     """
     nr = vw * nv
     v = t if vw == 1 else f"{t}{vw}"
@@ -191,20 +193,28 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
              f"  const int j0 = get_global_id({int(rows_first)}) * {nr};",
              f"  const int i0 = get_global_id({int(not rows_first)}) * {mr};",
              _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
-    lines += [f"  const __global T* a{r} = A + (long)(i0 + {r} < m ? i0 + {r} : m - 1) * k;"
-              for r in range(mr)]
+    rows = [f"(i0 + {r} < m ? i0 + {r} : m - 1)" for r in range(mr)]
+    if ta:  # a{r}[0] is row r's element at step p; ap moves by m per step
+        lines += [f"  const int a{r} = {row};" for r, row in enumerate(rows)]
+        lines.append("  const __global T* ap = A;")
+        step, a_of = ", ap += m", "ap[a{}]"
+    else:
+        lines += [f"  const __global T* a{r} = A + (long){row} * k;"
+                  for r, row in enumerate(rows)]
+        step, a_of = "", "a{}[p]"
     if packed:
         lines += [f"  const int s{q} = {q * vw};" for q in range(nv)]
         lines += ["  const __global T* bp = B + (long)j0 * k;",
-                  f"  for (int p = 0; p < k; ++p, bp += {nr}) {{"]
+                  f"  for (int p = 0; p < k; ++p, bp += {nr}{step}) {{"]
     else:
         lines += [f"  const int s{q} = j0 + {q * vw} < n - {vw} ? j0 + {q * vw} : n - {vw};"
                   for q in range(nv)]
-        lines += ["  const __global T* bp = B;", "  for (int p = 0; p < k; ++p, bp += n) {"]
+        lines += ["  const __global T* bp = B;",
+                  f"  for (int p = 0; p < k; ++p, bp += n{step}) {{"]
     lines[-1:-1] = [f"  {v} c{r}_{q} = 0;" for r in range(mr) for q in range(nv)]
     lines += [f"    const {v} b{q} = {vload(f's{q}')};" for q in range(nv)]
     for r in range(mr):
-        lines.append(f"    const {v} x{r} = ({v})(a{r}[p]);")
+        lines.append(f"    const {v} x{r} = ({v})({a_of.format(r)});")
         # a * b + c, not fma(): LLVM contracts it to an FMA instruction all the same, while
         # fma() is a call into pocl's builtin library, which is not inlined where that
         # library was built for another CPU than the kernel (Zen with pocl's AVX2 library)
@@ -241,8 +251,10 @@ __kernel void pack(__global const T* restrict B, const long b_off, __global T* r
     return "\n".join(lines)
 
 
-def _tiled_source(t: str, tm: int, tn: int, tk: int, wm: int, wn: int, **_: Any) -> str:
-    """Local-memory tiled kernel for GPUs; work-group (tn/wn, tm/wm)."""
+def _tiled_source(t: str, tm: int, tn: int, tk: int, wm: int, wn: int, ta: bool = False,
+                  **_: Any) -> str:
+    """Local-memory tiled kernel for GPUs; work-group (tn/wn, tm/wm); ``ta``: A is (k, m)."""
+    a_at = "(long)gc * m + gr" if ta else "(long)gr * k + gc"
     rx, ry = tn // wn, tm // wm
     nth = rx * ry
     return _header(t) + f"""
@@ -266,7 +278,7 @@ void gemm({_ARGS})
   for (int t0 = 0; t0 < k; t0 += TK) {{
     for (int l = tid; l < TM * TK; l += {nth}) {{
       const int row = l / TK, col = l % TK, gr = gm0 + row, gc = t0 + col;
-      As[col][row] = (gr < m && gc < k) ? A[(long)gr * k + gc] : (T)0;
+      As[col][row] = (gr < m && gc < k) ? A[{a_at}] : (T)0;
     }}
     for (int l = tid; l < TK * TN; l += {nth}) {{
       const int row = l / TN, col = l % TN, gr = t0 + row, gc = gn0 + col;
@@ -302,7 +314,7 @@ def gemm_source(dtype: str, params: dict[str, Any]) -> str:
     if kind == "tiled":
         return _tiled_source(dtype, **params)
     if kind == "naive":
-        return _naive_source(dtype)
+        return _naive_source(dtype, **params)
     raise ValueError(f"unknown gemm kernel kind {kind!r}")
 
 
@@ -343,7 +355,7 @@ class Gemm:
             self.params = {t: _fit_tiled(p, device.max_work_group_size)
                            for t, p in GPU_PARAMS.items()}
         self._programs: dict[tuple[str, tuple], Any] = {}
-        self._plans: dict[tuple[str, int, int, int], _Plan] = {}
+        self._plans: dict[tuple[str, int, int, int, bool], _Plan] = {}
         self._scratch: dict[Any, Any] = {}  # queue -> cl.Buffer
 
     def kernel(self, dtype: str, params: dict[str, Any], name: str = "gemm") -> Any:
@@ -376,8 +388,10 @@ class Gemm:
         vw = min(p["vw"], 1 << (n.bit_length() - 1))
         return dict(p, mr=min(p["mr"], m), vw=vw, nv=min(p["nv"], -(-n // vw)))
 
-    def _plan(self, dtype: str, m: int, n: int, k: int) -> _Plan:
+    def _plan(self, dtype: str, m: int, n: int, k: int, ta: bool) -> _Plan:
         params = self.params_for(dtype, m, n, k)
+        if ta:
+            params = dict(params, ta=True)
         (gx, gy, _), local = _geometry(params, m, n, 1)
         pack = None
         if params.get("packed") and k > 0:
@@ -386,7 +400,7 @@ class Gemm:
         plan = (self.kernel(dtype, params), gx, gy, local, pack)
         if len(self._plans) > 4096:
             self._plans.clear()
-        self._plans[dtype, m, n, k] = plan
+        self._plans[dtype, m, n, k, ta] = plan
         return plan
 
     def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> Any:
@@ -397,16 +411,20 @@ class Gemm:
         return buf
 
     def __call__(self, queue: cl.CommandQueue, a: Any, b: Any, out: Any, batch: int, m: int,
-                 n: int, k: int, a_batch_stride: int, b_batch_stride: int) -> None:
+                 n: int, k: int, a_batch_stride: int, b_batch_stride: int,
+                 a_transposed: bool = False) -> None:
         """out[i] = a[i] @ b[i] for i < batch; a (batch, m, k), b (batch, k, n) row-major with
-        batch strides in elements (0 broadcasts), out (batch, m, n) contiguous. Enqueues only."""
+        batch strides in elements (0 broadcasts), out (batch, m, n) contiguous. Enqueues only.
+        ``a_transposed``: a holds each a[i] transposed, (batch, k, m), read in place."""
         if batch <= 0 or m <= 0 or n <= 0:
             return
         dt = out.dtype
         name = _NAMES.get(dt)
         if name is None:
             raise TypeError(f"gemm supports float32 and float64, not {dt}")
-        knl, gx, gy, local, pack = self._plans.get((name, m, n, k)) or self._plan(name, m, n, k)
+        ta = bool(a_transposed)
+        knl, gx, gy, local, pack = (self._plans.get((name, m, n, k, ta))
+                                    or self._plan(name, m, n, k, ta))
         isz = dt.itemsize
         a_buf, a_off, c_buf, c_off = a.base_data, a.offset // isz, out.base_data, out.offset // isz
         if pack is None:

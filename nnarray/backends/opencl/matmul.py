@@ -76,7 +76,10 @@ def _swap_last(x: Any) -> Any:
 
 @register_kernel("matmul", "opencl")
 def matmul(a, b, transpose_a=False, transpose_b=False):
-    if transpose_a:
+    # float GEMM reads a transposed A in place (one 2-D operand, or a batch of them)
+    ta = bool(transpose_a) and a.ndim >= 2 and np.dtype(a.dtype).kind == "f" \
+        and np.dtype(b.dtype).kind == "f"
+    if transpose_a and not ta:
         a = _swap_last(a)
     if transpose_b:
         b = _swap_last(b)
@@ -84,6 +87,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     d = promote("matmul", a, b)
     dev.check_dtype(d, "matmul")
     sa = (1,) + a.shape if a.ndim == 1 else a.shape
+    if ta:
+        sa = sa[:-2] + (sa[-1], sa[-2])
     sb = b.shape + (1,) if b.ndim == 1 else b.shape
     m, k, n = sa[-2], sa[-1], sb[-1]
     batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
@@ -99,7 +104,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         a = cast(a, work)
     if b.dtype != work:
         b = cast(b, work)
-    a, stride_a = _batched(a, sa[:-2], batch, (m, k))
+    a, stride_a = _batched(a, sa[:-2], batch, (k, m) if ta else (m, k))
     b, stride_b = _batched(b, sb[:-2], batch, (k, n))
     nb = int(np.prod(batch, dtype=np.int64))
     if d.kind != "f":
@@ -108,10 +113,10 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     gemm = _gemm(dev)
     if work == d:
         with dev.lock:  # see device.py: one thread enqueues at a time
-            gemm(dev.queue, a, b, out, nb, m, n, k, stride_a, stride_b)
+            gemm(dev.queue, a, b, out, nb, m, n, k, stride_a, stride_b, ta)
         return out
     tmp = dev.empty(shape, work)
     with dev.lock:
-        gemm(dev.queue, a, b, tmp, nb, m, n, k, stride_a, stride_b)
+        gemm(dev.queue, a, b, tmp, nb, m, n, k, stride_a, stride_b, ta)
     return cast(tmp, d, out)
 
