@@ -35,34 +35,37 @@ RNG = np.random.default_rng(1234)
 
 
 def _check(env, batch, m, n, k, dtype=np.float32, a_bcast=False, b_bcast=False, params=None,
-           offset=0, ta=False):
+           offset=0, ta=False, tb=False):
     """Run ``gemm`` (``params`` forced) and compare with float64 numpy; ``ta`` passes A
-    stored transposed, (batch, k, m)."""
+    stored transposed, (batch, k, m), ``tb`` B as (batch, n, k) (the "nt" kernel)."""
     ctx, queue, gemm = env
     if dtype == np.float64 and not gemm.fp64:
         pytest.skip("device has no cl_khr_fp64")
     a = RNG.standard_normal((1 if a_bcast else batch, m, k)).astype(dtype)
     b = RNG.standard_normal((1 if b_bcast else batch, k, n)).astype(dtype)
     stored_a = np.ascontiguousarray(a.swapaxes(1, 2)) if ta else a
+    stored_b = np.ascontiguousarray(b.swapaxes(1, 2)) if tb else b
     if offset:  # views starting `offset` matrices into bigger buffers
         pad = np.zeros((offset,) + stored_a.shape[1:], dtype)
         da = cla.to_device(queue, np.concatenate([pad, stored_a]))[offset:]
-        db = cla.to_device(queue, np.concatenate([np.zeros((offset, k, n), dtype), b]))[offset:]
+        pad = np.zeros((offset,) + stored_b.shape[1:], dtype)
+        db = cla.to_device(queue, np.concatenate([pad, stored_b]))[offset:]
         dc = cla.zeros(queue, (offset + batch, m, n), dtype)[offset:]
         assert da.offset and db.offset and dc.offset
     else:
-        da, db = cla.to_device(queue, stored_a), cla.to_device(queue, b)
+        da, db = cla.to_device(queue, stored_a), cla.to_device(queue, stored_b)
         dc = cla.empty(queue, (batch, m, n), dtype)
         dc.fill(np.nan)
+    chooser = "nt_params" if tb else "params_for"
     if params is not None:  # force a kernel (built kernels stay cached on `gemm`)
-        gemm.params_for = lambda *_: params
+        setattr(gemm, chooser, lambda *_: params)
         gemm._plans.clear()
     try:
         gemm(queue, da, db, dc, batch, m, n, k, 0 if a_bcast else m * k,
-             0 if b_bcast else k * n, a_transposed=ta)
+             0 if b_bcast else k * n, a_transposed=ta, b_transposed=tb)
     finally:
         if params is not None:
-            del gemm.params_for
+            delattr(gemm, chooser)
             gemm._plans.clear()
     got = dc.get()
     ref = np.broadcast_to(np.matmul(a.astype(np.float64), b.astype(np.float64)), (batch, m, n))
@@ -97,6 +100,36 @@ def test_mlp_shapes(env):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_transposed_a_in_place(env, shape):
     _check(env, *shape, ta=True)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_transposed_b_in_place(env, shape):
+    """The chosen "nt" kernel (CPUs): B stored (n, k), vector partial sums along k."""
+    _, _, gemm = env
+    if not gemm.is_cpu:
+        pytest.skip("B is read transposed in place on CPUs only")
+    _check(env, *shape, tb=True)
+    _check(env, *shape, tb=True, dtype=np.float64)
+
+
+#: The "nt" tiles nt_params returns for 16 and 32 registers, forced, plus shrunk ones
+NT_TILES = [{"kind": "nt", "mr": 3, "nc": 4, "vw": 8, "ly": 4},
+            {"kind": "nt", "mr": 4, "nc": 6, "vw": 16, "ly": 4},
+            {"kind": "nt", "mr": 1, "nc": 1, "vw": 2, "ly": 1},
+            {"kind": "nt", "mr": 3, "nc": 4, "vw": 4, "ly": 4}]
+
+
+@pytest.mark.parametrize("params", NT_TILES, ids=lambda p: f"{p['mr']}x{p['nc']}x{p['vw']}")
+def test_nt_tiles(env, params):
+    """Each "nt" tile, forced, on edges in every dimension (k below, at and past the vector
+    width), batched, broadcast and offset; float64 too."""
+    for batch, m, n, k in [(1, 1, 1, 1), (2, 19, 70, 23), (1, 64, 129, 40), (1, 5, 7, 16),
+                           (1, 64, 1000, 100), (3, 4, 5, 3)]:
+        _check(env, batch, m, n, k, params=params, tb=True)
+    _check(env, 3, 10, 33, 17, a_bcast=True, params=params, tb=True)
+    _check(env, 3, 10, 33, 17, b_bcast=True, params=params, tb=True)
+    _check(env, 2, 6, 40, 9, offset=1, params=params, tb=True)
+    _check(env, 2, 7, 13, 37, dtype=np.float64, params=params, tb=True)
 
 
 def test_packed_path_batched(env, monkeypatch):

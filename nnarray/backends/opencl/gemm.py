@@ -251,6 +251,51 @@ __kernel void pack(__global const T* restrict B, const long b_off, __global T* r
     return "\n".join(lines)
 
 
+def _nt_source(t: str, mr: int, nc: int, vw: int, **_: Any) -> str:
+    """``C = A @ B.T`` with B stored (n, k), for CPUs: work-item (x, y) owns rows y*mr.. and
+    columns x*nc.. of C and keeps ``mr*nc`` dot products as ``vw``-wide partial sums along k
+    (A's and B's rows both contiguous), summed across the vector at the end; the k % vw tail
+    runs in scalars. Rows and columns past the edge re-read the last one (results dropped)."""
+    v = f"{t}{vw}"
+    def vload(ptr: str) -> str:
+        return f"({v})(" + ", ".join(f"{ptr}[p + {e}]" for e in range(vw)) + ")"
+    width = f" __attribute__((min_vector_width({vw * _SIZE[t] * 8})))"
+    lines = [_header(t), f"__kernel{width} void gemm({_ARGS})", "{",
+             f"  const int j0 = get_global_id(0) * {nc}, i0 = get_global_id(1) * {mr};",
+             _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
+    lines += [f"  const __global T* a{r} = A + (long)(i0 + {r} < m ? i0 + {r} : m - 1) * k;"
+              for r in range(mr)]
+    lines += [f"  const __global T* b{c} = B + (long)(j0 + {c} < n ? j0 + {c} : n - 1) * k;"
+              for c in range(nc)]
+    lines += [f"  {v} c{r}_{c} = 0;" for r in range(mr) for c in range(nc)]
+    lines.append(f"  int p = 0;\n  for (; p + {vw} <= k; p += {vw}) {{")
+    lines += [f"    const {v} x{r} = {vload(f'a{r}')};" for r in range(mr)]
+    for c in range(nc):
+        lines.append(f"    const {v} y{c} = {vload(f'b{c}')};")
+        lines += [f"    c{r}_{c} = x{r} * y{c} + c{r}_{c};" for r in range(mr)]
+    lines.append("  }")
+    for r in range(mr):
+        for c in range(nc):  # halve the vector until one scalar is left
+            w, prev = vw, f"c{r}_{c}"
+            while w > 1:
+                w //= 2
+                cur = f"h{w}_{r}_{c}"
+                lines.append(f"  {t}{w if w > 1 else ''} {cur} = {prev}.lo + {prev}.hi;")
+                prev = cur
+            lines.append(f"  T s{r}_{c} = {prev};")
+    lines.append("  for (; p < k; ++p) {")
+    lines += [f"    s{r}_{c} = a{r}[p] * b{c}[p] + s{r}_{c};"
+              for r in range(mr) for c in range(nc)]
+    lines.append("  }")
+    for r in range(mr):
+        lines.append(f"  if (i0 + {r} < m) {{")
+        lines.append(f"    __global T* cr = C + (long)(i0 + {r}) * n + j0;")
+        lines += [f"    if (j0 + {c} < n) cr[{c}] = s{r}_{c};" for c in range(nc)]
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines)
+
+
 def _tiled_source(t: str, tm: int, tn: int, tk: int, wm: int, wn: int, ta: bool = False,
                   **_: Any) -> str:
     """Local-memory tiled kernel for GPUs; work-group (tn/wn, tm/wm); ``ta``: A is (k, m)."""
@@ -315,6 +360,8 @@ def gemm_source(dtype: str, params: dict[str, Any]) -> str:
         return _tiled_source(dtype, **params)
     if kind == "naive":
         return _naive_source(dtype, **params)
+    if kind == "nt":
+        return _nt_source(dtype, **params)
     raise ValueError(f"unknown gemm kernel kind {kind!r}")
 
 
@@ -329,6 +376,9 @@ def _geometry(params: dict[str, Any], m: int, n: int, batch: int
         if params.get("rows_first"):
             gx, gy = gy, gx
         return (-(-gx // lx) * lx, -(-gy // ly) * ly, batch), (lx, ly, 1)
+    if kind == "nt":
+        gx, gy, ly = -(-n // params["nc"]), -(-m // params["mr"]), params["ly"]
+        return (gx, -(-gy // ly) * ly, batch), (1, ly, 1)
     if kind == "tiled":
         rx, ry = params["tn"] // params["wn"], params["tm"] // params["wm"]
         return (-(-n // params["tn"]) * rx, -(-m // params["tm"]) * ry, batch), (rx, ry, 1)
@@ -355,7 +405,7 @@ class Gemm:
             self.params = {t: _fit_tiled(p, device.max_work_group_size)
                            for t, p in GPU_PARAMS.items()}
         self._programs: dict[tuple[str, tuple], Any] = {}
-        self._plans: dict[tuple[str, int, int, int, bool], _Plan] = {}
+        self._plans: dict[tuple[str, int, int, int, bool, bool], _Plan] = {}
         self._scratch: dict[Any, Any] = {}  # queue -> cl.Buffer
 
     def kernel(self, dtype: str, params: dict[str, Any], name: str = "gemm") -> Any:
@@ -375,6 +425,19 @@ class Gemm:
             self._programs[key] = kernels
         return kernels[name]
 
+    def reads_transposed_b(self, dtype: str, m: int, n: int, k: int) -> bool:
+        """Whether a B stored transposed, (n, k), is read in place (``nt_params``) for this
+        product: on CPUs, where B would not be packed anyway (there the copy is amortized)."""
+        return self.is_cpu and not self.params_for(dtype, m, n, k).get("packed", False)
+
+    def nt_params(self, dtype: str, m: int, n: int, k: int) -> dict[str, Any]:
+        """Parameters of the ``A @ B.T`` kernel: ``mr x nc`` dot products in vectors of the
+        tuned width (shrunk to k), 12 accumulators where the width implies 16 registers
+        (3 x 4), 24 where 32 (4 x 6)."""
+        vw = max(1, min(self.params[dtype]["vw"], 1 << (max(k, 1).bit_length() - 1)))
+        mr, nc = (4, 6) if vector_registers(dtype, self.params[dtype]["vw"]) >= 32 else (3, 4)
+        return {"kind": "nt", "mr": min(mr, m), "nc": min(nc, n), "vw": max(vw, 2), "ly": 4}
+
     def params_for(self, dtype: str, m: int, n: int, k: int) -> dict[str, Any]:
         """Kernel parameters for an m x n x k product: the tuned set, with the register tile
         shrunk to the matrix where it is smaller (fewer wasted rows and vectors), B packed
@@ -388,8 +451,11 @@ class Gemm:
         vw = min(p["vw"], 1 << (n.bit_length() - 1))
         return dict(p, mr=min(p["mr"], m), vw=vw, nv=min(p["nv"], -(-n // vw)))
 
-    def _plan(self, dtype: str, m: int, n: int, k: int, ta: bool) -> _Plan:
-        params = self.params_for(dtype, m, n, k)
+    def _plan(self, dtype: str, m: int, n: int, k: int, ta: bool, tb: bool) -> _Plan:
+        if tb:
+            params = self.nt_params(dtype, m, n, k)
+        else:
+            params = self.params_for(dtype, m, n, k)
         if ta:
             params = dict(params, ta=True)
         (gx, gy, _), local = _geometry(params, m, n, 1)
@@ -400,7 +466,7 @@ class Gemm:
         plan = (self.kernel(dtype, params), gx, gy, local, pack)
         if len(self._plans) > 4096:
             self._plans.clear()
-        self._plans[dtype, m, n, k, ta] = plan
+        self._plans[dtype, m, n, k, ta, tb] = plan
         return plan
 
     def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> Any:
@@ -412,19 +478,20 @@ class Gemm:
 
     def __call__(self, queue: cl.CommandQueue, a: Any, b: Any, out: Any, batch: int, m: int,
                  n: int, k: int, a_batch_stride: int, b_batch_stride: int,
-                 a_transposed: bool = False) -> None:
+                 a_transposed: bool = False, b_transposed: bool = False) -> None:
         """out[i] = a[i] @ b[i] for i < batch; a (batch, m, k), b (batch, k, n) row-major with
         batch strides in elements (0 broadcasts), out (batch, m, n) contiguous. Enqueues only.
-        ``a_transposed``: a holds each a[i] transposed, (batch, k, m), read in place."""
+        ``a_transposed``: a holds each a[i] transposed, (batch, k, m), read in place;
+        ``b_transposed``: b holds each b[i] transposed, (batch, n, k) (CPUs; not with
+        ``a_transposed``; see ``reads_transposed_b``)."""
         if batch <= 0 or m <= 0 or n <= 0:
             return
         dt = out.dtype
         name = _NAMES.get(dt)
         if name is None:
             raise TypeError(f"gemm supports float32 and float64, not {dt}")
-        ta = bool(a_transposed)
-        knl, gx, gy, local, pack = (self._plans.get((name, m, n, k, ta))
-                                    or self._plan(name, m, n, k, ta))
+        key = (name, m, n, k, bool(a_transposed), bool(b_transposed))
+        knl, gx, gy, local, pack = self._plans.get(key) or self._plan(*key)
         isz = dt.itemsize
         a_buf, a_off, c_buf, c_off = a.base_data, a.offset // isz, out.base_data, out.offset // isz
         if pack is None:
