@@ -162,6 +162,18 @@ __kernel void gemm({_ARGS})
 """
 
 
+def _clamped(first: str, count: int, limit: str) -> list[str]:
+    """Indices ``first + r`` for r < count, clamped to ``limit - 1`` (edge tiles re-read the
+    last row; their results are dropped)."""
+    return [f"({first} + {r} < {limit} ? {first} + {r} : {limit} - 1)" for r in range(count)]
+
+
+def _row_pointers(name: str, base: str, rows: list[str]) -> list[str]:
+    """``const __global T* <name><r> = <base> + row * k;`` for each of ``rows``."""
+    return [f"  const __global T* {name}{r} = {base} + (long){row} * k;"
+            for r, row in enumerate(rows)]
+
+
 def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
                 packed: bool = False, ta: bool = False, **_: Any) -> str:
     """Register-blocked kernel: work-item (x, y) owns rows y*mr.. and columns x*vw*nv.. of C
@@ -193,14 +205,13 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
              f"  const int j0 = get_global_id({int(rows_first)}) * {nr};",
              f"  const int i0 = get_global_id({int(not rows_first)}) * {mr};",
              _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
-    rows = [f"(i0 + {r} < m ? i0 + {r} : m - 1)" for r in range(mr)]
+    rows = _clamped("i0", mr, "m")
     if ta:  # a{r}[0] is row r's element at step p; ap moves by m per step
         lines += [f"  const int a{r} = {row};" for r, row in enumerate(rows)]
         lines.append("  const __global T* ap = A;")
         step, a_of = ", ap += m", "ap[a{}]"
     else:
-        lines += [f"  const __global T* a{r} = A + (long){row} * k;"
-                  for r, row in enumerate(rows)]
+        lines += _row_pointers("a", "A", rows)
         step, a_of = "", "a{}[p]"
     if packed:
         lines += [f"  const int s{q} = {q * vw};" for q in range(nv)]
@@ -263,10 +274,8 @@ def _nt_source(t: str, mr: int, nc: int, vw: int, **_: Any) -> str:
     lines = [_header(t), f"__kernel{width} void gemm({_ARGS})", "{",
              f"  const int j0 = get_global_id(0) * {nc}, i0 = get_global_id(1) * {mr};",
              _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
-    lines += [f"  const __global T* a{r} = A + (long)(i0 + {r} < m ? i0 + {r} : m - 1) * k;"
-              for r in range(mr)]
-    lines += [f"  const __global T* b{c} = B + (long)(j0 + {c} < n ? j0 + {c} : n - 1) * k;"
-              for c in range(nc)]
+    lines += _row_pointers("a", "A", _clamped("i0", mr, "m"))
+    lines += _row_pointers("b", "B", _clamped("j0", nc, "n"))
     lines += [f"  {v} c{r}_{c} = 0;" for r in range(mr) for c in range(nc)]
     lines.append(f"  int p = 0;\n  for (; p + {vw} <= k; p += {vw}) {{")
     lines += [f"    const {v} x{r} = {vload(f'a{r}')};" for r in range(mr)]
