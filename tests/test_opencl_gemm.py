@@ -359,3 +359,23 @@ def test_sources_generate_for_all_parameter_sets():
         for p in (G.CPU_PARAMS[t], G.GPU_PARAMS[t], G.NAIVE):
             src = G.gemm_source(t, p)
             assert "__kernel" in src and "void gemm(" in src and src.count("{") == src.count("}")
+
+
+def test_nt_tail_keeps_infinities(env):
+    """The k % vw tail re-reads lanes already summed, zeroed in both operands: an inf there
+    must not turn into 0 * inf = NaN."""
+    ctx, queue, gemm = env
+    params = {"kind": "nt", "mr": 2, "nc": 3, "vw": 8, "ly": 1}
+    a = np.ones((1, 2, 11), np.float32)
+    bt = np.ones((1, 3, 11), np.float32)
+    bt[0, 1, 4] = np.inf  # summed in the main loop, inside the tail's vector too
+    da, db = cla.to_device(queue, a), cla.to_device(queue, bt)
+    dc = cla.empty(queue, (1, 2, 3), np.float32)
+    gemm.nt_params = lambda *_: params
+    gemm._plans.clear()
+    try:
+        gemm(queue, da, db, dc, 1, 2, 3, 11, 0, 0, b_transposed=True)
+    finally:
+        del gemm.nt_params
+        gemm._plans.clear()
+    np.testing.assert_array_equal(dc.get(), a @ bt.swapaxes(1, 2))

@@ -268,21 +268,34 @@ def _nt_source(t: str, mr: int, nc: int, vw: int, **_: Any) -> str:
     (A's and B's rows both contiguous), summed across the vector at the end; the k % vw tail
     runs in scalars. Rows and columns past the edge re-read the last one (results dropped)."""
     v = f"{t}{vw}"
-    def vload(ptr: str) -> str:
-        return f"({v})(" + ", ".join(f"{ptr}[p + {e}]" for e in range(vw)) + ")"
+
+    def step(at: str, masked: bool = False) -> list[str]:  # a vector of k from ``at``
+        load = [f"*(const __global {v}_u*)(a{r} + {at})" for r in range(mr)]
+        out = [f"    const {v} x{r} = " + (f"keep ? {x} : zero;" if masked else f"{x};")
+               for r, x in enumerate(load)]
+        for c in range(nc):  # both masked: 0 * inf would be NaN
+            y = f"*(const __global {v}_u*)(b{c} + {at})"
+            out.append(f"    const {v} y{c} = " + (f"keep ? {y} : zero;" if masked else f"{y};"))
+            out += [f"    c{r}_{c} = x{r} * y{c} + c{r}_{c};" for r in range(mr)]
+        return out
     width = f" __attribute__((min_vector_width({vw * _SIZE[t] * 8})))"
-    lines = [_header(t), f"__kernel{width} void gemm({_ARGS})", "{",
+    # one unaligned vector load (LLVM left (v)(a[p], a[p+1], ...) as vw inserts here)
+    vtype = f"typedef {v} __attribute__((aligned({_SIZE[t]}))) {v}_u;"
+    lines = [_header(t) + vtype, f"__kernel{width} void gemm({_ARGS})", "{",
              f"  const int j0 = get_global_id(0) * {nc}, i0 = get_global_id(1) * {mr};",
              _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
     lines += _row_pointers("a", "A", _clamped("i0", mr, "m"))
     lines += _row_pointers("b", "B", _clamped("j0", nc, "n"))
     lines += [f"  {v} c{r}_{c} = 0;" for r in range(mr) for c in range(nc)]
     lines.append(f"  int p = 0;\n  for (; p + {vw} <= k; p += {vw}) {{")
-    lines += [f"    const {v} x{r} = {vload(f'a{r}')};" for r in range(mr)]
-    for c in range(nc):
-        lines.append(f"    const {v} y{c} = {vload(f'b{c}')};")
-        lines += [f"    c{r}_{c} = x{r} * y{c} + c{r}_{c};" for r in range(mr)]
-    lines.append("  }")
+    lines += step("p") + ["  }"]
+    # the k % vw tail as one vector ending at k, its lanes before p zeroed
+    lane = ("int" if t == "float" else "long") + str(vw)
+    lines += [f"  if (p < k && k >= {vw}) {{",
+              f"    const {lane} keep = ({lane})("
+              + ", ".join(str(e) for e in range(vw)) + f") >= ({lane})({vw} - (k - p));",
+              f"    const {v} zero = 0;"]
+    lines += step(f"k - {vw}", masked=True) + ["    p = k;", "  }"]
     for r in range(mr):
         for c in range(nc):  # halve the vector until one scalar is left
             w, prev = vw, f"c{r}_{c}"
