@@ -379,3 +379,20 @@ def test_nt_tail_keeps_infinities(env):
         del gemm.nt_params
         gemm._plans.clear()
     np.testing.assert_array_equal(dc.get(), a @ bt.swapaxes(1, 2))
+
+
+@pytest.mark.parametrize("native,tile", [((8, 4), (3, 4, 8)), ((16, 8), (4, 6, 16))],
+                         ids=["avx2", "avx512"])
+def test_nt_params_follow_the_register_count(native, tile):
+    """A @ B.T tiles by the vector width (NT_TILE), shrunk to small m, n and k; B is read
+    transposed in place unless the product is large enough to pack it."""
+    gemm = G.Gemm(None, _FakeCPU(native, native))
+    p = gemm.nt_params("float", 64, 1000, 100)
+    assert (p["kind"], p["mr"], p["nc"], p["vw"]) == ("nt",) + tile
+    assert (p["mr"], p["nc"]) == G.NT_TILE[G.vector_registers("float", p["vw"])]
+    small = gemm.nt_params("float", 1, 2, 5)
+    assert (small["mr"], small["nc"], small["vw"]) == (1, 2, 4)
+    assert gemm.nt_params("float", 3, 3, 1)["vw"] == 2
+    assert gemm.reads_transposed_b("float", 64, 1000, 100)
+    assert gemm.reads_transposed_b("float", 1000, 100, 64)
+    assert not gemm.reads_transposed_b("float", 4096, 4096, 4096)  # packed: copy B first

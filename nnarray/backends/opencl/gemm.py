@@ -34,7 +34,8 @@ try:  # importable without pyopencl (the backend reports it unavailable)
 except ImportError:  # pragma: no cover - exercised only where pyopencl is missing
     cl = None  # type: ignore[assignment]
 
-__all__ = ["Gemm", "CPU_PARAMS", "GPU_PARAMS", "cpu_params", "gemm_source"]
+__all__ = ["Gemm", "CPU_PARAMS", "GPU_PARAMS", "NT_TILE", "compiled_vector_bits", "cpu_params",
+           "gemm_source"]
 
 #: For CPUs with 512-bit vectors (AVX-512: 32 vector registers), tuned on pocl 3.1 (LLVM 15,
 #: AVX-512 host, 2 cores) with ``tune_gemm``: float32 takes 7 rows x 64 columns per work-item
@@ -71,6 +72,10 @@ SMALL_WORK = 4096
 #: more than it saved. 16 (AVX2): packed wins from 512^3 (+13%; 1024^3 +25%) and loses at
 #: 256^3 (-12%), 1000x1000x64 (-7%) and 64x1000x100 (-35%).
 PACK_AT: dict[int, tuple[int, int]] = {32: (1 << 32, 512), 16: (1 << 27, 256)}
+#: The ``A @ B.T`` kernel's rows x columns of dot products per work-item, by vector register
+#: count: 12 accumulators + 3 + 1 loads in 16 registers, 24 + 4 + 1 in 32. On pocl 3.0
+#: (AVX2 code), 64x100x1000: 3x4 and 2x6 ~185 us, 2x4 194, 4x3 269 (one core).
+NT_TILE: dict[int, tuple[int, int]] = {16: (3, 4), 32: (4, 6)}
 #: Packed B of a batch is made (and used) in chunks of at most this many bytes.
 SCRATCH_BYTES = 256 << 20
 
@@ -457,7 +462,7 @@ class Gemm:
         tuned width (shrunk to k), 12 accumulators where the width implies 16 registers
         (3 x 4), 24 where 32 (4 x 6)."""
         vw = max(1, min(self.params[dtype]["vw"], 1 << (max(k, 1).bit_length() - 1)))
-        mr, nc = (4, 6) if vector_registers(dtype, self.params[dtype]["vw"]) >= 32 else (3, 4)
+        mr, nc = NT_TILE[vector_registers(dtype, self.params[dtype]["vw"])]
         return {"kind": "nt", "mr": min(mr, m), "nc": min(nc, n), "vw": max(vw, 2), "ly": 4}
 
     def params_for(self, dtype: str, m: int, n: int, k: int) -> dict[str, Any]:
