@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from conftest import tol
 
 import nnarray as nna
+
+
+def S(*parts: str) -> str:
+    """A regex matching ``parts`` in order (for ``pytest.raises(match=...)``)."""
+    return ".*".join(re.escape(p) for p in parts)
 
 
 def A(a) -> nna.NdArray:
@@ -52,7 +59,9 @@ def sample(shape, dtype, lo=-3, hi=3, seed=0) -> np.ndarray:
 
 
 # A child that runs ``code`` (with ``path`` bound to its argument), prints the type and
-# message of what it raised, then its peak resident memory in MiB.
+# message of what it raised, then its peak resident memory in MiB: VmHWM, the high-water
+# mark of its own address space (Linux's ru_maxrss also keeps the parent's RSS from
+# before exec, so a child of a 1 GiB pytest worker "peaks" at 1 GiB).
 _PEAK = r"""
 import resource, sys
 path = sys.argv[1]
@@ -61,7 +70,11 @@ try:
     print("returned")
 except Exception as e:
     print(type(e).__name__, str(e).replace("\n", " "))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+try:
+    with open("/proc/self/status") as f:
+        print(next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) // 1024)
+except OSError:
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 """
 
 
@@ -74,8 +87,7 @@ def peak_rss(code: str, path) -> tuple[str, int]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, "-c", _PEAK, str(path), code], cwd=root,
                        capture_output=True, text=True, timeout=300,
-                       # no GPU: a CUDA context alone is ~1 GiB of RSS (H200, CuPy 14)
-                       env={**os.environ, "PYTHONPATH": root, "CUDA_VISIBLE_DEVICES": ""})
+                       env={**os.environ, "PYTHONPATH": root})
     assert r.returncode == 0, r.stderr[-2000:]
     *_, outcome, peak = r.stdout.strip().splitlines()
     return outcome, int(peak)

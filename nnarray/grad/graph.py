@@ -41,8 +41,19 @@ from .variable import Variable
 _FLOATS = dtypes.FLOATS
 _REQS = ("write", "add", "null")
 
-#: Argument placeholders of loaded graphs: they have structure, no data, until bound.
-_unbound: weakref.WeakSet = weakref.WeakSet()
+#: Argument placeholders of loaded graphs: they have structure, no data, until bound. Kept
+#: by id: a WeakSet would compare Variables with ``==``, which is elementwise.
+_unbound: dict[int, weakref.ref] = {}
+
+
+def _mark_unbound(v: Variable) -> None:
+    k = id(v)
+    _unbound[k] = weakref.ref(v, lambda _r: _unbound.pop(k, None))
+
+
+def _is_unbound(v: Variable) -> bool:
+    r = _unbound.get(id(v))
+    return r is not None and r() is v
 
 #: PythonFunction classes that may be serialized, by name (``register_function``).
 _functions: dict[str, type] = {}
@@ -509,7 +520,7 @@ class Executor:
         for name, v in zip(names, graph._args):
             nd = args.get(name)
             if nd is None:
-                if v in _unbound:
+                if _is_unbound(v):
                     missing.append(name)
                     continue
                 nd = v.data
@@ -798,7 +809,7 @@ def _from_doc(doc: Any) -> Graph:
     params = {}
     for a in doc["arguments"]:
         v = Variable(tuple(a["shape"]), a["need_grad"], a["dtype"], name=a["name"])
-        _unbound.add(v)
+        _mark_unbound(v)
         args.append(v)
         params[a["name"]] = v
     nodes: list[tuple] = []

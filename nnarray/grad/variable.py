@@ -48,7 +48,6 @@ class Variable(GraphValue, ArrayOperators):
 
     __slots__ = ("shape", "dtype", "_data", "_grad", "_need_grad", "_explicit", "_parent",
                  "_gstamp", "_plan", "_name", "__weakref__")
-    __array_ufunc__ = None  # numpy defers `ndarray op Variable` to our reflected ops
 
     def __init__(self, shape: int | Sequence[int] = (), need_grad: bool = False,
                  dtype: Any = np.float32, name: str | None = None) -> None:
@@ -211,10 +210,32 @@ class Variable(GraphValue, ArrayOperators):
         return self.shape[0]
 
     def __repr__(self) -> str:
-        p = "" if self._parent is None else f", parent={self._parent.label}"
-        n = "" if self._name is None else f"name={self._name!r}, "
-        return (f"Variable({n}shape={self.shape}, dtype={self.dtype}, "
-                f"need_grad={self._need_grad}{p})")
+        from ..values import variable_repr
+        return variable_repr(self)
+
+    # -- Python and numpy values: those of ``data`` (a host read, as for an NdArray) -------
+    def __float__(self) -> float:
+        return float(self.data)
+
+    def __int__(self) -> int:
+        return int(self.data)
+
+    def __index__(self) -> int:
+        return self.data.__index__()
+
+    def __complex__(self) -> complex:
+        return complex(self.data)
+
+    def __bool__(self) -> bool:
+        return bool(self.data)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """``np.asarray(v)``: the data's host values, as ``np.asarray(v.data)``."""
+        return self.data.__array__(dtype, copy)
+
+    def item(self) -> Any:
+        """The value of a one-element variable as a Python scalar (an explicit read)."""
+        return self.data.item()
 
     __hash__ = object.__hash__  # identity: Variables key dicts (== is elementwise)
 
