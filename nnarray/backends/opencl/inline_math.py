@@ -32,8 +32,19 @@ import pyopencl as cl
 #: ``overloadable``: the same name serves float and (through the builtin) double.
 _FN = "static inline __attribute__((overloadable, always_inline))"
 
+#: Operator-only stand-ins for the builtins (pocl calls even ``fabs``, ``rint``, ``isnan``
+#: out of line): bit operations, comparisons and the round-to-nearest magic constant.
+_BITS = """
+#define NNA_ABS(x) as_float(as_uint(x) & 0x7fffffffu)
+#define NNA_SIGN(x) (as_uint(x) & 0x80000000u)
+#define NNA_WITH_SIGN(a, s) as_float(as_uint(a) | (s))
+#define NNA_FINITE(x) ((as_uint(x) & 0x7fffffffu) < 0x7f800000u)
+#define NNA_ABS_D(x) as_double(as_ulong(x) & 0x7fffffffffffffffUL)
+"""
+
 _EXP = _FN + """ float nna_exp(float x) {
-  float c = clamp(x, -104.0f, 89.0f), q = rint(c * 1.44269504088896341f);
+  float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  float q = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   /* rint */
   float s = q * -0.693145751953125f + c;   /* ln2 in two parts: q * hi is exact */
   s = q * -1.428606765330187045e-06f + s;
   float u = 0.000198527617612853646278381f;
@@ -45,7 +56,7 @@ _EXP = _FN + """ float nna_exp(float x) {
   u = s * s * u + s + 1.0f;
   int n = (int)q, n1 = n >> 1;             /* 2^n in two normal factors: one rounding */
   u = u * as_float((n1 + 127) << 23) * as_float((n - n1 + 127) << 23);
-  return isnan(x) ? x : u;
+  return x != x ? x : u;
 }
 """
 
@@ -70,25 +81,25 @@ _LOG = _FN + """ float nna_log(float x) {
   float r = (f + y) + fe * 0.693359375f;
   r = x == INFINITY ? x : r;
   r = x == 0.0f ? -INFINITY : r;
-  return (x < 0.0f || isnan(x)) ? NAN : r;
+  return (x < 0.0f || x != x) ? NAN : r;
 }
 """
 
 _TANH = _FN + """ float nna_tanh(float x) {
-  float a = fabs(x), z = x * x;
+  float a = NNA_ABS(x), z = x * x;
   float p = -5.70498872745e-3f;
   p = p * z + 2.06390887954e-2f;
   p = p * z - 5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
-  float small = a * z * p + a, big = 1.0f - 2.0f / (nna_exp(2.0f * fmin(a, 9.0f)) + 1.0f);
-  return isnan(x) ? x : copysign(a < 0.625f ? small : big, x);
+  float small = a * z * p + a, big = 1.0f - 2.0f / (nna_exp(2.0f * (a < 9.0f ? a : 9.0f)) + 1.0f);
+  return x != x ? x : NNA_WITH_SIGN(a < 0.625f ? small : big, NNA_SIGN(x));
 }
 """
 
 _SIGMOID = _FN + """ float nna_sigmoid(float x) {
-  float e = nna_exp(-fabs(x)), r = 1.0f / (1.0f + e);
-  return isnan(x) ? x : (x < 0.0f ? e * r : r);
+  float e = nna_exp(-NNA_ABS(x)), r = 1.0f / (1.0f + e);
+  return x != x ? x : (x < 0.0f ? e * r : r);
 }
 """
 
@@ -148,31 +159,31 @@ static inline __attribute__((always_inline)) double nna_cos_d(double z) {
 """
 
 _SIN = _FN + """ float nna_sin(float x) {
-  float a = fabs(x);
+  float a = NNA_ABS(x);
   int q;
   double r = nna_reduce(a, &q), z = r * r;
   double v = (q & 1) ? nna_cos_d(z) : nna_sin_d(r, z);
   float s = (float)((q & 2) ? -v : v);
   s = a < 0x1p-12f ? a : s;                                   /* sin x = x; -0, subnormals */
-  s = as_float(as_uint(s) ^ (as_uint(x) & 0x80000000u));
-  return isfinite(x) ? s : x - x;
+  s = as_float(as_uint(s) ^ NNA_SIGN(x));
+  return NNA_FINITE(x) ? s : x - x;
 }
 """
 
 _COS = _FN + """ float nna_cos(float x) {
-  float a = fabs(x);
+  float a = NNA_ABS(x);
   int q;
   double r = nna_reduce(a, &q), z = r * r;
   double v = (q & 1) ? nna_sin_d(r, z) : nna_cos_d(z);
   float c = (float)(((q + 1) & 2) ? -v : v);
-  return isfinite(x) ? c : x - x;
+  return NNA_FINITE(x) ? c : x - x;
 }
 """
 
 _EXP2_D = """
 /* 2^t in double for t in [-200, 200] (callers clamp; nan is theirs to select) */
 static inline __attribute__((always_inline)) double nna_exp2_d(double t) {
-  double n = rint(t), g = (t - n) * 0.6931471805599453;
+  double n = (t + 6755399441055744.0) - 6755399441055744.0, g = (t - n) * 0.6931471805599453;
   double p = 1.0 + g * (1.0 + g * (1.0 / 2 + g * (1.0 / 6 + g * (1.0 / 24 + g * (1.0 / 120
              + g * (1.0 / 720 + g * (1.0 / 5040 + g * (1.0 / 40320 + g * (1.0 / 362880
              + g * (1.0 / 3628800))))))))));
@@ -199,16 +210,18 @@ def _horner(coefs: tuple[str, ...], var: str) -> str:
 
 
 _ERF = _FN + f""" float nna_erf(float x) {{
-  double a = fmin(fabs((double)x), 4.0), t = a * a, u = 1.0 / a;
+  double a = NNA_ABS_D((double)x);
+  a = a < 4.0 ? a : 4.0;
+  double t = a * a, u = 1.0 / a;
   double small = a * {_horner(_ERF_A, "t")};   /* erf(x) / x in x^2 on [0, 1] */
   double big = 1.0 - nna_exp2_d(-t * 1.4426950408889634) * {_horner(_ERF_B, "u")};
   float e = (float)(a < 1.0 ? small : big);
-  return isnan(x) ? x : copysign(e, x);
+  return x != x ? x : NNA_WITH_SIGN(e, NNA_SIGN(x));
 }}
 """
 
 _POW = _FN + """ float nna_pow(float x, float y) {
-  double ax = fabs((double)x);
+  double ax = NNA_ABS_D((double)x);
   long ib = as_long(ax);
   long e = (ib >> 52) - 1023;
   double m = as_double((ib & 0x000fffffffffffffL) | 0x3ff0000000000000L);  /* [1, 2) */
@@ -219,15 +232,17 @@ _POW = _FN + """ float nna_pow(float x, float y) {
   double l = 2.0 * s * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9
              + s2 * (1.0 / 11 + s2 * (1.0 / 13 + s2 * (1.0 / 15 + s2 * (1.0 / 17)))))))));
   double lg = (double)e + l * 1.4426950408889634;
-  lg = ax == 0.0 ? -INFINITY : (isfinite(ax) ? lg : ax);
+  lg = ax == 0.0 ? -INFINITY : (ax < INFINITY ? lg : ax);   /* inf, nan */
   double t = (double)y * lg;
   t = t > 200.0 ? 200.0 : (t < -200.0 ? -200.0 : t);
   float r = (float)nna_exp2_d(t);
-  int yint = rint(y) == y, odd = yint && fabs(y) < 16777216.0f && ((int)y & 1);
-  r = isnan(t) ? NAN : r;
-  r = (signbit(x) && odd) ? -r : r;
-  r = (x < 0.0f && isfinite(x) && isfinite(y) && !yint) ? NAN : r;
-  return (y == 0.0f || x == 1.0f || (x == -1.0f && isinf(y))) ? 1.0f : r;
+  float ay = NNA_ABS(y);   /* |y| >= 2^24: an even integer (or inf, nan) */
+  int big = !(ay < 16777216.0f), iy = (int)(big ? 0.0f : y);
+  int exact = (float)iy == y, yint = big || exact, odd = !big && exact && (iy & 1);
+  r = t != t ? NAN : r;
+  r = (as_int(x) < 0 && odd) ? -r : r;
+  r = (x < 0.0f && x > -INFINITY && ay < INFINITY && !yint) ? NAN : r;
+  return (y == 0.0f || x == 1.0f || (x == -1.0f && ay == INFINITY)) ? 1.0f : r;
 }
 """
 
@@ -285,7 +300,8 @@ def _definitions(names: set[str], doubles: bool, inline: bool) -> str:
             if doubles:
                 out.append(_double(n))
     fp64 = doubles or (inline and any(_FUNCS[n][3] for n in names))
-    return ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if fp64 else "") + "".join(out)
+    return ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if fp64 else "") + \
+        (_BITS if inline else "") + "".join(out)
 
 
 def inline(src: str, dev: Any) -> str:
