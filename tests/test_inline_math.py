@@ -123,7 +123,7 @@ def test_ops_take_inline_math_on_cpu_devices(name):
     from nnarray.backends.opencl.inline_math import use_inline
     dev = max(_devices())
     if not use_inline(opencl.get_device(dev).cl_device):
-        pytest.skip("opencl:%d keeps the builtins (not a CPU device)" % dev)
+        pytest.skip(f"opencl:{dev} keeps the builtins (not a CPU device)")
     x = _sample()[::4].copy()
     with nna.context_scope(f"opencl:{dev}"):
         a = nna.NdArray.from_numpy_array(x)
