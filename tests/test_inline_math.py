@@ -170,3 +170,32 @@ def test_rewrite_and_device_choice(monkeypatch):
     import pyopencl as cl
     assert inline_math.use_inline(dev.cl_device) == bool(dev.cl_device.type
                                                          & cl.device_type.CPU)
+
+
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bit_operations_exact(dtype, device):
+    """``fabs``, ``copysign``, ``isnan``, ``isinf``, ``isfinite``, ``signbit`` (and so
+    ``abs``, ``relu``, ``maximum``, ``sign``...) are exact bit operations inline: equal to
+    numpy bit for bit, signed zeros and nan included, in float32 and float64."""
+    with np.errstate(invalid="ignore"):
+        x = _sample()[::8].astype(dtype)
+    y = np.random.default_rng(3).permutation(x)
+    cases = {"abs": np.abs, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+             "signbit": np.signbit, "relu": lambda v: np.where(v > 0, v, 0).astype(dtype),
+             "sign": np.sign, "copysign": np.copysign, "maximum": np.maximum,
+             "minimum": np.minimum}
+    with nna.context_scope(f"opencl:{device}"), np.errstate(invalid="ignore"):
+        a, b = nna.NdArray.from_numpy_array(x), nna.NdArray.from_numpy_array(y)
+        for name, ref in cases.items():
+            binary = name in ("copysign", "maximum", "minimum")
+            got = (getattr(F, name)(a, b) if binary else getattr(F, name)(a)).numpy()
+            want = ref(x, y) if binary else ref(x)
+            if name == "relu":  # nan stays nan (numpy's maximum(x, 0))
+                want = np.where(np.isnan(x), x, want)
+            assert got.dtype == want.dtype, name
+            same = (got == want) | (np.isnan(got) & np.isnan(want))
+            if got.dtype.kind == "f":
+                same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want)
+            assert same.all(), f"{name}: {x[~same][:3]} -> {got[~same][:3]}, numpy " \
+                               f"{want[~same][:3]}"
