@@ -73,11 +73,13 @@ def _reference(name: str, *xs: np.ndarray) -> np.ndarray:
 
 
 def _run(dev, expr: str, *xs: np.ndarray) -> np.ndarray:
-    """``expr`` of ``v0, v1...`` as an elementwise kernel (through the hook) on ``dev``."""
+    """``expr`` of ``v0, v1...`` as an elementwise kernel (through the hook) on ``dev``,
+    computed in the operands' dtype."""
     from nnarray.backends.opencl.cltypes import cltype
     from nnarray.backends.opencl.elementwise import plan
     arrays = tuple(dev.from_host(x) for x in xs)
-    p = plan(dev, "test", expr, arrays, [cltype(F32)] * len(xs), xs[0].shape, F32)
+    t = xs[0].dtype
+    p = plan(dev, "test", expr, arrays, [cltype(t)] * len(xs), xs[0].shape, t)
     return dev.to_host(p.run(dev, arrays))
 
 
@@ -163,9 +165,14 @@ def test_rewrite_and_device_choice(monkeypatch):
     monkeypatch.setenv("NNARRAY_OPENCL_MATH", "builtin")
     assert inline_math.inline(src, dev) == src
     assert not inline_math.use_inline(dev.cl_device)
-    x = np.linspace(-100, 100, 2001, dtype=np.float32)
-    np.testing.assert_allclose(_run(dev, "sigmoid(v0)", x), 1 / (1 + np.exp(-x.astype(float))),
-                               rtol=1e-5, atol=1e-38)
+    x = np.linspace(-100, 100, 2001)
+    for mode in ("builtin", "inline"):  # sigmoid, float and double, on either path
+        monkeypatch.setenv("NNARRAY_OPENCL_MATH", mode)
+        for dt, tol in ((np.float32, 1e-5), (np.float64, 1e-13)):
+            got = _run(dev, "sigmoid(v0) + exp(v0 * (v0 < 0))", x.astype(dt))
+            assert got.dtype == dt
+            np.testing.assert_allclose(got, 1 / (1 + np.exp(-x)) + np.exp(x * (x < 0)),
+                                       rtol=tol, atol=1e-38)
     monkeypatch.delenv("NNARRAY_OPENCL_MATH")
     import pyopencl as cl
     assert inline_math.use_inline(dev.cl_device) == bool(dev.cl_device.type
