@@ -292,7 +292,7 @@ _HELPERS = {"reduce": lambda: _two_over_pi_table() + _REDUCE, "exp2_d": lambda: 
 #: OpenCL builtin: an expression may use it on every device, see ``inline``).
 NAMES = tuple(_FUNCS)
 _CALL = re.compile(r"\b(" + "|".join(NAMES) + r")\s*\(")
-_cache: dict[Any, str] = {}
+_cache: dict[str, str] = {}
 
 
 def use_inline(cl_device: Any) -> bool:
