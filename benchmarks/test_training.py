@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+import nnarray as nna
 import nnarray.functions as F
 
-from .conftest import Reference, expect, measure, require
+from .conftest import Backend, Reference, expect, measure, require
 
 LR = 0.01
 MLP = "mlp step 64x1000-100-10 relu mse sgd"
@@ -161,7 +162,6 @@ def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None,
         return F.mean(F.softmax_cross_entropy(y, t))
 
     if executor:
-        import nnarray as nna
         loss = loss_of(model(x))
         ps = model.parameters()
         ex = grad.Graph(loss, params=ps).bind(
@@ -217,15 +217,19 @@ def torch_step(kind: str, ref: Reference) -> Any:
                 m.weight.copy_(torch.from_numpy(w))
     model.to(ref.device)
     x, t = ref.asarray(xs), ref.asarray(ts)
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    return _torch_loop(torch.optim.SGD(model.parameters(), lr=LR), model, loss_fn,
+                       lambda: (x, t))
 
+
+def _torch_loop(opt: Any, forward: Any, loss_fn: Any, batch: Any) -> Any:
+    """One torch training step on ``batch()``'s ``(x, t)``."""
     def step() -> Any:
+        x, t = batch()
         opt.zero_grad()
-        loss = loss_fn(model(x), t)
+        loss = loss_fn(forward(x), t)
         loss.backward()
         opt.step()
         return loss
-
     return step
 
 
@@ -293,3 +297,176 @@ def test_step_matches_numpy_reference(kind, static, backend):
     np.testing.assert_allclose(float(loss.d), want, rtol=1e-4)
     for name, p in model.parameters().items():
         np.testing.assert_allclose(p.d, ref.p[name], rtol=1e-3, atol=1e-5, err_msg=name)
+
+
+# -- loops as users write them: a fresh batch every step (issue 25's table) ---------------
+FRESH = "mlp step fresh batch 64x1000-100-10 relu mse sgd"
+N_BATCHES = 4
+
+
+def fresh_batches() -> list[tuple[np.ndarray, np.ndarray]]:
+    """The batches the loops cycle through, one per step; the first is ``mlp_data()``,
+    so the first step's loss is ``_first_loss("mlp")``."""
+    return [mlp_data()] + [(_rand(64, 1000, seed=10 + i), _rand(64, 10, seed=20 + i))
+                           for i in range(N_BATCHES - 1)]
+
+
+def _cycle(items: list) -> Any:
+    it = iter(())
+
+    def next_item() -> Any:
+        nonlocal it
+        try:
+            return next(it)
+        except StopIteration:
+            it = iter(items)
+            return next(it)
+    return next_item
+
+
+def numpy_fresh_step() -> Any:
+    """The hand-written numpy step on the next batch (the group's baseline)."""
+    net, batch = MLPReference(np, np.array), _cycle(fresh_batches())
+
+    def step() -> Any:
+        net.x, net.t = batch()
+        return net.step()
+    return step
+
+
+def static_fresh_step(scope: str | None = None) -> Any:
+    """nnabla's loop: a graph built once, ``x.d = batch`` and ``forward()``/``backward()``
+    each step; with ``scope``, each step runs inside a fresh ``context_scope(scope)``."""
+    grad, nn, solvers = _layers()
+    model = build_mlp(nn)
+    for name, value in mlp_params().items():
+        model.parameters()[name].d = value
+    x, t = grad.Variable((64, 1000)), grad.Variable((64, 10))
+    loss = F.mean_squared_error(model(x), t)
+    solver = solvers.SGD(LR)
+    solver.set_parameters(model.parameters())
+    batch = _cycle(fresh_batches())
+    here = nna.get_current_context()
+    upload = here.backend != "numpy"
+
+    def step() -> Any:
+        x.d, t.d = batch()
+        if upload:  # the host batch to the device, explicitly (2 counted transfers)
+            x.data.get_data("r", here)
+            t.data.get_data("r", here)
+        loss.forward()
+        solver.zero_grad()
+        loss.backward()
+        solver.update()
+        return loss
+
+    if scope is None:
+        return step
+
+    def scoped_step() -> Any:
+        with nna.context_scope(scope):
+            return step()
+    return scoped_step
+
+
+def dynamic_fresh_step(modules: bool) -> Any:
+    """Define-by-run on new Variables per batch: ``nn`` modules (``modules``) or ``F``
+    functions on parameter Variables, the same SGD solver."""
+    grad, nn, solvers = _layers()
+    if modules:
+        model = build_mlp(nn)
+        for name, value in mlp_params().items():
+            model.parameters()[name].d = value
+        params, forward = model.parameters(), model
+    else:
+        params = {k: grad.Variable.from_numpy_array(v, need_grad=True)
+                  for k, v in mlp_params().items()}
+        p = params
+
+        def forward(x: Any) -> Any:
+            h = F.relu(F.matmul(x, p["l1.W"]) + p["l1.b"])
+            return F.matmul(h, p["l2.W"]) + p["l2.b"]
+    solver = solvers.SGD(LR)
+    solver.set_parameters(params)
+    batches = [tuple(grad.Variable.from_numpy_array(a) for a in b) for b in fresh_batches()]
+    here = nna.get_current_context()
+    for v in (v for b in batches for v in b):
+        v.data.get_data("r", here)  # on the device, as a loader would put them
+    batch = _cycle(batches)  # new Variables each pass (built before timing, as a loader)
+
+    def step() -> Any:
+        xs, ts = batch()
+        x, t = grad.Variable.from_ndarray(xs.data), grad.Variable.from_ndarray(ts.data)
+        solver.zero_grad()
+        with grad.auto_forward():
+            loss = F.mean_squared_error(forward(x), t)
+        loss.backward()
+        solver.update()
+        return loss
+    return step
+
+
+def torch_fresh_step(ref: Reference, modules: bool) -> Any:
+    """torch eager on the next batch: ``nn`` modules and ``nn.MSELoss`` (``modules``), or
+    functional ops on leaf tensors; ``torch.optim.SGD`` either way."""
+    torch = ref.xp
+    init = {k: torch.from_numpy(v.copy()) for k, v in mlp_params().items()}
+    if modules:
+        nn = torch.nn
+        model = nn.Sequential(nn.Linear(1000, 100), nn.ReLU(), nn.Linear(100, 10))
+        with torch.no_grad():
+            for i, name in ((0, "l1"), (2, "l2")):
+                model[i].weight.copy_(init[f"{name}.W"].T)
+                model[i].bias.copy_(init[f"{name}.b"])
+        model.to(ref.device)
+        params, forward, loss_fn = list(model.parameters()), model, nn.MSELoss()
+    else:
+        p = {k: v.to(ref.device).requires_grad_() for k, v in init.items()}
+        params = list(p.values())
+
+        def forward(x: Any) -> Any:
+            h = torch.relu(x @ p["l1.W"] + p["l1.b"])
+            return h @ p["l2.W"] + p["l2.b"]
+
+        def loss_fn(y: Any, t: Any) -> Any:
+            return ((y - t) ** 2).mean()
+    batch = _cycle([tuple(ref.asarray(a) for a in b) for b in fresh_batches()])
+    return _torch_loop(torch.optim.SGD(params, lr=LR), forward, loss_fn, batch)
+
+
+def test_fresh_numpy(benchmark):
+    benchmark.group = FRESH
+    measure(benchmark, Reference("numpy"), numpy_fresh_step(), baseline=True,
+            variant="by hand", check=_first_loss("mlp"))
+
+
+@pytest.mark.parametrize("scope", ["none", "per step"])
+def test_fresh_static(benchmark, backend, scope):
+    """``x.d = batch`` into a static graph (target: ≤ 1.10× numpy by hand); entering
+    ``context_scope`` per step (target: ≤ 1.05× the loop in one scope)."""
+    benchmark.group = FRESH
+    fn = static_fresh_step(backend.name if scope == "per step" else None)
+    measure(benchmark, backend, fn, variant=f"static graph x.d = batch, scope {scope}",
+            check=_first_loss("mlp"), transfers=_fresh_transfers(backend))
+
+
+def _fresh_transfers(backend: Backend) -> int:
+    """``x.d = batch`` and ``t.d = batch`` each copy the host batch to the device."""
+    return 0 if backend.name.split(":")[0] == "numpy" else 2
+
+
+@pytest.mark.parametrize("modules", [False, True], ids=["F", "nn modules"])
+def test_fresh_dynamic(benchmark, backend, modules):
+    """Define-by-run, new Variables per batch (target: ≤ 1.00× torch eager)."""
+    benchmark.group = FRESH
+    measure(benchmark, backend, dynamic_fresh_step(modules), check=_first_loss("mlp"),
+            variant="define-by-run" + (", nn modules" if modules else ", F"))
+
+
+@pytest.mark.parametrize("modules", [False, True], ids=["F", "nn modules"])
+def test_fresh_torch(benchmark, ref, modules):
+    benchmark.group = FRESH
+    if not ref.name.startswith("torch"):
+        pytest.skip("a torch row (numpy's is test_fresh_numpy)")
+    measure(benchmark, ref, torch_fresh_step(ref, modules), check=_first_loss("mlp"),
+            variant="eager" + (", nn modules" if modules else ", functional"))

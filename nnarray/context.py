@@ -9,17 +9,22 @@ from collections.abc import Iterator, Sequence
 
 from .errors import BackendError, DeviceMismatchError
 
+#: (backend, device_id, fallback) -> its one Context
+_interned: dict[tuple, Context] = {}
+
 
 class Context:
     """Where work runs: ``backend:device_id``, plus the ordered fallback backends.
 
-    Immutable and hashable (the hash is precomputed: contexts key the dispatch cache).
+    Immutable and interned: equal specs give one object (``Context("numpy") is
+    Context("numpy")``), so the caches keyed on a context (dispatch, compiled graph
+    programs) hit for a new but equal one, e.g. a ``context_scope`` entered per step.
     """
 
     __slots__ = ("backend", "device_id", "fallback", "key", "_hash")
 
-    def __init__(self, backend: str = "numpy", device_id: int = 0,
-                 fallback: Sequence[str] = ("numpy",)) -> None:
+    def __new__(cls, backend: str = "numpy", device_id: int = 0,
+                fallback: Sequence[str] = ("numpy",)) -> Context:
         if not isinstance(backend, str) or not backend:
             raise BackendError(f"Context: backend must be a non-empty string, got {backend!r}")
         if isinstance(fallback, str):
@@ -27,18 +32,25 @@ class Context:
         device_id = int(device_id)
         if device_id < 0:
             raise ValueError(f"Context: device_id must be >= 0, got {device_id}")
-        set_ = object.__setattr__
-        set_(self, "backend", backend)
-        set_(self, "device_id", device_id)
-        set_(self, "fallback", tuple(fallback))
-        set_(self, "key", f"{backend}:{device_id}")
-        set_(self, "_hash", hash((backend, device_id, self.fallback)))
+        spec = (backend, device_id, tuple(fallback))
+        ctx = _interned.get(spec)
+        if ctx is None:
+            ctx = object.__new__(cls)
+            set_ = object.__setattr__
+            set_(ctx, "backend", backend)
+            set_(ctx, "device_id", device_id)
+            set_(ctx, "fallback", spec[2])
+            set_(ctx, "key", f"{backend}:{device_id}")
+            set_(ctx, "_hash", hash(spec))
+            ctx = _interned.setdefault(spec, ctx)  # a racing thread's one wins for both
+        return ctx
+
+    def __reduce__(self) -> tuple:
+        """Unpickling (and copying) gives the interned context of the same spec."""
+        return Context, (self.backend, self.device_id, self.fallback)
 
     def __setattr__(self, name, value):
         raise AttributeError("Context is immutable")
-
-    def __reduce__(self) -> tuple:
-        return Context, (self.backend, self.device_id, self.fallback)
 
     @classmethod
     def parse(cls, spec: str | Context, fallback: Sequence[str] | None = None) -> Context:

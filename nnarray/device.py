@@ -1,7 +1,9 @@
 """The small interface every device implements (after tinygrad's device classes).
 
 Storage invariant: every native array a device holds for an NdArray is C-contiguous with
-exactly the NdArray's shape and dtype, so kernels may reshape natively for free.
+exactly the NdArray's shape and dtype, so kernels may reshape natively for free. Views
+(``nnarray.views``) keep it: kernels get a C-contiguous alias of a view's elements or a
+gathered copy, through ``alias``/``strided``/``gather``/``scatter`` below.
 """
 
 from __future__ import annotations
@@ -59,6 +61,33 @@ class Device:
     def copy_from(self, src: Device, x: Any, out: Any = None) -> Any:
         """Direct copy from ``src`` (only called where ``can_copy_from(src)``)."""
         raise NotImplementedError
+
+    # -- views (``nnarray.views``): element offsets and strides into a C-contiguous ``x``
+    def strided(self, x: Any, offset: int, shape: tuple[int, ...],
+                strides: tuple[int, ...]) -> Any:
+        """A native array aliasing the elements ``offset + i . strides`` of ``x`` (any
+        sign), or ``None`` where the backend has no such arrays."""
+        return None
+
+    def alias(self, x: Any, offset: int, shape: tuple[int, ...], write: bool) -> Any:
+        """A C-contiguous native array of ``shape`` aliasing ``x`` from element
+        ``offset``, that kernels may read (and write, for ``write``), or ``None``."""
+        n = 1
+        for s in shape:
+            n *= s
+        y = self.strided(x, offset, (n,), (1,))
+        return None if y is None else y.reshape(shape)
+
+    def gather(self, x: Any, offset: int, shape: tuple[int, ...],
+               strides: tuple[int, ...]) -> Any:
+        """A new C-contiguous native array with the elements of a strided region."""
+        return self.strided(x, offset, shape, strides).copy()
+
+    def scatter(self, x: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                src: Any) -> None:
+        """Write ``src`` (a native array of ``shape``) into a strided region of ``x``."""
+        if src.size:
+            self.strided(x, offset, shape, strides)[...] = src
 
     def export_dlpack(self, x: Any, stream: Any = None,
                       max_version: tuple[int, int] | None = None) -> Any:

@@ -132,8 +132,12 @@ def take(x: Any, indices: Any, axis: Any = None) -> Any:
 
 
 def reshape(x: Any, shape: Any) -> Any:
-    """A new array of ``shape`` (one ``-1`` allowed); works on any input."""
-    return _shape.reshape(x, shape=shape)
+    """A new array of ``shape`` (one ``-1`` allowed); works on any input. In a static
+    graph a ``-1`` is resolved again when the graph is bound to new shapes."""
+    out = _shape.reshape(x, shape=shape)
+    if shape == -1 or type(shape) in (tuple, list) and -1 in shape:
+        recalled(out, reshape, (x, shape), {})
+    return out
 
 
 def transpose(x: Any, axes: Any = None) -> Any:
@@ -232,12 +236,32 @@ _COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squa
                          "embedding", "scaled_dot_product_attention"))
 
 
+#: Functions whose graph depends on their inputs' shapes beyond each op's inference
+#: (a mean's N, a reshape target's -1): their static output node keeps the call
+#: (``Node.macro``), so binding the graph to new shapes calls them again. By name, for
+#: graphs loaded from JSON (besides ``_COMPOSITES``).
+_RECALLED: dict[str, Any] = {}
+
+
+def recalled(out: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
+    """Mark ``out`` (a static graph value, or a list of them) as made by
+    ``fn(*args, **kwargs)``, registered in ``_RECALLED``; anything else passes as is."""
+    first = out[0] if type(out) in (list, tuple) and out else out
+    node = getattr(first, "_parent", None)
+    if node is None or node.dynamic:
+        return out
+    _RECALLED.setdefault(fn.__name__, fn)
+    from .grad.naming import composite_result
+    return composite_result(out, fn.__name__, args, fn, kwargs)
+
+
 def _wrap_all() -> None:
     from .ops.op import Op
     g = globals()
     for n, v in list(g.items()):
         if n.startswith("_") or not callable(v) or isinstance(v, (Op, type)) or \
-                hasattr(v, "op") or n in ("Any", "seed", "inplace", "assign", "sgd_update"):
+                hasattr(v, "op") or n in ("Any", "seed", "inplace", "assign", "sgd_update",
+                                          "recalled"):
             continue  # Ops and the binary ops' functions (``fn.op``) take name= themselves
         if getattr(v, "__module__", "").startswith("nnarray"):
             g[n] = _takes_name(v)

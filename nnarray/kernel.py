@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from . import views
 from .device import Device
 from .errors import OutOfMemoryError
 from .memory import naming, retry_kernel
 from .ndarray import NdArray
 from .synced import fast_runner
+from .views import View
 
 #: Check every kernel's output against the inferred shape and dtype (tests enable it).
 DEBUG = os.environ.get("NNARRAY_DEBUG", "") not in ("", "0")
@@ -123,7 +125,18 @@ class Kernel:
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         dev = self.device
-        xs = [x.native(dev) if type(x) is NdArray else x for x in inputs]
+        xs = []
+        shared = target._fill.__class__ is View
+        for x in inputs:
+            if type(x) is NdArray:
+                if x._fill.__class__ is View:
+                    shared = True
+                x = x.native(dev)
+            xs.append(x)
+        if shared:  # a view written (where its root is), or read while writing its root
+            views.run_into(target, dev, mode, lambda out: self.fn(*xs, out=out, **attrs),
+                           inputs)
+            return target
         self.fn(*xs, out=target.native(dev, mode), **attrs)
         return target
 
@@ -135,6 +148,10 @@ class Kernel:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         dev = self.device
         xs = _natives(inputs, dev)
+        for t in targets:
+            if t._fill.__class__ is View:  # views: written where their roots are
+                views.run_inplace(targets, dev, lambda outs: self.fn(outs, xs, **attrs))
+                return
         self.fn(_natives(targets, dev, "rw"), xs, **attrs)
 
     def emit(self, out: Any, meta: Meta, into: NdArray | None = None) -> NdArray:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, dtypes
+from . import backends, dtypes, views
 from . import functions as F  # see operators.py: bound while nnarray imports functions
 from .context import Context, as_context, context_scope, dispatch_into, get_current_context
 from .errors import DTypeError, InvalidValueError, ShapeError
@@ -138,10 +138,17 @@ class NdArray(SyncedArray, ArrayOperators):
         broadcastable to ``x[key]``.
         Boolean masks and integer arrays are accepted too (``nnarray.ops.indexing``:
         a scatter; where an index repeats, numpy keeps the last write, CuPy and OpenCL an
-        unspecified one). Everything is checked before anything is written."""
-        from .ops.indexing import flat_offsets, is_advanced
+        unspecified one). Everything is checked before anything is written. The
+        ``setitem`` kernel gets ``key`` and ``view``, the target's ``(element offset,
+        shape, strides)``; for a view ``key`` is ``None`` and ``view`` is the region of
+        its root that the kernel writes."""
+        from .ops.indexing import device_context, flat_offsets, is_advanced
+        if not isinstance(value, NdArray) and not dtypes.is_scalar(value):
+            from .values import host_value  # numpy arrays, sequences: uploaded once
+            value = host_value(self, value)
         if is_advanced(key):
-            flat = flat_offsets("setitem", self.shape, key)
+            flat = flat_offsets("setitem", self.shape, key,
+                                device_context(dispatch_into(self, (self,), "setitem")))
             view, shape = None, flat.shape
         else:
             view = _view(self.shape, key)
@@ -172,8 +179,54 @@ class NdArray(SyncedArray, ArrayOperators):
             lookup("scatter", dispatch_into(self, (self,), "setitem")).run_into(
                 self, (F.reshape(flat, (-1,)), value), {})
             return
+        if views.of(self) is not None:  # a view: one kernel writing its root's region
+            root, region = views.region(self, key)
+            lookup("setitem", dispatch_into(self, (self,), "setitem")).run_into(
+                root, (value,), {"key": None, "view": region})
+            return
         lookup("setitem", dispatch_into(self, (self,), "setitem")).run_into(
             self, (value,), {"key": key, "view": view})
+
+    # -- views -------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> NdArray:
+        """``x[key]``: basic indices (ints, slices, ``...``, ``None``) give a view that
+        shares ``x``'s storage (``nnarray.views``); boolean masks and integer arrays give
+        a new array on ``x``'s device (``nnarray.ops.indexing``)."""
+        from .ops.indexing import is_advanced
+        if is_advanced(key):
+            return F.getitem(self, key)
+        return views.getitem(self, key)
+
+    def reshape(self, *shape: Any, copy: bool | None = None) -> NdArray:
+        """``x`` with a new shape: a view where numpy's would be one (``copy=None``),
+        else a new array; ``copy=True`` always copies, ``copy=False`` raises
+        ``ValueError`` where a view is impossible."""
+        from .ops.shape import reshape as op
+        shape = shape[0] if len(shape) == 1 else shape
+        if copy:
+            return F.reshape(self, shape)
+        attrs = {"shape": shape}
+        ((new, _),) = op.infer((self,), attrs)
+        v = views.reshape(self, new)
+        if v is not None:
+            return v
+        if copy is False:
+            raise ValueError(f"reshape: cannot reshape a view of shape {self.shape} to "
+                             f"{new} without copying (copy=False)")
+        return F.reshape(self, new)
+
+    def transpose(self, *axes: Any) -> NdArray:
+        """``x`` with its axes permuted (``None``/none given: reversed), as a view."""
+        from .ops.shape import transpose as op
+        attrs = {"axes": (axes[0] if len(axes) == 1 else axes) or None}
+        op.infer((self,), attrs)
+        return views.transpose(self, attrs["axes"])
+
+    @property
+    def base(self) -> NdArray | None:
+        """The array whose storage this view shares (``None`` unless a view)."""
+        v = views.of(self)
+        return None if v is None else v.base
 
     def __reduce__(self) -> tuple:
         """``pickle``/``copy.deepcopy``: the data through the host, the device restored
@@ -193,7 +246,7 @@ class NdArray(SyncedArray, ArrayOperators):
     @property
     def device(self) -> Context:
         """The context holding the newest copy, or the current context for a lazy array."""
-        h = self._head
+        h = self.head_device
         if h is None:
             return get_current_context()
         return Context(h.backend, h.device_id)
@@ -232,7 +285,7 @@ class NdArray(SyncedArray, ArrayOperators):
         so it cannot be written through); a writable copy when ``copy`` or ``dtype``
         asks for one."""
         self._implicit_read("np.asarray()")
-        h = self._head
+        h = self.head_device
         if h is not None and h.is_host and dtype is None and not copy and self.lazy_fill is None:
             return self.host_handle()
         return self._host_view(dtype, copy)
@@ -270,6 +323,9 @@ class NdArray(SyncedArray, ArrayOperators):
         return int(self.item())
 
     def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"bool() of an NdArray of shape {self.shape} is ambiguous: use "
+                             "x.any() or x.all()")
         self._implicit_read("bool()")
         return bool(self.item())
 
@@ -289,9 +345,9 @@ class NdArray(SyncedArray, ArrayOperators):
             yield self[i]
 
     def __repr__(self) -> str:
-        self._implicit_read("repr()")
-        body = np.array2string(self._host_view(), separator=", ", prefix="NdArray(")
-        return f"NdArray({body}, dtype={self.dtype}, head={self.head})"
+        """Values (numpy's text, summarised when large), dtype and device (a host read)."""
+        from .values import ndarray_repr
+        return ndarray_repr(self)
 
 
 _BASIC = (int, np.integer, slice, type(Ellipsis), type(None))

@@ -20,6 +20,17 @@ def _X() -> Any:
     return xp_functions
 
 
+def _V() -> Any:
+    """``nnarray.values`` (imported after this module)."""
+    from . import values
+    return values
+
+
+def _order(op: str, order: str) -> None:
+    if order not in ("C", "A", "K"):
+        raise TypeError(f"{op}: order={order!r} is not supported (arrays are row-major)")
+
+
 def _numpy_kw(op: str, out: Any, kw: dict) -> None:
     """numpy's extra reduction keywords: accepted at their defaults, else a TypeError."""
     if out is not None:
@@ -56,7 +67,8 @@ class ArrayOperators:
 
     @property
     def T(self) -> Any:
-        return F.transpose(self)
+        """The axes reversed (``transpose()``: a view of an NdArray)."""
+        return self.transpose()
 
     @property
     def mT(self) -> Any:
@@ -64,7 +76,7 @@ class ArrayOperators:
         n = len(self.shape)
         if n < 2:
             raise ValueError(f"mT: needs at least 2 dimensions, shape is {self.shape}")
-        return F.transpose(self, (*range(n - 2), n - 1, n - 2))
+        return self.transpose(*range(n - 2), n - 1, n - 2)
 
     # Reductions accept numpy's keywords too, so np.sum(x), np.mean(x, axis=0), ... work
     # on NdArrays and Variables (numpy calls these methods with dtype=, out=, ...).
@@ -125,6 +137,73 @@ class ArrayOperators:
             **numpy_kw: Any) -> Any:
         _numpy_kw("any", out, numpy_kw)
         return _X().any(self, axis=axis, keepdims=keepdims)
+
+    # -- numpy's array methods and Python's value protocols (``nnarray.values``) ----------
+    def flatten(self, order: str = "C") -> Any:
+        """A 1-D copy."""
+        _order("flatten", order)
+        return F.reshape(self, (-1,))  # an op: a new array
+
+    def ravel(self, order: str = "C") -> Any:
+        """``x`` as 1-D (``reshape(-1)``)."""
+        _order("ravel", order)
+        return self.reshape(-1)
+
+    def squeeze(self, axis: Any = None) -> Any:
+        """``x`` without its length-1 axes (``axis``: those only; each must be 1)."""
+        if axis is None:
+            axis = tuple(i for i, s in enumerate(self.shape) if s == 1)
+        return _X().squeeze(self, axis)
+
+    def clip(self, min: Any = None, max: Any = None, out: Any = None,  # noqa: A002
+             **numpy_kw: Any) -> Any:
+        """``x`` limited to ``[min, max]`` (``nnarray.clip``)."""
+        _numpy_kw("clip", out, numpy_kw)
+        return _X().clip(self, min, max)
+
+    def abs(self) -> Any:
+        return F.abs(self)
+
+    def round(self, decimals: int = 0, out: Any = None) -> Any:
+        """Rounded half to even at ``decimals`` digits, as ``np.round``."""
+        _numpy_kw("round", out, {})
+        return _V().round_array(self, decimals)
+
+    def sort(self, axis: int | None = -1, kind: Any = None, order: Any = None, *,
+             stable: Any = None) -> None:
+        """Sort an NdArray in place along ``axis`` as ``numpy.ndarray.sort`` (returns
+        ``None``); ``nnarray.sort(x)`` returns a sorted copy (differentiable on Variables)."""
+        _V().sort_inplace(self, axis, order)
+
+    def argsort(self, axis: int | None = -1, kind: Any = None, order: Any = None, *,
+                stable: Any = None) -> Any:
+        """The indices (int64) that sort ``x`` along ``axis`` (``None``: flattened)."""
+        if order is not None:
+            raise TypeError("argsort: order= is not supported (no structured dtypes)")
+        x = self
+        if axis is None:
+            x, axis = F.reshape(x, (-1,)), 0
+        return _X().argsort(x, axis=axis)
+
+    def tolist(self) -> Any:
+        """Nested Python lists of the values (an explicit host read, as ``item()``)."""
+        return _V().tolist(self)
+
+    def __format__(self, spec: str) -> str:
+        return _V().format_value(self, spec)
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        return _V().round_value(self, ndigits)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy ufuncs as nnarray functions (``nnarray.numpy_protocol``)."""
+        from .numpy_protocol import array_ufunc
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """numpy's array functions as nnarray functions (``nnarray.numpy_protocol``)."""
+        from .numpy_protocol import array_function
+        return array_function(func, types, args, kwargs)
 
     def __getitem__(self, key: Any) -> Any:
         return F.getitem(self, key)

@@ -10,6 +10,9 @@ filling never transfers.
 Access modes: ``'r'`` syncs the copy and leaves others current; ``'w'`` transfers
 nothing and makes every other copy stale; ``'rw'`` syncs, then makes others stale.
 Every write bumps ``version`` (autograd checks it for in-place modification).
+
+A view (``nnarray.views``) holds no copies: its ``_fill`` is a ``views.View`` and every
+access misses the (empty) ``_copies`` and goes to its root's copies there.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from typing import Any
 import numpy as np
 
 from . import transfers
+from . import views as _views
 from .device import Device
 from .errors import OutOfMemoryError
 from .memory import naming, retry_kernel
+from .views import View
 
 _NO_FILL = object()
 _new = object.__new__
@@ -41,7 +46,7 @@ class SyncedArray:
     kernel result); nothing outside this file touches the private fields.
     """
 
-    __slots__ = ("shape", "dtype", "_copies", "_stale", "_head", "_fill", "version",
+    __slots__ = ("shape", "dtype", "_copies", "_stale", "_head", "_fill", "_version",
                  "_snap", "__weakref__")
 
     @classmethod
@@ -54,7 +59,7 @@ class SyncedArray:
         a._stale = None
         a._head = dev
         a._fill = _NO_FILL
-        a.version = 0
+        a._version = 0
         a._snap = None
         return a
 
@@ -65,10 +70,24 @@ class SyncedArray:
         self._stale: dict[Device, Any] | None = None
         self._head: Device | None = None
         self._fill: Any = _NO_FILL
-        self.version = 0
+        self._version = 0
         #: Set by the autograd engine while the array is saved for a backward pass, and to
         #: a host snapshot once it was handed out for writing (``Variable.d``).
         self._snap: Any = None
+
+    @property
+    def version(self) -> int:
+        """The write counter (a view's is its root's: they share it)."""
+        f = self._fill
+        return f.base._version if f.__class__ is View else self._version
+
+    @version.setter
+    def version(self, v: int) -> None:
+        f = self._fill
+        if f.__class__ is View:
+            f.base._version = v
+        else:
+            self._version = v
 
     # -- the public accessors ---------------------------------------------------------
     def native(self, dev: Device, mode: str = "r", explicit: bool = False) -> Any:
@@ -86,7 +105,7 @@ class SyncedArray:
             if x is not None:
                 self._head = dev
                 self._fill = _NO_FILL
-                self.version += 1
+                self._version += 1
                 return x
         return self._access(mode, dev, explicit)
 
@@ -104,7 +123,11 @@ class SyncedArray:
 
     def adopt(self, dev: Device, x: Any) -> None:
         """Adopt ``x`` (a fresh C-contiguous native array) as the only current copy (on
-        the host, with live handles: copied into the buffer they share)."""
+        the host, with live handles: copied into the buffer they share; a view copies it
+        into its root's storage instead)."""
+        if self._fill.__class__ is View:
+            _views.write(self, dev, x)
+            return
         if _handles and self._live_handles():
             if dev.is_host and self._copies.get(dev) is not None:
                 self._copies[dev][...] = x
@@ -115,7 +138,7 @@ class SyncedArray:
         self._stale = None
         self._head = dev
         self._fill = _NO_FILL
-        self.version += 1
+        self._version += 1
 
     # -- host handles (API.md §7: a write through a live handle is never lost) ----------
     def hand_out(self, host: Device, x: np.ndarray) -> np.ndarray:
@@ -126,7 +149,10 @@ class SyncedArray:
         instead of keeping its copy. The array's device is unchanged (a never-placed
         array's becomes the host), and it is no longer a lazy fill. A write on another
         device (or a fill) makes the handle read-only: a later write through it is
-        refused, not lost."""
+        refused, not lost. A view's handle is its root's (an alias of the root's copy)."""
+        f = self._fill
+        if f.__class__ is View:
+            return f.base.hand_out(host, x)
         self._fill = _NO_FILL
         if self._head is None:
             self._head = host
@@ -172,10 +198,15 @@ class SyncedArray:
     @property
     def lazy_fill(self) -> Any:
         """The value of a lazy ``fill`` the array still holds, else ``None``."""
-        return None if self._fill is _NO_FILL else self._fill
+        f = self._fill
+        return None if f is _NO_FILL or f.__class__ is View else f
 
     def current_copy(self, dev: Device) -> Any:
-        """The native copy on ``dev`` if it is current, else ``None`` (never syncs)."""
+        """The native copy on ``dev`` if it is current, else ``None`` (never transfers;
+        a view's is read from its root's copy)."""
+        f = self._fill
+        if f.__class__ is View:
+            return None if f.base.current_copy(dev) is None else _views.read(self, dev, False)
         return self._copies.get(dev)
 
     def reads_as_zero(self) -> bool:
@@ -195,8 +226,9 @@ class SyncedArray:
     @property
     def head_device(self) -> Device | None:
         """The array's device: of the latest write, or where a lazy fill was placed
-        (``None`` for an array never written nor placed)."""
-        return self._head
+        (``None`` for an array never written nor placed; a view's is its root's)."""
+        f = self._fill
+        return f.base._head if f.__class__ is View else self._head
 
     def place_on(self, dev: Device) -> None:
         """Make ``dev`` the array's device without moving anything: a lazy fill made by
@@ -207,7 +239,8 @@ class SyncedArray:
     @property
     def current_devices(self) -> list[Device]:
         """Devices whose copies are current."""
-        return list(self._copies)
+        f = self._fill
+        return list(f.base._copies if f.__class__ is View else self._copies)
 
     # -- reading and writing -------------------------------------------------------
     def _read(self, dev: Device, explicit: bool = False) -> Any:
@@ -219,6 +252,8 @@ class SyncedArray:
 
     def _access(self, mode: str, dev: Device, explicit: bool = False) -> Any:
         """The native copy on ``dev`` for ``mode`` in ``'r'``, ``'w'``, ``'rw'``."""
+        if self._fill.__class__ is View and mode != "r":
+            return _views.access(self, dev, mode, explicit)
         if mode == "r":
             return self._read(dev, explicit)
         if mode == "w":
@@ -249,11 +284,15 @@ class SyncedArray:
             self._copies = {dev: x}
         self._head = dev
         self._fill = _NO_FILL
-        self.version += 1
+        self._version += 1
 
     def _set_fill(self, value: Any) -> None:
         """Lazy fill: no allocation, no transfer; every copy becomes stale. The array
-        keeps its device (``_head``): a fill is a write where the array is."""
+        keeps its device (``_head``): a fill is a write where the array is (a view
+        writes the value into its root's storage)."""
+        if self._fill.__class__ is View:
+            _views.fill(self, value)
+            return
         if _handles and self._live_handles():
             self._revoke()
         if self._copies:
@@ -262,7 +301,7 @@ class SyncedArray:
             self._stale = stale
             self._copies = {}
         self._fill = value
-        self.version += 1
+        self._version += 1
 
     # -- synchronization -----------------------------------------------------------
     def _take_buffer(self, dev: Device) -> Any:
@@ -284,6 +323,8 @@ class SyncedArray:
     def _sync(self, dev: Device, explicit: bool) -> Any:
         copies = self._copies
         if self._fill is not _NO_FILL or not copies:
+            if self._fill.__class__ is View:
+                return _views.read(self, dev, explicit)
             # Lazily filled (or never written: reads as zeros): materialize here, no transfer.
             if self._fill is _NO_FILL:
                 self._fill = 0
@@ -347,12 +388,14 @@ class SyncedArray:
     @property
     def head(self) -> str | None:
         """The context string of the array's device (``head_device``), or ``None``."""
-        return None if self._head is None else self._head.key
+        f = self._fill
+        h = f.base._head if f.__class__ is View else self._head
+        return None if h is None else h.key
 
     @property
     def devices(self) -> list[str]:
         """Context strings whose copies are current."""
-        return [d.key for d in self._copies]
+        return [d.key for d in self.current_devices]
 
 
 def _handle_gone(k: int, r: Any) -> None:

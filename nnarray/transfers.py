@@ -59,8 +59,9 @@ def strict_transfers(enabled: bool = True, implicit_reads: bool = False) -> Iter
     """Inside the block an implicit device-to-device transfer raises ``TransferError``.
 
     With ``implicit_reads=True``, so do the hidden reads to the host that Python's
-    protocols make: ``float()``, ``int()``, ``bool()`` (an ``if loss < x:``), ``repr()``
-    and ``np.asarray()`` of an array whose host copy is not current. Explicit reads
+    protocols make: ``float()``, ``int()``, ``bool()`` (an ``if loss < x:``),
+    ``format()``, ``round()``, ``repr()`` and ``np.asarray()`` of an array whose host copy
+    is not current. Explicit reads
     (``item()``, ``numpy()``, ``get_data(mode, "numpy")``, ``.data``) stay allowed."""
     token = _strict.set(enabled)
     token_reads = strict_reads.set(enabled and implicit_reads)

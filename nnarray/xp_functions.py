@@ -24,41 +24,20 @@ from .ndarray import NdArray, fill_value, normalize_shape
 from .ndarray import _device as _device_of
 from .ndarray import array as _array
 from .ops import elementwise as _ew
+from .ops import ufuncs as _ufuncs
 from .ops.common import norm_axes
 
 _F32 = np.dtype(np.float32)
 _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
-# -- elementwise: the table ops under the standard's names ------------------------------
-_OPS = _ew.functions  # the binary ops as their fast functions, like F
-add, subtract, multiply, divide, pow = (_OPS[n] for n in ("add", "sub", "mul", "div", "pow"))
-negative = _OPS["neg"]
-abs, acos, acosh, asin, asinh, atan, atan2, atanh = (
-    _OPS[n] for n in ("abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh"))
-bitwise_and, bitwise_left_shift, bitwise_invert, bitwise_or, bitwise_right_shift, \
-    bitwise_xor = (_OPS[n] for n in ("bitwise_and", "bitwise_left_shift", "bitwise_invert",
-                                     "bitwise_or", "bitwise_right_shift", "bitwise_xor"))
-ceil, copysign, cos, cosh, equal, exp, expm1, floor, floor_divide = (
-    _OPS[n] for n in ("ceil", "copysign", "cos", "cosh", "equal", "exp", "expm1", "floor",
-                      "floor_divide"))
-greater, greater_equal, hypot, isfinite, isinf, isnan, less, less_equal = (
-    _OPS[n] for n in ("greater", "greater_equal", "hypot", "isfinite", "isinf", "isnan",
-                      "less", "less_equal"))
-log, log1p, log2, log10, logaddexp, logical_and, logical_not, logical_or, logical_xor = (
-    _OPS[n] for n in ("log", "log1p", "log2", "log10", "logaddexp", "logical_and",
-                      "logical_not", "logical_or", "logical_xor"))
-maximum, minimum, not_equal, positive, remainder, round, sign, signbit = (
-    _OPS[n] for n in ("maximum", "minimum", "not_equal", "positive", "remainder", "round",
-                      "sign", "signbit"))
-sin, sinh, square, sqrt, tan, tanh, trunc = (
-    _OPS[n] for n in ("sin", "sinh", "square", "sqrt", "tan", "tanh", "trunc"))
-nextafter = _OPS["nextafter"]
+# -- elementwise: the declared functions under the standard's names (``Ufunc.api``) ------
+globals().update({api: _ew.functions[r.name] for r in _ufuncs.ROWS for api in r.api_names})
 
 
 def reciprocal(x: Any, /) -> Any:
     """``1 / x`` (floating results, like ``divide``)."""
-    return divide(1.0, x)
+    return _ew.functions["div"](1.0, x)
 
 
 def where(condition: Any, x1: Any, x2: Any, /) -> Any:
@@ -551,6 +530,18 @@ def mean(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any
     return _same("mean", F.mean, x, axis, keepdims)
 
 
+def _recalled(fn: Any) -> Any:
+    """``fn`` builds its graph from its inputs' shapes (``F.recalled``): binding a static
+    graph to new shapes calls it again."""
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return F.recalled(fn(*args, **kwargs), fn, args, kwargs)
+    return call
+
+
+@_recalled
 def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
     """The variance over ``axis`` with ``correction`` degrees of freedom removed."""
@@ -569,6 +560,7 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
     return F.mul(s, (1.0 / dof) if dof > 0 else float("nan"))
 
 
+@_recalled
 def std(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
     """The standard deviation over ``axis`` (``sqrt(var)``)."""
@@ -611,10 +603,17 @@ def matmul(x1: Any, x2: Any, /) -> Any:
 
 
 def reshape(x: Any, /, shape: Any, *, copy: builtins.bool | None = None) -> Any:
+    """A view of an NdArray where numpy's would be one (``copy=None``; ``copy=False``
+    raises where it cannot), else a new array."""
+    if type(x) is NdArray:
+        return x.reshape(shape, copy=copy)
     return F.reshape(x, shape)
 
 
 def permute_dims(x: Any, /, axes: Any) -> Any:
+    """A view of an NdArray (a graph value records a transpose)."""
+    if type(x) is NdArray:
+        return x.transpose(tuple(axes))
     return F.transpose(x, tuple(axes))
 
 
@@ -626,6 +625,7 @@ def broadcast_to(x: Any, /, shape: Any) -> Any:
     return F.broadcast_to(x, tuple(shape))
 
 
+@_recalled
 def broadcast_arrays(*arrays: Any) -> list:
     """The arrays broadcast against each other."""
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
@@ -647,7 +647,7 @@ def expand_dims(x: Any, /, axis: int = 0) -> Any:
     if not -nd <= axis < nd:
         raise IndexError(f"expand_dims: axis {axis} is out of range for {nd} dimensions")
     a = axis % nd
-    return F.reshape(x, x.shape[:a] + (1,) + x.shape[a:])
+    return reshape(x, x.shape[:a] + (1,) + x.shape[a:])
 
 
 def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
@@ -670,7 +670,7 @@ def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
     order = [a for a in range(nd) if a not in src]
     for d, s_ in sorted(zip(dst, src)):
         order.insert(d, s_)
-    return F.transpose(x, tuple(order))
+    return permute_dims(x, tuple(order))
 
 
 def flip(x: Any, /, *, axis: Any = None) -> Any:
@@ -815,7 +815,7 @@ def squeeze(x: Any, /, axis: Any) -> Any:
         if x.shape[a] != 1:
             raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1 "
                              f"(shape {x.shape})")
-    return F.reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
+    return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
 
 
 from .einsum import einsum  # noqa: E402, F401  (numpy-compatible extras)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from conftest import tol
 
 import nnarray as nna
+
+
+def S(*parts: str) -> str:
+    """A regex matching ``parts`` in order (for ``pytest.raises(match=...)``)."""
+    return ".*".join(re.escape(p) for p in parts)
 
 
 def A(a) -> nna.NdArray:
@@ -52,7 +59,9 @@ def sample(shape, dtype, lo=-3, hi=3, seed=0) -> np.ndarray:
 
 
 # A child that runs ``code`` (with ``path`` bound to its argument), prints the type and
-# message of what it raised, then its peak resident memory in MiB.
+# message of what it raised, then its peak resident memory in MiB: VmHWM, the high-water
+# mark of its own address space (Linux's ru_maxrss also keeps the parent's RSS from
+# before exec, so a child of a 1 GiB pytest worker "peaks" at 1 GiB).
 _PEAK = r"""
 import resource, sys
 path = sys.argv[1]
@@ -61,7 +70,11 @@ try:
     print("returned")
 except Exception as e:
     print(type(e).__name__, str(e).replace("\n", " "))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+try:
+    with open("/proc/self/status") as f:
+        print(next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) // 1024)
+except OSError:
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 """
 
 

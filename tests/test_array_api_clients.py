@@ -28,6 +28,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import Ridge
 from sklearn.metrics import accuracy_score, mean_squared_error, r2_score
 from sklearn.metrics.pairwise import cosine_similarity, euclidean_distances, rbf_kernel
+from sklearn.mixture import GaussianMixture
 from sklearn.preprocessing import LabelEncoder, MinMaxScaler, Normalizer, StandardScaler
 
 where = sys.argv[1]
@@ -48,6 +49,10 @@ cases = {
     "euclidean_distances": lambda X, y: euclidean_distances(X),
     "rbf_kernel": lambda X, y: rbf_kernel(X),
     "cosine_similarity": lambda X, y: cosine_similarity(X),
+    # adds reg_covar to each covariances[k] in place through a view (issue 23)
+    "GaussianMixture": lambda X, y: GaussianMixture(
+        2, covariance_type="full", init_params="random_from_data", reg_covar=0.5,
+        max_iter=5, random_state=0).fit(X).covariances_,
 }
 if where == "reference":
     X, y = Xn, yn

@@ -123,3 +123,54 @@ def test_device_synchronize_accepts_strings(backend):
         nna.device_synchronize("no-such-backend")
     with pytest.raises(nna.BackendUnavailableError, match="no such device"):
         nna.device_synchronize(f"{backend}:99")
+
+
+def test_equal_specs_give_one_context():
+    """Contexts are interned: caches that compare contexts by identity hit for a new but
+    equal one; pickling and copying keep the identity."""
+    import copy
+    import pickle
+    c = Context("numpy", 0, ("numpy",))
+    assert Context.parse("numpy") is c is Context() is Context.parse("numpy:0")
+    assert Context("numpy", 0, ()) is not c
+    assert pickle.loads(pickle.dumps(c)) is c
+    assert copy.deepcopy(c) is c and copy.copy(c) is c
+    with nna.context_scope("numpy") as a, nna.context_scope(Context("numpy")) as b:
+        assert a is b is c
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "define-by-run"])
+def test_scope_entered_per_step_compiles_nothing_new(backend, static, monkeypatch):
+    """``with context_scope(...)`` around every training step reuses the programs compiled
+    for the first step (counted by ``builtins.compile`` calls), and computes the same."""
+    import builtins
+
+    import nnarray.functions as F
+    from nnarray import grad
+
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((5, 3)).astype(np.float32)
+    batches = [rng.standard_normal((4, 5)).astype(np.float32) for _ in range(6)]
+    w = grad.Variable.from_numpy_array(w0.copy(), need_grad=True)
+    x = grad.Variable((4, 5))
+    loss = F.sum(F.relu(F.matmul(x, w))) if static else None
+    compiled = []
+    real = builtins.compile
+    monkeypatch.setattr(builtins, "compile", lambda *a, **k: compiled.append(1) or real(*a, **k))
+    want = w0.copy()
+    for i, xb in enumerate(batches):
+        if i == 2:
+            compiled.clear()  # the first two steps compile (define-by-run: traced on the 2nd)
+        with nna.context_scope(backend):
+            w.grad.zero()
+            if static:
+                x.d = xb
+                loss.forward()
+            else:
+                with grad.auto_forward():
+                    loss = F.sum(F.relu(F.matmul(grad.Variable.from_numpy_array(xb), w)))
+            loss.backward()
+            w.d = w.d - 0.1 * w.g
+        want -= 0.1 * xb.T @ (xb @ want > 0).astype(np.float32)
+    assert compiled == [], f"{len(compiled)} compilations in 4 steps"
+    np.testing.assert_allclose(w.d, want, rtol=1e-4, atol=1e-5)

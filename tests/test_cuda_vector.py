@@ -7,6 +7,7 @@ a GPU where there is one."""
 from __future__ import annotations
 
 import ctypes
+import math
 
 import numpy as np
 import pytest
@@ -15,10 +16,14 @@ from cuda_host import load, ptr
 import nnarray as nna
 from nnarray.backends.cuda import vector
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 REFS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
         "maximum": np.maximum, "minimum": np.minimum, "neg": np.negative, "abs": np.abs,
         "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "square": np.square,
-        "relu": lambda x: np.maximum(x, 0), "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+        "relu": lambda x: np.maximum(x, 0), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+        "erf": lambda x: _erf(x), "gelu": lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))),
+        "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) *
+                                                      (x + 0.044715 * x ** 3)))}
 
 
 def test_every_function_has_a_reference():

@@ -41,7 +41,8 @@ READS = {
     "float()": lambda x: float(x[0, 0]),
     "item()": lambda x: x[1, 2].item(),
     "to_device(numpy)": lambda x: x.to_device("numpy"),
-    "np.from_dlpack": np.from_dlpack,
+    # numpy imports host capsules only: device="cpu" asks the producer for one
+    "np.from_dlpack": lambda x: np.from_dlpack(x, device="cpu"),
     "get_data(r, numpy)": lambda x: x.get_data("r", "numpy"),
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -161,6 +162,24 @@ def _sigmoid(x):
         return (1 / (1 + np.exp(-x.astype(np.float64)))).astype(d)
 
 
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
+_erfc64 = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _float_ref(f):
+    """``f`` computed in float64, returned in numpy's floating dtype for the input (as
+    ``np.exp`` gives it: float16 stays, integers give float64)."""
+    return lambda x: f(x.astype(np.float64)).astype(np.exp(x[:0]).dtype)
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + _erf64(x / np.sqrt(2)))
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
 UNARY = {  # name: (F function, numpy reference, lo, hi, dtypes)
     "neg": (F.neg, np.negative, -3, 3, NUMERIC),
     "abs": (F.abs, np.abs, -3, 3, ALL),
@@ -198,6 +217,10 @@ UNARY = {  # name: (F function, numpy reference, lo, hi, dtypes)
     "isnan": (F.isnan, np.isnan, -3, 3, ALL),
     "signbit": (F.signbit, np.signbit, -3, 3, NUMERIC),
     "logical_not": (F.logical_not, np.logical_not, -3, 3, ALL),
+    "erf": (F.erf, _float_ref(_erf64), -3, 3, ALL),
+    "erfc": (F.erfc, _float_ref(_erfc64), -3, 3, NUMERIC),
+    "gelu": (F.gelu, _float_ref(_gelu), -4, 4, NUMERIC),
+    "gelu_tanh": (F.gelu_tanh, _float_ref(_gelu_tanh), -4, 4, NUMERIC),
 }
 UNARY_CASES = [(n, d) for n, v in UNARY.items() for d in v[4]]
 

@@ -94,6 +94,25 @@ def test_static_build_errors_and_lazy_compute() -> None:
     np.testing.assert_allclose(y.d, 1.0)
 
 
+def test_unrun_static_value_raises_naming_forward(backend: str) -> None:
+    """Reading ``.d`` of a static output before its graph ran (or after
+    ``forward(clear_buffer=True)`` freed it) raises, naming the call to make."""
+    a = _v((2, 3), seed=3)
+    y = F.exp(a)
+    h = y * 2.0
+    z = F.sum(h + 1.0)
+    for v in (y, z):
+        with pytest.raises(GraphError, match=r"has not run.*forward\(\).*auto_forward"):
+            v.d  # noqa: B018
+    z.forward(clear_buffer=True)
+    np.testing.assert_allclose(z.d, np.sum(2 * np.exp(a.d) + 1), rtol=1e-6)
+    with pytest.raises(GraphError, match="mul"):
+        h.d  # noqa: B018  (freed by clear_buffer)
+    with grad.auto_forward():
+        np.testing.assert_allclose(F.exp(a).d, np.exp(a.d), rtol=1e-6)
+    assert Variable((2,)).d.shape == (2,)  # a leaf reads its (zero) data as before
+
+
 def test_forward_clear_buffer_frees_unneeded_intermediates() -> None:
     x = _v((3, 3), need_grad=True)
     h1 = x + 1.0  # add retains nothing: freed once its consumer ran
@@ -338,6 +357,69 @@ def test_define_by_run_graph_is_freed_with_its_output() -> None:
     assert x.g.shape == (4, 5)
 
 
+def _live_ndarrays() -> tuple[int, int]:
+    """How many NdArrays are alive, and their bytes."""
+    gc.collect()
+    arrs = [o for o in gc.get_objects() if type(o) is nna.NdArray]
+    return len(arrs), sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in arrs)
+
+
+@pytest.mark.parametrize("retain", [False, True], ids=["freed", "retain_graph"])
+def test_kept_define_by_run_losses_keep_memory_bounded(backend: str, retain: bool) -> None:
+    """Keeping 2,000 losses of a small MLP after backward keeps only the losses: the
+    graph's saved data and inputs are freed (as torch does); with ``retain_graph=True``
+    every batch stays alive through its graph."""
+    rng = np.random.default_rng(0)
+    w1 = Variable.from_numpy_array(rng.standard_normal((32, 16)).astype(np.float32), True)
+    w2 = Variable.from_numpy_array(rng.standard_normal((16, 1)).astype(np.float32), True)
+    batches = [rng.standard_normal((8, 32)).astype(np.float32) for _ in range(4)]
+    losses, n = [], 2000 if not retain else 200
+    for i in range(n):
+        if i == 20:
+            count0, bytes0 = _live_ndarrays()
+        with grad.auto_forward():
+            y = F.relu(Variable.from_numpy_array(batches[i % 4]) @ w1) @ w2
+            loss = F.mean(y * y)
+        loss.backward(retain_graph=retain)
+        losses.append(loss)
+    count, nbytes = _live_ndarrays()
+    per_loss = (nbytes - bytes0) / (n - 20)
+    if retain:
+        assert per_loss > 8 * 32 * 4  # each kept loss holds its batch at least
+    else:
+        assert per_loss <= 16 and count - count0 <= 2 * (n - 20), (count - count0, per_loss)
+    want = np.mean(np.square(np.maximum(batches[(n - 1) % 4] @ w1.d, 0) @ w2.d))
+    np.testing.assert_allclose(float(losses[-1].d), want, rtol=1e-4)
+
+
+def test_second_backward_needs_retain_graph_on_define_by_run(backend: str) -> None:
+    """A define-by-run graph's second backward raises naming ``retain_graph=True``; with
+    it, gradients accumulate twice; a held intermediate keeps its value; a static graph
+    keeps its saved data without asking."""
+    x = _v((3, 4), need_grad=True, seed=1, dtype=np.float32)
+    with grad.auto_forward():
+        h = F.exp(x)
+        y = F.sum(h * 2.0)
+    y.backward()
+    np.testing.assert_allclose(h.d, np.exp(x.d), rtol=1e-6)  # held by us: still there
+    with pytest.raises(GraphError, match=r"freed by an earlier backward.*retain_graph=True"):
+        y.backward()
+    with pytest.raises(GraphError, match="retain_graph=True"):
+        with grad.auto_forward():
+            F.sum(h * 3.0).backward()  # through exp, freed
+    with pytest.raises(GraphError, match="Graph: .*freed"):
+        grad.Graph(y)
+    for auto in (True, False):
+        x.grad.zero()
+        with grad.auto_forward(auto):
+            y = F.sum(F.exp(x) * 2.0)
+        if not auto:
+            y.forward()
+        y.backward(retain_graph=auto)
+        y.backward()  # retained (or static)
+        np.testing.assert_allclose(x.g, 4 * np.exp(x.d), rtol=1e-5)
+
+
 def test_static_graph_is_freed_with_its_output() -> None:
     x = _v((3,), need_grad=True)
     y = F.sum(F.exp(x) * x)
@@ -566,7 +648,7 @@ def test_backward_raises_where_torch_does():
     with pytest.raises(nna.GraphError, match="no need_grad leaf"):
         c.backward(1)
     assert not x.g.any()  # nothing ran
-    y.backward(1)  # an explicit seed of ones is fine
+    y.backward(1, retain_graph=True)  # an explicit seed of ones is fine (s reuses y's graph)
     s.backward()
     np.testing.assert_array_equal(x.g, np.full((2, 3), 4.0))
     with grad.auto_forward():  # one element: implied, as torch

@@ -10,6 +10,7 @@ gradients are pre-filled with NaN are overwritten (accum=False), never accumulat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,6 +34,9 @@ class Case:
     low: float = -2.0  # inputs drawn from uniform(low, high), away from kinks
     high: float = 2.0
     consts: list = field(default_factory=list)  # numpy constants appended to the inputs
+
+
+_np_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _np_sigmoid(x):
@@ -138,6 +142,11 @@ CASES = [
     Case("tanh", F.tanh, np.tanh, [(2, 3)]),
     Case("sigmoid", F.sigmoid, _np_sigmoid, [(2, 3)]),
     Case("relu", F.relu, lambda x: np.maximum(x, 0), [(2, 3)]),
+    Case("erf", F.erf, lambda x: _np_erf(x), [(2, 3)]),
+    Case("erfc", F.erfc, lambda x: 1 - _np_erf(x), [(2, 3)]),
+    Case("gelu", F.gelu, lambda x: 0.5 * x * (1 + _np_erf(x / np.sqrt(2))), [(2, 3)], -3, 3),
+    Case("gelu_tanh", F.gelu_tanh, lambda x: 0.5 * x * (1 + np.tanh(
+        np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))), [(2, 3)], -3, 3),
     Case("expm1", F.expm1, np.expm1, [(2, 3)]),
     Case("log1p", F.log1p, np.log1p, [(2, 3)], low=0.1),
     Case("log2", F.log2, np.log2, [(2, 3)], low=0.5),

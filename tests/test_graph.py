@@ -207,6 +207,40 @@ def test_bound_arrays_are_shared_and_outputs_of_new_shapes(backend) -> None:
     np.testing.assert_allclose(g.eval(backend, a=shared, b=shared)[0].numpy(), 9.0)
 
 
+#: Graphs whose recorded constants depend on the input's shape, and numpy on the same.
+REBIND_CASES = {
+    "xp.var axis=0": (lambda x: nna.var(x, axis=0), lambda a: a.var(0)),
+    "xp.std axis=0": (lambda x: nna.std(x, axis=0), lambda a: a.std(0)),
+    "xp.var correction=1": (lambda x: nna.var(x, axis=(0, 2), correction=1),
+                            lambda a: a.var((0, 2), ddof=1)),
+    "xp.var all": (lambda x: nna.var(x), lambda a: a.var()),
+    "Variable.var()": (lambda x: x.var(axis=0), lambda a: a.var(0)),
+    "mean axis=0": (lambda x: F.mean(x, axis=0), lambda a: a.mean(0)),
+    "reshape(-1, 5)": (lambda x: F.reshape(x * 2.0, (-1, 5)), lambda a: (a * 2).reshape(-1, 5)),
+    "reshape(-1)": (lambda x: x.reshape(-1), lambda a: a.reshape(-1)),
+    "reshape(4, -1)": (lambda x: F.reshape(x, (4, -1)), lambda a: a.reshape(4, -1)),
+    "reshape(N, -1)": (lambda x: F.reshape(x, (x.shape[0], -1)),
+                       lambda a: a.reshape(a.shape[0], -1)),
+    "broadcast_to(x.shape)": (lambda x: F.broadcast_to(F.sum(x, 0, True), x.shape) - x,
+                              lambda a: a.sum(0, keepdims=True) - a),
+    "xp.broadcast_arrays": (lambda x: nna.broadcast_arrays(F.sum(x, 0, True), x)[0],
+                            lambda a: np.broadcast_to(a.sum(0, keepdims=True), a.shape)),
+}
+
+
+@pytest.mark.parametrize("case", list(REBIND_CASES))
+def test_rebind_recomputes_shape_dependent_constants(backend, case) -> None:
+    """A graph built for batch 8 and bound to batch 32 computes what numpy does for 32:
+    constants taken from the shapes (a mean's N, a -1 in a reshape target, a broadcast
+    target) follow the new shapes; after a JSON round trip too."""
+    build, ref = REBIND_CASES[case]
+    g = Graph(build(Variable((8, 4, 5), name="x")))
+    for a in (_rand(8, 4, 5, seed=1), _rand(32, 4, 5, seed=2)):
+        for gg in (g, Graph.from_json(g.to_json())):
+            got = gg.bind(backend, {"x": _nd(a)}, grad_req="null").forward()[0].numpy()
+            np.testing.assert_allclose(got, ref(a), rtol=1e-4, atol=1e-5, err_msg=case)
+
+
 def test_executor_matches_static_graph_on_an_mlp(backend) -> None:
     m = MLP()
     x = Variable.from_numpy_array(_rand(4, 6), name="data")

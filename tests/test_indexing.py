@@ -144,3 +144,53 @@ def test_gradient_repeats_accumulate_in_every_float_dtype(backend: str, dtype) -
     s.backward()
     assert x.grad.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(np.asarray(x.grad.data), np.array([1, 0, 0, 3, 1], dtype))
+
+
+DEVICE_KEYS = {  # name: (key, bytes of host index arrays the key uploads)
+    "slice": ((slice(1, None), slice(None, None, 2)), 0),
+    "int": ((1, 2), 0),
+    "list": ([1, 0], 16),
+    "numpy int array": (np.array([1, -1]), 16),
+    "numpy bool mask": (A[:, 0, 0] > 3, 2),
+    "NdArray int array": ("device", 0),
+    "mixed": ((slice(None), [0, 2], 1), 16),
+}
+
+
+@pytest.mark.parametrize("name", list(DEVICE_KEYS))
+def test_indexing_keeps_the_array_s_device(backend: str, name: str) -> None:
+    """Every key type gives a result on the indexed array's device; index arrays given on
+    the host move there in counted transfers and the indexed data never leaves it."""
+    key, upload = DEVICE_KEYS[name]
+    x = nna.NdArray.from_numpy_array(A).to_device(backend)
+    if isinstance(key, str):
+        key = nna.NdArray.from_numpy_array(np.array([1, 0])).to_device(backend)
+    e = A[key.numpy() if isinstance(key, nna.NdArray) else key]
+    nna.reset_transfer_stats()
+    with nna.strict_transfers():  # counted, explicit moves only
+        r = x[key]
+        r = r.copy()  # (a basic key's result is a view: keep what it read)
+        x[key] = 0.0
+    assert r.device == x.device
+    routes = nna.transfer_stats()["by_route"]
+    dev = str(x.device)
+    if backend == "numpy":
+        assert not routes
+    else:
+        up = routes.get(("numpy:0", dev), (0, 0))[1]
+        down = routes.get((dev, "numpy:0"), (0, 0))
+        assert up >= 2 * upload  # the key, for the getitem and the setitem
+        assert down[1] <= 8 * down[0]  # only bounds flags and mask counts come back
+    np.testing.assert_array_equal(r.numpy(), e)
+    want = A.copy()
+    want[key.numpy() if isinstance(key, nna.NdArray) else key] = 0.0
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_graph_value_indexing_runs_on_its_data_s_device(backend: str) -> None:
+    """A Variable indexed with host keys: the gather runs where its data is."""
+    x = Variable.from_ndarray(nna.NdArray.from_numpy_array(A).to_device(backend))
+    with grad.auto_forward():
+        y = x[[1, 0], np.array([0, 2])]
+    assert y.data.device == x.data.device
+    np.testing.assert_array_equal(y.data.numpy(), A[[1, 0], [0, 2]])

@@ -68,6 +68,28 @@ def test_call_is_forward_and_missing_forward_is_clear():
         nn.Module()(1)
 
 
+def test_module_on_ndarrays_runs_now_and_returns_ndarrays(backend):
+    """Outside auto_forward a Module called on NdArrays computes at once and returns
+    NdArrays (as F functions on NdArrays do); on Variables it still records."""
+    rng = np.random.default_rng(0)
+    model = Net(rng)
+    model.eval()
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    y = model(nna.asarray(x))
+    assert type(y) is nna.NdArray and y.shape == (5, 2)
+    with grad.no_grad():
+        assert type(model(nna.asarray(x))) is nna.NdArray
+    with grad.auto_forward():
+        want = host(model(grad.Variable.from_numpy_array(x)))
+    np.testing.assert_allclose(host(y), want, rtol=1e-5, atol=1e-6)
+    lin = nn.Linear(4, 3, rng=rng)
+    y = lin(nna.asarray(x))
+    np.testing.assert_allclose(host(y), x @ host(lin.W) + host(lin.b), rtol=1e-5, atol=1e-5)
+    static = lin(grad.Variable.from_numpy_array(x))
+    assert isinstance(static, grad.Variable) and static.parent is not None
+    assert all(p._grad is None for p in lin.parameters().values())  # nothing recorded
+
+
 def test_activations_are_the_F_functions():
     assert nn.relu is F.relu and nn.sigmoid is F.sigmoid and nn.tanh is F.tanh
     assert nn.softmax is F.softmax and nn.leaky_relu is F.leaky_relu

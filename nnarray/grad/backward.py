@@ -14,10 +14,12 @@ import itertools
 import threading
 from typing import Any
 
+import numpy as np
+
 from .. import context as _context
 from .. import dtypes
 from ..context import _current
-from ..errors import GraphError
+from ..errors import GraphError, ShapeError
 from ..ndarray import NdArray, full
 from . import executor
 from .program import trace
@@ -27,9 +29,11 @@ _FLOATS = dtypes.FLOATS
 _stamps = itertools.count(1)
 
 
-def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False) -> None:
+def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False,
+             retain_graph: bool = False) -> None:
     """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf, on the
-    device the forward ran on (``root``'s), whatever scope is current now."""
+    device the forward ran on (``root``'s), whatever scope is current now. A
+    define-by-run graph is freed afterwards unless ``retain_graph`` (``free_graph``)."""
     if grad is IMPLICIT:
         if root.size != 1:
             raise GraphError(f"backward: the output has shape {root.shape}; a gradient can "
@@ -42,10 +46,10 @@ def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False) -
     base = _context._default if cur is None else cur
     ctx = _forward_context(root, base)
     if ctx is base:
-        return _backward(root, grad, clear_buffer, base)
+        return _backward(root, grad, clear_buffer, base, retain_graph)
     token = _current.set(ctx)
     try:
-        _backward(root, grad, clear_buffer, ctx)
+        _backward(root, grad, clear_buffer, ctx, retain_graph)
     finally:
         _current.reset(token)
 
@@ -60,13 +64,25 @@ def _forward_context(root: Variable, base: Any) -> Any:
     return _context.context_of(h, base)
 
 
-def _backward(root: Variable, grad: Any, clear_buffer: bool, ctx: Any) -> None:
-    g = _seed(root, grad)
+def _backward(root: Variable, grad: Any, clear_buffer: bool, ctx: Any,
+              retain_graph: bool) -> None:
+    g = root.grad if grad is None else seed(root, grad, root._grad, "backward")
     if root._parent is None:
         if root._need_grad and root.dtype in _FLOATS:
             root._accumulate(g, True)
         return
     plan = executor.plan_of(root)
+    dynamic = root._parent.dynamic
+    if dynamic:
+        check_not_freed(plan.order, "backward")
+    _run(root, plan, g, clear_buffer, ctx)
+    if dynamic and not retain_graph:
+        free_graph(root, plan.order)
+
+
+def _run(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool,
+         ctx: Any) -> None:
+    """The backward pass proper: a traced program's replay, else the rules eagerly."""
     prog = plan.program
     if prog is None:
         if not root._parent.dynamic:
@@ -86,6 +102,34 @@ def _backward(root: Variable, grad: Any, clear_buffer: bool, ctx: Any) -> None:
     for n, need in plan.backward_order():
         n.run_backward(stamp, need)
         _after(n, root, clear_buffer)
+
+
+#: What a freed define-by-run node has as inputs (``free_graph``).
+FREED: tuple = ()
+
+
+def free_graph(root: Variable, order: list) -> None:
+    """Free a define-by-run graph after its backward pass (as torch does without
+    ``retain_graph``): each recorded node drops its saved data and its references to its
+    inputs, so the inputs and intermediates nobody else holds are freed, while the
+    output keeps its value and its node. Static nodes keep theirs: they run again."""
+    for n in order:
+        if n.dynamic:
+            n.release()
+            n.inputs = FREED
+            n.macro = None
+    root._plan = None
+
+
+def check_not_freed(order: list, what: str) -> None:
+    """Raise ``GraphError`` (naming ``what``) if a define-by-run node of ``order`` was
+    freed by a backward pass (or ``clear_buffer``)."""
+    for n in order:
+        if n.dynamic and n.versions is None:
+            raise GraphError(
+                f"{what}: the define-by-run graph through '{n.label}' ({n.name}) was "
+                "freed by an earlier backward(); pass backward(retain_graph=True) to the "
+                "earlier call to keep it (or build it again)")
 
 
 #: Traced programs of define-by-run graphs, by graph signature (a training loop builds the
@@ -176,18 +220,18 @@ def _after(n: Any, root: Variable, clear_buffer: bool) -> None:
                 v._data = None
 
 
-def _seed(root: Variable, grad: Any) -> NdArray:
-    if grad is None:
-        return root.grad
+def seed(v: Variable, grad: Any, last: NdArray | None, what: str) -> NdArray:
+    """The output gradient ``grad`` (an NdArray, a scalar, or array-like) for output ``v``,
+    in its dtype; a scalar reuses ``last`` (the previous seed) while it holds that value.
+    A wrong shape raises ``ShapeError`` naming ``what``."""
     if isinstance(grad, NdArray):
         g = grad
     elif dtypes.is_scalar(grad):
-        g = root._grad  # reuse the previous seed while it still holds this value
-        if g is None or not g.holds_fill(grad) or g.shape != root.shape:
-            g = full(root.shape, grad, root.dtype)
-        return g
+        if last is not None and last.holds_fill(grad) and last.shape == v.shape:
+            return last
+        return full(v.shape, grad, v.dtype)
     else:
-        g = NdArray.from_numpy_array(grad)
-    if g.shape != root.shape:
-        raise GraphError(f"backward: grad has shape {g.shape}, the output has {root.shape}")
-    return g if g.dtype == root.dtype else g.astype(root.dtype)
+        g = NdArray.from_numpy_array(np.asarray(grad, dtype=v.dtype))
+    if g.shape != v.shape:
+        raise ShapeError(f"{what}: the gradient has shape {g.shape}, the output {v.shape}")
+    return g if g.dtype == v.dtype else g.astype(v.dtype)

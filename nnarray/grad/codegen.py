@@ -27,7 +27,7 @@ from typing import Any
 
 from ..kernel import DEBUG
 from ..ndarray import NdArray
-from .modes import SAVED
+from .planner import last_readers
 from .variable import Variable
 
 _wrap = NdArray._wrap
@@ -65,7 +65,6 @@ def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
     produced: dict[int, Variable] = {}
     head: list[str] = []  # reading the inputs
     body: list[str] = []
-    last: dict[int, int] = {}
     dev = None
     live = [(s, st) for s, st in enumerate(steps) if s not in skip]
     kernels = {}
@@ -76,8 +75,7 @@ def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
         if not k.plain or (dev is not None and k.device is not dev):
             return None
         dev = k.device
-        for a in st.inputs:
-            last[id(a)] = s
+    last = last_readers([st for _, st in live], [s for s, _ in live])
     sources = _sources(prog)
     for s, st in live:
         out = st.outputs[0]()
@@ -131,19 +129,9 @@ def generate(prog: Any, skip: set, ctx: Any) -> Fused | None:
 
 
 def _checks(prog: Any, ns: dict) -> list[str]:
-    """Code checking the saved data of the nodes ``prog`` reads before anything runs: a
-    version bumped since the forward pass (or a host view handed out) has ``Node.check``
-    raise or decide."""
-    if not prog.checks:
-        return []
-    ns["SAVED"] = SAVED
-    return [f"    for n in ({', '.join(f'nodes[{k}]' for k in prog.checks)},):",
-            "        vs = n.versions",
-            "        if vs is None:",
-            "            n.check()",
-            "        for _, d, v in vs:",
-            "            if d.version != v or d._snap is not SAVED:",
-            "                n.check()"]
+    """Code checking the saved data of the nodes ``prog`` reads before anything runs
+    (``Node.check``)."""
+    return [f"    nodes[{k}].check()" for k in prog.checks]
 
 
 def _sources(prog: Any) -> dict[int, str]:
@@ -214,7 +202,7 @@ def generate_forward(order: list, ctx: Any, save: bool = True,
     one-output kernel call on one device. ``save``: keep what backward needs (as
     ``forward_step(ctx, save)``); ``release``: per node, the variables whose data is
     dropped after it ran (an executor's memory plan)."""
-    ns: dict[str, Any] = {"_wrap": _wrap, "SAVED": SAVED}
+    ns: dict[str, Any] = {"_wrap": _wrap}
     names: dict[int, tuple[str, str]] = {}  # id(variable or array) -> (NdArray, native)
     body: list[str] = []
     dev = None
@@ -262,7 +250,7 @@ def generate_forward(order: list, ctx: Any, save: bool = True,
                  f"        {o}.adopt(_dev, {t})"]
         names[id(out)] = (o, t)
         if save:
-            body += _retain(f"N{s}", n, datas, o)
+            body += _retain(f"N{s}", n, datas, o, ns, s)
         for j, r in enumerate(release[s] if release else ()):
             ns[f"R{s}_{j}"] = r  # its data and its buffer go now, as in the steps
             body += [f"    R{s}_{j}._data = None", f"    del {', '.join(names[id(r)])}"]
@@ -272,27 +260,17 @@ def generate_forward(order: list, ctx: Any, save: bool = True,
     return ns.pop("program")  # no function <-> globals cycle: the graph is freed with it
 
 
-def _retain(node: str, n: Any, datas: list, out: str) -> list[str]:
-    """Code keeping what ``n``'s backward rule retains, with the versions to check: what
-    ``Node.retain`` does, written out for the node (``datas``: the names of its inputs'
-    NdArrays, or of scalar constants, which have no version)."""
+def _retain(node: str, n: Any, datas: list, out: str, ns: dict, s: int) -> list[str]:
+    """Code keeping what ``n``'s backward rule retains, with the versions to check
+    (``Node.retain``; ``datas``: the names of its inputs' NdArrays, or of scalar
+    constants)."""
     rule = n.function.backward
     ri = rule.retained_inputs(n.attrs) if rule is not None else ()
     ro = tuple(rule.outputs) if rule is not None else ()
     if not ri and not ro:
         return [f"    {node}.saved_inputs = {node}.saved_outputs = {node}.versions = ()"]
-    arrays = [i for i in ri if isinstance(n.inputs[i], (Variable, NdArray))]
-    ins = [datas[i] if i in ri else "None" for i in range(len(datas))] if ri else []
-    vers = [f"({i}, {datas[i]}, {datas[i]}.version)" for i in arrays] + \
-        [f"({-1 - j}, {out}, {out}.version)" for j in ro]
-    snaps = [datas[i] for i in arrays] + ([out] if ro else [])
-    code = [f"    {node}.saved_inputs = [{', '.join(ins)}]" if ri else
-            f"    {node}.saved_inputs = ()",
-            f"    {node}.saved_outputs = [{out}]" if ro else f"    {node}.saved_outputs = ()",
-            f"    {node}.versions = [{', '.join(vers)}]"]
-    if snaps:
-        code.append(f"    {' = '.join(f'{d}._snap' for d in snaps)} = SAVED")
-    return code
+    ns[f"ri{s}"], ns[f"ro{s}"] = ri, ro
+    return [f"    {node}.retain(({', '.join(datas)},), ({out},), ri{s}, ro{s})"]
 
 
 def _read_input(a: Any, j: int, ns: dict, body: list) -> tuple[str, str]:

@@ -21,6 +21,7 @@ from ..context import _current
 from ..errors import GraphError
 from ..ndarray import NdArray
 from .codegen import generate, generate_forward
+from .planner import forward_releases
 from .variable import Variable
 
 _FLOATS = dtypes.FLOATS
@@ -54,7 +55,7 @@ class Plan:
         """Per node, the intermediates it is the last consumer of (``clear_buffer``);
         computed on first use: a define-by-run graph's plan seldom needs it."""
         if self._release is None:
-            self._release = _forward_release(self.order, self.root())
+            self._release = forward_releases(self.order, (self.root(),))
         return self._release
 
     def backward_order(self) -> list:
@@ -140,19 +141,6 @@ def _visit(start: Any, order: list, seen: set) -> None:
                 stack.append((p, False))
 
 
-def _forward_release(order: list, root: Variable) -> list:
-    """Per node: the intermediate variables whose last consumer it is (clear_buffer)."""
-    last: dict[int, tuple[int, Variable]] = {}
-    for i, n in enumerate(order):
-        for a in n.inputs:
-            if isinstance(a, Variable) and a._parent is not None and a is not root:
-                last[id(a)] = (i, a)
-    rel: list[list] = [[] for _ in order]
-    for i, a in last.values():
-        rel[i].append(a)
-    return rel
-
-
 def _checked_leaves(order: list) -> list:
     """The leaves with their shapes, after checking every node's inference still gives the
     shapes it was built with (an input's ``reset_shape`` since then raises, naming it)."""
@@ -198,19 +186,35 @@ def forward(root: Variable, clear_buffer: bool = False) -> None:
     ctx = _current.get(_context._default)
     steps = plan.steps
     if steps is None or steps[0] is not ctx:
-        steps = plan.steps = (ctx, [n.forward_step(ctx, True) for n in plan.order],
-                              generate_forward(plan.order, ctx))
-    if not clear_buffer:
-        if steps[2] is not None:
-            steps[2](root)
-            return
-        for step in steps[1]:
+        steps = plan.steps = (ctx, *compile_forward(plan.order, ctx))
+    if clear_buffer:
+        run_forward(steps[1], None, root, plan.release)
+    else:
+        run_forward(steps[1], steps[2], root)
+
+
+def compile_forward(order: list, ctx: Any, save: bool = True,
+                    release: list | None = None) -> tuple[list, Any]:
+    """``(steps, program)`` of a forward ``order`` under ``ctx``: a compiled step per node
+    (``save``: keeping what backward needs) and, where every node is a plain kernel call,
+    the generated program (``release``, the memory plan, written in), else ``None``."""
+    steps = [n.forward_step(ctx, save) for n in order]
+    return steps, generate_forward(order, ctx, save, release) if order else None
+
+
+def run_forward(steps: list, program: Any, root: Any, release: list | None = None) -> None:
+    """Run a compiled forward: the generated ``program`` (of the output ``root``) if any,
+    else the steps, each followed by dropping the data of its ``release`` entries."""
+    if program is not None:
+        program(root)
+    elif release is None:
+        for step in steps:
             step()
-        return
-    for step, rel in zip(steps[1], plan.release):
-        step()
-        for v in rel:
-            v._data = None
+    else:
+        for step, rel in zip(steps, release):
+            step()
+            for v in rel:
+                v._data = None
 
 
 # -- replaying traced programs ---------------------------------------------------------

@@ -29,10 +29,11 @@ import numpy as np
 from .. import dtypes
 from ..context import as_context
 from ..errors import DTypeError, GraphError, ShapeError
-from ..ndarray import NdArray, full
+from ..ndarray import NdArray
 from . import modes, recording
-from .codegen import generate_forward
-from .executor import backward_order, leaves, replay, topological_many
+from .backward import check_not_freed, seed
+from .executor import backward_order, compile_forward, leaves, replay, run_forward, topological_many
+from .planner import forward_releases
 from .program import trace
 from .python_function import PyNode, PythonFunction
 from .variable import Variable
@@ -40,8 +41,19 @@ from .variable import Variable
 _FLOATS = dtypes.FLOATS
 _REQS = ("write", "add", "null")
 
-#: Argument placeholders of loaded graphs: they have structure, no data, until bound.
-_unbound: weakref.WeakSet = weakref.WeakSet()
+#: Argument placeholders of loaded graphs: they have structure, no data, until bound. Kept
+#: by id: a WeakSet would compare Variables with ``==``, which is elementwise.
+_unbound: dict[int, weakref.ref] = {}
+
+
+def _mark_unbound(v: Variable) -> None:
+    k = id(v)
+    _unbound[k] = weakref.ref(v, lambda _r: _unbound.pop(k, None))
+
+
+def _is_unbound(v: Variable) -> bool:
+    r = _unbound.get(id(v))
+    return r is not None and r() is v
 
 #: PythonFunction classes that may be serialized, by name (``register_function``).
 _functions: dict[str, type] = {}
@@ -90,6 +102,7 @@ class Graph:
             named[id(v)] = n
         self._outputs = outs
         self._order = topological_many(outs)
+        check_not_freed(self._order, "Graph")
         for n in self._order:  # define-by-run nodes get their names in execution order
             if n._label is None:
                 _ = n.label
@@ -286,6 +299,7 @@ def _rebuild(order: list, subst: dict, inference: bool = False) -> dict:
         return new
     inner = _macro_members(order)
     calls: dict = {}  # a split's call, made again once for all its outputs
+    batch = _batch_sizes(order, subst)
     tok = modes.mode.set(modes.STATIC)
     ttok = recording.tape.set(None)
     try:
@@ -311,7 +325,7 @@ def _rebuild(order: list, subst: dict, inference: bool = False) -> dict:
             force = inference and _trains(n)
             if not changed and not force:
                 continue
-            outs = _reapply(n, tuple(ins), calls=calls, inference=force)
+            outs = _reapply(n, tuple(ins), calls=calls, inference=force, batch=batch)
             for r, o in zip(n.outputs, outs):
                 old = r()
                 if old is not None:
@@ -322,6 +336,18 @@ def _rebuild(order: list, subst: dict, inference: bool = False) -> dict:
         recording.tape.reset(ttok)
         modes.mode.reset(tok)
     return new
+
+
+def _batch_sizes(order: list, subst: dict) -> dict:
+    """``{old: new}`` leading (batch) sizes of the substituted leaves whose leading axis
+    changed (what a leading size of a recorded target shape follows)."""
+    out: dict = {}
+    for n in order:
+        for a in n.inputs:
+            b = subst.get(id(a)) if isinstance(a, Variable) else None
+            if b is not None and a.shape and b.shape and a.shape[0] != b.shape[0]:
+                out[a.shape[0]] = b.shape[0]
+    return out
 
 
 def _macro_members(order: list) -> set:
@@ -378,9 +404,10 @@ def _trains(n: Any) -> bool:
 
 
 def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
-             inference: bool = False) -> tuple:
+             inference: bool = False, batch: Any = None) -> tuple:
     """Node ``n``'s function recorded on ``ins`` (``inference``: in inference mode): its
-    output Variables (the node keeps ``n``'s name, or ``label``)."""
+    output Variables (the node keeps ``n``'s name, or ``label``). A ``broadcast_to``
+    target's leading size follows a rebound batch size (``batch``: ``{old: new}``)."""
     label = label or n.label
     try:
         if n.macro is not None and inference:
@@ -392,6 +419,8 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
                 return (out,)  # dropout in inference is the identity
         elif n.macro is not None:
             fn, _, kwargs, j = n.macro
+            if fn.__name__ == "reshape" and fn.__module__ == "nnarray.functions":
+                ins = (ins[0], _follow_batch(n, ins[0], ins[1]))
             key = (fn, tuple(id(a) for a in ins), j is None)
             out = calls.get(key) if calls is not None and j is not None else None
             if out is None:
@@ -400,7 +429,8 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
                     calls[key] = out
             if j is not None:
                 for q, o in enumerate(out):
-                    o._parent.macro = (fn, ins, kwargs, q)
+                    if o._parent is not None and all(o is not a for a in ins):
+                        o._parent.macro = (fn, ins, kwargs, q)
                 out = out[j]
             elif isinstance(out, Variable) and out._parent is not None:
                 out._parent.macro = (fn, ins, kwargs, None)
@@ -413,6 +443,9 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
                 attrs["training"] = False
             if op.name == "reshape":
                 attrs["shape"] = _reshape_target(n, ins[0], attrs["shape"])
+            elif op.name == "broadcast_to" and batch and attrs["shape"] and \
+                    attrs["shape"][0] in batch:
+                attrs["shape"] = (batch[attrs["shape"][0]], *attrs["shape"][1:])
             out = recording.record(op, ins, attrs, op.infer(ins, attrs))
     except (ShapeError, DTypeError, ValueError) as e:
         what = n.macro[0].__name__ if n.macro is not None else n.name
@@ -421,6 +454,15 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
     outs = out if isinstance(out, tuple) else (out,)
     outs[0]._parent.label = label
     return outs
+
+
+def _follow_batch(n: Any, x: Any, spec: Any) -> Any:
+    """A reshape's target as given (``-1`` kept) for a new input: a leading size equal to
+    the old input's leading (batch) axis follows the new one (``x.reshape(N, -1)``)."""
+    old, new = n.in_meta[0][0], getattr(x, "shape", ())
+    if isinstance(spec, (tuple, list)) and spec and old and new and spec[0] == old[0] != new[0]:
+        return (new[0], *spec[1:])
+    return spec
 
 
 def _reshape_target(n: Any, x: Any, shape: tuple) -> tuple:
@@ -478,7 +520,7 @@ class Executor:
         for name, v in zip(names, graph._args):
             nd = args.get(name)
             if nd is None:
-                if v in _unbound:
+                if _is_unbound(v):
                     missing.append(name)
                     continue
                 nd = v.data
@@ -551,13 +593,7 @@ class Executor:
             if v._parent is not None:
                 v._data = d
         try:
-            if program is not None:
-                program(order[-1].outputs[0]())
-            else:
-                for step, rel in zip(steps, release):
-                    step()
-                    for v in rel:
-                        v._data = None
+            run_forward(steps, program, order[-1].outputs[0]() if order else None, release)
             run[4] = res = [v.data for v in outs]
         finally:  # the graph's own Variables keep their data
             for v, d in zip(args + outs, kept):
@@ -576,9 +612,8 @@ class Executor:
         if not is_train and any(_trains(n) for n in order):
             twin = self.graph._with({}, inference=True)
             order, outs = twin._order, twin._outputs
-        steps = [n.forward_step(self.ctx, save) for n in order]
-        release = _release_plan(order, outs)
-        program = generate_forward(order, self.ctx, save, release) if order else None
+        release = forward_releases(order, outs)
+        steps, program = compile_forward(order, self.ctx, save, release)
         return [order, release, outs, steps, [None] * len(outs), program]
 
     # -- backward -----------------------------------------------------------------------------
@@ -600,7 +635,7 @@ class Executor:
         if len(out_grads) != len(outs):
             raise GraphError(f"Executor.backward: {len(out_grads)} out_grads for "
                              f"{len(outs)} outputs")
-        seeds = self._seeds = [_seed(v, g, old) for v, g, old in
+        seeds = self._seeds = [seed(v, g, old, "Executor.backward") for v, g, old in
                                zip(outs, out_grads, self._seeds or [None] * len(outs))]
         prog = self._program
         if prog is None:
@@ -629,35 +664,6 @@ class Executor:
 
     def __repr__(self) -> str:
         return f"<Executor on {self.ctx} of {getattr(self, 'graph', None)!r}>"
-
-
-def _seed(v: Variable, g: Any, last: Any) -> NdArray:
-    if isinstance(g, NdArray):
-        nd = g
-    elif dtypes.is_scalar(g):  # the last seed is reused while it holds this value
-        if last is not None and last.holds_fill(g):
-            return last
-        return full(v.shape, g, v.dtype)
-    else:
-        nd = NdArray.from_numpy_array(np.asarray(g, dtype=v.dtype))
-    if nd.shape != v.shape:
-        raise ShapeError(f"Executor.backward: out_grad of shape {nd.shape} for an output of "
-                         f"shape {v.shape}")
-    return nd if nd.dtype == v.dtype else nd.astype(v.dtype)
-
-
-def _release_plan(order: list, outs: list) -> list:
-    """Per node: the intermediates whose last consumer it is (not the outputs)."""
-    keep = {id(v) for v in outs}
-    last: dict[int, tuple[int, Variable]] = {}
-    for i, n in enumerate(order):
-        for a in n.inputs:
-            if isinstance(a, Variable) and a._parent is not None and id(a) not in keep:
-                last[id(a)] = (i, a)
-    rel: list[list] = [[] for _ in order]
-    for i, a in last.values():
-        rel[i].append(a)
-    return rel
 
 
 # -- JSON ---------------------------------------------------------------------------------
@@ -803,7 +809,7 @@ def _from_doc(doc: Any) -> Graph:
     params = {}
     for a in doc["arguments"]:
         v = Variable(tuple(a["shape"]), a["need_grad"], a["dtype"], name=a["name"])
-        _unbound.add(v)
+        _mark_unbound(v)
         args.append(v)
         params[a["name"]] = v
     nodes: list[tuple] = []
@@ -859,7 +865,8 @@ def _from_doc(doc: Any) -> Graph:
             call = e.get("call")
             if call is not None:
                 name = call["function"]
-                fn = getattr(_F, name, None) if name in _F._COMPOSITES else None
+                fn = getattr(_F, name, None) if name in _F._COMPOSITES else \
+                    _F._RECALLED.get(name)
                 if fn is None:
                     raise GraphError(f"Graph.from_json: node '{label}': unknown function "
                                      f"'{name}'")

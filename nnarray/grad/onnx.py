@@ -26,6 +26,7 @@ from .. import functions as F
 from ..atomic_file import write_bytes
 from ..errors import GraphError
 from ..ndarray import NdArray
+from ..ops import ufuncs as _ufuncs
 from .executor import leaves as graph_leaves
 from .executor import topological, topological_many
 from .modes import static
@@ -239,50 +240,25 @@ def _ir_version(opset: int) -> int:
 
 
 # -- elementwise -----------------------------------------------------------------------
-_BIN = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
-        "maximum": "Max", "minimum": "Min", "equal": "Equal", "not_equal": "Equal",
-        "less": "Less", "less_equal": "LessOrEqual", "greater": "Greater",
-        "greater_equal": "GreaterOrEqual"}
+#: Bool operands: ONNX's arithmetic refuses them, its logic ops do the same.
 _BOOL_BIN = {"add": "Or", "mul": "And", "maximum": "Or", "minimum": "And"}
-_UN = {"neg": "Neg", "abs": "Abs", "sign": "Sign", "relu": "Relu", "exp": "Exp", "log": "Log",
-       "sqrt": "Sqrt", "tanh": "Tanh", "sigmoid": "Sigmoid", "sin": "Sin", "cos": "Cos",
-       "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh",
-       "cosh": "Cosh"}
+#: The declared elementwise functions ``export`` translates (``ops/ufuncs.py``: their
+#: ``onnx`` field, an op or a composition).
+_ROWS = {r.name: r for r in _ufuncs.ROWS if r.onnx is not None}
 
 
-def _x_binary(ex: _Exporter, n: Any, outs: list) -> None:
+def _x_elementwise(ex: _Exporter, n: Any, outs: list) -> None:
     from .. import dtypes
-    a, b = n.inputs
-    out_dt = n.out_metas[0][1]
-    if n.name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
-        dt = dtypes.promote(n.name, a, b)
-    elif n.name == "div":
-        dt = out_dt
-    else:
-        dt = out_dt
-    op = _BIN[n.name]
-    if dt == np.bool_ and n.name in _BOOL_BIN:
-        op = _BOOL_BIN[n.name]
-    ins = [ex.operand(a, dt), ex.operand(b, dt)]
-    if n.name == "not_equal":
-        ex.emit("Not", [ex.emit("Equal", ins)], outs)
-    else:
-        ex.emit(op, ins, outs)
-
-
-def _x_unary(ex: _Exporter, n: Any, outs: list) -> None:
+    row = _ROWS[n.name]
     dt = n.out_metas[0][1]
-    x = ex.operand(n.inputs[0], dt)
-    name = n.name
-    if name in _UN:
-        ex.emit(_UN[name], [x], outs)
-    elif name == "expm1":
-        ex.emit("Sub", [ex.emit("Exp", [x]), ex.const(1, dt)], outs)
-    elif name == "log1p":
-        ex.emit("Log", [ex.emit("Add", [x, ex.const(1, dt)])], outs)
-    elif name in ("log2", "log10"):
-        ex.emit("Div", [ex.emit("Log", [x]), ex.const(math.log(2 if name == "log2" else 10),
-                                                     dt)], outs)
+    if row.rule == "compare":  # compared in the operands' common type
+        dt = dtypes.promote(n.name, *n.inputs)
+    ins = [ex.operand(v, dt) for v in n.inputs]
+    if isinstance(row.onnx, str):
+        op = _BOOL_BIN.get(n.name, row.onnx) if dt == np.bool_ else row.onnx
+        ex.emit(op, ins, outs)
+    else:
+        row.onnx(ex, ins, dt, outs)
 
 
 def _x_leaky_relu(ex, n, outs):
@@ -495,23 +471,6 @@ def _x_layer_norm(ex, n, outs):
             epsilon=float(n.attrs["eps"]))
 
 
-def _x_gelu(ex, n, outs):
-    x = n.inputs[0]
-    xv, dt = ex.value(x), x.dtype
-    approximate = n.attrs["approximate"]
-    if ex.opset >= 20:
-        ex.emit("Gelu", [xv], outs, approximate=approximate)
-        return
-    if approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-        x3 = ex.emit("Mul", [ex.emit("Mul", [xv, xv]), xv])
-        inner = ex.emit("Add", [xv, ex.emit("Mul", [x3, ex.const(0.044715, dt)])])
-        t = ex.emit("Tanh", [ex.emit("Mul", [inner, ex.const(np.sqrt(2 / np.pi), dt)])])
-    else:  # 0.5 x (1 + erf(x / sqrt(2)))
-        t = ex.emit("Erf", [ex.emit("Mul", [xv, ex.const(np.sqrt(0.5), dt)])])
-    half = ex.emit("Mul", [xv, ex.const(0.5, dt)])
-    ex.emit("Mul", [half, ex.emit("Add", [t, ex.const(1.0, dt)])], outs)
-
-
 def _x_embedding(ex, n, outs):
     idx, W = n.inputs
     ex.emit("Gather", [ex.value(W), ex.value(idx)], [outs[0]], axis=0)
@@ -588,7 +547,7 @@ def _conv_bias(ex: _Exporter, n: Any, outs: list) -> bool:
 
 def _x_add(ex, n, outs):
     if not _conv_bias(ex, n, outs):
-        _x_binary(ex, n, outs)
+        _x_elementwise(ex, n, outs)
 
 
 def _pool_match(ex: _Exporter, n: Any) -> bool:
@@ -678,8 +637,7 @@ def _x_col2im(ex, n, outs):
 
 
 _EXPORT: dict[str, Any] = {
-    **{k: _x_binary for k in _BIN}, "add": _x_add,
-    **{k: _x_unary for k in (*_UN, "expm1", "log1p", "log2", "log10")},
+    **{k: _x_elementwise for k in _ROWS}, "add": _x_add,
     "leaky_relu": _x_leaky_relu, "clip": _x_clip, "cast": _x_cast, "where": _x_where,
     **{k: _x_reduce for k in _RED}, "argmax": _x_arg, "argmin": _x_arg,
     "reshape": _x_reshape, "transpose": _x_transpose, "broadcast_to": _x_broadcast_to,
@@ -688,7 +646,7 @@ _EXPORT: dict[str, Any] = {
     "softmax_cross_entropy": _x_sce, "mean_squared_error": _x_mse,
     "batch_normalization": _x_batch_normalization, "dropout": _x_dropout,
     "im2col": _x_im2col, "col2im": _x_col2im,
-    "layer_norm": _x_layer_norm, "gelu": _x_gelu, "embedding": _x_embedding,
+    "layer_norm": _x_layer_norm, "embedding": _x_embedding,
 }
 
 #: nnarray ops ``export`` translates (the rest raise ``GraphError`` naming the op).
@@ -1142,11 +1100,6 @@ def _i_layer_norm(im, node, at):
     return [y, None, rstd]
 
 
-def _erf(x: Any) -> Any:
-    from ..ops.gelu import erf
-    return erf(x)
-
-
 def _i_gelu(im, node, at):
     a = at.get("approximate", "none")
     return [F.gelu(im.var(node, 0), approximate=a.decode() if isinstance(a, bytes) else a)]
@@ -1215,13 +1168,11 @@ def _i_where(im, node, at):
 
 
 _IMPORT: dict[str, Any] = {
-    "Add": _i_binary(F.add), "Sub": _i_binary(F.sub), "Mul": _i_binary(F.mul),
-    "Div": _i_div, "Pow": _i_pow,
-    "Equal": _i_binary(F.equal), "Less": _i_binary(F.less), "Greater": _i_binary(F.greater),
-    "LessOrEqual": _i_binary(F.less_equal), "GreaterOrEqual": _i_binary(F.greater_equal),
-    "And": _i_binary(F.minimum), "Or": _i_binary(F.maximum), "Not": _i_not,
-    "Max": _i_variadic(F.maximum), "Min": _i_variadic(F.minimum),
-    **{op: _i_unary(getattr(F, name)) for name, op in _UN.items()},
+    # the declared elementwise functions with an op of their own, then ONNX's variants
+    **{r.onnx: (_i_unary if r.arity == 1 else _i_binary)(getattr(F, r.name))
+       for r in _ROWS.values() if isinstance(r.onnx, str)},
+    "Div": _i_div, "Pow": _i_pow, "And": _i_binary(F.minimum), "Or": _i_binary(F.maximum),
+    "Not": _i_not, "Max": _i_variadic(F.maximum), "Min": _i_variadic(F.minimum),
     "LeakyRelu": _i_leaky, "Clip": _i_clip, "Cast": _i_cast, "Where": _i_where,
     "ReduceSum": _i_reduce(F.sum), "ReduceMean": _i_reduce(F.mean),
     "ReduceMax": _i_reduce(F.max), "ReduceMin": _i_reduce(F.min),
@@ -1235,7 +1186,7 @@ _IMPORT: dict[str, Any] = {
     "MaxPool": _i_pool("max"), "AveragePool": _i_pool("average"),
     "GlobalAveragePool": _i_global_pool(F.mean), "GlobalMaxPool": _i_global_pool(F.max),
     "BatchNormalization": _i_batch_norm, "Dropout": _i_dropout, "OneHot": _i_one_hot,
-    "LayerNormalization": _i_layer_norm, "Gelu": _i_gelu, "Erf": _i_unary(_erf),
+    "LayerNormalization": _i_layer_norm, "Gelu": _i_gelu,
 }
 
 #: ONNX ops (default domain) ``import_model`` translates.

@@ -15,6 +15,7 @@ from .. import functions as F
 from ..ndarray import NdArray
 from ..ops.elementwise import BinaryOp
 from . import modes
+from .planner import releases
 from .recording import tape
 from .variable import Variable, _make
 
@@ -164,16 +165,8 @@ def _plan_invariants(prog: Program, nodes: list) -> None:
 
 def _plan_release(prog: Program, results: set) -> None:
     """Per step, the program variables (and bound nodes) whose last reader it is."""
-    last: dict[int, tuple[int, Any]] = {}
     bound = {id(v): k for v, k, _ in prog.binds}
-    for s, step in enumerate(prog.steps):
-        for a in step.inputs:
-            if isinstance(a, Variable) and id(a) not in results:
-                last[id(a)] = (s, a)
-    rel: list[list] = [[] for _ in prog.steps]
-    for s, a in last.values():
-        rel[s].append(a)
-        n = bound.get(id(a))
-        if n is not None:
-            rel[s].append(n)
+    rel = releases(prog.steps, lambda a: isinstance(a, Variable) and id(a) not in results)
+    for r in rel:
+        r += [bound[id(a)] for a in r if id(a) in bound]
     prog.release = rel

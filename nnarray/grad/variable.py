@@ -13,6 +13,7 @@ from .. import dtypes
 from .. import functions as F
 from .. import grad as _grad  # the package: its engine modules, used at call time
 from ..context import _current, context_scope
+from ..errors import GraphError
 from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
@@ -47,7 +48,6 @@ class Variable(GraphValue, ArrayOperators):
 
     __slots__ = ("shape", "dtype", "_data", "_grad", "_need_grad", "_explicit", "_parent",
                  "_gstamp", "_plan", "_name", "__weakref__")
-    __array_ufunc__ = None  # numpy defers `ndarray op Variable` to our reflected ops
 
     def __init__(self, shape: int | Sequence[int] = (), need_grad: bool = False,
                  dtype: Any = np.float32, name: str | None = None) -> None:
@@ -134,8 +134,13 @@ class Variable(GraphValue, ArrayOperators):
         count as an in-place write for the graph's check (like ``torch.Tensor.numpy()``);
         writes through ``.d = v``, ``.data`` or in-place ops do, and so does a write
         through this view while the data is saved for a backward pass (a snapshot taken
-        here is compared when the backward pass checks its saved data)."""
-        nd = self.data
+        here is compared when the backward pass checks its saved data). A function's
+        output whose graph has not run raises ``GraphError``."""
+        nd = self._data
+        if nd is None:
+            if self._parent is not None:
+                raise _unrun(self)
+            nd = self.data
         a = nd.host_handle()
         s = nd._snap
         if s is not None and (s is SAVED or s[0] != nd.version):
@@ -189,12 +194,15 @@ class Variable(GraphValue, ArrayOperators):
         """Run the graph up to this variable (static mode)."""
         _grad.executor.forward(self, clear_buffer)
 
-    def backward(self, grad: Any = IMPLICIT, clear_buffer: bool = False) -> None:
+    def backward(self, grad: Any = IMPLICIT, clear_buffer: bool = False,
+                 retain_graph: bool = False) -> None:
         """Accumulate gradients of this variable (seeded with ``grad``; ``None``: the
         current ``.grad``) into every ``need_grad`` leaf's ``.grad``. Omitted, ``grad`` is
         1 and the variable must have one element; with no ``need_grad`` leaf behind it
-        this raises ``GraphError`` (as torch does)."""
-        _grad.backward.backward(self, grad, clear_buffer)
+        this raises ``GraphError`` (as torch does). A define-by-run graph's saved data
+        and inner references are freed afterwards (a second backward raises
+        ``GraphError``) unless ``retain_graph``; a static graph keeps them."""
+        _grad.backward.backward(self, grad, clear_buffer, retain_graph)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -202,10 +210,32 @@ class Variable(GraphValue, ArrayOperators):
         return self.shape[0]
 
     def __repr__(self) -> str:
-        p = "" if self._parent is None else f", parent={self._parent.label}"
-        n = "" if self._name is None else f"name={self._name!r}, "
-        return (f"Variable({n}shape={self.shape}, dtype={self.dtype}, "
-                f"need_grad={self._need_grad}{p})")
+        from ..values import variable_repr
+        return variable_repr(self)
+
+    # -- Python and numpy values: those of ``data`` (a host read, as for an NdArray) -------
+    def __float__(self) -> float:
+        return float(self.data)
+
+    def __int__(self) -> int:
+        return int(self.data)
+
+    def __index__(self) -> int:
+        return self.data.__index__()
+
+    def __complex__(self) -> complex:
+        return complex(self.data)
+
+    def __bool__(self) -> bool:
+        return bool(self.data)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """``np.asarray(v)``: the data's host values, as ``np.asarray(v.data)``."""
+        return self.data.__array__(dtype, copy)
+
+    def item(self) -> Any:
+        """The value of a one-element variable as a Python scalar (an explicit read)."""
+        return self.data.item()
 
     __hash__ = object.__hash__  # identity: Variables key dicts (== is elementwise)
 
@@ -368,6 +398,16 @@ def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | N
     v._plan = None
     v._name = None
     return v
+
+
+def _unrun(v: Variable) -> GraphError:
+    """The error for reading the values of a static output whose graph never ran."""
+    n = v.name
+    return GraphError(
+        f"Variable.d: {n} (shape {v.shape}) has no values: it was recorded in static mode "
+        f"and its graph has not run (or forward(clear_buffer=True) freed it); call "
+        f".forward() on it (or on the loss it feeds) first, or build the graph under "
+        f"grad.auto_forward() to compute as you call")
 
 
 def _checked(value: Any, var: Variable, what: str) -> NdArray:

@@ -18,9 +18,35 @@ import numpy as np
 
 from .. import grad
 from ..context import Context
+from ..grad import modes as _modes
 from ..ndarray import NdArray
 from . import parameter as _p
 from . import serialization as _io
+
+
+def _eager_call(args: tuple, kwargs: dict) -> bool:
+    """Whether the arguments hold an NdArray and no Variable (top level, or in a list or
+    tuple argument)."""
+    found = False
+    for a in (*args, *kwargs.values()):
+        for x in a if isinstance(a, (list, tuple)) else (a,):
+            if isinstance(x, grad.Variable):
+                return False
+            found = found or isinstance(x, NdArray)
+    return found
+
+
+def _values(out: Any) -> Any:
+    """``out`` with each Variable replaced by its data (in tuples, lists and dicts too)."""
+    if isinstance(out, grad.Variable):
+        return out.data
+    if isinstance(out, tuple) and hasattr(out, "_fields"):  # a named tuple
+        return type(out)(*map(_values, out))
+    if isinstance(out, (list, tuple)):
+        return type(out)(_values(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _values(v) for k, v in out.items()}
+    return out
 
 
 def _is_array(value: Any) -> bool:
@@ -60,6 +86,12 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``forward(*args, **kwargs)``. Outside ``auto_forward`` a call on NdArrays (no
+        Variable among the arguments) runs now and returns NdArrays, as ``F`` functions
+        do on NdArrays; on Variables it records (static or define-by-run)."""
+        if _modes.mode.get() != _modes.AUTO and _eager_call(args, kwargs):
+            with _modes.no_grad():
+                return _values(self.forward(*args, **kwargs))
         return self.forward(*args, **kwargs)
 
     # -- traversal -------------------------------------------------------------------

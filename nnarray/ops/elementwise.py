@@ -1,10 +1,9 @@
 """Elementwise ops: numpy broadcasting and promotion, Python scalars weak.
 
-The families are tables: ``BINARY`` and ``UNARY`` map each name to its dtype rule and
-its derivative (written with ``F``); each backend maps the same names to its own
-implementation (``backends/_xp/elementwise.py``: the numpy/CuPy function;
-``backends/opencl/elementwise.py``: an OpenCL C expression). Adding a unary function
-is one row here, one row per backend table, and nothing else.
+Every function is declared once, as a row of ``ops/ufuncs.py`` (dtype rule, derivative,
+numpy function, C expression, ONNX op, Array API names); ``BINARY`` and ``UNARY`` here
+are the ops' view of those rows, and each backend builds its kernels from the same rows.
+Adding a function is one row there plus its tests.
 
 Kernel contract (native arrays or Python/numpy scalars in, a new C-contiguous native
 array out): binary ``name(a, b, out=None)``; unary ``name(x, out=None)``;
@@ -26,7 +25,7 @@ from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
 from ..registry import cache as _kernel_cache
 from ..registry import lookup
-from .backward import F as _F
+from . import ufuncs as _ufuncs
 from .backward import backward as _backward
 from .backward import fit as _fit
 from .common import broadcast, check_int_pow, require_array
@@ -153,6 +152,9 @@ class BinaryOp(Op):
         if name is not None:  # a graph node's name (see Op.__call__)
             from ..grad.naming import name_result
             return name_result(self(a, b), name, (a, b))
+        if type(a) is np.ndarray or type(b) is np.ndarray:  # uploaded where the op runs
+            from ..numpy_protocol import operands
+            a, b = operands(a, b)
         if isinstance(a, GraphValue):
             return a._record_binary(self, a, b)
         if isinstance(b, GraphValue):
@@ -321,98 +323,26 @@ _BINARY_RULES = {"arith": _infer_binary, "no_bool": _infer_no_bool, "compare": _
                  "integral": lambda name: _infer_kinds(name, "biu", "an integer or bool"),
                  "int": lambda name: _infer_kinds(name, "iu", "an integer")}
 
-#: Binary elementwise functions: name -> (dtype rule, retained values, d/da, d/db).
-#: Rules: "arith" numpy promotion; "no_bool" the same, bool refused; "pow" that, and no
-#: integer to a negative integer power; "div" float results (integers give float64);
-#: "compare" bool results; "logical" the same for any operands; "float" numpy's
-#: floating result (like the unary "float"); "integral" integer or bool operands; "int"
-#: integer operands. Each derivative maps the retained
+#: Binary elementwise functions: name -> (dtype rule, retained values, d/da, d/db), read
+#: from their declarations (``ops/ufuncs.py``). Rules: "arith" numpy promotion; "no_bool"
+#: the same, bool refused; "pow" that, and no integer to a negative integer power; "div"
+#: float results (integers give float64); "compare" bool results; "logical" the same for
+#: any operands; "float" numpy's floating result (like the unary "float"); "integral"
+#: integer or bool operands; "int" integer operands. Each derivative maps the retained
 #: operands ``a``, ``b`` (listed as "ab"; else ``None``), the output ``y`` (listed as
 #: "y") and the output gradient ``g`` to that operand's gradient, before broadcasting is
 #: undone; ``None``: not differentiable.
-BINARY: dict[str, tuple] = {
-    "add": ("arith", "", lambda a, b, y, g: g, lambda a, b, y, g: g),
-    "sub": ("no_bool", "", lambda a, b, y, g: g, lambda a, b, y, g: -g),
-    "mul": ("arith", "ab", lambda a, b, y, g: g * b, lambda a, b, y, g: g * a),
-    "div": ("div", "ab", lambda a, b, y, g: g / b, lambda a, b, y, g: -((g / b) * a) / b),
-    "pow": ("pow", "aby", lambda a, b, y, g: g * (b * a ** (b - 1)),
-            lambda a, b, y, g: g * y * _F.log(a)),
-    "maximum": ("arith", "ab", lambda a, b, y, g: where(greater_equal(a, b), g, 0.0),
-                lambda a, b, y, g: where(greater_equal(a, b), 0.0, g)),
-    "minimum": ("arith", "ab", lambda a, b, y, g: where(less_equal(a, b), g, 0.0),
-                lambda a, b, y, g: where(less_equal(a, b), 0.0, g)),
-    "atan2": ("float", "ab", lambda a, b, y, g: g * b / (a * a + b * b),
-              lambda a, b, y, g: -(g * a) / (a * a + b * b)),
-    "hypot": ("float", "aby", lambda a, b, y, g: g * a / y, lambda a, b, y, g: g * b / y),
-    "logaddexp": ("float", "aby", lambda a, b, y, g: g * exp(a - y),
-                  lambda a, b, y, g: g * exp(b - y)),
-    "copysign": ("float", "ab",
-                 lambda a, b, y, g: where(equal(signbit(a), signbit(b)), g, -g),
-                 lambda a, b, y, g: g * 0.0),
-    "remainder": ("no_bool", "ab", lambda a, b, y, g: g,
-                  lambda a, b, y, g: -(g * floor_divide(a, b))),
-    "floor_divide": ("no_bool", "", None, None),
-    "nextafter": ("float", "", None, None),
-    "bitwise_and": ("integral", "", None, None),
-    "bitwise_or": ("integral", "", None, None),
-    "bitwise_xor": ("integral", "", None, None),
-    "bitwise_left_shift": ("int", "", None, None),
-    "bitwise_right_shift": ("int", "", None, None),
-    "logical_and": ("logical", "", None, None),
-    "logical_or": ("logical", "", None, None),
-    "logical_xor": ("logical", "", None, None),
-    "equal": ("compare", "", None, None),
-    "not_equal": ("compare", "", None, None),
-    "less": ("compare", "", None, None),
-    "less_equal": ("compare", "", None, None),
-    "greater": ("compare", "", None, None),
-    "greater_equal": ("compare", "", None, None),
-}
+BINARY: dict[str, tuple] = {r.name: (r.rule, r.keep, *(r.grad or (None, None)))
+                            for r in _ufuncs.ROWS if r.arity == 2}
 
-#: Unary elementwise functions: name -> (dtype rule, retained value, derivative).
-#: Rules: "any" the input's dtype; "numeric" the same, bool refused; "float" numpy's
-#: floating result (float16 stays, integers give float64); "integral" the input's dtype,
-#: floats refused; "pred" bool results. The derivative maps the
-#: retained input ``x`` or output ``y`` (named in the second field) and the output
+#: Unary elementwise functions: name -> (dtype rule, retained value, derivative), read
+#: from their declarations. Rules: "any" the input's dtype; "numeric" the same, bool
+#: refused; "float" numpy's floating result (float16 stays, integers give float64);
+#: "integral" the input's dtype, floats refused; "pred" bool results. The derivative maps
+#: the retained input ``x`` or output ``y`` (named in the second field) and the output
 #: gradient ``g`` to the input gradient; ``None``: not differentiable.
-UNARY: dict[str, tuple] = {
-    "neg": ("numeric", "", lambda x, y, g: -g),
-    "abs": ("any", "x", lambda x, y, g: g * sign(x)),
-    "sign": ("numeric", "", None),
-    "relu": ("any", "y", lambda x, y, g: g * greater(y, 0)),
-    "exp": ("float", "y", lambda x, y, g: g * y),
-    "expm1": ("float", "y", lambda x, y, g: g * (y + 1.0)),
-    "log": ("float", "x", lambda x, y, g: g / x),
-    "log1p": ("float", "x", lambda x, y, g: g / (x + 1.0)),
-    "log2": ("float", "x", lambda x, y, g: g / (x * float(np.log(2.0)))),
-    "log10": ("float", "x", lambda x, y, g: g / (x * float(np.log(10.0)))),
-    "sqrt": ("float", "y", lambda x, y, g: g * 0.5 / y),
-    "tanh": ("float", "y", lambda x, y, g: g * (1.0 - y * y)),
-    "sigmoid": ("float", "y", lambda x, y, g: g * (y * (1.0 - y))),
-    "sin": ("float", "x", lambda x, y, g: g * cos(x)),
-    "cos": ("float", "x", lambda x, y, g: -(g * sin(x))),
-    "tan": ("float", "y", lambda x, y, g: g * (y * y + 1.0)),
-    "asin": ("float", "x", lambda x, y, g: g / _F.sqrt(1.0 - x * x)),
-    "acos": ("float", "x", lambda x, y, g: -(g / _F.sqrt(1.0 - x * x))),
-    "atan": ("float", "x", lambda x, y, g: g / (x * x + 1.0)),
-    "sinh": ("float", "x", lambda x, y, g: g * cosh(x)),
-    "cosh": ("float", "x", lambda x, y, g: g * sinh(x)),
-    "asinh": ("float", "x", lambda x, y, g: g / _F.sqrt(x * x + 1.0)),
-    "acosh": ("float", "x", lambda x, y, g: g / _F.sqrt(x * x - 1.0)),
-    "atanh": ("float", "x", lambda x, y, g: g / (1.0 - x * x)),
-    "square": ("numeric", "x", lambda x, y, g: g * (x * 2.0)),
-    "positive": ("numeric", "", lambda x, y, g: g),
-    "ceil": ("numeric", "", lambda x, y, g: g * 0.0),
-    "floor": ("numeric", "", lambda x, y, g: g * 0.0),
-    "trunc": ("numeric", "", lambda x, y, g: g * 0.0),
-    "round": ("numeric", "", lambda x, y, g: g * 0.0),
-    "bitwise_invert": ("integral", "", None),
-    "isfinite": ("pred", "", None),
-    "isinf": ("pred", "", None),
-    "isnan": ("pred", "", None),
-    "signbit": ("pred", "", None),
-    "logical_not": ("pred", "", None),
-}
+UNARY: dict[str, tuple] = {r.name: (r.rule, r.keep, r.grad[0] if r.grad else None)
+                           for r in _ufuncs.ROWS if r.arity == 1}
 
 
 def unary_dtype(name: str, dtype: np.dtype) -> np.dtype:

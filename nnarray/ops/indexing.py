@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..ndarray import NdArray
+from ..views import c_strides
 from .op import Op
 
 _I64 = np.dtype(np.int64)
@@ -57,8 +58,21 @@ def is_advanced(key: Any) -> bool:
     return False
 
 
-def _array(i: Any) -> Any:
-    """An index component as an NdArray-like (lists and numpy arrays uploaded)."""
+def _on(a: Any, ctx: Any) -> Any:
+    """``a`` (an NdArray index) on ``ctx``: moved there in one explicit, counted transfer
+    when it is elsewhere (indexing keeps the indexed array's device)."""
+    if ctx is None or type(a) is not NdArray or a.device == ctx:
+        return a
+    return a.to_device(ctx)
+
+
+def _array(i: Any, ctx: Any = None) -> Any:
+    """An index component as an NdArray-like on ``ctx`` (lists and numpy arrays
+    uploaded there)."""
+    return _on(_host_array(i), ctx)
+
+
+def _host_array(i: Any) -> Any:
     if isinstance(i, (bool, np.bool_)):
         return NdArray.from_numpy_array(np.asarray(i, dtype=bool))
     if isinstance(i, (list, np.ndarray)):
@@ -71,15 +85,6 @@ def _array(i: Any) -> Any:
     if i.dtype.kind not in "biu":
         raise IndexError(f"getitem: index arrays must be integer or bool, got {i.dtype}")
     return i
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Element strides of a C-contiguous array of ``shape``."""
-    out, n = [], 1
-    for s in reversed(shape):
-        out.append(n)
-        n *= s
-    return tuple(reversed(out))
 
 
 def _positions(mask: Any) -> Any:
@@ -104,7 +109,7 @@ def check_bounds(op: str, i: Any, dim: int, ax: int, shape: tuple) -> None:
                          f"{dim} (shape {shape})")
 
 
-def _expand(op: str, shape: tuple[int, ...], key: Any) -> list:
+def _expand(op: str, shape: tuple[int, ...], key: Any, ctx: Any = None) -> list:
     """Key components, one per consumed axis group: (kind, value, axes)."""
     k = list(key) if isinstance(key, tuple) else [key]
     if any(i is None for i in k):
@@ -117,10 +122,10 @@ def _expand(op: str, shape: tuple[int, ...], key: Any) -> list:
         if i is Ellipsis or isinstance(i, slice):
             comps.append(("slice", i, 1))
         elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
-            comps.append(("int", NdArray.from_numpy_array(np.asarray(operator.index(i),
-                                                                       np.int64)), 1))
+            comps.append(("int", _on(NdArray.from_numpy_array(
+                np.asarray(operator.index(i), np.int64)), ctx), 1))
         else:
-            a = _array(i)
+            a = _array(i, ctx)
             comps.append(("mask", a, a.ndim) if a.dtype.kind == "b" else ("int", a, 1))
     used = sum(c[2] for c in comps if c[1] is not Ellipsis)
     if used > len(shape):
@@ -138,14 +143,15 @@ def _expand(op: str, shape: tuple[int, ...], key: Any) -> list:
     return out
 
 
-def flat_offsets(op: str, shape: tuple[int, ...], key: Any) -> Any:
+def flat_offsets(op: str, shape: tuple[int, ...], key: Any, ctx: Any = None) -> Any:
     """The int64 array of flat offsets into a C-contiguous ``shape`` selected by ``key``
-    (its shape is ``x[key]``'s); every index is validated here."""
+    (its shape is ``x[key]``'s), computed on ``ctx`` (where the indexed array's op runs:
+    index arrays elsewhere are moved there, counted); every index is validated here."""
     from .elementwise import cast as _cast
     from .elementwise import functions as _ew
     from .shape import broadcast_to, reshape
-    st = _c_strides(shape)
-    comps = _expand(op, shape, key)
+    st = c_strides(shape)
+    comps = _expand(op, shape, key, ctx)
     adv = []  # (position in comps, 1-D/N-D offsets array)
     for p, (kind, v, axes) in enumerate(comps):
         if kind == "mask":
@@ -211,16 +217,26 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any) -> Any:
     return broadcast_to(total, shape=out_shape) if total.shape != out_shape else total
 
 
+def device_context(ctx: Any) -> Any:
+    """``ctx`` where it names a device other than the host (index arrays go there), else
+    ``None`` (host keys stay where they are)."""
+    return None if ctx.backend == "numpy" else ctx
+
+
 def advanced_getitem(x: Any, key: Any) -> Any:
     """``x[key]`` for keys holding masks or integer arrays (see the module docstring)."""
+    from ..context import dispatch_context
     from .shape import reshape
-    flat = flat_offsets("getitem", x.shape, key)
+    data = x if type(x) is NdArray else getattr(x, "data", None)  # a graph value's data
+    ctx = dispatch_context((data,) if type(data) is NdArray else ())
+    flat = flat_offsets("getitem", x.shape, key, device_context(ctx))
     src = reshape(x, shape=(-1,))
     r = gather(src, reshape(flat, shape=(-1,)))
     return reshape(r, shape=flat.shape)
 
 
-__all__ = ["advanced_getitem", "flat_offsets", "gather", "is_advanced", "scatter_add"]
+__all__ = ["advanced_getitem", "device_context", "flat_offsets", "gather", "is_advanced",
+           "scatter_add"]
 
 
 from .backward import backward as _backward  # noqa: E402

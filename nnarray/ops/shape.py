@@ -1,4 +1,6 @@
-"""Shape ops. Storage is always C-contiguous, so every output is a fresh array.
+"""Shape ops. Storage is always C-contiguous, so every output is a fresh array (the
+NdArray methods ``reshape``/``transpose`` and basic indexing give views instead:
+``nnarray.views``).
 
 Kernel contract: ``reshape(x, shape)``; ``transpose(x, axes)`` (a full permutation);
 ``broadcast_to(x, shape)``; ``concatenate(*xs, axis)`` (same dtype, spec-cast);

@@ -1,40 +1,88 @@
-"""The elementwise tables of the numpy-compatible backends: op name -> the array
-module's function (numpy and CuPy share the names). One row per function of the
-tables in ``nnarray/ops/elementwise.py``; ``relu`` and ``sigmoid`` are written out in
-``kernels.py``."""
+"""The elementwise functions of the numpy-compatible backends, from their declarations
+(``ops/ufuncs.py``): each row's numpy function (CuPy has the same names), a
+``scipy.special`` function (``cupyx.scipy.special`` on CuPy) or a composite of them.
+``relu`` and ``sigmoid`` are written out in ``kernels.py``."""
 
 from __future__ import annotations
 
+import importlib
+import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ...dtypes import promote
 from ...ops.elementwise import BINARY as _RULES
-from ...ops.elementwise import binary_dtype
+from ...ops.elementwise import binary_dtype, unary_dtype
+from ...ops.ufuncs import ROWS
 
-BINARY = {
-    "add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
-    "pow": "power", "maximum": "maximum", "minimum": "minimum", "equal": "equal",
-    "not_equal": "not_equal", "less": "less", "less_equal": "less_equal",
-    "greater": "greater", "greater_equal": "greater_equal",
-    "atan2": "arctan2", "hypot": "hypot", "logaddexp": "logaddexp", "copysign": "copysign",
-    "remainder": "remainder", "floor_divide": "floor_divide", "bitwise_and": "bitwise_and",
-    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
-    "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift",
-    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
-    "nextafter": "nextafter",
-}
 
-UNARY = {
-    "neg": "negative", "abs": "absolute", "sign": "sign", "exp": "exp", "expm1": "expm1",
-    "log": "log", "log1p": "log1p", "log2": "log2", "log10": "log10", "sqrt": "sqrt",
-    "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin",
-    "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh",
-    "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "square": "square",
-    "positive": "positive", "ceil": "ceil", "floor": "floor", "trunc": "trunc",
-    "round": "round", "bitwise_invert": "invert", "isfinite": "isfinite", "isinf": "isinf",
-    "isnan": "isnan", "signbit": "signbit", "logical_not": "logical_not",
-}
+class _Functions:
+    """The functions of array module ``xp`` by row ``xp`` name, for composites
+    (``m.erf``, ``m.tanh``)."""
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.xp, name)
+
+
+def _special(xp: Any, name: str) -> Callable:
+    """``scipy.special``'s function ``name`` (``cupyx.scipy.special``'s for CuPy); without
+    scipy, numpy gets Python's ``math`` function per element."""
+    module = "cupyx.scipy.special" if xp.__name__ == "cupy" else "scipy.special"
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError:
+        if xp is not np:
+            raise
+        slow = np.frompyfunc(getattr(math, name), 1, 1)
+
+        def f(x, out=None):
+            r = slow(x).astype(x.dtype if x.dtype.kind == "f" else np.float64)
+            if out is None:
+                return r
+            np.copyto(out, r, casting="same_kind")
+            return out
+        return f
+
+
+def _composite(name: str, build: Callable, m: _Functions) -> Callable:
+    """A composite row as a unary kernel: computed in the row's result dtype."""
+    f = build(m)
+
+    def k(x, out=None):
+        d = unary_dtype(name, x.dtype)
+        r = f(x if x.dtype == d else x.astype(d))
+        if r.dtype != d:  # scipy's float16 loops give float32
+            r = r.astype(d)
+        if out is None:
+            return r
+        m.xp.copyto(out, r, casting="same_kind")
+        return out
+    return k
+
+
+def functions(xp: Any) -> tuple[dict[str, Callable], dict[str, Callable]]:
+    """(binary, unary): op name -> ``xp``'s function, for every row it has one."""
+    m = _Functions(xp)
+    binary: dict[str, Callable] = {}
+    unary: dict[str, Callable] = {}
+    for r in ROWS:
+        if r.xp is None:
+            continue
+        if callable(r.xp):
+            f = _composite(r.name, r.xp, m)
+        elif r.xp.startswith("scipy.special."):
+            special = _special(xp, r.xp.rsplit(".", 1)[1])
+            f = _composite(r.name, lambda m, special=special: special, m)
+        else:
+            f = getattr(xp, r.xp)
+        (binary if r.arity == 2 else unary)[r.name] = f
+        setattr(m, r.name, f)
+    return binary, unary
 
 
 def in_result_dtype(name: str, uf: Callable) -> Callable:

@@ -3,7 +3,8 @@
 ``register_xp_kernels(backend, xp, empty, big)`` registers one kernel per primitive op
 of ``nnarray.ops``. Outputs are fresh C-contiguous arrays; results of ``big`` elements
 or more are written into ``empty(...)`` buffers so a caching allocator can serve them.
-The elementwise families come from the tables in ``elementwise.py``.
+The elementwise functions come from their declarations (``ops/ufuncs.py``, through
+``elementwise.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from ...dtypes import promote
 from ...registry import register_kernel
-from .elementwise import BINARY, UNARY, in_result_dtype
+from .elementwise import functions, in_result_dtype
 from .linalg import register_xp_linalg
 from .sorting import register_sorting_kernels
 from .windows import MAX_INDEX, col2im_index, im2col_index
@@ -79,10 +80,11 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
         k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.fast_runner
         reg(name)(k)
 
-    for name, fn in BINARY.items():
-        binary(name, in_result_dtype(name, getattr(xp, fn)))
-    for name, fn in UNARY.items():
-        unary(name, getattr(xp, fn))
+    binaries, unaries = functions(xp)
+    for name, fn in binaries.items():
+        binary(name, in_result_dtype(name, fn))
+    for name, fn in unaries.items():
+        unary(name, fn)
 
     def _relu(x, out=None):
         if x.dtype == np.bool_:
@@ -141,6 +143,12 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
 
     @reg("setitem")
     def setitem(value, key, view, out):
+        if key is None:  # a region of ``out`` given by the view (offset, shape, strides)
+            off, shape, strides = view
+            it = out.itemsize
+            xp.lib.stride_tricks.as_strided(out.reshape(-1)[off:], shape,
+                                            tuple(s * it for s in strides))[...] = value
+            return out
         out[key] = value  # basic indices only (checked by the core): a view, then a copy
         return out
 

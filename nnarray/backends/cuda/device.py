@@ -176,6 +176,26 @@ class CudaDevice(Device):
         except Exception:  # already enabled, or unsupported: memcpyPeer stages via host
             pass
 
+    # -- views ---------------------------------------------------------------------------
+    def strided(self, x: Any, offset: int, shape: tuple[int, ...],
+                strides: tuple[int, ...]) -> Any:
+        """A CuPy view of ``x``'s elements ``offset + i . strides``."""
+        it = x.itemsize
+        with self.scope:
+            return self._cp.lib.stride_tricks.as_strided(
+                x.reshape(-1)[offset:], shape, tuple(s * it for s in strides))
+
+    def gather(self, x: Any, offset: int, shape: tuple[int, ...],
+               strides: tuple[int, ...]) -> Any:
+        with self.scope:
+            return self.strided(x, offset, shape, strides).copy()
+
+    def scatter(self, x: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                src: Any) -> None:
+        if src.size:
+            with self.scope:
+                self.strided(x, offset, shape, strides)[...] = src
+
     # -- the rest ----------------------------------------------------------------------
     def import_dlpack(self, obj: Any) -> Any:
         with self.scope:

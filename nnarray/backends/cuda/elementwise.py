@@ -12,11 +12,13 @@ loops: ``sigmoid`` of an integer computes in the spec's float dtype (float16 for
 integers), and ``floor``/``ceil``/``trunc``/``round`` of an integer are the integer
 itself (CuPy 13 has only float loops for the first three: ``floor(int8)`` gave float16).
 ``pow`` refuses integers to negative integer powers, as every backend does. ``sigmoid``
-is one fused ``ElementwiseKernel`` instead of four passes.
+and ``gelu`` are one ``ElementwiseKernel`` each, made from their rows' C expressions
+(``ops/ufuncs.py``), instead of several passes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +27,9 @@ import numpy as np
 from ... import dtypes
 from ...ops.common import check_int_pow
 from ...ops.elementwise import unary_dtype
-from .._xp.elementwise import BINARY, in_result_dtype
+from ...ops.ufuncs import BY_NAME
+from .._xp.elementwise import functions, in_result_dtype
+from .cmath import math_names, overloads, render
 from .scope import register
 from .table import Elementwise
 
@@ -118,34 +122,33 @@ def integer_identity(uf: Callable, xp: Any) -> Callable:
     return k
 
 
-def sigmoid_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype sigmoid computes and returns for input ``dtype`` (the op's rule)."""
-    return unary_dtype("sigmoid", np.dtype(dtype))
+#: Rows one CuPy kernel computes from their C expression (numpy composes them of several
+#: functions, each a pass over memory).
+ROW_KERNELS = ("sigmoid", "gelu", "gelu_tanh")
 
 
-# float16 runs in float32 arithmetic; ``sigmoid`` below picks the body by dtype.
-_SIGMOID_F = Elementwise("T x", "T y", "y = (T)(0.5f * tanhf(0.5f * (float)x) + 0.5f)",
-                         "nna_sigmoid_f", ("float16", "float32")).declare()
-_SIGMOID_D = Elementwise("T x", "T y", "y = (T)(0.5 * tanh(0.5 * (double)x) + 0.5)",
-                         "nna_sigmoid_d", ("float64",)).declare()
+def _row_body(name: str, calc: str, dtypes: tuple[str, ...]) -> Elementwise:
+    """Row ``name``'s C expression as a CuPy kernel body computing in ``calc`` (float16 in
+    float arithmetic), for inputs of ``dtypes``."""
+    e = re.sub(r"\bT\b", "C", render(BY_NAME[name].c_expr(np.dtype(calc))))
+    return Elementwise("T a", "T b", f"typedef {calc} C; const C x = (C)a; b = (T)({e});",
+                       f"nna_{name}_{calc[0]}", dtypes,
+                       preamble=overloads(math_names((name,)))).declare()
 
 
-def register_elementwise(xp: Any) -> None:
-    for name, uf in BINARY.items():
-        f = in_result_dtype(name, getattr(xp, uf))
-        register(name)(_compare(name, f, xp) if name in COMPARISONS else
-                       _pow(f) if name == "pow" else _binary(f))
-    for name in INTEGER_IDENTITY:
-        register(name)(integer_identity(getattr(xp, name), xp))
+_BODIES = {n: (_row_body(n, "float", ("float16", "float32")),
+               _row_body(n, "double", ("float64",))) for n in ROW_KERNELS}
 
-    sig_f = _SIGMOID_F.build(xp)
-    sig_d = _SIGMOID_D.build(xp)
 
-    @register("sigmoid")
-    def sigmoid(x, out=None):
+def _row_kernel(name: str, xp: Any) -> Callable:
+    """The kernel of row ``name`` (a floating result): integers computed in the row's
+    float dtype, float64 in double, float16 and float32 in float."""
+    single, double = (b.build(xp) for b in _BODIES[name])
+
+    def k(x, out=None):
         if x.dtype.kind != "f":
-            x = x.astype(sigmoid_dtype(x.dtype))
-        kern = sig_d if x.dtype == np.float64 else sig_f
+            x = x.astype(unary_dtype(name, x.dtype))
+        kern = double if x.dtype == np.float64 else single
         if out is None:
             return kern(x)
         if out.dtype == x.dtype:
@@ -153,6 +156,19 @@ def register_elementwise(xp: Any) -> None:
         else:
             out[...] = kern(x)
         return out
+    return k
+
+
+def register_elementwise(xp: Any) -> None:
+    for name, uf in functions(xp)[0].items():
+        f = in_result_dtype(name, uf)
+        register(name)(_compare(name, f, xp) if name in COMPARISONS else
+                       _pow(f) if name == "pow" else _binary(f))
+    for name in INTEGER_IDENTITY:
+        register(name)(integer_identity(getattr(xp, name), xp))
+
+    for name in ROW_KERNELS:
+        register(name)(_row_kernel(name, xp))
 
     @register("leaky_relu")
     def leaky_relu(x, alpha):

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ... import dtypes
+from ...ops.elementwise import binary_dtype
 from .scope import register
 from .table import Elementwise
 
@@ -48,7 +49,7 @@ def register_nextafter(xp: Any) -> None:
 
     @register("nextafter")
     def nextafter(a, b, out=None):
-        d = dtypes.promote("nextafter", a, b)
+        d = binary_dtype("nextafter", dtypes.promote("nextafter", a, b))  # ints: float
         u = UNSIGNED[d]
         a, b = (xp.asarray(np.asarray(v, d)) if dtypes.is_scalar(v) else v.astype(d, copy=False)
                 for v in (a, b))

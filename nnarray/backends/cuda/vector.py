@@ -5,8 +5,9 @@ float32 ran at 1.67 TB/s, 40% of a device copy (4.17 TB/s), where a kernel loadi
 ``float4`` in a grid-stride loop ran at 3.82 TB/s (91%; ``benchmarks/cuda_bandwidth.py``).
 So C-contiguous float32/float64 operands of at least ``MIN_SIZE`` elements, aligned for
 16-byte loads, go through the kernels below: one per (function, operand layout, dtype),
-generated from the C expressions of ``BINARY`` and ``UNARY``. Everything else (other
-dtypes, broadcasting, strided views, small arrays) keeps CuPy's kernels.
+generated from the C expressions of the functions' declarations (``ops/ufuncs.py``).
+Everything else (other dtypes, broadcasting, strided views, small arrays) keeps CuPy's
+kernels.
 """
 
 from __future__ import annotations
@@ -15,33 +16,33 @@ from typing import Any
 
 import numpy as np
 
+from ...ops.ufuncs import BY_NAME
 from . import raw
+from .cmath import math_names, overloads, render
 from .elementwise import coerce
 from .scope import register, registered
 
-#: Binary functions: op -> C expression of ``x`` and ``y`` (numpy's NaN rules).
-BINARY = {"add": "x + y", "sub": "x - y", "mul": "x * y", "div": "x / y",
-          "maximum": "(x > y || x != x) ? x : y", "minimum": "(x < y || x != x) ? x : y"}
-#: Unary functions: op -> C expression of ``x`` (``nna_<fn>`` are the math overloads).
-UNARY = {"neg": "-x", "abs": "nna_fabs(x)", "exp": "nna_exp(x)", "log": "nna_log(x)",
-         "sqrt": "nna_sqrt(x)", "tanh": "nna_tanh(x)", "square": "x * x",
-         "relu": "(x > (T)0 || x != x) ? x : (T)0",
-         "sigmoid": "(T)0.5 * nna_tanh((T)0.5 * x) + (T)0.5"}
+#: The declared functions (``ops/ufuncs.py``) that run here; each kernel computes the
+#: row's C expression, its math through the ``nna_<fn>`` float/double overloads.
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+UNARY = ("neg", "abs", "exp", "log", "sqrt", "tanh", "square", "relu", "sigmoid", "erf",
+         "gelu", "gelu_tanh")
 #: dtype -> (C type, vector type, lanes, name suffix).
 TYPES = {np.dtype(np.float32): ("float", "float4", 4, "f32"),
          np.dtype(np.float64): ("double", "double2", 2, "f64")}
 #: Fewer elements than this stay with CuPy (launch cost dominates there anyway).
 MIN_SIZE = 1 << 18
-_MATH = ("exp", "log", "sqrt", "tanh", "fabs")
+def expression(op: str) -> str:
+    """Row ``op``'s C expression (float) as CUDA C."""
+    return render(BY_NAME[op].c_expr(np.dtype(np.float32)))
+
 
 _HEAD = r"""
 #ifndef __CUDACC__
 struct float4 { float x, y, z, w; };
 struct double2 { double x, y; };
 #endif
-""" + "".join(f"__device__ __forceinline__ float nna_{f}(float x) {{ return {f}f(x); }}\n"
-              f"__device__ __forceinline__ double nna_{f}(double x) {{ return {f}(x); }}\n"
-              for f in _MATH) + r"""
+""" + overloads(math_names(BINARY + UNARY)) + r"""
 template <typename T, typename V, int W, typename F>
 __device__ __forceinline__ void nna_map(const T* __restrict__ a, const T* __restrict__ b,
                                         T s, int mode, T* __restrict__ y, long long n, F f) {
@@ -81,8 +82,8 @@ def kernel_name(op: str, dtype: np.dtype) -> str:
 
 def _source() -> str:
     parts = [_HEAD]
-    for op, expr in {**BINARY, **UNARY}.items():
-        parts.append(_functor(op, expr))
+    for op in BINARY + UNARY:
+        parts.append(_functor(op, expression(op)))
         for dt, (c, v, w, _) in TYPES.items():
             parts.append(
                 f'extern "C" __global__ void {kernel_name(op, dt)}(const {c}* a, const {c}* b, '
@@ -102,7 +103,8 @@ def _eligible(x: Any, cp: Any) -> bool:
 def _launch(cp: Any, op: str, a: Any, b: Any, s: Any, mode: int, out: Any) -> Any:
     y = cp.empty_like(a) if out is None else out
     t = a.dtype.type
-    raw.launch(raw.kernel_plain(SOURCE, kernel_name(op, a.dtype)), a.size,
+    lanes = TYPES[a.dtype][2]  # one work item per vector: no thread idles past the data
+    raw.launch(raw.kernel_plain(SOURCE, kernel_name(op, a.dtype)), -(-a.size // lanes),
                (a, a if b is None else b, t(0 if s is None else s), np.int32(mode), y,
                 np.int64(a.size)))
     return y

@@ -7,6 +7,8 @@ import numpy as np
 from ...device import Device
 from .pool import HostPool
 
+_as_strided = np.lib.stride_tricks.as_strided
+
 
 class NumpyDevice(Device):
     backend = "numpy"
@@ -30,6 +32,13 @@ class NumpyDevice(Device):
         return out
 
     to_host = from_host
+
+    def strided(self, x, offset, shape, strides):
+        """A numpy view of ``x``'s elements ``offset + i . strides``."""
+        if strides == (1,):  # a contiguous run (``alias``): a slice, 3x faster
+            return x.reshape(-1)[offset:offset + shape[0]]
+        it = x.itemsize
+        return _as_strided(x.reshape(-1)[offset:], shape, tuple(s * it for s in strides))
 
     def import_dlpack(self, obj):
         x = np.from_dlpack(obj)

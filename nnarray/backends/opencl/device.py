@@ -230,6 +230,30 @@ class OpenCLDevice(Device):
                 self._copy(self.queue, out.base_data, x.base_data, byte_count=x.nbytes)
         return out
 
+    # -- views (offsets and strides in elements; see nnarray.views) -------------------------
+    def alias(self, x: Any, offset: int, shape: tuple[int, ...], write: bool) -> Any:
+        """For reading only, and only from element 0: the root's buffer under the view's
+        shape. Kernels read and write whole padded work-groups and take no offset, so an
+        offset or a write needs a gathered copy (``gather``/``scatter``)."""
+        if write or offset or x.offset:
+            return None
+        size, strides = _layout(shape, x.dtype.itemsize)
+        return self._array(None, shape, x.dtype, allocator=self.pool, data=x.base_data,
+                           strides=strides, _fast=True, _size=size, _context=self.context,
+                           _queue=self.queue)
+
+    def gather(self, x: Any, offset: int, shape: tuple[int, ...],
+               strides: tuple[int, ...]) -> Any:
+        from .shape import gather
+        return gather(x, offset + x.offset // x.dtype.itemsize, strides, shape)
+
+    def scatter(self, x: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                src: Any) -> None:
+        from .indexing import c_strides
+        from .shape import copy
+        copy(self, src, 0, c_strides(shape), x, offset + x.offset // x.dtype.itemsize,
+             strides, shape)
+
     def synchronize(self) -> None:
         with self.lock:
             self.queue.finish()

@@ -13,6 +13,7 @@ per (op, operand dtypes and shapes, output dtype) on the device.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from ...ops.common import check_int_pow
 from ...ops.elementwise import BINARY as _RULES
 from ...ops.elementwise import UNARY as _URULES
 from ...ops.elementwise import binary_dtype, unary_dtype
+from ...ops.ufuncs import BY_NAME
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
 from .device import OpenCLDevice, _by_queue, device_of
@@ -182,14 +184,15 @@ def broadcast_shape(*xs: Any) -> tuple[int, ...]:
     return np.broadcast_shapes(*(_shape(x) for x in xs))
 
 
-# -- op expressions -----------------------------------------------------------------------
-_BITWISE = {"bitwise_and": "v0 & v1", "bitwise_or": "v0 | v1", "bitwise_xor": "v0 ^ v1"}
-_LOGICAL = {"logical_and": "(v0 != 0) && (v1 != 0)", "logical_or": "(v0 != 0) || (v1 != 0)",
-            "logical_xor": "(v0 != 0) != (v1 != 0)"}
-_FLOAT2 = {"atan2": "atan2(v0, v1)", "hypot": "hypot(v0, v1)", "copysign": "copysign(v0, v1)",
-           # nan if either is; equal values (infinities too) need no inf - inf
-           "logaddexp": "(isnan(v0) || isnan(v1)) ? v0 + v1 : (v0 == v1 ? v0 + log((T)2) : "
-                        "fmax(v0, v1) + log1p(exp(-fabs(v0 - v1))))"}
+# -- op expressions: the rows' C (``ops/ufuncs.py``) and OpenCL's own -------------------
+_NAMES = {"x": "v0", "y": "v1"}
+_WORD = re.compile(r"\b[xyT]\b")
+
+
+def render(expr: str, ct: CLType) -> str:
+    """A row's C expression as OpenCL C: operands ``v0``, ``v1``; ``T`` the compute type.
+    Math keeps its names (``exp(v0)``: OpenCL's builtin)."""
+    return _WORD.sub(lambda m: _NAMES.get(m.group(), ct.calc), expr)
 
 
 def _int_divmod(name: str, ct: CLType) -> str:
@@ -228,16 +231,6 @@ def _float_divmod(name: str, ct: CLType) -> tuple[str, str]:
             f"{mod}) : copysign(({c})0, v1)))"), ""
 
 
-def _shift(name: str, ct: CLType) -> str:
-    """numpy's shifts: a count outside ``[0, bits)`` (negative ones too: numpy compares it
-    as unsigned) shifts every bit out; OpenCL would take the count modulo ``bits``."""
-    bits = 8 * ct.dtype.itemsize
-    out = f"((ulong)(v1) >= {bits})"
-    if name == "bitwise_left_shift":
-        return f"({out} ? ({ct.calc})0 : ({ct.calc})(v0 << v1))"
-    return f"({out} ? (v0 < 0 ? ({ct.calc})-1 : ({ct.calc})0) : ({ct.calc})(v0 >> v1))"
-
-
 #: float16 nextafter on the half's bits (computing in float would round back).
 _NEXTAFTER_HALF = """
 float nna_nextafter_h(float a, float b) {
@@ -251,46 +244,27 @@ float nna_nextafter_h(float a, float b) {
 """
 
 
-def _binary_expr(name: str, ct: CLType) -> tuple[str, str]:
-    """(expression of v0, v1 in ``ct``, helpers)."""
-    if name == "nextafter":
-        if ct.dtype.itemsize == 2:
-            return "nna_nextafter_h(v0, v1)", _NEXTAFTER_HALF
-        return "nextafter(v0, v1)", ""
-    if name in _BITWISE:
-        return _BITWISE[name], ""
-    if name in _LOGICAL:
-        return _LOGICAL[name], ""
-    if name in _FLOAT2:
-        return _FLOAT2[name].replace("(T)", f"({ct.calc})"), ""
+def _special(name: str, ct: CLType) -> tuple[str, str] | None:
+    """(expression, helpers) where OpenCL writes its own C: numpy's divmod, integer
+    powers, float16 ``nextafter``; ``None`` for the row's expression."""
     if name in ("floor_divide", "remainder"):
         return _float_divmod(name, ct) if ct.is_float else (_int_divmod(name, ct), "")
-    if name in ("bitwise_left_shift", "bitwise_right_shift"):
-        return _shift(name, ct), ""
-    if ct.is_bool:
-        if name == "sub":
-            raise TypeError("sub: numpy boolean subtract is not supported; use logical_xor")
-        return {"add": "v0 | v1", "mul": "v0 & v1", "maximum": "v0 | v1",
-                "minimum": "v0 & v1"}[name], ""
-    if name == "pow":
-        if ct.is_float:
-            return "pow(v0, v1)", ""
+    if name == "pow" and not ct.is_float:
         return f"({ct.calc})ipow((long)v0, (long)v1)", _IPOW
-    if name in ("maximum", "minimum"):
-        if not ct.is_float:
-            return f"{name[:3]}(v0, v1)", ""
-        cmp = ">" if name == "maximum" else "<"
-        return f"(v0 {cmp} v1 || isnan(v0)) ? v0 : v1", ""
-    return "v0 " + {"add": "+", "sub": "-", "mul": "*", "div": "/"}[name] + " v1", ""
+    if name == "nextafter" and ct.dtype.itemsize == 2:
+        return "nna_nextafter_h(v0, v1)", _NEXTAFTER_HALF
+    return None
 
 
-_COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
-            "greater": ">", "greater_equal": ">="}
+def expression(name: str, ct: CLType) -> tuple[str, str]:
+    """(OpenCL C of function ``name`` computing in ``ct``, helpers)."""
+    special = _special(name, ct)
+    if special is not None:
+        return special
+    return render(BY_NAME[name].c_expr(ct.dtype), ct), ""
 
 
 def _register_binary(name: str) -> None:
-    compare = name in _COMPARE
-
     @register_kernel(name, "opencl")
     def kernel(a, b, out=None):
         xs = (a, b)
@@ -308,10 +282,7 @@ def _register_binary(name: str) -> None:
             if res != _BOOL:
                 d = res  # computed in the result type (floats of integer operands)
             ct = cltype(d)
-            if compare:
-                expr, helpers = f"v0 {_COMPARE[name]} v1", ""
-            else:
-                expr, helpers = _binary_expr(name, ct)
+            expr, helpers = expression(name, ct)
             rt = cltype(res)
             out_d = res if out is None else out.dtype
             p = dev.plans[key] = plan(dev, name, convert(expr, rt, cltype(out_d)), xs, [ct, ct],
@@ -336,52 +307,7 @@ for _n in _RULES:
     _register_binary(_n)
 
 
-def _abs(ct: CLType) -> str:
-    return "v0" if ct.is_bool else ("fabs(v0)" if ct.is_float else "(v0 < 0 ? -v0 : v0)")
-
-
-def _sign(ct: CLType) -> str:
-    s = f"({ct.calc})((v0 > 0) - (v0 < 0))"
-    return f"(isnan(v0) ? v0 : {s})" if ct.is_float else s
-
-
-def _relu(ct: CLType) -> str:
-    if ct.is_bool:
-        return "v0"
-    return f"((v0 > 0{' || isnan(v0)' if ct.is_float else ''}) ? v0 : ({ct.calc})0)"
-
-
-def _sigmoid(ct: CLType) -> str:  # 0.5 * tanh(x / 2) + 0.5: stable for any x
-    return f"({ct.calc})0.5 * tanh(({ct.calc})0.5 * v0) + ({ct.calc})0.5"
-
-
-#: The unary table: op name -> OpenCL C expression of ``v0`` (computed in the result
-#: dtype, see ``ops.elementwise.unary_dtype``), or a function of the compute type giving
-#: one. One row per function of the tables in ``nnarray/ops/elementwise.py``.
-UNARY: dict[str, str | Callable[[CLType], str]] = {
-    "neg": "-v0", "abs": _abs, "sign": _sign, "relu": _relu, "sigmoid": _sigmoid,
-    "exp": "exp(v0)", "expm1": "expm1(v0)", "log": "log(v0)", "log1p": "log1p(v0)",
-    "log2": "log2(v0)", "log10": "log10(v0)", "sqrt": "sqrt(v0)", "tanh": "tanh(v0)",
-    "sin": "sin(v0)", "cos": "cos(v0)", "tan": "tan(v0)", "asin": "asin(v0)",
-    "acos": "acos(v0)", "atan": "atan(v0)", "sinh": "sinh(v0)", "cosh": "cosh(v0)",
-    "asinh": "asinh(v0)", "acosh": "acosh(v0)", "atanh": "atanh(v0)", "square": "v0 * v0",
-    "positive": "v0",
-    "ceil": lambda ct: "ceil(v0)" if ct.is_float else "v0",
-    "floor": lambda ct: "floor(v0)" if ct.is_float else "v0",
-    "trunc": lambda ct: "trunc(v0)" if ct.is_float else "v0",
-    "round": lambda ct: "rint(v0)" if ct.is_float else "v0",
-    "bitwise_invert": lambda ct: "!v0" if ct.is_bool else "~v0",
-    # predicates: computed in the input's type, converted to bool
-    "isfinite": lambda ct: "isfinite(v0)" if ct.is_float else "1",
-    "isinf": lambda ct: "isinf(v0)" if ct.is_float else "0",
-    "isnan": lambda ct: "isnan(v0)" if ct.is_float else "0",
-    "signbit": lambda ct: "signbit(v0)" if ct.is_float else ("v0 < 0" if ct.dtype.kind == "i"
-                                                             else "0"),
-    "logical_not": "v0 == 0",
-}
-
-
-def _register_unary(name: str, expr: str | Callable[[CLType], str]) -> None:
+def _register_unary(name: str) -> None:
     pred = _URULES[name][0] == "pred"
 
     @register_kernel(name, "opencl")
@@ -393,13 +319,13 @@ def _register_unary(name: str, expr: str | Callable[[CLType], str]) -> None:
             d = unary_dtype(name, x.dtype)
             out_d = d if out is None else out.dtype
             ct = cltype(x.dtype if pred else d)
-            e = convert(expr if type(expr) is str else expr(ct), ct, cltype(out_d))
+            e = convert(expression(name, ct)[0], ct, cltype(out_d))
             p = dev.plans[key] = plan(dev, name, e, (x,), [ct], x.shape, out_d)
         return p.run(dev, (x,), out)
 
 
-for _n, _e in UNARY.items():
-    _register_unary(_n, _e)
+for _n in _URULES:
+    _register_unary(_n)
 
 
 @register_kernel("cast", "opencl")
