@@ -3,7 +3,7 @@
 Each function runs on every OpenCL device (forced inline, so GPUs test the code too) over
 every 2^10-th float32 bit pattern (4M values spread over the whole range, both signs,
 subnormals, inf and nan), 2^20 random patterns and the special values and edges below. The
-reference is numpy in float64 (``scipy.special.erf`` for erf) rounded to float32; the error
+reference is numpy in float64 (``scipy.special`` for erf, erfc) rounded to float32; the error
 is counted in ULP (distance between the float32 bit patterns, ordered), nan must match nan
 and a zero result must have the reference's sign. The bounds, stated in ``BOUNDS``, are the
 documented accuracy (docs/backends.md).
@@ -21,13 +21,14 @@ from nnarray.backends import opencl
 
 #: Largest error in float32 ULP against the float64 reference rounded to float32.
 BOUNDS = {"exp": 1, "log": 1, "tanh": 1, "sigmoid": 2, "sin": 1, "cos": 1, "erf": 1,
-          "pow": 1}
+          "erfc": 1, "pow": 1}
 F32 = np.dtype(np.float32)
 EDGES = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e-38, 1.1754944e-38,
          -1.1754944e-38, 3.4028235e38, -3.4028235e38, 1.0, -1.0, 0.5, 2.0,
          88.72283, 88.72284, 89.0, -87.33654, -87.33655, -103.97207, -103.97208, -104.0,
          0.625, -0.625, 9.0, 9.01, 2.0 ** -12, 2.0 ** -13, 3.9, 4.0, 0.9999999, 1.0000001,
-         np.pi, np.pi / 2, np.pi / 4, 1e8, 1.6e38, 3.0, -3.0, 0.25, 1.5, 127.0, -149.0, -150.0]
+         np.pi, np.pi / 2, np.pi / 4, 10.0, 10.05, 10.06, -10.0, 0.99999, -0.99999, 1e8,
+         1.6e38, 3.0, -3.0, 0.25, 1.5, 127.0, -149.0, -150.0]
 
 
 @pytest.fixture(autouse=True)
@@ -60,13 +61,13 @@ def _ulp(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
 
 
 def _reference(name: str, *xs: np.ndarray) -> np.ndarray:
-    from scipy.special import erf
+    from scipy.special import erf, erfc
     with np.errstate(all="ignore"):
         x = [v.astype(np.float64) for v in xs]
         if name == "sigmoid":
             return 1.0 / (1.0 + np.exp(-x[0]))
-        if name == "erf":
-            return erf(x[0])
+        if name in ("erf", "erfc"):
+            return (erf if name == "erf" else erfc)(x[0])
         if name == "pow":
             return np.power(x[0], x[1])
         return getattr(np, name)(x[0])
@@ -119,7 +120,7 @@ def test_inline_within_ulp_bound(name, device, monkeypatch):
         _check(name, _run(dev, f"{name}(v0)", x), x)
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "cos", "pow"])
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "cos", "erf", "erfc", "pow"])
 def test_ops_take_inline_math_on_cpu_devices(name):
     """The functions themselves route through the hook: same bounds where inline."""
     from nnarray.backends.opencl.inline_math import use_inline
