@@ -823,6 +823,6 @@ __all__ = sorted(n for n, v in list(globals().items())
                  if not n.startswith("_") and n not in (
                      "annotations", "builtins", "operator", "np", "F", "Any", "DTypeError",
                      "NdArray", "as_context", "fill_value", "normalize_shape", "norm_axes",
-                     "result"))
+                     "result", "late"))
 
 late.provide(__name__)  # bind the lower layers' slots (nnarray.late)
