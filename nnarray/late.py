@@ -13,8 +13,9 @@ once). Calls read a plain module global: no cost on the hot path. ``nnarray/__in
 imports every provider of the core before any array exists. Until then a slot holds an
 ``Unbound`` placeholder, which names the provider when used; a slot bound to a module that
 loads on first use (``nnarray.grad.naming``) is declared ``optional`` and reads ``None``
-until then. Each module declares its own slots: ``from .backward import F`` would copy
-the placeholder before it is bound.
+until then. Each module declares its own slots: ``from .backward import F`` copies the
+placeholder before it is bound, which then forwards every attribute (correct, but slower
+than a bound slot; ``tests/test_late.py`` finds such copies).
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ class Unbound:
         self.provider = provider
 
     def __getattr__(self, name: str) -> Any:
-        raise RuntimeError(f"{self.provider}.{name}: {self.provider} is not imported yet "
-                           f"(a late-bound slot used before its provider, or copied from "
-                           f"another module before it was bound)")
+        module = _provided.get(self.provider)
+        if module is None:
+            raise RuntimeError(f"{self.provider}.{name}: {self.provider} is not imported "
+                               f"yet (a late-bound slot used before its provider)")
+        return getattr(module, name)  # a copy of a slot taken before it was bound: slow
 
     def __repr__(self) -> str:
         return f"<unbound {self.provider}>"

@@ -35,8 +35,10 @@ def test_provide_binds_every_declared_slot(modules):
     assert isinstance(low.H, late.Unbound) and low.O is None
     with pytest.raises(RuntimeError, match=r"_late_high\.value: _late_high is not imported"):
         low.H.value
+    copied = low.H  # ``from low import H`` before the provider came
     late.provide("_late_high")
     assert low.H is high and low.O is high and low.H.value == 42
+    assert copied.value == 42  # a stale copy forwards (slowly; the test below finds them)
     assert late.bind("_late_low", "later", "_late_high") is high  # declared after: at once
 
 
