@@ -26,12 +26,12 @@ from nnarray.ops.indexing import scatter_add
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _child(code: str, *args: str) -> str:
-    """The stdout of ``code`` run by a new interpreter (from the repository root); the
-    test fails unless it exits normally."""
+def _child(code: str, *args: str, stdin: str | None = None) -> str:
+    """The stdout of ``code`` run by a new interpreter (from the repository root) on
+    ``stdin``; the test fails unless it exits normally."""
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests'}",
                OPENBLAS_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env,
+    p = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, input=stdin,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, f"the child exited with {p.returncode}:\n{p.stderr[-3000:]}"
     return p.stdout
@@ -85,16 +85,8 @@ for text in json.loads(sys.stdin.read()):
 """
 
 
-def _load_in_child(texts: list[str], backend: str) -> list[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, "-c", _LOAD, backend], cwd=ROOT, env=env,
-                       input=json.dumps(texts), capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, f"the child exited with {p.returncode}:\n{p.stderr[-3000:]}"
-    return p.stdout.splitlines()
-
-
 def test_issue_files_raise_typed_errors_naming_the_node(backend) -> None:
-    lines = _load_in_child([text for _, text, _, _ in CASES], backend)
+    lines = _child(_LOAD, backend, stdin=json.dumps([t for _, t, _, _ in CASES])).splitlines()
     assert len(lines) == len(CASES), lines
     for (case, _, error, node), line in zip(CASES, lines):
         assert line.startswith(error + " ") and node in line, (case, line)
@@ -114,12 +106,8 @@ try:
 except Exception as e:
     print(type(e).__name__, e)
 """
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, "-c", code, backend], cwd=ROOT, env=env,
-                       input=_slice_doc(1, 2, call=False), capture_output=True, text=True,
-                       timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert p.stdout.startswith("InvalidValueError") and "getitem0" in p.stdout, p.stdout
+    out = _child(code, backend, stdin=_slice_doc(1, 2, call=False))
+    assert out.startswith("InvalidValueError") and "getitem0" in out, out
 
 
 _EAGER = """
