@@ -199,6 +199,17 @@ def test_deep_nesting_raises_graph_error(depth) -> None:
         Graph.from_json(_deep(json.dumps(_doc()), depth))
 
 
+def test_python_function_state_cannot_replace_methods() -> None:
+    from test_graph import Twice
+
+    from nnarray import grad
+    grad.register_function(Twice)
+    doc = json.loads(Graph(Twice(3.0)(Variable((3,), name="x"))).to_json())
+    doc["nodes"][0]["state"]["dict"]["forward_impl"] = 1
+    with pytest.raises(GraphError, match="forward_impl"):
+        Graph.from_json(json.dumps(doc))
+
+
 def test_valid_files_still_load_and_compute(backend) -> None:
     g = Graph.from_json(json.dumps(_doc()))
     x = np.arange(4, dtype=np.float32)

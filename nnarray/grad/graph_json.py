@@ -356,6 +356,10 @@ class _Reader:
         state = _dec(_get(e, "state", dict, where), where)
         if not isinstance(state, dict):
             raise _fail(where, "the state of a PythonFunction must be a dict")
+        for k in state:  # data only: never shadow the class's methods or properties
+            a = inspect.getattr_static(cls, k, None)
+            if callable(a) or isinstance(a, (property, staticmethod, classmethod)):
+                raise _fail(where, f"the state sets '{k}', a method of {cls.__name__}")
         fn = cls.__new__(cls)
         fn.__dict__.update(state)
         fn.ctx = None
