@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import dtypes
 from ..context import as_context
-from ..errors import DTypeError, GraphError, ShapeError
+from ..errors import DTypeError, GraphError, InvalidValueError, ShapeError
 from ..ndarray import NdArray, full
 from . import modes, recording
 from .codegen import generate_forward
@@ -419,17 +419,20 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
             if op.name == "reshape":
                 attrs["shape"] = _reshape_target(n, ins[0], attrs["shape"])
             out = recording.record(op, ins, attrs, op.infer(ins, attrs))
-    except (ShapeError, DTypeError, ValueError) as e:
-        what = n.macro[0].__name__ if n.macro is not None else n.name
-        raise type(e)(f"node '{label}' ({what}) with inputs of shapes {_shapes(ins)}: "
-                      f"{e}") from None
+    except (ShapeError, DTypeError, InvalidValueError) as e:
+        raise type(e)(f"{_node_at(n, label, ins)}: {e}") from None
+    except ValueError as e:  # an attribute value the op cannot take (axis out of range)
+        raise InvalidValueError(f"{_node_at(n, label, ins)}: {e}") from None
     except (TypeError, IndexError, KeyError, AttributeError, OverflowError) as e:
-        what = n.macro[0].__name__ if n.macro is not None else n.name  # a loaded file's
-        raise GraphError(f"node '{label}' ({what}) with inputs of shapes {_shapes(ins)}: "
-                         f"{type(e).__name__}: {e}") from None
+        raise GraphError(f"{_node_at(n, label, ins)}: {type(e).__name__}: {e}") from None
     outs = out if isinstance(out, tuple) else (out,)
     outs[0]._parent.label = label
     return outs
+
+
+def _node_at(n: Any, label: str, ins: tuple) -> str:
+    what = n.macro[0].__name__ if n.macro is not None else n.name
+    return f"node '{label}' ({what}) with inputs of shapes {_shapes(ins)}"
 
 
 def _reshape_target(n: Any, x: Any, shape: tuple) -> tuple:
@@ -505,6 +508,7 @@ class Executor:
                 subst[id(v)] = Variable(nd.shape, v._need_grad, nd.dtype, name=v._name)
         if subst:  # new shapes: the nodes are recorded again (inference only)
             graph = graph._with(subst)
+            _check_rebound(graph, arrays)
         self.graph = graph
         self.arg_dict = arrays
         reqs = grad_req if isinstance(grad_req, dict) else dict.fromkeys(names, grad_req)
@@ -638,6 +642,19 @@ class Executor:
 
     def __repr__(self) -> str:
         return f"<Executor on {self.ctx} of {getattr(self, 'graph', None)!r}>"
+
+
+def _check_rebound(graph: Graph, arrays: dict) -> None:
+    """``GraphError`` unless the graph recorded again for new shapes has the bound
+    arguments, in order, with their shapes and dtypes (a loaded file's function call that
+    does not name its inputs leaves nodes inferred for the old shapes)."""
+    if graph._names != list(arrays) or any(
+            nd.shape != v.shape or nd.dtype != v.dtype
+            for v, nd in zip(graph._args, arrays.values())):
+        raise GraphError(f"bind: recorded again for the new shapes, the graph's arguments "
+                         f"are {_shapes(graph._args)} where {_shapes(arrays.values())} "
+                         "are bound (a saved function call that does not name all its "
+                         "inputs?)")
 
 
 def _seed(v: Variable, g: Any, last: Any) -> NdArray:

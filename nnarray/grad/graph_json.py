@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..errors import GraphError, NnarrayError
+from ..errors import GraphError, InvalidValueError, NnarrayError
 from ..ndarray import NdArray
 from . import modes, recording
 from .graph import Graph, _functions, _registered_name, _shapes, _unbound
@@ -376,6 +376,9 @@ class _Reader:
         except NnarrayError as err:
             raise type(err)(f"{where} ({name}) with inputs of shapes {_shapes(ins)}: "
                             f"{err}") from None
+        except ValueError as err:  # an attribute value the op cannot take
+            raise InvalidValueError(f"{where} ({name}) with inputs of shapes "
+                                    f"{_shapes(ins)}: {err}") from None
         except _MALFORMED as err:
             raise _fail(f"{where} ({name}) with inputs of shapes {_shapes(ins)}",
                         f"{type(err).__name__}: {err}") from None
