@@ -50,6 +50,30 @@ def seeds() -> list[str]:
         F.matmul(m, F.transpose(m, (0, 2, 1))),
         F.argmax(m, axis=2),
     ]
+    return [Graph(o).to_json() for o in out] + _more_seeds(x, m, img, t)
+
+
+def _more_seeds(x: Variable, m: Variable, img: Variable, t: Variable) -> list[str]:
+    """Seeds over the other ops with attributes: pooling, col2im, casts, sorting,
+    losses, axes."""
+    from nnarray import sorting
+    from nnarray.ops import sorting as sort_ops
+    cols = Variable((1, 8, 25), name="cols")
+    lab = Variable((2, 4), dtype=np.int64, name="lab")
+    out = [
+        F.col2im(cols, (2, 4, 4), (2, 2), stride=1, pad=1),
+        F.average_pooling(img, (2, 2), stride=(1, 2), pad=(1, 0)),
+        F.im2col(img, (3, 2), stride=(2, 1), pad=(1, 0), dilation=(1, 2)),
+        F.cast(F.clip(m, -0.5, 0.5) * 4.0, np.int32) + F.leaky_relu(m, 0.1),
+        F.where(F.greater(m, 0.0), m, F.cumulative_sum(m, axis=1)),
+        sorting.sort(m, axis=1) + F.cast(sorting.argsort(m, axis=2), np.float32),
+        sort_ops.searchsorted(F.cumulative_sum(F.abs(x)), F.reshape(m, (24,)), side="left"),
+        F.softmax_cross_entropy(F.transpose(m, (0, 2, 1)), lab, axis=2),
+        F.one_hot(t, 5, axis=0) * F.mean(m, axis=(0, 2), keepdims=True)[0, 0],
+        F.stack(F.split(m, 3, axis=1), axis=0),
+        F.take(F.reshape(m, (6, 4)), nna.asarray(np.array([5, -1, 0], np.int64)), axis=0),
+        F.max(m, axis=(0, 2)) + F.prod(m, axis=0)[:, 0],
+    ]
     return [Graph(o).to_json() for o in out]
 
 
@@ -238,7 +262,7 @@ def survey(backend: str, n: int, env: dict | None = None, timeout: float = 120) 
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=env)
         try:
-            lines, err = p.communicate(timeout=timeout * (n - len(out)))
+            lines, err = p.communicate(timeout=min(timeout * (n - len(out)), 86400))
         except subprocess.TimeoutExpired:
             p.kill()
             lines, _ = p.communicate()

@@ -426,6 +426,10 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
     except (TypeError, IndexError, KeyError, AttributeError, OverflowError) as e:
         raise GraphError(f"{_node_at(n, label, ins)}: {type(e).__name__}: {e}") from None
     outs = out if isinstance(out, tuple) else (out,)
+    if not (isinstance(outs[0], Variable) and outs[0]._parent is not None):
+        raise GraphError(f"{_node_at(n, label, ins)}: its call gave a "
+                         f"{type(out).__name__}, not a node's output (a loaded file's "
+                         "call with the wrong output index?)")
     outs[0]._parent.label = label
     return outs
 

@@ -205,11 +205,15 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
         return r if type(r) is nd else xp.asarray(r)
 
     def _log_softmax(x, axis):
+        if not x.size:  # an empty array has no maximum to subtract (nor rows)
+            return x.copy()
         z = x - x.max(axis=axis, keepdims=True)
         return z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
 
     @reg("softmax")
     def softmax(x, axis):
+        if not x.size:
+            return x.copy()
         e = xp.exp(x - x.max(axis=axis, keepdims=True))
         e /= e.sum(axis=axis, keepdims=True)
         return e
