@@ -73,6 +73,10 @@ def _more_seeds(x: Variable, m: Variable, img: Variable, t: Variable) -> list[st
         F.stack(F.split(m, 3, axis=1), axis=0),
         F.take(F.reshape(m, (6, 4)), nna.asarray(np.array([5, -1, 0], np.int64)), axis=0),
         F.max(m, axis=(0, 2)) + F.prod(m, axis=0)[:, 0],
+        F.batch_normalization(img, *(nna.asarray(np.full((1, 2, 1, 1), v, np.float32))
+                                     for v in (1.5, 0.5, 0.25, 2.0)), training=False),
+        F.affine(F.reshape(m, (6, 4)), F.reshape(m, (4, 6)), F.reshape(m, (24,))[:6]),
+        F.mean_squared_error(m, F.dropout(m, 0.5, training=False) * 0.5),
     ]
     return [Graph(o).to_json() for o in out]
 

@@ -420,3 +420,9 @@ def test_cross_entropy_over_no_classes_is_refused(backend) -> None:
     x, t = A(np.empty((2, 0), np.float32)), A(np.zeros(2, np.int64))
     with pytest.raises(InvalidValueError, match="classes"):
         F.softmax_cross_entropy(x, t, axis=1)
+
+
+def test_mean_squared_error_of_0d_arrays(backend) -> None:
+    # numpy's subtract gives a scalar there, which its multiply could not write into
+    x = A(np.float32(2.0))
+    check(F.mean_squared_error(x, A(np.float32(0.5))), np.float32(2.25))

@@ -404,14 +404,15 @@ _signatures: dict[str, Any] = {}
 
 
 def _check_call(op: Any, ins: tuple, attrs: dict, where: str) -> None:
-    """``GraphError`` unless the kernel contract (the numpy kernel's signature) takes
-    ``ins`` and ``attrs`` (a renamed op keeps attributes its kernel does not take)."""
+    """``GraphError`` unless the kernel contract (the numpy kernel's signature, else the
+    composite's) takes ``ins`` and ``attrs`` (a renamed op keeps attributes its kernel
+    does not take)."""
     sig = _signatures.get(op.name, False)
     if sig is False:
         from .. import backends
-        from ..registry import backend_kernels
+        from ..registry import backend_kernels, composite
         backends.load_all()
-        fn = backend_kernels("numpy").get(op.name)
+        fn = backend_kernels("numpy").get(op.name) or composite(op.name)
         try:
             sig = inspect.signature(fn) if fn is not None else None
         except (TypeError, ValueError):

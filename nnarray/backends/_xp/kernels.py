@@ -240,6 +240,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int) -> Non
     def mean_squared_error(x, t):
         # three array-module calls instead of the composite's three dispatched ops
         d = xp.subtract(x, t)
+        if type(d) is not nd:  # 0-d operands give a scalar
+            d = xp.asarray(d)
         xp.multiply(d, d, out=d)
         acc = np.float32 if d.dtype == np.float16 else None  # as numpy's mean accumulates
         return xp.asarray(d.sum(dtype=acc) / d.size, dtype=d.dtype)
