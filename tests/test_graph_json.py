@@ -199,6 +199,12 @@ def test_broken_structure_raises_graph_error(case, edit) -> None:
         Graph.from_json(json.dumps(doc))
 
 
+def test_a_binary_file_raises_graph_error(tmp_path) -> None:
+    (tmp_path / "g.json").write_bytes(b"\xff\xfe{" + bytes(range(256)))
+    with pytest.raises(GraphError, match="UTF-8"):
+        Graph.load(tmp_path / "g.json")
+
+
 @pytest.mark.parametrize("depth", [40, 5000, 200000])
 def test_deep_nesting_raises_graph_error(depth) -> None:
     with pytest.raises(GraphError, match="nested"):

@@ -263,7 +263,11 @@ class Graph:
     def load(cls, path: Any) -> Graph:
         """A graph saved with ``save``."""
         with open(path, encoding="utf-8") as f:
-            return cls.from_json(f.read())
+            try:
+                text = f.read()
+            except UnicodeDecodeError as e:
+                raise GraphError(f"Graph.load: {path} is not UTF-8 text ({e})") from None
+        return cls.from_json(text)
 
     def to_onnx(self, path: Any, params: dict | None = None) -> None:
         """Export to ONNX (``nnarray.grad.onnx``); ``params``' arguments become
