@@ -154,7 +154,13 @@ def _mutate_once(doc: Any, rnd: random.Random) -> Any:
         paths = [p for p in _containers(doc) if p]
         p = rnd.choice(paths)
         _set(doc, p, rnd.choice([None, "x", 1.5, [], {}, True, [1, 2], {"tuple": [9]}]))
-    elif kind == 4:  # an op renamed (to one with other attributes)
+    elif kind == 4:  # an op or a function call renamed (to one with other attributes)
+        calls = [e["call"] for e in doc["nodes"] if isinstance(e, dict) and "call" in e]
+        if calls and rnd.random() < 0.3:
+            rnd.choice(calls)["function"] = rnd.choice(
+                ["getitem", "conv2d", "softmax", "split", "stack", "affine", "dropout",
+                 "batch_normalization", "mean_squared_error", "max_pooling"])
+            return doc
         nodes = [e for e in doc["nodes"] if isinstance(e, dict) and "op" in e]
         if nodes:
             rnd.choice(nodes)["op"] = rnd.choice(

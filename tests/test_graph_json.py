@@ -38,11 +38,12 @@ def _child(code: str, *args: str, stdin: str | None = None) -> str:
 
 
 def _slice_doc(start: int, count: int, call: str = "kept") -> str:
-    """``exp(x[1:3])`` of a 4-float ``x``, its slice's attributes replaced; its function
-    call ``"kept"``, ``"dropped"`` (the recorded attributes are used on new shapes too)
-    or ``"blind"`` (not naming ``x``: the slice would not follow new shapes)."""
-    x = Variable((4,), name="x")
-    doc = json.loads(Graph(F.exp(x[1:3])).to_json())
+    """``exp(x[1:3]) * sum(y)`` of 4-float ``x`` and ``y``, its slice's attributes
+    replaced; its function call ``"kept"``, ``"dropped"`` (the recorded attributes are
+    used on new shapes too), ``"blind"`` (naming ``y`` for ``x``: the slice would not
+    follow new shapes of ``x``) or ``"broken"`` (not naming the array at all)."""
+    x, y = Variable((4,), name="x"), Variable((4,), name="y")
+    doc = json.loads(Graph(F.exp(x[1:3]) * F.sum(y)).to_json())
     node = doc["nodes"][0]
     assert node["op"] == "slice"
     node["attrs"].update(start={"tuple": [start]}, count={"tuple": [count]},
@@ -50,6 +51,8 @@ def _slice_doc(start: int, count: int, call: str = "kept") -> str:
     if call == "dropped":
         del node["call"]
     elif call == "blind":
+        node["call"]["args"][0] = {"arg": 1}
+    elif call == "broken":
         del node["call"]["args"][0]
     return json.dumps(doc)
 
@@ -82,7 +85,7 @@ for text in json.loads(sys.stdin.read()):
     try:
         g = Graph.from_json(text)
         x = nna.asarray(np.arange(4, dtype=np.float32))
-        out = g.eval(backend, x=x)[0].numpy()
+        out = g.eval(backend, **dict.fromkeys(g.arguments(), x))[0].numpy()
         print("ran", out.shape, flush=True)
     except Exception as e:
         print(type(e).__name__, str(e).replace("\\n", " "), flush=True)
@@ -97,7 +100,7 @@ def test_issue_files_raise_typed_errors_naming_the_node(backend) -> None:
 
 
 @pytest.mark.parametrize("call,error", [("dropped", "InvalidValueError"),
-                                        ("blind", "GraphError")])
+                                        ("blind", "GraphError"), ("broken", "GraphError")])
 def test_recorded_attributes_are_checked_again_on_bind(backend, call, error) -> None:
     # valid for the saved 4-float x, outside a 2-float one: bind refuses, no kernel runs
     code = """
@@ -105,9 +108,10 @@ import sys
 import numpy as np
 import nnarray as nna
 from nnarray.grad import Graph
-g = Graph.from_json(sys.stdin.read())
 try:
-    g.bind(sys.argv[1], {"x": nna.asarray(np.ones(2, np.float32))}, grad_req="null")
+    g = Graph.from_json(sys.stdin.read())
+    g.bind(sys.argv[1], {"x": nna.asarray(np.ones(2, np.float32)),
+                         "y": nna.asarray(np.ones(4, np.float32))}, grad_req="null")
     print("bound")
 except Exception as e:
     print(type(e).__name__, e)

@@ -344,7 +344,7 @@ class _Reader:
         outs = out if isinstance(out, tuple) else (out,)
         outs[0]._parent.label = label
         if "call" in e:
-            self.call(outs[0]._parent, _get(e, "call", dict, where), where)
+            self.call(outs[0], _get(e, "call", dict, where), where)
         return outs
 
     def python(self, e: dict, ins: tuple, where: str) -> Any:
@@ -385,7 +385,9 @@ class _Reader:
         _check_call(op, ins, attrs, where)
         return recording.record(op, ins, attrs, metas)
 
-    def call(self, node: Any, call: dict, where: str) -> None:
+    def call(self, out: Variable, call: dict, where: str) -> None:
+        """The function call a node was made by (run again on new shapes), checked by
+        running it here: it must give the node's shape and dtype."""
         from .. import functions as _F
         name = _get(call, "function", str, where)
         fn = getattr(_F, name, None) if name in _F._COMPOSITES else None
@@ -397,7 +399,18 @@ class _Reader:
         args = tuple(self.value(a, where, True) for a in _get(call, "args", list, where))
         kwargs = {k: self.value(v, where, True)
                   for k, v in _get(call, "kwargs", dict, where).items()}
-        node.macro = (getattr(fn, "__wrapped__", fn), args, kwargs, j)
+        fn = getattr(fn, "__wrapped__", fn)
+        try:
+            got = fn(*args, **kwargs)
+            got = got if j is None else got[j]
+        except NnarrayError as err:
+            raise type(err)(f"{where}: its call {name}: {err}") from None
+        except _MALFORMED as err:
+            raise _fail(where, f"its call {name}: {type(err).__name__}: {err}") from None
+        if not isinstance(got, Variable) or (got.shape, got.dtype) != (out.shape, out.dtype):
+            raise _fail(where, f"its call {name} gives {_shapes((got,))}, not the node's "
+                               f"{out.shape} {out.dtype}")
+        out._parent.macro = (fn, args, kwargs, j)
 
 
 _signatures: dict[str, Any] = {}
