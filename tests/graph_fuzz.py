@@ -261,27 +261,34 @@ def cases(n: int, seed: int = 0) -> list[str]:
     return [mutate(rnd.choice(base), rnd, rnd.choice((1, 1, 2, 3))) for _ in range(n)]
 
 
-def survey(backend: str, n: int, env: dict | None = None, timeout: float = 120) -> list:
+def survey(backend: str, n: int, env: dict | None = None, timeout: float = 60) -> list:
     """``[(case, outcome, detail)]`` of the first ``n`` cases, each run by this script in a
     child process that is started again after a crash (outcome ``crash``: the exit
-    status) or a hang (``hang``: no answer in ``timeout`` seconds)."""
+    status) or a hang (``hang``: no answer in ``timeout`` seconds, then killed)."""
+    import select
     import subprocess
     out: list = []
     while len(out) < n:
         p = subprocess.Popen([sys.executable, __file__, backend, str(n), str(len(out))],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                              env=env)
-        try:
-            lines, err = p.communicate(timeout=min(timeout * (n - len(out)), 86400))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            lines, _ = p.communicate()
-        for line in lines.splitlines():
-            i, outcome, detail = line.split("\t", 2)
+        while len(out) < n:
+            if not select.select([p.stdout], [], [], timeout)[0]:
+                p.kill()
+                p.wait()
+                out.append((len(out), "hang", f"no answer in {timeout} s"))
+                break
+            line = p.stdout.readline()
+            if not line:
+                p.wait()
+                out.append((len(out), "crash", f"exit status {p.returncode}"))
+                break
+            i, outcome, detail = line.rstrip("\n").split("\t", 2)
             out.append((int(i), outcome, detail))
-        if len(out) < n and p.returncode is not None:
-            out.append((len(out), "crash" if p.returncode else "hang",
-                        f"exit status {p.returncode}"))
+        p.stdout.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     return out
 
 
