@@ -45,6 +45,11 @@ def register_composite(op: str, fn: Callable) -> None:
     invalidate()
 
 
+def composite(op: str) -> Callable | None:
+    """The backend-independent implementation of ``op``, if one is registered."""
+    return _composites.get(op)
+
+
 def ops() -> list[str]:
     """Every op name with a kernel or a composite implementation."""
     backends.load_all()

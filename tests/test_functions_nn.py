@@ -425,3 +425,23 @@ def test_random_unseeded_and_global_seed(backend):
     check(F.randn((3, 4)), s1)
     r = F.rand((), seed=1)
     assert r.shape == () and 0 <= float(r) < 1
+
+
+def test_softmax_of_an_empty_array_is_empty(backend) -> None:
+    # numpy's kernel took the maximum of no elements (a mutated saved graph found it)
+    x = A(np.empty((2, 0, 4), np.float32))
+    for f in (F.softmax, F.log_softmax):
+        check(f(x, axis=1), np.empty((2, 0, 4), np.float32))
+
+
+def test_cross_entropy_over_no_classes_is_refused(backend) -> None:
+    from nnarray.errors import InvalidValueError
+    x, t = A(np.empty((2, 0), np.float32)), A(np.zeros(2, np.int64))
+    with pytest.raises(InvalidValueError, match="classes"):
+        F.softmax_cross_entropy(x, t, axis=1)
+
+
+def test_mean_squared_error_of_0d_arrays(backend) -> None:
+    # numpy's subtract gives a scalar there, which its multiply could not write into
+    x = A(np.float32(2.0))
+    check(F.mean_squared_error(x, A(np.float32(0.5))), np.float32(2.25))

@@ -12,7 +12,7 @@ generated code), ``recording`` (graph building), ``program`` (tracing a backward
 from __future__ import annotations
 
 from ..errors import GraphError
-from . import backward, executor, node, program, recording, steps, variable  # noqa: F401
+from . import backward, executor, graph_json, node, program, recording, steps, variable  # noqa: F401
 from .dot import to_dot
 from .gradcheck import gradcheck
 from .graph import Executor, Graph, register_function

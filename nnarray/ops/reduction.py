@@ -33,7 +33,8 @@ def _infer_reduce(name: str):
         require_array(name, "x", x)
         axes = attrs["axis"] = norm_axes(name, attrs.get("axis"), x.shape)
         keep = attrs["keepdims"] = bool(attrs.get("keepdims", False))
-        if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
+        if name in ("max", "min") and (any(x.shape[a] == 0 for a in axes) or
+                                       x.size == 0 and not axes):  # numpy: no identity
             raise ValueError(f"{name}: zero-size reduction over axis {axes} of shape {x.shape}")
         d = x.dtype
         if name in ("sum", "prod") and d.kind in "bi":
