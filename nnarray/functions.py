@@ -225,7 +225,6 @@ def _takes_name(fn: Any) -> Any:
 #: Functions whose recorded nodes depend on their input shapes beyond each op's own
 #: inference (several ops, or attributes computed from the shapes): graph re-inference
 #: calls them again (``Node.macro``).
-
 _COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squared_error",
                          "batch_normalization", "softmax", "log_softmax", "dropout",
                          "max_pooling", "average_pooling", "mean", "square", "getitem",
@@ -290,5 +289,6 @@ __all__ = sorted(n for n, v in globals().items()
 def __dir__() -> list[str]:
     """The public functions only (not the module's imports)."""
     return list(__all__)
+
 
 late.provide(__name__)  # bind the lower layers' slots (nnarray.late)
