@@ -15,6 +15,7 @@ Test ids name the namespace and context (``[nnarray-opencl-float32]``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 # SciPy reads this once at import: sklearn's array-API paths need it set before.
@@ -36,6 +37,18 @@ def nnarray_contexts() -> tuple[str, ...]:
                  if c in nna.backends.registered() and nna.backends.why_unavailable(c) is None)
 
 
+def _cupy_usable() -> bool:
+    """Whether CuPy is installed and sees a GPU."""
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no driver, or one too old for its runtime
+        return False
+
+
+_DROP = () if _cupy_usable() else ("cupy",)
 _orig_namespaces = _aa.yield_namespaces
 _orig_combinations = _aa.yield_namespace_device_dtype_combinations
 _orig_mixed = _aa.yield_mixed_namespace_input_permutations
@@ -43,14 +56,16 @@ _orig_mixed = _aa.yield_mixed_namespace_input_permutations
 
 def yield_namespaces(include_numpy_namespaces=True):
     """sklearn's namespaces, then nnarray (its default context: numpy unless chosen)."""
-    yield from _orig_namespaces(include_numpy_namespaces=include_numpy_namespaces)
+    for name in _orig_namespaces(include_numpy_namespaces=include_numpy_namespaces):
+        if name not in _DROP:
+            yield name
     yield "nnarray"
 
 
 def yield_namespace_device_dtype_combinations(include_numpy_namespaces=True):
     """sklearn's (namespace, device, dtype) triples, then nnarray on each context."""
     for combination in _orig_combinations(include_numpy_namespaces=include_numpy_namespaces):
-        if combination[0] != "nnarray":  # it reads the patched yield_namespaces
+        if combination[0] not in ("nnarray", *_DROP):  # it reads the patched yield_namespaces
             yield combination
     for context in nnarray_contexts():
         for dtype in _DTYPES:
@@ -59,7 +74,9 @@ def yield_namespace_device_dtype_combinations(include_numpy_namespaces=True):
 
 def yield_mixed_namespace_input_permutations():
     """sklearn's mixed pairs, then host <-> nnarray's first non-host context."""
-    yield from _orig_mixed()
+    for a, b, name in _orig_mixed():
+        if a.xp not in _DROP and b.xp not in _DROP:
+            yield a, b, name
     devices = [c for c in nnarray_contexts() if c != "numpy"]
     if not devices:
         return
