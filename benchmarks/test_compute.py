@@ -78,6 +78,43 @@ def test_sgemm_reference(benchmark, ref, n):
             gflop=2 * n**3 / 1e9, check=_gemm_check(n))
 
 
+# -- the MLP layer's products -------------------------------------------------------------
+#: A 64x1000 -> 100 layer's x @ W, dy @ W.T and x.T @ dy: stored shapes of a and b, and
+#: whether each is transposed
+MLP_PRODUCTS = {"x@W 64x1000x100": ((64, 1000), (1000, 100), False, False),
+                "dy@W.T 64x100x1000": ((64, 100), (1000, 100), False, True),
+                "x.T@dy 1000x64x100": ((64, 1000), (64, 100), True, False)}
+
+
+def _mlp_product(name: str) -> tuple[np.ndarray, np.ndarray, bool, bool, float, Any]:
+    """Operands, transpose flags, GFLOP and the float64 check of one MLP product."""
+    sa, sb, ta, tb = MLP_PRODUCTS[name]
+    a, b = _rand(*sa, seed=0), _rand(*sb, seed=1)
+    la, lb = (a.T if ta else a).astype(np.float64), (b.T if tb else b).astype(np.float64)
+    gflop = 2 * la.shape[0] * la.shape[1] * lb.shape[1] / 1e9
+    return a, b, ta, tb, gflop, expect(la @ lb, rtol=1e-4, atol=1e-4 * np.sqrt(la.shape[1]))
+
+
+@pytest.mark.parametrize("name", MLP_PRODUCTS)
+def test_mlp_matmul_nnarray(benchmark, backend, name):
+    benchmark.group = f"matmul {name} f32 (MLP layer)"
+    a, b, ta, tb, gflop, check = _mlp_product(name)
+    x, y = nna.NdArray.from_numpy_array(a), nna.NdArray.from_numpy_array(b)
+    measure(benchmark, backend, lambda: F.matmul(x, y, transpose_a=ta, transpose_b=tb),
+            gflop=gflop, check=check)
+
+
+@pytest.mark.parametrize("name", MLP_PRODUCTS)
+def test_mlp_matmul_reference(benchmark, ref, name):
+    benchmark.group = f"matmul {name} f32 (MLP layer)"
+    a, b, ta, tb, gflop, check = _mlp_product(name)
+    x, y = ref.asarray(a), ref.asarray(b)
+    x, y = (x.T if ta else x), (y.T if tb else y)
+    mm = ref.xp.matmul
+    measure(benchmark, ref, lambda: mm(x, y), baseline=ref.name == "numpy", gflop=gflop,
+            check=check)
+
+
 # -- conv2d -------------------------------------------------------------------------------
 CONV = "conv2d 64x3x32x32 -> 32ch 3x3 pad1 f32"
 

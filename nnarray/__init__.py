@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-# Import order: ``functions`` first. It imports the op specs (``ops``), which import
-# ``ndarray`` and ``registry``; ``ndarray``/``operators`` bind the functions module that
-# is importing them and call it only at run time. Nothing is patched in afterwards.
+# Every module imports only the layers below it (docs/architecture.md). The layers above
+# that a lower one calls at run time bind its ``nnarray.late`` slots as they are imported:
+# every such provider is imported here, before any array exists.
 from . import (
     backends,
     fft,  # noqa: F401  (the Array API fft extension)
-    functions,  # noqa: I001
+    functions,
+    late,
     linalg,  # noqa: F401  (the Array API linalg extension)
     namespace,
+    numpy_protocol,  # noqa: F401
+    pickling,  # noqa: F401
     registry,
+    sorting,
+    values,  # noqa: F401
     xp_functions,
 )
 from .context import (
@@ -22,6 +27,7 @@ from .context import (
     set_default_context,
 )
 from .dlpack import from_dlpack
+from .einsum import einsum
 from .errors import (
     BackendError,
     BackendUnavailableError,
@@ -39,7 +45,9 @@ from .memory import empty_cache, memory_stats, reset_peak_memory
 from .namespace import *  # noqa: F403  (the Array API names; some shadow builtins)
 from .ndarray import NdArray, array
 from .ops.random import seed  # noqa: E402
+from .pad import pad
 from .registry import fallback_stats, register_kernel, reset_fallback_stats
+from .sorting import *  # noqa: F403  (the standard's sorting, searching, set functions)
 from .transfers import reset_transfer_stats, strict_transfers, transfer_stats
 from .xp_functions import *  # noqa: E402, F403  (the standard's functions; after ndarray)
 from .xp_functions import full, ones, zeros
@@ -50,12 +58,13 @@ __all__ = [
     "BackendError", "BackendUnavailableError", "Context", "DeviceMismatchError", "DTypeError",
     "GraphError", "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError",
     "OutOfMemoryError", "ShapeError", "TransferError",
-    "array", "backends", "context_scope", "device_synchronize", "empty_cache", "fallback_stats",
+    "array", "backends", "context_scope", "device_synchronize", "einsum", "empty_cache",
+    "fallback_stats", "pad",
     "from_dlpack", "full", "functions", "get_current_context", "memory_stats", "ones",
     "register_kernel", "registry", "reset_fallback_stats", "reset_peak_memory",
     "reset_transfer_stats", "seed", "set_default_context",
     "strict_transfers", "transfer_stats", "zeros",
-    *namespace.__all__, *xp_functions.__all__,
+    *namespace.__all__, *xp_functions.__all__, *sorting.__all__,
 ]
 
 
@@ -66,3 +75,6 @@ def __getattr__(name: str):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+late.provide(__name__)  # NdArray.__array_namespace__

@@ -7,6 +7,7 @@ import contextvars
 import os
 from collections.abc import Iterator, Sequence
 
+from . import late
 from .errors import BackendError, DeviceMismatchError
 
 #: (backend, device_id, fallback) -> its one Context
@@ -226,3 +227,6 @@ def device_synchronize(ctx: Context | str | None = None) -> None:
     from . import backends
     ctx = as_context(ctx)
     backends.get_device(ctx.backend, ctx.device_id).synchronize()
+
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

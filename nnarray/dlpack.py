@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import backends, dtypes
+from . import backends, dtypes, late
 from .context import get_current_context
 from .device import Device
 from .errors import DTypeError
@@ -104,3 +104,5 @@ def _home(a: NdArray) -> Device:
 def _requested_device(dl_device: tuple[int, int]) -> Device:
     kind, dev_id = (int(v) for v in dl_device)
     return _device_for(kind, dev_id, "NdArray.__dlpack__")
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

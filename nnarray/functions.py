@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import late
 from .ops import attention as _attention
 from .ops import complex as _complex
 from .ops import conv as _conv
@@ -25,6 +26,7 @@ from .ops import gelu as _gelu
 from .ops import layer_norm as _layer_norm
 from .ops import linalg as _linalg
 from .ops import normalization as _norm
+from .ops import op as _op
 from .ops import random as _random
 from .ops import reduction as _red
 from .ops import shape as _shape
@@ -211,30 +213,24 @@ def _takes_name(fn: Any) -> Any:
                 first = out[0] if type(out) is list and out else out
                 if not isinstance(first, _GraphValue):
                     return out  # NdArrays: no graph, nothing to mark
-                mark = _mark[0]
-                if mark is None:
-                    from .grad.naming import composite_result
-                    mark = _mark[0] = composite_result
-                return mark(out, fname, args, fn, kwargs)
-            from .grad.naming import call_named, composite_result
-            return composite_result(call_named(fn, args, kwargs, name), fname, args, fn,
-                                    kwargs, rename=False)
+                return _op.naming.composite_result(out, fname, args, fn, kwargs)
+            out = _op.call_named(fn, args, kwargs, name)
+            if _op.naming is None:
+                return out
+            return _op.naming.composite_result(out, fname, args, fn, kwargs, rename=False)
         return named
 
     @functools.wraps(fn)
     def named(*args: Any, name: Any = None, **kwargs: Any) -> Any:
         if name is None:
             return fn(*args, **kwargs)
-        from .grad.naming import call_named
-        return call_named(fn, args, kwargs, name)
+        return _op.call_named(fn, args, kwargs, name)
     return named
 
 
 #: Functions whose recorded nodes depend on their input shapes beyond each op's own
 #: inference (several ops, or attributes computed from the shapes): graph re-inference
 #: calls them again (``Node.macro``).
-_mark: list = [None]  # grad.naming.composite_result, imported on first graph use
-
 _COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squared_error",
                          "batch_normalization", "softmax", "log_softmax", "dropout",
                          "max_pooling", "average_pooling", "mean", "square", "getitem",
@@ -257,8 +253,7 @@ def recalled(out: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
     if node is None or node.dynamic:
         return out
     _RECALLED.setdefault(fn.__name__, fn)
-    from .grad.naming import composite_result
-    return composite_result(out, fn.__name__, args, fn, kwargs)
+    return _op.naming.composite_result(out, fn.__name__, args, fn, kwargs)
 
 
 def _wrap_all() -> None:
@@ -300,3 +295,6 @@ __all__ = sorted(n for n, v in globals().items()
 def __dir__() -> list[str]:
     """The public functions only (not the module's imports)."""
     return list(__all__)
+
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

@@ -9,14 +9,23 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, dtypes, views
-from . import functions as F  # see operators.py: bound while nnarray imports functions
+from . import backends, dtypes, late, views
 from .context import Context, as_context, context_scope, dispatch_into, get_current_context
 from .errors import DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import SyncedArray
 from .transfers import check_implicit_read
 from .transfers import strict_reads as _strict_reads
+
+# The layers above, called at run time (``nnarray.late``).
+F: Any = late.bind(__name__, "F", "nnarray.functions")
+_indexing: Any = late.bind(__name__, "_indexing", "nnarray.ops.indexing")
+_shape_ops: Any = late.bind(__name__, "_shape_ops", "nnarray.ops.shape")
+_registry: Any = late.bind(__name__, "_registry", "nnarray.registry")
+_values: Any = late.bind(__name__, "_values", "nnarray.values")
+_pickling: Any = late.bind(__name__, "_pickling", "nnarray.pickling")
+_dlpack: Any = late.bind(__name__, "_dlpack", "nnarray.dlpack")
+_package: Any = late.bind(__name__, "_package", "nnarray")
 
 
 def normalize_shape(shape: Any, op: str = "NdArray", arg: str = "shape") -> tuple[int, ...]:
@@ -143,10 +152,10 @@ class NdArray(SyncedArray, ArrayOperators):
         ``setitem`` kernel gets ``key`` and ``view``, the target's ``(element offset,
         shape, strides)``; for a view ``key`` is ``None`` and ``view`` is the region of
         its root that the kernel writes."""
-        from .ops.indexing import device_context, flat_offsets, is_advanced
+        device_context, flat_offsets = _indexing.device_context, _indexing.flat_offsets
+        is_advanced = _indexing.is_advanced
         if not isinstance(value, NdArray) and not dtypes.is_scalar(value):
-            from .values import host_value  # numpy arrays, sequences: uploaded once
-            value = host_value(self, value)
+            value = _values.host_value(self, value)  # numpy arrays, sequences: uploaded once
         if is_advanced(key):
             flat = flat_offsets("setitem", self.shape, key,
                                 device_context(dispatch_into(self, (self,), "setitem")))
@@ -173,7 +182,7 @@ class NdArray(SyncedArray, ArrayOperators):
         else:
             raise TypeError(f"setitem: value must be an NdArray or a scalar, got "
                             f"{type(value).__name__}")
-        from .registry import lookup
+        lookup = _registry.lookup
         if view is None:
             if isinstance(value, NdArray):
                 value = F.reshape(F.broadcast_to(value, shape), (-1,))
@@ -193,8 +202,7 @@ class NdArray(SyncedArray, ArrayOperators):
         """``x[key]``: basic indices (ints, slices, ``...``, ``None``) give a view that
         shares ``x``'s storage (``nnarray.views``); boolean masks and integer arrays give
         a new array on ``x``'s device (``nnarray.ops.indexing``)."""
-        from .ops.indexing import is_advanced
-        if is_advanced(key):
+        if _indexing.is_advanced(key):
             return F.getitem(self, key)
         return views.getitem(self, key)
 
@@ -202,7 +210,7 @@ class NdArray(SyncedArray, ArrayOperators):
         """``x`` with a new shape: a view where numpy's would be one (``copy=None``),
         else a new array; ``copy=True`` always copies, ``copy=False`` raises
         ``ValueError`` where a view is impossible."""
-        from .ops.shape import reshape as op
+        op = _shape_ops.reshape
         shape = shape[0] if len(shape) == 1 else shape
         if copy:
             return F.reshape(self, shape)
@@ -218,7 +226,7 @@ class NdArray(SyncedArray, ArrayOperators):
 
     def transpose(self, *axes: Any) -> NdArray:
         """``x`` with its axes permuted (``None``/none given: reversed), as a view."""
-        from .ops.shape import transpose as op
+        op = _shape_ops.transpose
         attrs = {"axes": (axes[0] if len(axes) == 1 else axes) or None}
         op.infer((self,), attrs)
         return views.transpose(self, attrs["axes"])
@@ -232,8 +240,7 @@ class NdArray(SyncedArray, ArrayOperators):
     def __reduce__(self) -> tuple:
         """``pickle``/``copy.deepcopy``: the data through the host, the device restored
         on load where it exists (``nnarray.pickling``)."""
-        from .pickling import reduce_ndarray
-        return reduce_ndarray(self)
+        return _pickling.reduce_ndarray(self)
 
     # -- the Array API -------------------------------------------------------------
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
@@ -241,8 +248,7 @@ class NdArray(SyncedArray, ArrayOperators):
         if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12",
                                                              "2024.12"):
             raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r}")
-        import nnarray
-        return nnarray
+        return _package
 
     @property
     def device(self) -> Context:
@@ -303,13 +309,11 @@ class NdArray(SyncedArray, ArrayOperators):
                    dl_device: Any = None, copy: bool | None = None) -> Any:
         """A DLPack capsule sharing this array's buffer on one device (host or CUDA);
         see ``nnarray.dlpack`` for which copy is exported and what stays shared."""
-        from .dlpack import export
-        return export(self, stream, max_version, dl_device, copy)
+        return _dlpack.export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(device_type, device_id)`` of the buffer ``__dlpack__`` exports."""
-        from .dlpack import dlpack_device
-        return dlpack_device(self)
+        return _dlpack.dlpack_device(self)
 
     def __float__(self) -> float:
         self._implicit_read("float()")
@@ -347,8 +351,7 @@ class NdArray(SyncedArray, ArrayOperators):
 
     def __repr__(self) -> str:
         """Values (numpy's text, summarised when large), dtype and device (a host read)."""
-        from .values import ndarray_repr
-        return ndarray_repr(self)
+        return _values.ndarray_repr(self)
 
 
 _BASIC = (int, np.integer, slice, type(Ellipsis), type(None))

@@ -17,9 +17,7 @@ from typing import Any
 
 import numpy as np
 
-import nnarray as nna
-
-from . import dtypes
+from . import dtypes, late
 from . import functions as F
 from . import linalg as L
 from .context import dispatch_context
@@ -29,6 +27,9 @@ from .operators import ArrayOperators
 from .ops.elementwise import functions as ew_functions
 from .ops.ufuncs import ROWS
 from .values import ndarray_of
+
+#: the ``nnarray`` namespace (the package imports this module first)
+nna: Any = late.bind(__name__, "nna", "nnarray")
 
 _NO = object()  # an argument not given
 
@@ -530,3 +531,5 @@ def _functions() -> dict[Callable, Callable]:
         np.linalg.matrix_power: _same(L.matrix_power), np.linalg.norm: _norm,
     })
     return t
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

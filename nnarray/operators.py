@@ -9,21 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-# nnarray imports ``functions`` first; it imports the op specs, which import NdArray and
-# so this module: ``F`` is bound to the still-initializing module and used at call time.
-from . import functions as F
+from . import late
 
-
-def _X() -> Any:
-    """``nnarray.xp_functions`` (imported after this module)."""
-    from . import xp_functions
-    return xp_functions
-
-
-def _V() -> Any:
-    """``nnarray.values`` (imported after this module)."""
-    from . import values
-    return values
+# The layers above (this mixin is part of the array classes): bound at their import.
+F: Any = late.bind(__name__, "F", "nnarray.functions")
+_xp: Any = late.bind(__name__, "_xp", "nnarray.xp_functions")
+_values: Any = late.bind(__name__, "_values", "nnarray.values")
+_sorting: Any = late.bind(__name__, "_sorting", "nnarray.sorting")
+_protocol: Any = late.bind(__name__, "_protocol", "nnarray.numpy_protocol")
 
 
 def _order(op: str, order: str) -> None:
@@ -83,12 +76,12 @@ class ArrayOperators:
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None,
             keepdims: bool = False, **numpy_kw: Any) -> Any:
         _numpy_kw("sum", out, numpy_kw)
-        return _X().sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+        return _xp.sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
     def prod(self, axis: Any = None, dtype: Any = None, out: Any = None,
              keepdims: bool = False, **numpy_kw: Any) -> Any:
         _numpy_kw("prod", out, numpy_kw)
-        return _X().prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+        return _xp.prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None,
              keepdims: bool = False, **numpy_kw: Any) -> Any:
@@ -100,13 +93,13 @@ class ArrayOperators:
             keepdims: bool = False, **numpy_kw: Any) -> Any:
         _numpy_kw("var", out, numpy_kw)
         x = self if dtype is None else F.cast(self, dtype)
-        return _X().var(x, axis=axis, correction=ddof, keepdims=keepdims)
+        return _xp.var(x, axis=axis, correction=ddof, keepdims=keepdims)
 
     def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
             keepdims: bool = False, **numpy_kw: Any) -> Any:
         _numpy_kw("std", out, numpy_kw)
         x = self if dtype is None else F.cast(self, dtype)
-        return _X().std(x, axis=axis, correction=ddof, keepdims=keepdims)
+        return _xp.std(x, axis=axis, correction=ddof, keepdims=keepdims)
 
     def max(self, axis: Any = None, out: Any = None, keepdims: bool = False,
             **numpy_kw: Any) -> Any:
@@ -131,12 +124,12 @@ class ArrayOperators:
     def all(self, axis: Any = None, out: Any = None, keepdims: bool = False,
             **numpy_kw: Any) -> Any:
         _numpy_kw("all", out, numpy_kw)
-        return _X().all(self, axis=axis, keepdims=keepdims)
+        return _xp.all(self, axis=axis, keepdims=keepdims)
 
     def any(self, axis: Any = None, out: Any = None, keepdims: bool = False,
             **numpy_kw: Any) -> Any:
         _numpy_kw("any", out, numpy_kw)
-        return _X().any(self, axis=axis, keepdims=keepdims)
+        return _xp.any(self, axis=axis, keepdims=keepdims)
 
     # -- numpy's array methods and Python's value protocols (``nnarray.values``) ----------
     def flatten(self, order: str = "C") -> Any:
@@ -153,27 +146,27 @@ class ArrayOperators:
         """``x`` without its length-1 axes (``axis``: those only; each must be 1)."""
         if axis is None:
             axis = tuple(i for i, s in enumerate(self.shape) if s == 1)
-        return _X().squeeze(self, axis)
+        return _xp.squeeze(self, axis)
 
     def clip(self, min: Any = None, max: Any = None, out: Any = None,  # noqa: A002
              **numpy_kw: Any) -> Any:
         """``x`` limited to ``[min, max]`` (``nnarray.clip``)."""
         _numpy_kw("clip", out, numpy_kw)
-        return _X().clip(self, min, max)
+        return _xp.clip(self, min, max)
 
     def abs(self) -> Any:
-        return _X().abs(self)
+        return _xp.abs(self)
 
     def round(self, decimals: int = 0, out: Any = None) -> Any:
         """Rounded half to even at ``decimals`` digits, as ``np.round``."""
         _numpy_kw("round", out, {})
-        return _V().round_array(self, decimals)
+        return _values.round_array(self, decimals)
 
     def sort(self, axis: int | None = -1, kind: Any = None, order: Any = None, *,
              stable: Any = None) -> None:
         """Sort an NdArray in place along ``axis`` as ``numpy.ndarray.sort`` (returns
         ``None``); ``nnarray.sort(x)`` returns a sorted copy (differentiable on Variables)."""
-        _V().sort_inplace(self, axis, order)
+        _values.sort_inplace(self, axis, order)
 
     def argsort(self, axis: int | None = -1, kind: Any = None, order: Any = None, *,
                 stable: Any = None) -> Any:
@@ -183,27 +176,25 @@ class ArrayOperators:
         x = self
         if axis is None:
             x, axis = F.reshape(x, (-1,)), 0
-        return _X().argsort(x, axis=axis)
+        return _sorting.argsort(x, axis=axis)
 
     def tolist(self) -> Any:
         """Nested Python lists of the values (an explicit host read, as ``item()``)."""
-        return _V().tolist(self)
+        return _values.tolist(self)
 
     def __format__(self, spec: str) -> str:
-        return _V().format_value(self, spec)
+        return _values.format_value(self, spec)
 
     def __round__(self, ndigits: int | None = None) -> Any:
-        return _V().round_value(self, ndigits)
+        return _values.round_value(self, ndigits)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """numpy ufuncs as nnarray functions (``nnarray.numpy_protocol``)."""
-        from .numpy_protocol import array_ufunc
-        return array_ufunc(ufunc, method, inputs, kwargs)
+        return _protocol.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """numpy's array functions as nnarray functions (``nnarray.numpy_protocol``)."""
-        from .numpy_protocol import array_function
-        return array_function(func, types, args, kwargs)
+        return _protocol.array_function(func, types, args, kwargs)
 
     def __getitem__(self, key: Any) -> Any:
         return F.getitem(self, key)
@@ -237,7 +228,7 @@ class ArrayOperators:
     def __rmatmul__(self, o): return F.matmul(o, self)
     def __neg__(self): return F.neg(self)
     def __pos__(self): return self
-    def __abs__(self): return _X().abs(self)
+    def __abs__(self): return _xp.abs(self)
     def __lt__(self, o): return F.less(self, o)
     def __le__(self, o): return F.less_equal(self, o)
     def __gt__(self, o): return F.greater(self, o)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends
+from . import backends, late
 from .context import device_created
 from .device import Device
 from .errors import BackendError, BackendUnavailableError
@@ -97,3 +97,5 @@ def restore_variable(shape: tuple, dtype: np.dtype, data: Any, grad: Any, need_g
     if grad is not None:
         v.grad = grad
     return v
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

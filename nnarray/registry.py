@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import backends
+from . import backends, late
 from .context import Context
 from .errors import BackendUnavailableError, KernelNotFoundError
 from .kernel import Kernel, fallback_counts
@@ -43,6 +43,11 @@ def register_composite(op: str, fn: Callable) -> None:
     used where the context's backend registers no kernel for ``op``."""
     _composites[op] = fn
     invalidate()
+
+
+def composite(op: str) -> Callable | None:
+    """The backend-independent implementation of ``op``, if one is registered."""
+    return _composites.get(op)
 
 
 def ops() -> list[str]:
@@ -109,3 +114,5 @@ def _resolve(op: str, ctx: Context) -> Kernel:
     raise KernelNotFoundError(
         f"no kernel for op {op!r}: tried {tried} (context {ctx.key}, fallback "
         f"{list(ctx.fallback) or 'off'}); backends with a kernel: {have or 'none'}")
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

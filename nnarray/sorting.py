@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import functions as F
+from . import late
 from . import xp_functions as _xp
 from .ops import sorting as _ops
 from .ops.common import norm_axis
@@ -155,3 +156,5 @@ def unique_all(x: Any, /) -> UniqueAllResult:
 __all__ = ["UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult", "argsort",
            "nonzero", "searchsorted", "sort", "unique_all", "unique_counts",
            "unique_inverse", "unique_values"]
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

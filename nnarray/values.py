@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import functions as F
+from . import late
 from .context import context_scope, dispatch_context, dispatch_into
 from .errors import DTypeError
 from .ndarray import NdArray
@@ -148,3 +149,5 @@ def host_value(x: NdArray, value: Any) -> NdArray:
     nd = NdArray.from_numpy_array(np.ascontiguousarray(a, dtype=x.dtype))
     ctx = dispatch_into(x, (x,), "setitem")
     return nd if nd.device == ctx else nd.to_device(ctx)
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import dtypes as _dtypes
 from . import functions as F
+from . import late
 from .context import as_context, context_scope
 from .dlpack import from_dlpack as _from_dlpack
 from .errors import DTypeError
@@ -844,24 +845,10 @@ def squeeze(x: Any, /, axis: Any) -> Any:
     return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
 
 
-from .einsum import einsum  # noqa: E402, F401  (numpy-compatible extras)
-from .pad import pad  # noqa: E402, F401
-from .sorting import (  # noqa: E402, F401  (the standard's sorting, searching, set functions)
-    UniqueAllResult,
-    UniqueCountsResult,
-    UniqueInverseResult,
-    argsort,
-    nonzero,
-    searchsorted,
-    sort,
-    unique_all,
-    unique_counts,
-    unique_inverse,
-    unique_values,
-)
-
 __all__ = sorted(n for n, v in list(globals().items())
                  if not n.startswith("_") and n not in (
                      "annotations", "builtins", "operator", "np", "F", "Any", "DTypeError",
                      "NdArray", "as_context", "fill_value", "normalize_shape", "norm_axes",
-                     "result"))
+                     "result", "late"))
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

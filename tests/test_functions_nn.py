@@ -42,6 +42,25 @@ def test_matmul_long_inner_dimension(backend, transpose_a, transpose_b):
               a @ b)
 
 
+#: (a's logical shape, b's logical shape): 1xN, Nx1, odd sizes, batched and broadcast batches
+TRANSPOSED_SHAPES = [((1, 7), (7, 9)), ((9, 1), (1, 5)), ((13, 1), (1, 1)), ((1, 30), (30, 1)),
+                     ((17, 33), (33, 19)), ((2, 7, 5), (2, 5, 3)), ((2, 1, 6, 4), (3, 4, 5)),
+                     ((6, 4), (2, 4, 5)), ((65, 100), (100, 70)), ((0, 3), (3, 2))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=ids)
+@pytest.mark.parametrize("flags", [(True, False), (False, True), (True, True)], ids=ids)
+@pytest.mark.parametrize("sa, sb", TRANSPOSED_SHAPES, ids=ids)
+def test_matmul_transposed_operands(backend, sa, sb, flags, dtype):
+    """transpose_a/transpose_b take operands stored with their last two axes swapped (the
+    OpenCL GEMM reads a transposed A in place)."""
+    a, b = randn(*sa, dtype=dtype, seed=3), randn(*sb, dtype=dtype, seed=4)
+    ta, tb = (np.ascontiguousarray(np.swapaxes(x, -1, -2)) if f else x
+              for x, f in zip((a, b), flags))
+    got = F.matmul(A(ta), A(tb), transpose_a=flags[0], transpose_b=flags[1])
+    check(got, np.matmul(a, b))
+
+
 def test_numpy_split_product_matches_matmul():
     from nnarray.backends.numpy import matmul as m
     a, b = randn(5, 2 * m.SLICE + 3, seed=4), randn(2 * m.SLICE + 3, 9, seed=5)
@@ -406,3 +425,23 @@ def test_random_unseeded_and_global_seed(backend):
     check(F.randn((3, 4)), s1)
     r = F.rand((), seed=1)
     assert r.shape == () and 0 <= float(r) < 1
+
+
+def test_softmax_of_an_empty_array_is_empty(backend) -> None:
+    # numpy's kernel took the maximum of no elements (a mutated saved graph found it)
+    x = A(np.empty((2, 0, 4), np.float32))
+    for f in (F.softmax, F.log_softmax):
+        check(f(x, axis=1), np.empty((2, 0, 4), np.float32))
+
+
+def test_cross_entropy_over_no_classes_is_refused(backend) -> None:
+    from nnarray.errors import InvalidValueError
+    x, t = A(np.empty((2, 0), np.float32)), A(np.zeros(2, np.int64))
+    with pytest.raises(InvalidValueError, match="classes"):
+        F.softmax_cross_entropy(x, t, axis=1)
+
+
+def test_mean_squared_error_of_0d_arrays(backend) -> None:
+    # numpy's subtract gives a scalar there, which its multiply could not write into
+    x = A(np.float32(2.0))
+    check(F.mean_squared_error(x, A(np.float32(0.5))), np.float32(2.25))

@@ -156,3 +156,11 @@ def test_short_middle_axis(backend, name, dtype, keepdims):
         x[5, 2, 7] = np.nan
     fn, ref = REDUCE[name]
     check(fn(A(x), axis=1, keepdims=keepdims), ref(x, axis=1, keepdims=keepdims))
+
+
+def test_max_of_an_empty_array_over_no_axes_is_refused(backend) -> None:
+    # numpy has no identity for it; the OpenCL kernel returned the empty array
+    x = A(np.empty((2, 0, 4), np.float32))
+    for f in (F.max, F.min):
+        with pytest.raises(ValueError, match="zero-size"):
+            f(x, axis=())

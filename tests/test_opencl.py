@@ -349,3 +349,20 @@ def test_matmul_batch_broadcast_that_needs_materializing(cl):
     r = F.matmul(h, b)
     assert r.dtype == np.float32
     np.testing.assert_allclose(r.data, x.astype(np.float16).astype(np.float32) @ y, rtol=1e-4)
+
+
+_POSITIONS = """
+import numpy as np
+import nnarray as nna
+from nnarray.ops.sorting import positions
+nna.set_default_context("opencl")
+many = nna.asarray(np.ones(1 << 20, bool))
+few = nna.asarray(np.array([0, 1, 0, 1], bool))
+print(positions(many, count=1).numpy().tolist(), positions(few, count=4).numpy().tolist())
+"""
+
+
+def test_positions_stays_inside_its_count():
+    # a graph node keeps the count it was recorded with; a mask of another count must
+    # neither write past the output nor show stale memory (in a child: a crash fails)
+    assert _run(_POSITIONS).split() == ["[0]", "[1,", "3,", "0,", "0]"]

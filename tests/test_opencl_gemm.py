@@ -11,64 +11,61 @@ import pytest
 cl = pytest.importorskip("pyopencl")
 cla = pytest.importorskip("pyopencl.array")
 
+from nnarray.backends import opencl as ocl  # noqa: E402
 from nnarray.backends.opencl import gemm as G  # noqa: E402
 
 
-def _working_device():
-    """(device, None) for the first device that compiles a trivial kernel, else (None, why)."""
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error as e:
-        return None, f"no OpenCL platform ({e})"
-    why = "no OpenCL device"
-    for platform in platforms:
-        for dev in platform.get_devices():
-            try:
-                cl.Program(cl.Context([dev]), "__kernel void f(__global int* a) { a[0] = 1; }"
-                           ).build()
-                return dev, None
-            except cl.Error as e:
-                why = f"{dev.name} cannot build OpenCL programs: {str(e).strip()[-160:]}"
-    return None, why
+def _device_ids() -> list[int | None]:
+    """nnarray's OpenCL devices (opencl:0 basic and opencl:1 pthread with pocl), or [None]."""
+    return list(range(ocl.device_count())) or [None]
 
 
-@pytest.fixture(scope="module")
-def env():
-    dev, why = _working_device()
-    if dev is None:
-        pytest.skip(why)
-    ctx = cl.Context([dev])
-    return ctx, cl.CommandQueue(ctx), G.Gemm(ctx, dev)
+@pytest.fixture(scope="module", params=_device_ids(),
+                ids=lambda i: "none" if i is None else f"opencl:{i}")
+def env(request):
+    """(context, queue, Gemm) on every OpenCL device nnarray uses."""
+    if request.param is None:
+        pytest.skip(ocl.why_unavailable() or "no OpenCL device")
+    dev = ocl.get_device(request.param)
+    return dev.context, cl.CommandQueue(dev.context, dev.cl_device), \
+        G.Gemm(dev.context, dev.cl_device)
 
 
 RNG = np.random.default_rng(1234)
 
 
 def _check(env, batch, m, n, k, dtype=np.float32, a_bcast=False, b_bcast=False, params=None,
-           offset=0):
+           offset=0, ta=False, tb=False):
+    """Run ``gemm`` (``params`` forced) and compare with float64 numpy; ``ta`` passes A
+    stored transposed, (batch, k, m), ``tb`` B as (batch, n, k) (the "nt" kernel)."""
     ctx, queue, gemm = env
     if dtype == np.float64 and not gemm.fp64:
         pytest.skip("device has no cl_khr_fp64")
     a = RNG.standard_normal((1 if a_bcast else batch, m, k)).astype(dtype)
     b = RNG.standard_normal((1 if b_bcast else batch, k, n)).astype(dtype)
+    stored_a = np.ascontiguousarray(a.swapaxes(1, 2)) if ta else a
+    stored_b = np.ascontiguousarray(b.swapaxes(1, 2)) if tb else b
     if offset:  # views starting `offset` matrices into bigger buffers
-        da = cla.to_device(queue, np.concatenate([np.zeros((offset, m, k), dtype), a]))[offset:]
-        db = cla.to_device(queue, np.concatenate([np.zeros((offset, k, n), dtype), b]))[offset:]
+        pad = np.zeros((offset,) + stored_a.shape[1:], dtype)
+        da = cla.to_device(queue, np.concatenate([pad, stored_a]))[offset:]
+        pad = np.zeros((offset,) + stored_b.shape[1:], dtype)
+        db = cla.to_device(queue, np.concatenate([pad, stored_b]))[offset:]
         dc = cla.zeros(queue, (offset + batch, m, n), dtype)[offset:]
         assert da.offset and db.offset and dc.offset
     else:
-        da, db = cla.to_device(queue, a), cla.to_device(queue, b)
+        da, db = cla.to_device(queue, stored_a), cla.to_device(queue, stored_b)
         dc = cla.empty(queue, (batch, m, n), dtype)
         dc.fill(np.nan)
+    chooser = "nt_params" if tb else "params_for"
     if params is not None:  # force a kernel (built kernels stay cached on `gemm`)
-        gemm.params_for = lambda *_: params
+        setattr(gemm, chooser, lambda *_: params)
         gemm._plans.clear()
     try:
         gemm(queue, da, db, dc, batch, m, n, k, 0 if a_bcast else m * k,
-             0 if b_bcast else k * n)
+             0 if b_bcast else k * n, a_transposed=ta, b_transposed=tb)
     finally:
         if params is not None:
-            del gemm.params_for
+            delattr(gemm, chooser)
             gemm._plans.clear()
     got = dc.get()
     ref = np.broadcast_to(np.matmul(a.astype(np.float64), b.astype(np.float64)), (batch, m, n))
@@ -97,6 +94,42 @@ def test_float64(env, shape):
 def test_mlp_shapes(env):
     for m, n, k in [(64, 100, 1000), (64, 1000, 100), (100, 64, 64), (64, 10, 100)]:
         _check(env, 1, m, n, k)
+    _check(env, 1, 1000, 100, 64, ta=True)  # the weight gradient, x.T @ dy
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_transposed_a_in_place(env, shape):
+    _check(env, *shape, ta=True)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_transposed_b_in_place(env, shape):
+    """The chosen "nt" kernel (CPUs): B stored (n, k), vector partial sums along k."""
+    _, _, gemm = env
+    if not gemm.is_cpu:
+        pytest.skip("B is read transposed in place on CPUs only")
+    _check(env, *shape, tb=True)
+    _check(env, *shape, tb=True, dtype=np.float64)
+
+
+#: The "nt" tiles nt_params returns for 16 and 32 registers, forced, plus shrunk ones
+NT_TILES = [{"kind": "nt", "mr": 3, "nc": 4, "vw": 8, "ly": 4},
+            {"kind": "nt", "mr": 4, "nc": 6, "vw": 16, "ly": 4},
+            {"kind": "nt", "mr": 1, "nc": 1, "vw": 2, "ly": 1},
+            {"kind": "nt", "mr": 3, "nc": 4, "vw": 4, "ly": 4}]
+
+
+@pytest.mark.parametrize("params", NT_TILES, ids=lambda p: f"{p['mr']}x{p['nc']}x{p['vw']}")
+def test_nt_tiles(env, params):
+    """Each "nt" tile, forced, on edges in every dimension (k below, at and past the vector
+    width), batched, broadcast and offset; float64 too."""
+    for batch, m, n, k in [(1, 1, 1, 1), (2, 19, 70, 23), (1, 64, 129, 40), (1, 5, 7, 16),
+                           (1, 64, 1000, 100), (3, 4, 5, 3)]:
+        _check(env, batch, m, n, k, params=params, tb=True)
+    _check(env, 3, 10, 33, 17, a_bcast=True, params=params, tb=True)
+    _check(env, 3, 10, 33, 17, b_bcast=True, params=params, tb=True)
+    _check(env, 2, 6, 40, 9, offset=1, params=params, tb=True)
+    _check(env, 2, 7, 13, 37, dtype=np.float64, params=params, tb=True)
 
 
 def test_packed_path_batched(env, monkeypatch):
@@ -170,6 +203,10 @@ def test_every_kernel_kind(env, kind):
     _check(env, 3, 10, 33, 17, b_bcast=True, params=params)
     _check(env, 2, 6, 40, 9, offset=1, params=params)
     _check(env, 2, 6, 40, 0, params=params)
+    for batch, m, n, k in [(1, 1, vw, 1), (2, 19, 70, 23), (1, 64, 129, 40)]:
+        _check(env, batch, m, n, k, params=params, ta=True)
+    _check(env, 3, 10, 33, 17, a_bcast=True, params=params, ta=True)
+    _check(env, 2, 6, 40, 9, offset=1, params=params, ta=True)
     if "vw" not in params:  # same kernel source for float64
         _check(env, 1, 21, 35, 19, dtype=np.float64, params=params)
 
@@ -210,8 +247,9 @@ def test_cpu_params_from_vector_width(dtype, width, expected):
 class _FakeCPU:
     """What Gemm reads of a device, for CPUs that this machine is not."""
 
-    def __init__(self, preferred, native):
+    def __init__(self, preferred, native, version="OpenCL 3.0"):
         self.type = cl.device_type.CPU
+        self.version = version
         self.extensions = "cl_khr_fp64"
         self.name = "fake"
         self.max_work_group_size = 4096
@@ -246,6 +284,32 @@ def test_gemm_selects_by_device_properties(preferred, native, float_p, double_p)
     assert (small["mr"], small["vw"]) == (min(float_p["mr"], 64), 8)
 
 
+@pytest.mark.parametrize("version,bits", [
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3", 256),
+    ("OpenCL 3.0 PoCL HSTR: basic-x86_64-pc-linux-gnu-haswell", 256),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-skylake-avx512", 512),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver4", 512),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-x86-64-v4", 512),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-x86-64", 128),
+    ("OpenCL 3.0 PoCL HSTR: pthread-aarch64-unknown-linux-gnu-neoverse-n1", None),
+    ("OpenCL 3.0 CUDA", None), ("", None),
+])
+def test_compiled_vector_bits(version, bits):
+    assert G.compiled_vector_bits(version) == bits
+
+
+def test_compile_target_caps_the_reported_width():
+    """pocl (LLVM 14) on a Zen 4 reports 16 floats from CPUID but compiles for znver3
+    (AVX2): the AVX2 tile, not the AVX-512 one that spills there."""
+    znver3 = "OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3"
+    gemm = G.Gemm(None, _FakeCPU((16, 8), (16, 8), znver3))
+    assert gemm.params == {"float": AVX2_F32, "double": dict(AVX2_F32, vw=4)}
+    avx512 = znver3.replace("znver3", "znver4")
+    gemm = G.Gemm(None, _FakeCPU((16, 8), (16, 8), avx512))
+    assert gemm.params == {"float": G.CPU_PARAMS["float"], "double": G.CPU_PARAMS["double"]}
+    assert G.Gemm(None, _FakeCPU((8, 4), (8, 4), avx512)).params["float"] == AVX2_F32
+
+
 #: Every register tile cpu_params can return for a real x86 device, by (dtype, width).
 SELECTABLE = [("float", 16), ("float", 8), ("float", 4), ("double", 8), ("double", 4)]
 
@@ -266,6 +330,9 @@ def test_selectable_params_compute_correctly(env, dtype, width, packed):
     _check(env, 3, 10, 33, 17, dtype=dt, a_bcast=True, params=params)
     _check(env, 3, 10, 33, 17, dtype=dt, b_bcast=True, params=params)
     _check(env, 2, 7, 40, 0, dtype=dt, params=params)
+    for batch, m, n, k in [(1, 1, vw, 1), (2, 19, 70, 23), (1, 13, 4 * vw * 2 + 3, 101)]:
+        _check(env, batch, m, n, k, dtype=dt, params=params, ta=True)
+    _check(env, 3, 10, 33, 17, dtype=dt, a_bcast=True, params=params, ta=True)
 
 
 def test_uses_the_given_builder(env):
@@ -292,3 +359,40 @@ def test_sources_generate_for_all_parameter_sets():
         for p in (G.CPU_PARAMS[t], G.GPU_PARAMS[t], G.NAIVE):
             src = G.gemm_source(t, p)
             assert "__kernel" in src and "void gemm(" in src and src.count("{") == src.count("}")
+
+
+def test_nt_tail_keeps_infinities(env):
+    """The k % vw tail re-reads lanes already summed, zeroed in both operands: an inf there
+    must not turn into 0 * inf = NaN."""
+    ctx, queue, gemm = env
+    params = {"kind": "nt", "mr": 2, "nc": 3, "vw": 8, "ly": 1}
+    a = np.ones((1, 2, 11), np.float32)
+    bt = np.ones((1, 3, 11), np.float32)
+    bt[0, 1, 4] = np.inf  # summed in the main loop, inside the tail's vector too
+    da, db = cla.to_device(queue, a), cla.to_device(queue, bt)
+    dc = cla.empty(queue, (1, 2, 3), np.float32)
+    gemm.nt_params = lambda *_: params
+    gemm._plans.clear()
+    try:
+        gemm(queue, da, db, dc, 1, 2, 3, 11, 0, 0, b_transposed=True)
+    finally:
+        del gemm.nt_params
+        gemm._plans.clear()
+    np.testing.assert_array_equal(dc.get(), a @ bt.swapaxes(1, 2))
+
+
+@pytest.mark.parametrize("native,tile", [((8, 4), (3, 4, 8)), ((16, 8), (4, 6, 16))],
+                         ids=["avx2", "avx512"])
+def test_nt_params_follow_the_register_count(native, tile):
+    """A @ B.T tiles by the vector width (NT_TILE), shrunk to small m, n and k; B is read
+    transposed in place unless the product is large enough to pack it."""
+    gemm = G.Gemm(None, _FakeCPU(native, native))
+    p = gemm.nt_params("float", 64, 1000, 100)
+    assert (p["kind"], p["mr"], p["nc"], p["vw"]) == ("nt",) + tile
+    assert (p["mr"], p["nc"]) == G.NT_TILE[G.vector_registers("float", p["vw"])]
+    small = gemm.nt_params("float", 1, 2, 5)
+    assert (small["mr"], small["nc"], small["vw"]) == (1, 2, 4)
+    assert gemm.nt_params("float", 3, 3, 1)["vw"] == 2
+    assert gemm.reads_transposed_b("float", 64, 1000, 100)
+    assert gemm.reads_transposed_b("float", 1000, 100, 64)
+    assert not gemm.reads_transposed_b("float", 4096, 4096, 4096)  # packed: copy B first

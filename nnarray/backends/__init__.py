@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from types import ModuleType
+from typing import Any
 
-from .. import context as _context
+from .. import late
 from ..device import Device
 from ..errors import BackendError, BackendUnavailableError
 
@@ -23,6 +24,8 @@ _names: list[str] = sorted((m.name for m in pkgutil.iter_modules(__path__)
 _modules: dict[str, ModuleType] = {}
 _devices: dict[tuple[str, int], Device] = {}
 _loaded: set[str] = set()
+#: ``nnarray.context`` (above: it picks devices from here), told of each device made
+_context: Any = late.bind(__name__, "_context", "nnarray.context")
 
 
 def registered() -> list[str]:

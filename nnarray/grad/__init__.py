@@ -3,15 +3,16 @@ declared beside each op (``nnarray.ops``), custom Python functions, gradcheck, D
 
 The engine, by concept, each importing only what is listed before it: ``node``
 (function applications), ``variable`` (graph values, with define-by-run's per-op hot
-path for two-operand ops; reaches the engine modules through this package at call
-time), ``recording`` (graph building), ``executor`` (static forward, program replay,
-generated code), ``program`` (tracing a backward pass), ``backward``.
+path for two-operand ops; reaches the engine modules through ``nnarray.late`` slots),
+``planner``, ``steps``, ``codegen``, ``executor`` (static forward, program replay,
+generated code), ``recording`` (graph building), ``program`` (tracing a backward pass),
+``backward`` (``docs/architecture.md``; ``lint-imports`` checks the order).
 """
 
 from __future__ import annotations
 
 from ..errors import GraphError
-from . import backward, executor, node, program, recording, variable  # noqa: F401
+from . import backward, executor, graph_json, node, program, recording, steps, variable  # noqa: F401
 from .dot import to_dot
 from .gradcheck import gradcheck
 from .graph import Executor, Graph, register_function

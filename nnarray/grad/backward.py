@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import context as _context
-from .. import dtypes
+from .. import dtypes, late
 from ..context import _current
 from ..errors import GraphError, ShapeError
 from ..ndarray import NdArray, full
@@ -235,3 +235,6 @@ def seed(v: Variable, grad: Any, last: NdArray | None, what: str) -> NdArray:
     if g.shape != v.shape:
         raise ShapeError(f"{what}: the gradient has shape {g.shape}, the output {v.shape}")
     return g if g.dtype == v.dtype else g.astype(v.dtype)
+
+
+late.provide(__name__)  # the engine's modules below (nnarray.late)

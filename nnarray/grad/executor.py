@@ -16,7 +16,7 @@ import weakref
 from typing import Any
 
 from .. import context as _context
-from .. import dtypes
+from .. import dtypes, late
 from ..context import _current
 from ..errors import GraphError
 from ..ndarray import NdArray
@@ -306,3 +306,6 @@ def _run_steps(prog: Any, nodes: list, steps: list, fused: Any, seed: NdArray,
         gv._data = None
     for _, _, gv, _ in prog.leaves:
         gv._data = None
+
+
+late.provide(__name__)  # the engine's modules below (nnarray.late)

@@ -24,11 +24,9 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
-from .. import dtypes
+from .. import dtypes, late
 from ..context import as_context
-from ..errors import DTypeError, GraphError, ShapeError
+from ..errors import DTypeError, GraphError, InvalidValueError, ShapeError
 from ..ndarray import NdArray
 from . import modes, recording
 from .backward import check_not_freed, seed
@@ -37,6 +35,9 @@ from .planner import forward_releases
 from .program import trace
 from .python_function import PyNode, PythonFunction
 from .variable import Variable
+
+#: ``graph_json`` (above: it builds Graphs), for ``to_json``/``from_json``
+_json: Any = late.bind(__name__, "_json", "nnarray.grad.graph_json")
 
 _FLOATS = dtypes.INEXACT
 _REQS = ("write", "add", "null")
@@ -251,16 +252,15 @@ class Graph:
     def to_json(self) -> str:
         """The structure as JSON text: ops, attributes, names, topology, argument shapes
         and dtypes (no data; constants inside the graph are kept)."""
-        return json.dumps(_to_doc(self), indent=1)
+        return json.dumps(_json.to_doc(self), indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> Graph:
-        """A graph from ``to_json`` text: new argument Variables (no data: bind them)."""
-        try:
-            doc = json.loads(text)
-        except ValueError as e:
-            raise GraphError(f"Graph.from_json: not JSON ({e})") from None
-        return _from_doc(doc)
+        """A graph from ``to_json`` text: new argument Variables (no data: bind them).
+        Everything in it is checked as it is read (``graph_json``): a bad file raises a
+        ``GraphError`` (or the op's ``ShapeError``/``DTypeError``/``InvalidValueError``)
+        naming the node, before any kernel runs."""
+        return _json.from_text(text)
 
     def save(self, path: Any) -> None:
         """Write ``to_json()`` to ``path`` atomically (``nnarray.atomic_file``)."""
@@ -271,7 +271,11 @@ class Graph:
     def load(cls, path: Any) -> Graph:
         """A graph saved with ``save``."""
         with open(path, encoding="utf-8") as f:
-            return cls.from_json(f.read())
+            try:
+                text = f.read()
+            except UnicodeDecodeError as e:
+                raise GraphError(f"Graph.load: {path} is not UTF-8 text ({e})") from None
+        return cls.from_json(text)
 
     def to_onnx(self, path: Any, params: dict | None = None) -> None:
         """Export to ONNX (``nnarray.grad.onnx``); ``params``' arguments become
@@ -447,11 +451,17 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
                     attrs["shape"][0] in batch:
                 attrs["shape"] = (batch[attrs["shape"][0]], *attrs["shape"][1:])
             out = recording.record(op, ins, attrs, op.infer(ins, attrs))
-    except (ShapeError, DTypeError, ValueError) as e:
-        what = n.macro[0].__name__ if n.macro is not None else n.name
-        raise type(e)(f"node '{label}' ({what}) with inputs of shapes {_shapes(ins)}: "
-                      f"{e}") from None
+    except (ShapeError, DTypeError, InvalidValueError) as e:
+        raise type(e)(f"{_node_at(n, label, ins)}: {e}") from None
+    except ValueError as e:  # an attribute value the op cannot take (axis out of range)
+        raise InvalidValueError(f"{_node_at(n, label, ins)}: {e}") from None
+    except (TypeError, IndexError, KeyError, AttributeError, OverflowError) as e:
+        raise GraphError(f"{_node_at(n, label, ins)}: {type(e).__name__}: {e}") from None
     outs = out if isinstance(out, tuple) else (out,)
+    if not (isinstance(outs[0], Variable) and outs[0]._parent is not None):
+        raise GraphError(f"{_node_at(n, label, ins)}: its call gave a "
+                         f"{type(out).__name__}, not a node's output (a loaded file's "
+                         "call with the wrong output index?)")
     outs[0]._parent.label = label
     return outs
 
@@ -463,6 +473,11 @@ def _follow_batch(n: Any, x: Any, spec: Any) -> Any:
     if isinstance(spec, (tuple, list)) and spec and old and new and spec[0] == old[0] != new[0]:
         return (new[0], *spec[1:])
     return spec
+
+
+def _node_at(n: Any, label: str, ins: tuple) -> str:
+    what = n.macro[0].__name__ if n.macro is not None else n.name
+    return f"node '{label}' ({what}) with inputs of shapes {_shapes(ins)}"
 
 
 def _reshape_target(n: Any, x: Any, shape: tuple) -> tuple:
@@ -538,6 +553,7 @@ class Executor:
                 subst[id(v)] = Variable(nd.shape, v._need_grad, nd.dtype, name=v._name)
         if subst:  # new shapes: the nodes are recorded again (inference only)
             graph = graph._with(subst)
+            _check_rebound(graph, arrays)
         self.graph = graph
         self.arg_dict = arrays
         reqs = grad_req if isinstance(grad_req, dict) else dict.fromkeys(names, grad_req)
@@ -666,218 +682,17 @@ class Executor:
         return f"<Executor on {self.ctx} of {getattr(self, 'graph', None)!r}>"
 
 
-# -- JSON ---------------------------------------------------------------------------------
-_FORMAT = "nnarray.graph/1"
-
-
-def _enc(x: Any, where: str) -> Any:
-    if x is None or isinstance(x, (bool, str)):
-        return x
-    if isinstance(x, (int, float)) and type(x) in (int, float):
-        return x
-    if isinstance(x, np.generic):
-        return {"scalar": x.item(), "dtype": str(x.dtype)}
-    if isinstance(x, tuple):
-        return {"tuple": [_enc(e, where) for e in x]}
-    if isinstance(x, list):
-        return [_enc(e, where) for e in x]
-    if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic)):
-        return {"dtype": str(np.dtype(x))}
-    if isinstance(x, slice):
-        return {"slice": [_enc(x.start, where), _enc(x.stop, where), _enc(x.step, where)]}
-    if x is Ellipsis:
-        return {"ellipsis": True}
-    if isinstance(x, dict):
-        return {"dict": {str(k): _enc(v, where) for k, v in x.items()}}
-    raise GraphError(f"to_json: {where}: a {type(x).__name__} cannot be saved")
-
-
-def _dec(x: Any) -> Any:
-    if isinstance(x, list):
-        return [_dec(e) for e in x]
-    if not isinstance(x, dict):
-        return x
-    if "tuple" in x:
-        return tuple(_dec(e) for e in x["tuple"])
-    if "scalar" in x:
-        return np.dtype(x["dtype"]).type(x["scalar"])
-    if "dtype" in x:
-        return np.dtype(x["dtype"])
-    if "slice" in x:
-        return slice(*(_dec(e) for e in x["slice"]))
-    if "ellipsis" in x:
-        return Ellipsis
-    if "dict" in x:
-        return {k: _dec(v) for k, v in x["dict"].items()}
-    raise GraphError(f"from_json: unknown value {x!r}")
-
-
-def _to_doc(g: Graph) -> dict:
-    argi = {id(v): k for k, v in enumerate(g._args)}
-    nodei = {id(n): k for k, n in enumerate(g._order)}
-    consts: list = []
-    consti: dict[int, int] = {}
-
-    def ref(a: Any, where: str) -> Any:
-        if isinstance(a, Variable):
-            p = a._parent
-            if p is None:
-                k = argi.get(id(a))
-                if k is None:
-                    raise GraphError(f"to_json: {where} refers to a Variable outside the graph")
-                return {"arg": k}
-            j = 0 if len(p.outputs) == 1 else \
-                next(q for q, r in enumerate(p.outputs) if r() is a)
-            k = nodei.get(id(p))
-            if k is None:
-                raise GraphError(f"to_json: {where} refers to a Variable outside the graph")
-            return {"node": k, "out": j}
-        if isinstance(a, NdArray):  # constants are stored once, shared by reference
-            k = consti.get(id(a))
-            if k is None:
-                k = consti[id(a)] = len(consts)
-                consts.append({"shape": list(a.shape), "dtype": str(a.dtype),
-                               "values": a.numpy().ravel().tolist()})
-            return {"const": k}
-        return {"value": _enc(a, where)}
-
-    def call_ref(a: Any, where: str) -> Any:
-        if isinstance(a, (list, tuple)) and any(isinstance(e, (Variable, NdArray)) for e in a):
-            return {"items": [call_ref(e, where) for e in a],
-                    "kind": "list" if isinstance(a, list) else "tuple"}
-        return ref(a, where)
-
-    nodes = []
-    for n in g._order:
-        where = f"node '{n.label}' ({n.name})"
-        entry: dict[str, Any] = {"name": n.label}
-        if isinstance(n, PyNode):
-            reg = _registered_name(n.function)
-            if reg is None:
-                raise GraphError(f"to_json: {where}: the PythonFunction class "
-                                 f"{type(n.function).__name__} is not registered "
-                                 "(grad.register_function)")
-            state = {k: v for k, v in vars(n.function).items() if k != "ctx"}
-            entry["python"] = reg
-            entry["state"] = _enc(state, where)
-        else:
-            entry["op"] = n.name
-            entry["attrs"] = {k: _enc(v, f"{where} attribute '{k}'")
-                              for k, v in n.attrs.items()}
-        entry["inputs"] = [ref(a, where) for a in n.inputs]
-        if n.macro is not None:  # the function call re-inference makes again
-            fn, margs, kwargs, j = n.macro
-            entry["call"] = {"function": fn.__name__,
-                             "args": [call_ref(a, where) for a in margs],
-                             "kwargs": {k: call_ref(v, where) for k, v in kwargs.items()},
-                             "output": j}
-        nodes.append(entry)
-    heads = []
-    for v in g._outputs:
-        heads.append(ref(v, "output"))
-    args = [{"name": name, "shape": list(v.shape), "dtype": str(v.dtype),
-             "need_grad": v._need_grad} for name, v in zip(g._names, g._args)]
-    return {"format": _FORMAT, "arguments": args, "constants": consts, "nodes": nodes,
-            "heads": heads}
-
-
-_op_table: dict[str, Any] = {}
-
-
-def _ops() -> dict[str, Any]:
-    """Every Op by name (the spec modules' Op objects)."""
-    if not _op_table:
-        import importlib
-        import pkgutil
-
-        from .. import ops as _opspkg
-        from ..ops.op import Op
-        for m in pkgutil.iter_modules(_opspkg.__path__):
-            mod = importlib.import_module(f"{_opspkg.__name__}.{m.name}")
-            for v in list(vars(mod).values()):
-                cands = v.values() if isinstance(v, dict) else (v,)
-                for c in cands:
-                    if isinstance(c, Op):
-                        _op_table.setdefault(c.name, c)
-    return _op_table
-
-
-def _from_doc(doc: Any) -> Graph:
-    if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
-        raise GraphError(f"Graph.from_json: not an nnarray graph (format {_FORMAT} expected)")
-    args = []
-    params = {}
-    for a in doc["arguments"]:
-        v = Variable(tuple(a["shape"]), a["need_grad"], a["dtype"], name=a["name"])
-        _mark_unbound(v)
-        args.append(v)
-        params[a["name"]] = v
-    nodes: list[tuple] = []
-    table = _ops()
-
-    consts = [NdArray.from_numpy_array(
-        np.asarray(c["values"], dtype=c["dtype"]).reshape(c["shape"]))
-        for c in doc.get("constants", [])]
-
-    def value(r: dict) -> Any:
-        if "arg" in r:
-            return args[r["arg"]]
-        if "node" in r:
-            return nodes[r["node"]][r["out"]]
-        if "const" in r:
-            return consts[r["const"]]
-        if "items" in r:
-            items = [value(e) for e in r["items"]]
-            return items if r["kind"] == "list" else tuple(items)
-        return _dec(r["value"])
-
-    from .. import functions as _F
-
-    tok = modes.mode.set(modes.STATIC)
-    try:
-        for e in doc["nodes"]:
-            ins = tuple(value(r) for r in e["inputs"])
-            label = e["name"]
-            if "python" in e:
-                cls = _functions.get(e["python"])
-                if cls is None:
-                    raise GraphError(f"Graph.from_json: node '{label}': PythonFunction "
-                                     f"'{e['python']}' is not registered here "
-                                     "(grad.register_function)")
-                fn = cls.__new__(cls)
-                fn.__dict__.update(_dec(e["state"]))
-                fn.ctx = None
-                out = fn(*ins)
-            else:
-                op = table.get(e["op"])
-                if op is None:
-                    raise GraphError(f"Graph.from_json: node '{label}': unknown op "
-                                     f"'{e['op']}'")
-                attrs = {k: _dec(v) for k, v in e["attrs"].items()}
-                try:
-                    metas = op.infer(ins, attrs)
-                except (ShapeError, DTypeError, ValueError) as err:
-                    raise type(err)(f"node '{label}' ({op.name}) with inputs of shapes "
-                                    f"{_shapes(ins)}: {err}") from None
-                out = recording.record(op, ins, attrs, metas)
-            outs = out if isinstance(out, tuple) else (out,)
-            outs[0]._parent.label = label
-            call = e.get("call")
-            if call is not None:
-                name = call["function"]
-                fn = getattr(_F, name, None) if name in _F._COMPOSITES else \
-                    _F._RECALLED.get(name)
-                if fn is None:
-                    raise GraphError(f"Graph.from_json: node '{label}': unknown function "
-                                     f"'{name}'")
-                outs[0]._parent.macro = (
-                    getattr(fn, "__wrapped__", fn), tuple(value(a) for a in call["args"]),
-                    {k: value(v) for k, v in call["kwargs"].items()}, call["output"])
-            nodes.append(outs)
-    finally:
-        modes.mode.reset(tok)
-    heads = [value(r) for r in doc["heads"]]
-    return Graph(heads, params=params)
+def _check_rebound(graph: Graph, arrays: dict) -> None:
+    """``GraphError`` unless the graph recorded again for new shapes has the bound
+    arguments, in order, with their shapes and dtypes (a loaded file's function call that
+    does not name its inputs leaves nodes inferred for the old shapes)."""
+    if graph._names != list(arrays) or any(
+            nd.shape != v.shape or nd.dtype != v.dtype
+            for v, nd in zip(graph._args, arrays.values())):
+        raise GraphError(f"bind: recorded again for the new shapes, the graph's arguments "
+                         f"are {_shapes(graph._args)} where {_shapes(arrays.values())} "
+                         "are bound (a saved function call that does not name all its "
+                         "inputs?)")
 
 
 __all__ = ["Executor", "Graph", "register_function"]

@@ -21,6 +21,9 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+from .. import late
+from ..ops.op import check_name
+
 scope: contextvars.ContextVar[str] = contextvars.ContextVar("nnarray_name_scope", default="")
 #: Per (scope, op): ``[next k, nodes named so that are alive]``; when the last such node
 #: is freed the counter starts again from 0, so a graph built after earlier ones were
@@ -91,8 +94,7 @@ def scoped(name: str) -> str:
 def name_result(out: Any, name: str, inputs: tuple = ()) -> Any:
     """Give the node that produced ``out`` (a Variable or a tuple of them) the explicit
     ``name`` in the active scope; values that are inputs or leaves keep their names."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    check_name(name)
     first = out[0] if isinstance(out, tuple) and out else out
     node = getattr(first, "_parent", None)
     if node is None or any(first is x for x in inputs):
@@ -104,8 +106,7 @@ def name_result(out: Any, name: str, inputs: tuple = ()) -> Any:
 def call_named(fn: Any, args: tuple, kwargs: dict, name: str) -> Any:
     """``fn(*args, **kwargs)`` with its inner nodes in ``name_scope(name)`` and its output
     node named ``name`` (how every ``F`` function takes ``name=``)."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    check_name(name)
     tok = scope.set(scope.get() + name + "/")
     try:
         out = fn(*args, **kwargs)
@@ -140,3 +141,6 @@ def composite_result(out: Any, fname: str, inputs: tuple, fn: Any = None,
 
 
 _NO_KWARGS: dict = {}
+
+
+late.provide(__name__)  # names for the ops and functions below (nnarray.late)

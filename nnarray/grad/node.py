@@ -18,12 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from .. import late
 from ..backends import host_device
 from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops.op import GraphValue
 from ..registry import lookup
 from .modes import SAVED
+
+_steps: Any = late.bind(__name__, "_steps", "nnarray.grad.steps")  # above this module
 
 
 class RuleContext:
@@ -202,8 +205,7 @@ class Node:
     def forward_step(self, ctx: Any, save: bool) -> Any:
         """A zero-argument callable running this node under ``ctx`` (the executor's
         compiled step)."""
-        from .steps import compile_step  # steps builds on this module
-        return compile_step(self, ctx, save)
+        return _steps.compile_step(self, ctx, save)
 
     # -- backward ----------------------------------------------------------------------
     def rule_context(self, need: tuple) -> RuleContext:

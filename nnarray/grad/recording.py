@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import context as _context
+from .. import late
 from ..ndarray import NdArray
 from ..registry import lookup
 from . import modes
@@ -170,3 +171,5 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
             rank = _rank_after(rank, x)
     return _dynamic_node(op, (a, b), NO_ATTRS, metas, rank, (da, db), (out,))[0]
 
+
+late.provide(__name__)  # the engine's modules below (nnarray.late)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import late
 from ..ndarray import NdArray
 from .variable import Variable
 
@@ -67,3 +68,6 @@ def compile_step(n: Any, ctx: Any, save: bool) -> Callable[[], None]:
         xs = [d if k == 0 else d.native(dev) for d, k in zip(ds, kinds)]
         finish(fn(*xs, **attrs), tuple(ds))
     return step
+
+
+late.provide(__name__)  # the engine's modules below (nnarray.late)

@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 
 from .. import context as _context
-from .. import dtypes
+from .. import dtypes, late
 from .. import functions as F
-from .. import grad as _grad  # the package: its engine modules, used at call time
 from ..context import _current, context_scope
 from ..errors import GraphError
 from ..ndarray import NdArray, normalize_shape
@@ -20,6 +19,12 @@ from ..ops.op import GraphValue
 from . import modes
 from .modes import SAVED
 from .node import Node
+
+# The modules above this one (``nnarray.late``): the engine, run by a Variable's methods.
+_executor: Any = late.bind(__name__, "_executor", "nnarray.grad.executor")
+_backward: Any = late.bind(__name__, "_backward", "nnarray.grad.backward")
+_recording: Any = late.bind(__name__, "_recording", "nnarray.grad.recording")
+_pickling: Any = late.bind(__name__, "_pickling", "nnarray.pickling")
 
 
 class _Implicit:
@@ -170,7 +175,7 @@ class Variable(GraphValue, ArrayOperators):
     def need_grad(self, value: bool) -> None:
         self._need_grad = bool(value)
         self._explicit = self._parent is not None
-        _grad.executor.invalidate_plans()
+        _executor.invalidate_plans()
 
     @property
     def parent(self) -> Any:
@@ -192,7 +197,7 @@ class Variable(GraphValue, ArrayOperators):
 
     def forward(self, clear_buffer: bool = False) -> None:
         """Run the graph up to this variable (static mode)."""
-        _grad.executor.forward(self, clear_buffer)
+        _executor.forward(self, clear_buffer)
 
     def backward(self, grad: Any = IMPLICIT, clear_buffer: bool = False,
                  retain_graph: bool = False) -> None:
@@ -202,7 +207,7 @@ class Variable(GraphValue, ArrayOperators):
         this raises ``GraphError`` (as torch does). A define-by-run graph's saved data
         and inner references are freed afterwards (a second backward raises
         ``GraphError``) unless ``retain_graph``; a static graph keeps them."""
-        _grad.backward.backward(self, grad, clear_buffer, retain_graph)
+        _backward.backward(self, grad, clear_buffer, retain_graph)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -242,13 +247,12 @@ class Variable(GraphValue, ArrayOperators):
     def __reduce__(self) -> tuple:
         """``pickle``/``copy.deepcopy``: a leaf with the same data, gradient,
         ``need_grad`` and name (``nnarray.pickling``; the graph is not kept)."""
-        from ..pickling import restore_variable
-        return restore_variable, (self.shape, self.dtype, self._data, self._grad,
+        return _pickling.restore_variable, (self.shape, self.dtype, self._data, self._grad,
                                   self._need_grad, self._name)
 
     # -- the graph-value protocol of the ops (``ops.op.GraphValue``) ---------------------
     def _record(self, op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
-        return _grad.recording.record(op, inputs, attrs, metas)
+        return _recording.record(op, inputs, attrs, metas)
 
     def _record_binary(self, op: Any, a: Any, b: Any) -> Any:
         r = _recorders.get(op)
@@ -363,7 +367,7 @@ def _binary_recorder(op: Any) -> Any:
                     if node is not None:
                         node.outputs = (_wref(v),)
                     return v
-        return _grad.recording.record_binary(op, a, b)
+        return _recording.record_binary(op, a, b)
     return record
 
 
@@ -373,7 +377,7 @@ _recorders: dict = {}
 
 def _reflected(op: Any) -> Any:
     def method(self: Variable, o: Any) -> Any:
-        return _grad.recording.record_binary(op, o, self)
+        return _recording.record_binary(op, o, self)
     return method
 
 

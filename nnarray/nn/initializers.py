@@ -14,18 +14,17 @@ from typing import Any
 
 import numpy as np
 
-_rng = np.random.default_rng(0)
+from ..ops import random as _random
 
 
 def seed(s: int) -> None:
     """Reseed the default generator of every initializer."""
-    global _rng
-    _rng = np.random.default_rng(s)
+    _random.seed_initializers(s)
 
 
 def default_rng() -> np.random.Generator:
     """The generator used when a layer is given none."""
-    return _rng
+    return _random.initializer_rng()
 
 
 class Initializer(ABC):
@@ -39,7 +38,7 @@ class Initializer(ABC):
     def __call__(self, shape: Any, fan_in: int = 1, fan_out: int = 1,
                  rng: np.random.Generator | None = None, dtype: Any = np.float32) -> np.ndarray:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        a = self.sample(shape, max(int(fan_in), 1), max(int(fan_out), 1), rng or _rng)
+        a = self.sample(shape, max(int(fan_in), 1), max(int(fan_out), 1), rng or default_rng())
         return np.ascontiguousarray(a, dtype=dtype)
 
     def __repr__(self) -> str:

@@ -8,8 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import late
 from ..errors import DTypeError, ShapeError
 from .common import require_array, require_float
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 #: ``{(L, S): bool NdArray}``: lower-triangular causal masks, each uploaded to a device
 #: once and reused (its copies stay current).
@@ -52,13 +55,12 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     ``scale`` defaults to ``1 / sqrt(E)``; a bool ``attn_mask`` marks the positions that
     take part (``False``: ``-inf``), a float one is added; ``is_causal`` masks positions
     after the query's (top-left aligned ``(L, S)`` lower triangle)."""
-    from .. import functions as F
     _check(query, key, value, attn_mask, is_causal)
     E = query.shape[-1]
-    s = F.matmul(query, key, transpose_b=True) * (1.0 / math.sqrt(E) if scale is None
+    s = _F.matmul(query, key, transpose_b=True) * (1.0 / math.sqrt(E) if scale is None
                                                   else float(scale))
     if is_causal:
-        s = F.where(causal_mask(query.shape[-2], key.shape[-2]), s, -math.inf)
+        s = _F.where(causal_mask(query.shape[-2], key.shape[-2]), s, -math.inf)
     elif attn_mask is not None:
-        s = F.where(attn_mask, s, -math.inf) if attn_mask.dtype.kind == "b" else s + attn_mask
-    return F.matmul(F.softmax(s, axis=-1), value)
+        s = _F.where(attn_mask, s, -math.inf) if attn_mask.dtype.kind == "b" else s + attn_mask
+    return _F.matmul(_F.softmax(s, axis=-1), value)

@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-# The rules call F at backward time; nnarray imports ``functions`` first, which imports
-# the op specs, so this binds the (still initializing) module object.
-from .. import functions as F
+from .. import late
 from .op import Op
+
+#: ``nnarray.functions`` (above the op specs): the rules call it at backward time
+F: Any = late.bind(__name__, "F", "nnarray.functions")
 
 
 class Rule:

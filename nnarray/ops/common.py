@@ -7,10 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, late
 from ..errors import DTypeError, InvalidValueError, ShapeError
 from ..ndarray import NdArray
 from .op import GraphValue
+
+#: ``ops.indexing`` (above: it checks index arrays on the device)
+_indexing: Any = late.bind(__name__, "_indexing", "nnarray.ops.indexing")
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
@@ -183,5 +186,4 @@ def check_indices(op: str, idx: Any, n: int, axis: int, shape: tuple) -> None:
         return
     a = idx if type(idx) is NdArray else getattr(idx, "data", None)
     if type(a) is NdArray:
-        from .indexing import check_bounds
-        check_bounds(op, a, n, axis, shape)
+        _indexing.check_bounds(op, a, n, axis, shape)

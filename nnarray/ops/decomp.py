@@ -147,9 +147,11 @@ svdvals = Op("svdvals", _infer_svdvals)
 
 
 # -- backward rules -------------------------------------------------------------------
-from .. import functions as F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import sum_to as _sum_to  # noqa: E402
+
+F: Any = late.bind(__name__, "F", "nnarray.functions")
 
 
 def _mT(x: Any) -> Any:

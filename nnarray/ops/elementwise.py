@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import context as _context
-from .. import dtypes
+from .. import dtypes, late
 from ..context import _current
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
@@ -29,7 +29,10 @@ from . import ufuncs as _ufuncs
 from .backward import backward as _backward
 from .backward import fit as _fit
 from .common import broadcast, check_int_pow, require_array
-from .op import GraphValue, Op
+from .op import GraphValue, Op, name_result
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
+_protocol: Any = late.bind(__name__, "_protocol", "nnarray.numpy_protocol")
 
 _promote = dtypes.promote
 _BOOL = np.dtype(np.bool_)
@@ -150,11 +153,9 @@ class BinaryOp(Op):
 
     def __call__(self, a, b, name=None):  # type: ignore[override]
         if name is not None:  # a graph node's name (see Op.__call__)
-            from ..grad.naming import name_result
             return name_result(self(a, b), name, (a, b))
         if type(a) is np.ndarray or type(b) is np.ndarray:  # uploaded where the op runs
-            from ..numpy_protocol import operands
-            a, b = operands(a, b)
+            a, b = _protocol.operands(a, b)
         if isinstance(a, GraphValue):
             return a._record_binary(self, a, b)
         if isinstance(b, GraphValue):

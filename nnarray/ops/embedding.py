@@ -41,13 +41,12 @@ def _check_range(idx: Any, n: int) -> None:
     """``IndexError`` unless every index is in ``[0, n)``: on a current host copy where
     there is one, else on the device with one flag read back (counted)."""
     from .. import backends
-    from .. import functions as F
     if idx.size == 0:
         return
     v = idx.current_copy(backends.host_device()) if idx.lazy_fill is None else None
     if v is None:
-        bad = F.logical_or(F.less(idx, 0), F.greater_equal(idx, n))
-        if not bool(F.max(F.cast(bad, np.int32)).item()):
+        bad = _F.logical_or(_F.less(idx, 0), _F.greater_equal(idx, n))
+        if not bool(_F.max(_F.cast(bad, np.int32)).item()):
             return
         v = idx.get_data("r", "numpy")
     v = np.asarray(v).reshape(-1)
@@ -58,15 +57,14 @@ def _check_range(idx: Any, n: int) -> None:
 
 
 def _compose(idx: Any, W: Any) -> tuple[Any, Any]:
-    from .. import functions as F
     from ..ndarray import ones
     n, d = W.shape
     _check_range(idx, n)
-    cols = F.cumulative_sum(ones((d,), np.int64)) - 1  # arange(d), made on the device
-    rows = F.reshape(F.cast(idx, np.int64) * d, tuple(idx.shape) + (1,))
+    cols = _F.cumulative_sum(ones((d,), np.int64)) - 1  # arange(d), made on the device
+    rows = _F.reshape(_F.cast(idx, np.int64) * d, tuple(idx.shape) + (1,))
     offsets = rows + cols
-    y = gather(F.reshape(W, (-1,)), F.reshape(offsets, (-1,)))
-    return F.reshape(y, offsets.shape), offsets
+    y = gather(_F.reshape(W, (-1,)), _F.reshape(offsets, (-1,)))
+    return _F.reshape(y, offsets.shape), offsets
 
 
 register_composite("embedding", _compose)
@@ -79,8 +77,10 @@ def embedding(indices: Any, weight: Any) -> Any:
 
 
 # -- backward rule --------------------------------------------------------------------
-from .backward import F as _F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(embedding_op, outputs=(1,))

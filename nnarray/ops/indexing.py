@@ -10,31 +10,107 @@ A mask's true count is data-dependent: it is read to the host (one counted trans
 one int64), then ``ops.sorting.positions`` compacts the true positions on the device
 (shared with ``nonzero`` and ``unique_*``). An out-of-range integer index raises
 ``IndexError`` naming it and the shape; the check is a device-side reduction whose one
-flag is read back (counted).
+flag is read back (counted). ``gather`` and ``scatter_add`` check their own indices the
+same way (``check_indices``: ``InvalidValueError``), except those made in range here.
 """
 
 from __future__ import annotations
 
 import operator
+import weakref
 from typing import Any
 
 import numpy as np
 
+from .. import late
+from ..errors import DTypeError, InvalidValueError, ShapeError
 from ..ndarray import NdArray
 from ..views import c_strides
+from .common import require_array
 from .op import Op
+
+#: ``ops.shape`` (above: its ``getitem`` comes here for advanced keys)
+_shape: Any = late.bind(__name__, "_shape", "nnarray.ops.shape")
 
 _I64 = np.dtype(np.int64)
 
 
 def _infer_gather(inputs, attrs):
     x, idx = inputs
+    require_array("gather", "x", x)
+    _require_indices("gather", idx)
+    if len(x.shape) != 1:
+        raise ShapeError(f"gather: argument 'x' must be 1-D, got shape {x.shape}")
+    check_indices("gather", idx, x.shape[0])
     return ((idx.shape, x.dtype),)
 
 
 def _infer_scatter_add(inputs, attrs):
     v, idx = inputs
-    return (((attrs["size"],), v.dtype),)
+    require_array("scatter_add", "values", v)
+    _require_indices("scatter_add", idx)
+    size = attrs.get("size")
+    if type(size) is not int:
+        try:
+            if isinstance(size, (bool, np.bool_)):
+                raise TypeError
+            size = attrs["size"] = operator.index(size)
+        except TypeError:
+            raise InvalidValueError(f"scatter_add: attribute 'size' must be an int, got "
+                                    f"{size!r}") from None
+    if size < 0:
+        raise InvalidValueError(f"scatter_add: attribute 'size' is negative ({size})")
+    if v.shape != idx.shape:
+        raise ShapeError(f"scatter_add: values of shape {v.shape} for indices of shape "
+                         f"{idx.shape}")
+    check_indices("scatter_add", idx, size)
+    return (((size,), v.dtype),)
+
+
+def _require_indices(op: str, idx: Any) -> None:
+    require_array(op, "indices", idx)
+    if idx.dtype != _I64 or len(idx.shape) != 1:
+        raise DTypeError(f"{op}: argument 'indices' must be a 1-D int64 array, got "
+                         f"{idx.dtype} of shape {idx.shape}")
+
+
+#: Index arrays made here whose elements are known to lie in ``[0, bound)``, by id:
+#: ``(weak reference, version, bound)``; ``check_indices`` trusts them while unchanged.
+_in_range: dict[int, tuple] = {}
+
+
+def _trust(idx: Any, bound: int) -> Any:
+    """Record that ``idx`` (made in range here) lies in ``[0, bound)``; returns it."""
+    k = id(idx)
+    _in_range[k] = (weakref.ref(idx, lambda _, k=k: _in_range.pop(k, None)), idx.version,
+                    bound)
+    return idx
+
+
+def check_indices(op: str, idx: Any, bound: int, lo: int = 0) -> None:
+    """``InvalidValueError`` unless every element of the concrete array ``idx`` lies in
+    ``[lo, bound)`` (one device reduction and a flag read back, counted; none for arrays
+    made in range by ``advanced_getitem``). A graph's constants are checked when its
+    nodes are recorded (a loaded graph's at load and on bind)."""
+    if type(idx) is not NdArray or idx.size == 0:
+        return
+    t = _in_range.get(id(idx))
+    if t is not None and t[0]() is idx and t[1] == idx.version and t[2] <= bound:
+        return
+    if _outside(idx, lo, bound):
+        v = np.asarray(idx.get_data("r", "numpy")).reshape(-1)
+        worst = int(v[(v < lo) | (v >= bound)][0])
+        raise InvalidValueError(f"{op}: index {worst} of 'indices' (shape {idx.shape}) is "
+                                f"outside [{lo}, {bound})")
+
+
+def _outside(i: Any, lo: int, hi: int) -> bool:
+    """Whether an element of ``i`` lies outside ``[lo, hi)`` (one flag read back)."""
+    from . import reduction as _red
+    from .elementwise import cast as _cast
+    from .elementwise import functions as _ew
+    bad = _ew["logical_or"](_ew["less"](i, lo), _ew["greater_equal"](i, hi))
+    return bool(_red.max(_cast(bad, dtype=np.int32)).item())
 
 
 #: ``x[indices]`` of a 1-D ``x`` (validated, non-negative int64 indices); kernel
@@ -89,8 +165,8 @@ def _host_array(i: Any) -> Any:
 
 def _positions(mask: Any) -> Any:
     """The flat true positions of ``mask`` (int64, 1-D; count read back, counted)."""
-    from .shape import reshape
     from .sorting import true_positions
+    reshape = _shape.reshape
     return true_positions(reshape(mask, shape=(-1,)) if mask.ndim != 1 else mask)
 
 
@@ -98,11 +174,7 @@ def check_bounds(op: str, i: Any, dim: int, ax: int, shape: tuple) -> None:
     """``IndexError`` when an element of ``i`` is outside ``[-dim, dim)``."""
     if i.size == 0:
         return
-    from . import reduction as _red
-    from .elementwise import cast as _cast
-    from .elementwise import functions as _ew
-    bad = _ew["logical_or"](_ew["less"](i, -dim), _ew["greater_equal"](i, dim))
-    if bool(_red.max(_cast(bad, dtype=np.int32)).item()):
+    if _outside(i, -dim, dim):
         v = np.asarray(i.get_data("r", "numpy")).reshape(-1)
         worst = int(v[(v < -dim) | (v >= dim)][0])
         raise IndexError(f"{op}: index {worst} is out of bounds for axis {ax} with size "
@@ -149,7 +221,7 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any, ctx: Any = None) -> 
     index arrays elsewhere are moved there, counted); every index is validated here."""
     from .elementwise import cast as _cast
     from .elementwise import functions as _ew
-    from .shape import broadcast_to, reshape
+    broadcast_to, reshape = _shape.broadcast_to, _shape.reshape
     st = c_strides(shape)
     comps = _expand(op, shape, key, ctx)
     adv = []  # (position in comps, 1-D/N-D offsets array)
@@ -226,12 +298,12 @@ def device_context(ctx: Any) -> Any:
 def advanced_getitem(x: Any, key: Any) -> Any:
     """``x[key]`` for keys holding masks or integer arrays (see the module docstring)."""
     from ..context import dispatch_context
-    from .shape import reshape
+    reshape = _shape.reshape
     data = x if type(x) is NdArray else getattr(x, "data", None)  # a graph value's data
     ctx = dispatch_context((data,) if type(data) is NdArray else ())
     flat = flat_offsets("getitem", x.shape, key, device_context(ctx))
     src = reshape(x, shape=(-1,))
-    r = gather(src, reshape(flat, shape=(-1,)))
+    r = gather(src, _trust(reshape(flat, shape=(-1,)), src.shape[0]))
     return reshape(r, shape=flat.shape)
 
 
@@ -251,3 +323,5 @@ def _gather_grad(c, g):
         r = scatter_add(_cast(g, dtype=np.float32), c.inputs[1], size=n)
         return (_cast(r, dtype=np.float16), None)
     return (scatter_add(g, c.inputs[1], size=n), None)
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

@@ -36,10 +36,9 @@ layer_norm_op = Op("layer_norm", _infer)
 
 
 def _compose(x: Any, count: int, eps: float) -> tuple[Any, Any]:
-    from .. import functions as F
     axes = _axes(x.ndim, count)
-    xc = x - F.mean(x, axis=axes, keepdims=True)
-    rstd = 1.0 / F.sqrt(F.mean(xc * xc, axis=axes, keepdims=True) + eps)
+    xc = x - _F.mean(x, axis=axes, keepdims=True)
+    rstd = 1.0 / _F.sqrt(_F.mean(xc * xc, axis=axes, keepdims=True) + eps)
     return xc * rstd, rstd
 
 
@@ -68,8 +67,10 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
 
 
 # -- backward rule --------------------------------------------------------------------
-from .backward import F as _F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(layer_norm_op, outputs=(0, 1))

@@ -45,32 +45,30 @@ batch_normalization_op = Op("batch_normalization", _infer)
 
 def batch_norm_statistics(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, int]:
     """Batch mean and biased variance (broadcastable shapes) and the reduced count."""
-    from .. import functions as F
     red = tuple(i for i in range(x.ndim) if i not in axes)
     m = 1
     for i in red:
         m *= x.shape[i]
-    mu = F.mean(x, axis=red, keepdims=True)
+    mu = _F.mean(x, axis=red, keepdims=True)
     xc = x - mu
-    return mu, F.mean(xc * xc, axis=red, keepdims=True), m
+    return mu, _F.mean(xc * xc, axis=red, keepdims=True), m
 
 
 def _compose(x, gamma, beta, rmean, rvar, axes, decay, eps, training):
-    from .. import functions as F
     full, _ = param_shapes(x.shape, axes)
 
     def b(p):
-        return p if p.shape == full else F.reshape(p, full)
+        return p if p.shape == full else _F.reshape(p, full)
 
     if training:
         mu, var, m = batch_norm_statistics(x, axes)
         unbiased = var * (m / max(m - 1, 1))
-        F.assign(rmean, F.reshape(b(rmean) * decay + mu * (1.0 - decay), rmean.shape))
-        F.assign(rvar, F.reshape(b(rvar) * decay + unbiased * (1.0 - decay), rvar.shape))
+        _F.assign(rmean, _F.reshape(b(rmean) * decay + mu * (1.0 - decay), rmean.shape))
+        _F.assign(rvar, _F.reshape(b(rvar) * decay + unbiased * (1.0 - decay), rvar.shape))
     else:
         mu, var = b(rmean), b(rvar)
-    y = (x - mu) / F.sqrt(var + eps) * b(gamma) + b(beta)
-    return y if y.dtype == x.dtype else F.cast(y, x.dtype)  # the spec: x's dtype
+    y = (x - mu) / _F.sqrt(var + eps) * b(gamma) + b(beta)
+    return y if y.dtype == x.dtype else _F.cast(y, x.dtype)  # the spec: x's dtype
 
 
 register_composite("batch_normalization", _compose)
@@ -86,9 +84,11 @@ def batch_normalization(x: Any, gamma: Any, beta: Any, running_mean: Any, runnin
 
 
 # -- backward rules -------------------------------------------------------------------
-from .backward import F as _F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 def _bn_retained(attrs: dict) -> tuple[int, ...]:

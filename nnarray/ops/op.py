@@ -12,9 +12,36 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import context as _context
+from .. import late
 from ..context import _current
 from ..ndarray import NdArray
 from ..registry import lookup
+
+#: ``nnarray.grad.naming``, where graphs name their nodes: ``None`` until ``nnarray.grad``
+#: is imported, and until then no value records a node, so a ``name=`` names nothing.
+naming: Any = late.bind(__name__, "naming", "nnarray.grad.naming", optional=True)
+
+
+def check_name(name: Any) -> None:
+    """``ValueError`` unless ``name`` (a graph node's name) is a non-empty string."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+
+
+def name_result(out: Any, name: str, inputs: tuple = ()) -> Any:
+    """``out`` with its graph node named ``name`` (``grad.naming.name_result``)."""
+    if naming is None:
+        check_name(name)
+        return out
+    return naming.name_result(out, name, inputs)
+
+
+def call_named(fn: Any, args: tuple, kwargs: dict, name: str) -> Any:
+    """``fn(*args, **kwargs)`` in the name scope ``name`` (``grad.naming.call_named``)."""
+    if naming is None:
+        check_name(name)
+        return fn(*args, **kwargs)
+    return naming.call_named(fn, args, kwargs, name)
 
 
 class GraphValue:
@@ -63,7 +90,6 @@ class Op:
         if "name" in attrs:  # a graph node's name: NdArray calls ignore it
             name = attrs.pop("name")
             if name is not None:
-                from ..grad.naming import name_result
                 return name_result(self(*inputs, **attrs), name, inputs)
         metas = self.infer(inputs, attrs)
         for x in inputs:

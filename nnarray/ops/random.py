@@ -22,6 +22,9 @@ from .common import require_float
 from .op import Op
 
 _seeds = np.random.default_rng()
+#: The default generator of the layers' initializers (``nn.initializers``), kept here so
+#: that ``seed`` reaches it without importing the layers above.
+_initializers = [np.random.default_rng(0)]
 
 
 def seed(s: int) -> None:
@@ -30,8 +33,17 @@ def seed(s: int) -> None:
     (``nn.initializers.seed``)."""
     global _seeds
     _seeds = np.random.default_rng(s)
-    from ..nn import initializers
-    initializers.seed(s)
+    seed_initializers(s)
+
+
+def seed_initializers(s: int) -> None:
+    """Reseed the default generator of every initializer."""
+    _initializers[0] = np.random.default_rng(s)
+
+
+def initializer_rng() -> np.random.Generator:
+    """The initializers' default generator."""
+    return _initializers[0]
 
 
 def next_seed() -> int:
@@ -78,11 +90,10 @@ dropout_op = Op("dropout", _infer_dropout)
 
 
 def _dropout_compose(x, p, seed):
-    from .. import functions as F
     if seed is None:
         seed = next_seed()
-    keep = F.greater_equal(F.rand(x.shape, seed=seed, dtype=x.dtype), p)
-    mask = F.cast(keep, x.dtype) * (1.0 / (1.0 - p))
+    keep = _F.greater_equal(_F.rand(x.shape, seed=seed, dtype=x.dtype), p)
+    mask = _F.cast(keep, x.dtype) * (1.0 / (1.0 - p))
     return x * mask, mask
 
 
@@ -99,7 +110,10 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
 
 
 # -- backward rules -------------------------------------------------------------------
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 # The mask (second output) is not differentiable; x's gradient is g * mask.
 _backward(dropout_op, outputs=(1,))(lambda c, g: (g * c.outputs[1],))

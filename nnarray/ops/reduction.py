@@ -8,6 +8,7 @@ axis: int | None, keepdims: bool)`` -> int64 (``None``: over the flattened array
 from __future__ import annotations
 
 import builtins
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,8 @@ def _infer_reduce(name: str):
         require_array(name, "x", x)
         axes = attrs["axis"] = norm_axes(name, attrs.get("axis"), x.shape)
         keep = attrs["keepdims"] = bool(attrs.get("keepdims", False))
-        if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
+        if name in ("max", "min") and (any(x.shape[a] == 0 for a in axes) or
+                                       x.size == 0 and not axes):  # numpy: no identity
             raise ValueError(f"{name}: zero-size reduction over axis {axes} of shape {x.shape}")
         d = x.dtype
         if name in ("sum", "prod") and d.kind in "bi":
@@ -92,10 +94,12 @@ argmin = Op("argmin", _infer_arg("argmin"), differentiable=False)
 
 
 # -- backward rules -------------------------------------------------------------------
-from .backward import F as _F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
 from .backward import unreduce as _unreduce  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(sum)

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
-from ..errors import ShapeError
+from .. import dtypes, late
+from ..errors import InvalidValueError, ShapeError
 from ..ndarray import normalize_shape
 from .common import broadcast_to_shape, check_indices, norm_axis, require_array
 from .op import Op
@@ -116,12 +116,61 @@ builtins_sum = builtins.sum
 _pyslice = builtins.slice
 
 
+def _ints(op: str, attrs: dict, k: str) -> tuple[int, ...]:
+    """Attribute ``k`` as a tuple of ints (``InvalidValueError`` otherwise)."""
+    v = attrs.get(k)
+    try:
+        if isinstance(v, (str, bytes)) or any(isinstance(i, (bool, np.bool_)) for i in v):
+            raise TypeError
+        t = tuple(operator.index(i) for i in v)
+    except TypeError:
+        raise InvalidValueError(f"{op}: attribute '{k}' must be a sequence of ints, got "
+                                f"{v!r}") from None
+    attrs[k] = t
+    return t
+
+
 def _infer_slice(inputs, attrs):
+    """Every index the kernel reads lies inside ``x``: the strided block's first and last
+    along each axis (so a saved graph cannot make the kernel read other memory)."""
     (x,) = inputs
     require_array("slice", "x", x)
-    for k in ("start", "step", "count", "shape"):
-        attrs[k] = tuple(attrs[k])
-    return ((attrs["shape"], x.dtype),)
+    start, step, count, shape = (attrs.get("start"), attrs.get("step"), attrs.get("count"),
+                                 attrs.get("shape"))
+    if not (type(start) is tuple and type(step) is tuple and type(count) is tuple
+            and type(shape) is tuple):
+        start, step, count, shape = [_ints("slice", attrs, k)
+                                     for k in ("start", "step", "count", "shape")]
+    xs = x.shape
+    key = (xs, start, step, count, shape)
+    if key in _valid_slices:
+        return ((shape, x.dtype),)
+    if len(start) != len(xs) or len(step) != len(xs) or len(count) != len(xs):
+        raise ShapeError(f"slice: start {start}, step {step} and count {count} need one "
+                         f"entry per axis of shape {xs}")
+    n = 1
+    for b, s, c, d in zip(start, step, count, xs):
+        if type(b) is not int or type(s) is not int or type(c) is not int or c < 0 \
+                or s == 0 or c and not (0 <= b < d and 0 <= b + (c - 1) * s < d):
+            raise InvalidValueError(f"slice: start {start}, step {step}, count {count} "
+                                    f"read outside shape {xs}")
+        n *= c
+    m = 1
+    for d in shape:
+        if type(d) is not int or d < 0:
+            m = -1
+            break
+        m *= d
+    if m != n:
+        raise ShapeError(f"slice: output shape {shape} does not hold count {count}")
+    if len(_valid_slices) >= 4096:
+        _valid_slices.clear()
+    _valid_slices.add(key)
+    return ((shape, x.dtype),)
+
+
+#: ``(x.shape, start, step, count, shape)`` of slices checked (the hot path's repeats).
+_valid_slices: set = set()
 
 
 reshape = Op("reshape", _infer_reshape)
@@ -320,7 +369,8 @@ def _slice_grad(c, g):
     return (g,)
 
 
-from .backward import F as _F  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 # -- take ---------------------------------------------------------------------------------
@@ -363,3 +413,5 @@ def _take_grad(c, g):  # the scatter-add of g, as g @ one_hot(indices)
     r = _F.matmul(gm, oh)  # (..., n)
     inv = tuple(int(i) for i in np.argsort(perm))
     return (_fit(c, 0, _F.transpose(r, inv)), None)
+
+late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

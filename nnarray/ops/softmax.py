@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..errors import ShapeError
+from ..errors import InvalidValueError, ShapeError
 from ..registry import register_composite
 from .common import check_labels, host_values, norm_axis, require_float, require_int
 from .op import Op
@@ -44,6 +44,9 @@ def _infer_sce(inputs, attrs):
     if t.shape != out:
         raise ShapeError(f"softmax_cross_entropy: t has shape {t.shape}, expected {out} for "
                          f"x {x.shape} with axis {a}")
+    if x.shape[a] == 0 and t.size:  # every label is out of range (kernels read no class)
+        raise InvalidValueError(f"softmax_cross_entropy: x of shape {x.shape} has no classes "
+                                f"along axis {a} for labels of shape {t.shape}")
     return ((out, x.dtype),)
 
 
@@ -121,9 +124,11 @@ def mean_squared_error(x: Any, t: Any) -> Any:
 
 
 # -- backward rules -------------------------------------------------------------------
-from .backward import F as _F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(softmax, outputs=(0,))

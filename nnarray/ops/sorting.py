@@ -11,6 +11,8 @@ sorted ascending, x2 any shape of the same dtype -> int64 insertion points.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
@@ -80,9 +82,11 @@ def true_positions(mask) -> object:
 
 
 # -- backward rules -------------------------------------------------------------------
-from .backward import F as _F  # noqa: E402
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(sort, inputs=(0,))

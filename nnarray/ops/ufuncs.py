@@ -29,7 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from .backward import F
+from .. import late
+
+#: ``nnarray.functions`` (above the op specs): the derivatives call it at backward time
+F: Any = late.bind(__name__, "F", "nnarray.functions")
 
 #: A C expression, or a function of the compute dtype giving one.
 CExpr = str | Callable[[np.dtype], str]

@@ -232,11 +232,15 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
         return r if type(r) is nd else xp.asarray(r)
 
     def _log_softmax(x, axis):
+        if not x.size:  # an empty array has no maximum to subtract (nor rows)
+            return x.copy()
         z = x - x.max(axis=axis, keepdims=True)
         return z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
 
     @reg("softmax")
     def softmax(x, axis):
+        if not x.size:
+            return x.copy()
         e = xp.exp(x - x.max(axis=axis, keepdims=True))
         e /= e.sum(axis=axis, keepdims=True)
         return e
@@ -263,6 +267,8 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
     def mean_squared_error(x, t):
         # three array-module calls instead of the composite's three dispatched ops
         d = xp.subtract(x, t)
+        if type(d) is not nd:  # 0-d operands give a scalar
+            d = xp.asarray(d)
         xp.multiply(d, d, out=d)
         acc = np.float32 if d.dtype == np.float16 else None  # as numpy's mean accumulates
         return xp.asarray(d.sum(dtype=acc) / d.size, dtype=d.dtype)

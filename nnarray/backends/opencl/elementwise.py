@@ -32,6 +32,7 @@ from .cltypes import CLType, cltype, convert, header, index_type
 from .complex_math import expression as complex_expression
 from .device import OpenCLDevice, _by_queue, device_of
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
+from .inline_math import inline
 from .programs import LOCAL
 
 _Array = cla.Array
@@ -161,7 +162,7 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     operands = [(type(x) is _Array, cltype(x.dtype) if type(x) is _Array else ct, ct)
                 for x, ct in zip(xs, cts)]
     rows = rank >= 2 and dims[-1] >= _ROW_MIN
-    src = source(expr, operands, out_t, rank, idx, helpers, rows)
+    src = inline(source(expr, operands, out_t, rank, idx, helpers, rows), dev)  # math
     kernel = dev.programs.kernel(src, "map")
     consts: list = []
     if rank:

@@ -34,7 +34,8 @@ try:  # importable without pyopencl (the backend reports it unavailable)
 except ImportError:  # pragma: no cover - exercised only where pyopencl is missing
     cl = None  # type: ignore[assignment]
 
-__all__ = ["Gemm", "CPU_PARAMS", "GPU_PARAMS", "cpu_params", "gemm_source"]
+__all__ = ["Gemm", "CPU_PARAMS", "GPU_PARAMS", "NT_TILE", "compiled_vector_bits", "cpu_params",
+           "gemm_source"]
 
 #: For CPUs with 512-bit vectors (AVX-512: 32 vector registers), tuned on pocl 3.1 (LLVM 15,
 #: AVX-512 host, 2 cores) with ``tune_gemm``: float32 takes 7 rows x 64 columns per work-item
@@ -71,6 +72,10 @@ SMALL_WORK = 4096
 #: more than it saved. 16 (AVX2): packed wins from 512^3 (+13%; 1024^3 +25%) and loses at
 #: 256^3 (-12%), 1000x1000x64 (-7%) and 64x1000x100 (-35%).
 PACK_AT: dict[int, tuple[int, int]] = {32: (1 << 32, 512), 16: (1 << 27, 256)}
+#: The ``A @ B.T`` kernel's rows x columns of dot products per work-item, by vector register
+#: count: 12 accumulators + 3 + 1 loads in 16 registers, 24 + 4 + 1 in 32. On pocl 3.0
+#: (AVX2 code), 64x100x1000: 3x4 and 2x6 ~185 us, 2x4 194, 4x3 269 (one core).
+NT_TILE: dict[int, tuple[int, int]] = {16: (3, 4), 32: (4, 6)}
 #: Packed B of a batch is made (and used) in chunks of at most this many bytes.
 SCRATCH_BYTES = 256 << 20
 
@@ -107,9 +112,37 @@ def cpu_params(dtype: str, width: int) -> dict[str, Any]:
 
 def device_vector_width(device: Any, dtype: str) -> int:
     """The widest of the device's native and preferred vector widths for ``dtype`` (some
-    CPU drivers report a preferred width of 1 and leave vectorizing to their compiler)."""
-    return max(getattr(device, f"{kind}_vector_width_{dtype}", 0) or 0
-               for kind in ("native", "preferred"))
+    CPU drivers report a preferred width of 1 and leave vectorizing to their compiler),
+    capped at what its compiler targets (``compiled_vector_bits``)."""
+    width = max(getattr(device, f"{kind}_vector_width_{dtype}", 0) or 0
+                for kind in ("native", "preferred"))
+    bits = compiled_vector_bits(getattr(device, "version", "") or "")
+    return width if bits is None else min(width, bits // (8 * _SIZE[dtype]))
+
+
+#: LLVM CPU names whose code uses 512-bit vectors (AVX-512), and generic x86-64 targets
+#: without AVX; every other x86 CPU name counts as 256 bits (AVX/AVX2).
+AVX512_CPUS = frozenset({
+    "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
+    "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
+    "graniterapids", "graniterapids-d", "diamondrapids", "knl", "knm", "znver4", "znver5",
+    "x86-64-v4"})
+SSE_CPUS = frozenset({"x86-64", "x86-64-v2", "generic", "core2", "nehalem", "westmere"})
+
+
+def compiled_vector_bits(version: str) -> int | None:
+    """Vector bits of the x86 CPU that pocl compiles kernels for, from its device version
+    (``"OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3"``); None where the
+    version names none. pocl reports vector widths from CPUID but compiles for the CPU that
+    its LLVM recognizes: LLVM 14 takes a Zen 4 (AVX-512) for ``znver3`` (AVX2), and the
+    AVX-512 tile's 28 accumulators then spill out of 16 ymm registers (3x slower)."""
+    hstr = version.partition("HSTR: ")[2].split(" ")[0]
+    if not any(f"-{arch}-" in hstr for arch in ("x86_64", "i386", "i486", "i586", "i686")):
+        return None
+    cpus = [c for c in AVX512_CPUS | SSE_CPUS if hstr.endswith("-" + c)]
+    if not cpus:
+        return 256
+    return 512 if max(cpus, key=len) in AVX512_CPUS else 128
 
 
 def _header(t: str) -> str:
@@ -117,24 +150,37 @@ def _header(t: str) -> str:
     return f"{pragma}#define T {t}\n"
 
 
-def _naive_source(t: str) -> str:
+def _naive_source(t: str, ta: bool = False, **_: Any) -> str:
+    a, step = ("A + i", "(long)p * m") if ta else ("A + (long)i * k", "p")
     return _header(t) + f"""
 __kernel void gemm({_ARGS})
 {{
   const int j = get_global_id(0), i = get_global_id(1);
   {_PROLOGUE}
   if (i >= m || j >= n) return;
-  const __global T* a = A + (long)i * k;
+  const __global T* a = {a};
   const __global T* b = B + j;
   T acc = 0;
-  for (int p = 0; p < k; ++p) acc = fma(a[p], b[(long)p * n], acc);
+  for (int p = 0; p < k; ++p) acc = fma(a[{step}], b[(long)p * n], acc);
   C[(long)i * n + j] = acc;
 }}
 """
 
 
+def _clamped(first: str, count: int, limit: str) -> list[str]:
+    """Indices ``first + r`` for r < count, clamped to ``limit - 1`` (edge tiles re-read the
+    last row; their results are dropped)."""
+    return [f"({first} + {r} < {limit} ? {first} + {r} : {limit} - 1)" for r in range(count)]
+
+
+def _row_pointers(name: str, base: str, rows: list[str]) -> list[str]:
+    """``const __global T* <name><r> = <base> + row * k;`` for each of ``rows``."""
+    return [f"  const __global T* {name}{r} = {base} + (long){row} * k;"
+            for r, row in enumerate(rows)]
+
+
 def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
-                packed: bool = False, **_: Any) -> str:
+                packed: bool = False, ta: bool = False, **_: Any) -> str:
     """Register-blocked kernel: work-item (x, y) owns rows y*mr.. and columns x*vw*nv.. of C
     (x and y swapped with ``rows_first``, so that consecutive work-groups share B's columns).
 
@@ -143,6 +189,7 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
     is a plain vector load. ``packed``: B was rearranged by the ``pack`` kernel (also in this
     source) into zero-padded panels of vw*nv columns, contiguous along k, so the loop streams
     through memory. Either way the stores write only the columns this work-item owns.
+    ``ta``: A is stored transposed, (k, m): the ``mr`` scalars of a step of k are adjacent.
     """
     nr = vw * nv
     v = t if vw == 1 else f"{t}{vw}"
@@ -163,20 +210,27 @@ def _reg_source(t: str, mr: int, vw: int, nv: int, rows_first: bool = False,
              f"  const int j0 = get_global_id({int(rows_first)}) * {nr};",
              f"  const int i0 = get_global_id({int(not rows_first)}) * {mr};",
              _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
-    lines += [f"  const __global T* a{r} = A + (long)(i0 + {r} < m ? i0 + {r} : m - 1) * k;"
-              for r in range(mr)]
+    rows = _clamped("i0", mr, "m")
+    if ta:  # a{r}[0] is row r's element at step p; ap moves by m per step
+        lines += [f"  const int a{r} = {row};" for r, row in enumerate(rows)]
+        lines.append("  const __global T* ap = A;")
+        step, a_of = ", ap += m", "ap[a{}]"
+    else:
+        lines += _row_pointers("a", "A", rows)
+        step, a_of = "", "a{}[p]"
     if packed:
         lines += [f"  const int s{q} = {q * vw};" for q in range(nv)]
         lines += ["  const __global T* bp = B + (long)j0 * k;",
-                  f"  for (int p = 0; p < k; ++p, bp += {nr}) {{"]
+                  f"  for (int p = 0; p < k; ++p, bp += {nr}{step}) {{"]
     else:
         lines += [f"  const int s{q} = j0 + {q * vw} < n - {vw} ? j0 + {q * vw} : n - {vw};"
                   for q in range(nv)]
-        lines += ["  const __global T* bp = B;", "  for (int p = 0; p < k; ++p, bp += n) {"]
+        lines += ["  const __global T* bp = B;",
+                  f"  for (int p = 0; p < k; ++p, bp += n{step}) {{"]
     lines[-1:-1] = [f"  {v} c{r}_{q} = 0;" for r in range(mr) for q in range(nv)]
     lines += [f"    const {v} b{q} = {vload(f's{q}')};" for q in range(nv)]
     for r in range(mr):
-        lines.append(f"    const {v} x{r} = ({v})(a{r}[p]);")
+        lines.append(f"    const {v} x{r} = ({v})({a_of.format(r)});")
         # a * b + c, not fma(): LLVM contracts it to an FMA instruction all the same, while
         # fma() is a call into pocl's builtin library, which is not inlined where that
         # library was built for another CPU than the kernel (Zen with pocl's AVX2 library)
@@ -213,8 +267,66 @@ __kernel void pack(__global const T* restrict B, const long b_off, __global T* r
     return "\n".join(lines)
 
 
-def _tiled_source(t: str, tm: int, tn: int, tk: int, wm: int, wn: int, **_: Any) -> str:
-    """Local-memory tiled kernel for GPUs; work-group (tn/wn, tm/wm)."""
+def _nt_source(t: str, mr: int, nc: int, vw: int, **_: Any) -> str:
+    """``C = A @ B.T`` with B stored (n, k), for CPUs: work-item (x, y) owns rows y*mr.. and
+    columns x*nc.. of C and keeps ``mr*nc`` dot products as ``vw``-wide partial sums along k
+    (A's and B's rows both contiguous), summed across the vector at the end; the k % vw tail
+    runs in scalars. Rows and columns past the edge re-read the last one (results dropped)."""
+    v = f"{t}{vw}"
+
+    def step(at: str, masked: bool = False) -> list[str]:  # a vector of k from ``at``
+        load = [f"*(const __global {v}_u*)(a{r} + {at})" for r in range(mr)]
+        out = [f"    const {v} x{r} = " + (f"keep ? {x} : zero;" if masked else f"{x};")
+               for r, x in enumerate(load)]
+        for c in range(nc):  # both masked: 0 * inf would be NaN
+            y = f"*(const __global {v}_u*)(b{c} + {at})"
+            out.append(f"    const {v} y{c} = " + (f"keep ? {y} : zero;" if masked else f"{y};"))
+            out += [f"    c{r}_{c} = x{r} * y{c} + c{r}_{c};" for r in range(mr)]
+        return out
+    width = f" __attribute__((min_vector_width({vw * _SIZE[t] * 8})))"
+    # one unaligned vector load (LLVM left (v)(a[p], a[p+1], ...) as vw inserts here)
+    vtype = f"typedef {v} __attribute__((aligned({_SIZE[t]}))) {v}_u;"
+    lines = [_header(t) + vtype, f"__kernel{width} void gemm({_ARGS})", "{",
+             f"  const int j0 = get_global_id(0) * {nc}, i0 = get_global_id(1) * {mr};",
+             _PROLOGUE, "  if (i0 >= m || j0 >= n) return;"]
+    lines += _row_pointers("a", "A", _clamped("i0", mr, "m"))
+    lines += _row_pointers("b", "B", _clamped("j0", nc, "n"))
+    lines += [f"  {v} c{r}_{c} = 0;" for r in range(mr) for c in range(nc)]
+    lines.append(f"  int p = 0;\n  for (; p + {vw} <= k; p += {vw}) {{")
+    lines += step("p") + ["  }"]
+    # the k % vw tail as one vector ending at k, its lanes before p zeroed
+    lane = ("int" if t == "float" else "long") + str(vw)
+    lines += [f"  if (p < k && k >= {vw}) {{",
+              f"    const {lane} keep = ({lane})("
+              + ", ".join(str(e) for e in range(vw)) + f") >= ({lane})({vw} - (k - p));",
+              f"    const {v} zero = 0;"]
+    lines += step(f"k - {vw}", masked=True) + ["    p = k;", "  }"]
+    for r in range(mr):
+        for c in range(nc):  # halve the vector until one scalar is left
+            w, prev = vw, f"c{r}_{c}"
+            while w > 1:
+                w //= 2
+                cur = f"h{w}_{r}_{c}"
+                lines.append(f"  {t}{w if w > 1 else ''} {cur} = {prev}.lo + {prev}.hi;")
+                prev = cur
+            lines.append(f"  T s{r}_{c} = {prev};")
+    lines.append("  for (; p < k; ++p) {")
+    lines += [f"    s{r}_{c} = a{r}[p] * b{c}[p] + s{r}_{c};"
+              for r in range(mr) for c in range(nc)]
+    lines.append("  }")
+    for r in range(mr):
+        lines.append(f"  if (i0 + {r} < m) {{")
+        lines.append(f"    __global T* cr = C + (long)(i0 + {r}) * n + j0;")
+        lines += [f"    if (j0 + {c} < n) cr[{c}] = s{r}_{c};" for c in range(nc)]
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _tiled_source(t: str, tm: int, tn: int, tk: int, wm: int, wn: int, ta: bool = False,
+                  **_: Any) -> str:
+    """Local-memory tiled kernel for GPUs; work-group (tn/wn, tm/wm); ``ta``: A is (k, m)."""
+    a_at = "(long)gc * m + gr" if ta else "(long)gr * k + gc"
     rx, ry = tn // wn, tm // wm
     nth = rx * ry
     return _header(t) + f"""
@@ -238,7 +350,7 @@ void gemm({_ARGS})
   for (int t0 = 0; t0 < k; t0 += TK) {{
     for (int l = tid; l < TM * TK; l += {nth}) {{
       const int row = l / TK, col = l % TK, gr = gm0 + row, gc = t0 + col;
-      As[col][row] = (gr < m && gc < k) ? A[(long)gr * k + gc] : (T)0;
+      As[col][row] = (gr < m && gc < k) ? A[{a_at}] : (T)0;
     }}
     for (int l = tid; l < TK * TN; l += {nth}) {{
       const int row = l / TN, col = l % TN, gr = t0 + row, gc = gn0 + col;
@@ -274,7 +386,9 @@ def gemm_source(dtype: str, params: dict[str, Any]) -> str:
     if kind == "tiled":
         return _tiled_source(dtype, **params)
     if kind == "naive":
-        return _naive_source(dtype)
+        return _naive_source(dtype, **params)
+    if kind == "nt":
+        return _nt_source(dtype, **params)
     raise ValueError(f"unknown gemm kernel kind {kind!r}")
 
 
@@ -289,6 +403,9 @@ def _geometry(params: dict[str, Any], m: int, n: int, batch: int
         if params.get("rows_first"):
             gx, gy = gy, gx
         return (-(-gx // lx) * lx, -(-gy // ly) * ly, batch), (lx, ly, 1)
+    if kind == "nt":
+        gx, gy, ly = -(-n // params["nc"]), -(-m // params["mr"]), params["ly"]
+        return (gx, -(-gy // ly) * ly, batch), (1, ly, 1)
     if kind == "tiled":
         rx, ry = params["tn"] // params["wn"], params["tm"] // params["wm"]
         return (-(-n // params["tn"]) * rx, -(-m // params["tm"]) * ry, batch), (rx, ry, 1)
@@ -315,7 +432,7 @@ class Gemm:
             self.params = {t: _fit_tiled(p, device.max_work_group_size)
                            for t, p in GPU_PARAMS.items()}
         self._programs: dict[tuple[str, tuple], Any] = {}
-        self._plans: dict[tuple[str, int, int, int], _Plan] = {}
+        self._plans: dict[tuple[str, int, int, int, bool, bool], _Plan] = {}
         self._scratch: dict[Any, Any] = {}  # queue -> cl.Buffer
 
     def kernel(self, dtype: str, params: dict[str, Any], name: str = "gemm") -> Any:
@@ -335,6 +452,19 @@ class Gemm:
             self._programs[key] = kernels
         return kernels[name]
 
+    def reads_transposed_b(self, dtype: str, m: int, n: int, k: int) -> bool:
+        """Whether a B stored transposed, (n, k), is read in place (``nt_params``) for this
+        product: on CPUs, where B would not be packed anyway (there the copy is amortized)."""
+        return self.is_cpu and not self.params_for(dtype, m, n, k).get("packed", False)
+
+    def nt_params(self, dtype: str, m: int, n: int, k: int) -> dict[str, Any]:
+        """Parameters of the ``A @ B.T`` kernel: ``mr x nc`` dot products in vectors of the
+        tuned width (shrunk to k), 12 accumulators where the width implies 16 registers
+        (3 x 4), 24 where 32 (4 x 6)."""
+        vw = max(1, min(self.params[dtype]["vw"], 1 << (max(k, 1).bit_length() - 1)))
+        mr, nc = NT_TILE[vector_registers(dtype, self.params[dtype]["vw"])]
+        return {"kind": "nt", "mr": min(mr, m), "nc": min(nc, n), "vw": max(vw, 2), "ly": 4}
+
     def params_for(self, dtype: str, m: int, n: int, k: int) -> dict[str, Any]:
         """Kernel parameters for an m x n x k product: the tuned set, with the register tile
         shrunk to the matrix where it is smaller (fewer wasted rows and vectors), B packed
@@ -348,8 +478,13 @@ class Gemm:
         vw = min(p["vw"], 1 << (n.bit_length() - 1))
         return dict(p, mr=min(p["mr"], m), vw=vw, nv=min(p["nv"], -(-n // vw)))
 
-    def _plan(self, dtype: str, m: int, n: int, k: int) -> _Plan:
-        params = self.params_for(dtype, m, n, k)
+    def _plan(self, dtype: str, m: int, n: int, k: int, ta: bool, tb: bool) -> _Plan:
+        if tb:
+            params = self.nt_params(dtype, m, n, k)
+        else:
+            params = self.params_for(dtype, m, n, k)
+        if ta:
+            params = dict(params, ta=True)
         (gx, gy, _), local = _geometry(params, m, n, 1)
         pack = None
         if params.get("packed") and k > 0:
@@ -358,7 +493,7 @@ class Gemm:
         plan = (self.kernel(dtype, params), gx, gy, local, pack)
         if len(self._plans) > 4096:
             self._plans.clear()
-        self._plans[dtype, m, n, k] = plan
+        self._plans[dtype, m, n, k, ta, tb] = plan
         return plan
 
     def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> Any:
@@ -369,16 +504,21 @@ class Gemm:
         return buf
 
     def __call__(self, queue: cl.CommandQueue, a: Any, b: Any, out: Any, batch: int, m: int,
-                 n: int, k: int, a_batch_stride: int, b_batch_stride: int) -> None:
+                 n: int, k: int, a_batch_stride: int, b_batch_stride: int,
+                 a_transposed: bool = False, b_transposed: bool = False) -> None:
         """out[i] = a[i] @ b[i] for i < batch; a (batch, m, k), b (batch, k, n) row-major with
-        batch strides in elements (0 broadcasts), out (batch, m, n) contiguous. Enqueues only."""
+        batch strides in elements (0 broadcasts), out (batch, m, n) contiguous. Enqueues only.
+        ``a_transposed``: a holds each a[i] transposed, (batch, k, m), read in place;
+        ``b_transposed``: b holds each b[i] transposed, (batch, n, k) (CPUs; not with
+        ``a_transposed``; see ``reads_transposed_b``)."""
         if batch <= 0 or m <= 0 or n <= 0:
             return
         dt = out.dtype
         name = _NAMES.get(dt)
         if name is None:
             raise TypeError(f"gemm supports float32 and float64, not {dt}")
-        knl, gx, gy, local, pack = self._plans.get((name, m, n, k)) or self._plan(name, m, n, k)
+        key = (name, m, n, k, bool(a_transposed), bool(b_transposed))
+        knl, gx, gy, local, pack = self._plans.get(key) or self._plan(*key)
         isz = dt.itemsize
         a_buf, a_off, c_buf, c_off = a.base_data, a.offset // isz, out.base_data, out.offset // isz
         if pack is None:

@@ -75,17 +75,39 @@ def _swap_last(x: Any) -> Any:
     return transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
+def _in_place(dev: OpenCLDevice, a: Any, b: Any, transpose_a: bool, transpose_b: bool
+              ) -> tuple[bool, bool]:
+    """Which transposed operands the float GEMM reads in place: A always (2-D or batched),
+    B where ``Gemm.reads_transposed_b`` says so for this product (then A is copied)."""
+    if np.dtype(a.dtype).kind != "f" or np.dtype(b.dtype).kind != "f":
+        return False, False
+    ta = bool(transpose_a) and a.ndim >= 2
+    if not transpose_b or b.ndim < 2:
+        return ta, False
+    m = 1 if a.ndim == 1 else a.shape[-1 if transpose_a else -2]
+    n, k = b.shape[-2], b.shape[-1]
+    name = "double" if np.result_type(a.dtype, b.dtype) == np.float64 else "float"
+    tb = name != "double" or _gemm(dev).fp64
+    tb = tb and _gemm(dev).reads_transposed_b(name, m, n, k)
+    return (False, True) if tb else (ta, False)
+
+
 @register_kernel("matmul", "opencl")
 def matmul(a, b, transpose_a=False, transpose_b=False):
-    if transpose_a:
-        a = _swap_last(a)
-    if transpose_b:
-        b = _swap_last(b)
     dev = device_of(a)
+    ta, tb = _in_place(dev, a, b, transpose_a, transpose_b)
+    if transpose_a and not ta:
+        a = _swap_last(a)
+    if transpose_b and not tb:
+        b = _swap_last(b)
     d = promote("matmul", a, b)
     dev.check_dtype(d, "matmul")
     sa = (1,) + a.shape if a.ndim == 1 else a.shape
+    if ta:
+        sa = sa[:-2] + (sa[-1], sa[-2])
     sb = b.shape + (1,) if b.ndim == 1 else b.shape
+    if tb:
+        sb = sb[:-2] + (sb[-1], sb[-2])
     m, k, n = sa[-2], sa[-1], sb[-1]
     batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
     shape = batch + (m,) * (a.ndim > 1) + (n,) * (b.ndim > 1)
@@ -102,8 +124,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         a = cast(a, work)
     if b.dtype != work:
         b = cast(b, work)
-    a, stride_a = _batched(a, sa[:-2], batch, (m, k))
-    b, stride_b = _batched(b, sb[:-2], batch, (k, n))
+    a, stride_a = _batched(a, sa[:-2], batch, (k, m) if ta else (m, k))
+    b, stride_b = _batched(b, sb[:-2], batch, (n, k) if tb else (k, n))
     nb = int(np.prod(batch, dtype=np.int64))
     if d.kind != "f":
         _int_matmul(dev, t, a, b, out, nb, m, n, k, stride_a, stride_b)
@@ -111,11 +133,11 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     gemm = _gemm(dev)
     if work == d:
         with dev.lock:  # see device.py: one thread enqueues at a time
-            gemm(dev.queue, a, b, out, nb, m, n, k, stride_a, stride_b)
+            gemm(dev.queue, a, b, out, nb, m, n, k, stride_a, stride_b, ta, tb)
         return out
     tmp = dev.empty(shape, work)
     with dev.lock:
-        gemm(dev.queue, a, b, tmp, nb, m, n, k, stride_a, stride_b)
+        gemm(dev.queue, a, b, tmp, nb, m, n, k, stride_a, stride_b, ta, tb)
     return cast(tmp, d, out)
 
 

@@ -2,7 +2,8 @@
 
 One work-item per value, adding with a compare-and-swap loop on the float's bits
 (32-bit: core ``atomic_cmpxchg``; 64-bit: ``cl_khr_int64_base_atomics``), so repeated
-indices accumulate. The core hands float32 or float64 values (float16 is widened there).
+indices accumulate. The core hands float32 or float64 values (float16 is widened there)
+and indices it checked; an index outside ``[0, size)`` is skipped all the same.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from .device import device_of
 from .programs import launch
 
 _SRC = """{ext}__kernel void scatter_add(__global {t}* out, __global const {t}* restrict v,
-        __global const long* restrict idx, const long n) {{
+        __global const long* restrict idx, const long n, const long size) {{
     const long i = get_global_id(0);
     if (i >= n) return;
-    __global volatile {u}* p = (__global volatile {u}*)(out + idx[i]);
+    const long j = idx[i];
+    if (j < 0 || j >= size) return;  /* the core checked; never write outside out */
+    __global volatile {u}* p = (__global volatile {u}*)(out + j);
     union {{ {t} f; {u} u; }} old, nw;
     do {{
-        old.f = out[idx[i]];
+        old.f = out[j];
         nw.f = old.f + v[i];
     }} while ({cas}(p, old.u, nw.u) != old.u);
 }}
@@ -51,7 +54,8 @@ def scatter_add(values: Any, indices: Any, size: int) -> Any:
     t, u, cas, ext = _TYPES[values.dtype]
     src = _SRC.format(ext=ext, t=t, u=u, cas=cas)
     launch(dev.queue, dev.programs.kernel(src, "scatter_add"), n,
-           [out.base_data, values.base_data, indices.base_data, np.int64(n)])
+           [out.base_data, values.base_data, indices.base_data, np.int64(n),
+            np.int64(size)])
     return out
 
 

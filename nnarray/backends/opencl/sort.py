@@ -101,9 +101,9 @@ __kernel void search(__global const {s}* x1, __global const {s}* x2, __global lo
 """
 
 _SCATTER = """__kernel void scatter(__global const uchar* m, __global const long* pos,
-                      __global long* out, const long total) {
+                      __global long* out, const long total, const long count) {
     const long g = get_global_id(0);
-    if (g < total && m[g]) out[pos[g] - 1] = g;
+    if (g < total && m[g] && pos[g] <= count) out[pos[g] - 1] = g;
 }
 """
 
@@ -176,11 +176,15 @@ def searchsorted(x1, x2, side):
 
 @register_kernel("positions", "opencl")
 def positions(mask, count):
-    """The indices where ``mask`` holds: scan (``cumulative_sum``'s kernel), scatter."""
+    """The indices where ``mask`` holds: scan (``cumulative_sum``'s kernel), scatter.
+    ``count`` comes from the core (a graph node keeps the one it was recorded with): the
+    output is zeroed first and true values past ``count`` are dropped, so a mask of
+    another count never writes outside it nor shows stale memory."""
     dev = device_of(mask)
     out = dev.empty((count,), _I64)
     if count:
+        out.fill(0, queue=dev.queue)
         pos = cumulative_sum(mask, 0)
         launch(dev.queue, dev.programs.kernel(_SCATTER, "scatter"), mask.size,
-               [mask.base_data, pos.base_data, out.base_data, L(mask.size)])
+               [mask.base_data, pos.base_data, out.base_data, L(mask.size), L(count)])
     return out

@@ -1,0 +1,630 @@
+"""ONNX export: the table of nnarray ops to ONNX nodes (``_EXPORT``) and the walk that
+writes a static graph with it (``build``). The public entry points are in
+``nnarray.grad.onnx``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import GraphError
+from ..ndarray import NdArray
+from ..ops import ufuncs as _ufuncs
+from .executor import leaves as graph_leaves
+from .executor import topological
+from .variable import Variable
+
+_INT64_MIN = -(2**63)
+
+
+def _tensor_type(dtype: Any) -> int:
+    from onnx import helper
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+class _Exporter:
+    """Collects ONNX nodes, initializers and inputs while walking the nnarray graph."""
+
+    def __init__(self, opset: int) -> None:
+        self.opset = opset
+        self.nodes: list = []
+        self.inits: dict[str, np.ndarray] = {}
+        self.inputs: list = []
+        self.names: dict[int, str] = {}  # id(Variable or NdArray) -> ONNX value name
+        self.keep: list = []  # keeps the objects whose ids are keys above alive
+        self.used: set[str] = set()
+        self.scalars: dict[tuple, str] = {}
+        self.conv: dict[int, tuple] = {}  # id(reshape output) -> (x, W, attrs)
+        self.pool: dict[int, tuple] = {}  # id(reduction output) -> (op, x, attrs, im2col's)
+
+    # -- names and values -------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        base = base or "v"
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}_{k}"
+        self.used.add(name)
+        return name
+
+    def claim(self, obj: Any, name: str) -> str:
+        self.names[id(obj)] = name
+        self.keep.append(obj)
+        return name
+
+    def initializer(self, base: str, value: np.ndarray) -> str:
+        name = self.fresh(base)
+        self.inits[name] = np.array(value, order="C")  # keeps 0-d (ascontiguousarray would not)
+        return name
+
+    def const(self, value: Any, dtype: Any, base: str = "const") -> str:
+        """An initializer holding ``value`` as ``dtype`` (small ones shared)."""
+        a = np.asarray(value, dtype=dtype)
+        if a.size > 64:
+            return self.initializer(base, a)
+        key = (a.dtype.str, a.shape, a.tobytes())  # exact: -0.0, NaN payloads
+        n = self.scalars.get(key)
+        if n is None:
+            n = self.scalars[key] = self.initializer(base, a)
+        return n
+
+    def ints(self, values: Sequence[int]) -> str:
+        return self.const(np.asarray(list(values), np.int64), np.int64, "shape")
+
+    def value(self, a: Any) -> str:
+        """The ONNX name of a Variable or NdArray operand."""
+        n = self.names.get(id(a))
+        if n is not None:
+            return n
+        if isinstance(a, NdArray):
+            return self.claim(a, self.initializer("const", a.numpy()))
+        raise GraphError(f"onnx export: operand {a!r} has no value (internal error)")
+
+    def operand(self, a: Any, dtype: Any) -> str:
+        """Operand ``a`` (Variable, NdArray or scalar) as ONNX value of ``dtype``."""
+        dtype = np.dtype(dtype)
+        if isinstance(a, (Variable, NdArray)):
+            n = self.value(a)
+            if a.dtype != dtype:
+                n = self.emit("Cast", [n], to=_tensor_type(dtype))
+            return n
+        return self.const(a, dtype)
+
+    def emit(self, op: str, inputs: Sequence[str], outputs: Any = None, **attrs: Any) -> Any:
+        """Add node ``op``; ``outputs``: names, or ``None`` (one fresh), or a count."""
+        from onnx import helper
+        single = outputs is None
+        if outputs is None or isinstance(outputs, int):
+            outputs = [self.fresh(f"{op.lower()}{len(self.nodes)}")
+                       for _ in range(outputs or 1)]
+        self.nodes.append(helper.make_node(op, list(inputs), list(outputs),
+                                           name=f"{op}_{len(self.nodes)}", **attrs))
+        return outputs[0] if single else list(outputs)
+
+    def reduce(self, op: str, x: str, axes: Any, keepdims: bool, out: Any = None) -> str:
+        """``op`` (ReduceSum/Mean/Max/Min) over ``axes`` (``None``: all) with the axes as
+        an input where the opset wants one."""
+        as_input = op == "ReduceSum" or self.opset >= 18
+        ins, attrs = [x], {"keepdims": int(keepdims)}
+        if axes is not None:
+            if as_input:
+                ins.append(self.ints(axes))
+            else:
+                attrs["axes"] = list(axes)
+        if out is None:
+            return self.emit(op, ins, **attrs)
+        self.emit(op, ins, [out], **attrs)
+        return out
+
+    # -- the graph ---------------------------------------------------------------------
+    def run(self, outputs: list, params: dict, arg_names: dict) -> Any:
+        from onnx import helper
+        order: list = []
+        seen: set[int] = set()
+        for v in outputs:
+            for n in topological(v):
+                if id(n) not in seen:
+                    seen.add(id(n))
+                    order.append(n)
+        order.sort(key=lambda n: n.rank)  # producers first across several outputs
+        # parameters and arguments
+        pid = {id(v): k for k, v in (params or {}).items()}
+        leaves = graph_leaves(order, outputs)
+        for (k, a) in (params or {}).items():  # NdArray constants named by params
+            if isinstance(a, NdArray):
+                self.claim(a, self.initializer(k, a.numpy()))
+        n_args = 0
+        for v in leaves:
+            if id(v) in pid:
+                self.claim(v, self.initializer(pid[id(v)], v.data.numpy()))
+                continue
+            name = (arg_names or {}).get(id(v)) or getattr(v, "name", None)
+            if not name:
+                name = f"arg{n_args}"
+                n_args += 1
+            name = self.claim(v, self.fresh(name))
+            self.inputs.append(helper.make_tensor_value_info(
+                name, _tensor_type(v.dtype), list(v.shape)))
+        # output names (after the parameters': those are the names users look up)
+        out_names = [self.fresh(getattr(v, "name", None) or f"out{k}")
+                     for k, v in enumerate(outputs)]
+        want = {id(v): out_names[k] for k, v in reversed(list(enumerate(outputs)))
+                if v._parent is not None}
+        for n in order:
+            names = []
+            for j, r in enumerate(n.outputs):
+                o = r()
+                if o is not None and id(o) in want:
+                    names.append(self.claim(o, want.pop(id(o))))
+                else:
+                    nm = self.fresh(getattr(o, "name", None) or
+                                    f"{n.name}{len(self.nodes)}" + (f"_{j}" if j else ""))
+                    names.append(self.claim(o, nm) if o is not None else nm)
+            handler = _EXPORT.get(n.name)
+            if handler is None:
+                raise GraphError(f"onnx export: no ONNX translation for op '{n.name}' "
+                                 f"(node {n!r}, input shapes "
+                                 f"{[getattr(a, 'shape', ()) for a in n.inputs]})")
+            handler(self, n, names)
+        graph_outputs = []
+        for k, v in enumerate(outputs):
+            nm = out_names[k]
+            if self.names.get(id(v)) != nm:  # a leaf, or the same variable twice
+                self.emit("Identity", [self.value(v)], [nm])
+            graph_outputs.append(helper.make_tensor_value_info(
+                nm, _tensor_type(v.dtype), list(v.shape)))
+        self.prune(out_names)
+        from onnx import numpy_helper
+        inits = [numpy_helper.from_array(a, name=k) for k, a in self.inits.items()]
+        graph = helper.make_graph(self.nodes, "nnarray", self.inputs, graph_outputs, inits)
+        opsets = [helper.make_opsetid("", self.opset)]
+        model = helper.make_model(graph, opset_imports=opsets, producer_name="nnarray",
+                                  ir_version=_ir_version(self.opset))
+        return model
+
+    def prune(self, outputs: list[str]) -> None:
+        """Drop nodes and initializers no output needs (the primitives a pattern such as
+        Conv replaced)."""
+        need = set(outputs)
+        kept = []
+        for nd in reversed(self.nodes):
+            if any(o in need for o in nd.output):
+                kept.append(nd)
+                need.update(i for i in nd.input if i)
+        self.nodes = kept[::-1]
+        self.inits = {k: a for k, a in self.inits.items() if k in need}
+
+    # -- patterns ----------------------------------------------------------------------
+    def parent(self, v: Any, name: str) -> Any:
+        """The node producing ``v`` when it is op ``name``, else ``None``."""
+        p = v._parent if isinstance(v, Variable) else None
+        return p if p is not None and p.name == name else None
+
+
+def _ir_version(opset: int) -> int:
+    from onnx import helper
+    try:
+        return helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
+    except Exception:  # pragma: no cover - older onnx
+        return 8
+
+
+# -- elementwise -----------------------------------------------------------------------
+#: Bool operands: ONNX's arithmetic refuses them, its logic ops do the same.
+_BOOL_BIN = {"add": "Or", "mul": "And", "maximum": "Or", "minimum": "And"}
+#: The declared elementwise functions ``export`` translates (``ops/ufuncs.py``: their
+#: ``onnx`` field, an op or a composition).
+_ROWS = {r.name: r for r in _ufuncs.ROWS if r.onnx is not None}
+
+
+def _x_elementwise(ex: _Exporter, n: Any, outs: list) -> None:
+    from .. import dtypes
+    row = _ROWS[n.name]
+    dt = n.out_metas[0][1]
+    if row.rule == "compare":  # compared in the operands' common type
+        dt = dtypes.promote(n.name, *n.inputs)
+    ins = [ex.operand(v, dt) for v in n.inputs]
+    if isinstance(row.onnx, str):
+        op = _BOOL_BIN.get(n.name, row.onnx) if dt == np.bool_ else row.onnx
+        ex.emit(op, ins, outs)
+    else:
+        row.onnx(ex, ins, dt, outs)
+
+
+def _x_leaky_relu(ex, n, outs):
+    dt = n.out_metas[0][1]
+    ex.emit("LeakyRelu", [ex.operand(n.inputs[0], dt)], outs, alpha=float(n.attrs["alpha"]))
+
+
+def _x_clip(ex, n, outs):
+    dt = n.out_metas[0][1]
+    lo, hi = n.attrs.get("a_min"), n.attrs.get("a_max")
+    ins = [ex.operand(n.inputs[0], dt), "" if lo is None else ex.const(lo, dt),
+           "" if hi is None else ex.const(hi, dt)]
+    while ins[-1] == "":
+        ins.pop()
+    ex.emit("Clip", ins, outs)
+
+
+def _x_cast(ex, n, outs):
+    ex.emit("Cast", [ex.value(n.inputs[0])], outs, to=_tensor_type(n.attrs["dtype"]))
+
+
+def _x_where(ex, n, outs):
+    c, a, b = n.inputs
+    dt = n.out_metas[0][1]
+    ex.emit("Where", [ex.value(c), ex.operand(a, dt), ex.operand(b, dt)], outs)
+
+
+# -- reductions ------------------------------------------------------------------------
+_RED = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin"}
+
+
+def _x_reduce(ex: _Exporter, n: Any, outs: list) -> None:
+    x = n.inputs[0]
+    axes, keep = n.attrs["axis"], n.attrs["keepdims"]
+    if n.name in ("max", "mean") and _pool_match(ex, n):
+        return _x_pool(ex, n, outs)
+    xi = ex.operand(x, n.out_metas[0][1])
+    if not axes:  # a 0-d input
+        ex.emit("Identity", [xi], outs)
+        return
+    ex.reduce(_RED[n.name], xi, axes, keep, outs[0])
+
+
+def _x_arg(ex, n, outs):
+    x = ex.value(n.inputs[0])
+    op = "ArgMax" if n.name == "argmax" else "ArgMin"
+    axis, keep = n.attrs["axis"], n.attrs["keepdims"]
+    if axis is None:
+        flat = ex.emit("Reshape", [x, ex.ints([-1])])
+        if keep:
+            r = ex.emit(op, [flat], axis=0, keepdims=1)
+            ex.emit("Reshape", [r, ex.ints([1] * len(n.inputs[0].shape))], outs)
+        else:
+            ex.emit(op, [flat], outs, axis=0, keepdims=0)
+        return
+    ex.emit(op, [x], outs, axis=int(axis), keepdims=int(keep))
+
+
+# -- shapes ----------------------------------------------------------------------------
+def _x_reshape(ex, n, outs):
+    if _conv_match(ex, n):
+        return _x_conv(ex, n, outs)
+    if _pool_reshape(ex, n, outs):
+        return
+    ex.emit("Reshape", [ex.value(n.inputs[0]), ex.ints(n.attrs["shape"])], outs)
+
+
+def _x_transpose(ex, n, outs):
+    ex.emit("Transpose", [ex.value(n.inputs[0])], outs, perm=list(n.attrs["axes"]))
+
+
+def _x_broadcast_to(ex, n, outs):
+    ex.emit("Expand", [ex.value(n.inputs[0]), ex.ints(n.attrs["shape"])], outs)
+
+
+def _x_concatenate(ex, n, outs):
+    dt = n.attrs["dtype"]
+    ex.emit("Concat", [ex.operand(a, dt) for a in n.inputs], outs, axis=int(n.attrs["axis"]))
+
+
+def _x_slice(ex, n, outs):
+    x = n.inputs[0]
+    a = n.attrs
+    starts, ends, axes, steps = [], [], [], []
+    for k, (dim, s, st, c) in enumerate(zip(x.shape, a["start"], a["step"], a["count"])):
+        if s == 0 and st == 1 and c == dim:
+            continue
+        e = s + c * st
+        if c == 0:
+            s = e = 0
+        elif e < 0:
+            e = _INT64_MIN
+        starts.append(s)
+        ends.append(e)
+        axes.append(k)
+        steps.append(st)
+    y = ex.value(x)
+    reshape = tuple(a["count"]) != tuple(a["shape"])
+    if axes:
+        y = ex.emit("Slice", [y, ex.ints(starts), ex.ints(ends), ex.ints(axes),
+                              ex.ints(steps)], None if reshape else outs)
+    if reshape:
+        ex.emit("Reshape", [y, ex.ints(a["shape"])], outs)
+    elif not axes:
+        ex.emit("Identity", [y], outs)
+
+
+def _x_matmul(ex, n, outs):
+    dt = n.out_metas[0][1]
+    ins = [ex.operand(a, dt) for a in n.inputs]
+    for i, flag in enumerate((n.attrs.get("transpose_a"), n.attrs.get("transpose_b"))):
+        if flag:  # swap the last two axes first
+            nd = len(n.inputs[i].shape)
+            ins[i] = ex.emit("Transpose", [ins[i]],
+                             perm=list(range(nd - 2)) + [nd - 1, nd - 2])
+    ex.emit("MatMul", ins, outs)
+
+
+def _x_softmax(ex, n, outs):
+    op = "Softmax" if n.name == "softmax" else "LogSoftmax"
+    ex.emit(op, [ex.value(n.inputs[0])], outs, axis=int(n.attrs["axis"]))
+
+
+def _one_hot(ex: _Exporter, t: Any, depth: int, axis: int, dtype: Any, out: Any = None) -> str:
+    """OneHot in float32 (the type onnxruntime implements for every index type), cast."""
+    dd = np.int32 if t.dtype == np.int32 else np.int64
+    ins = [ex.value(t), ex.const(depth, dd), ex.const(np.array([0, 1], np.float32),
+                                                      np.float32, "onehot_values")]
+    if np.dtype(dtype) == np.float32:
+        return ex.emit("OneHot", ins, [out] if out else None, axis=int(axis)) if out else \
+            ex.emit("OneHot", ins, axis=int(axis))
+    h = ex.emit("OneHot", ins, axis=int(axis))
+    return ex.emit("Cast", [h], [out], to=_tensor_type(dtype)) if out else \
+        ex.emit("Cast", [h], to=_tensor_type(dtype))
+
+
+def _x_one_hot(ex, n, outs):
+    a = n.attrs
+    _one_hot(ex, n.inputs[0], int(a["num_classes"]), a["axis"], a["dtype"], outs[0])
+
+
+def _x_sce(ex, n, outs):
+    x, t = n.inputs
+    axis = n.attrs["axis"]
+    ls = ex.emit("LogSoftmax", [ex.value(x)], axis=int(axis))
+    oh = _one_hot(ex, t, x.shape[axis], axis, x.dtype)
+    s = ex.reduce("ReduceSum", ex.emit("Mul", [ls, oh]), [axis], False)
+    ex.emit("Neg", [s], outs)
+
+
+def _x_mse(ex, n, outs):
+    dt = n.out_metas[0][1]
+    x, t = n.inputs
+    d = ex.emit("Sub", [ex.operand(x, dt), ex.operand(t, dt)])
+    sq = ex.emit("Mul", [d, d])
+    if not x.shape:
+        ex.emit("Identity", [sq], outs)
+        return
+    ex.reduce("ReduceMean", sq, None, False, outs[0])
+
+
+def _x_batch_normalization(ex, n, outs):
+    x, gamma, beta, rmean, rvar = n.inputs
+    a = n.attrs
+    c = x.shape[1] if x.ndim > 1 else None
+    if a["axes"] == (1,) and not a["training"] and x.ndim >= 2:
+        ps = []
+        for p in (gamma, beta, rmean, rvar):
+            v = ex.operand(p, x.dtype)
+            if p.shape != (c,):
+                v = ex.emit("Reshape", [v, ex.ints([c])])
+            ps.append(v)
+        ex.emit("BatchNormalization", [ex.value(x), *ps], outs, epsilon=float(a["eps"]))
+        return
+    # Any other axes, or training mode (batch statistics; the running statistics'
+    # update is not part of an inference graph): the formula.
+    axes = a["axes"]
+    full = [s if i in axes else 1 for i, s in enumerate(x.shape)]
+    red = [i for i in range(x.ndim) if i not in axes]
+    xv = ex.value(x)
+
+    def b(p):
+        v = ex.operand(p, x.dtype)
+        return v if tuple(p.shape) == tuple(full) else ex.emit("Reshape", [v, ex.ints(full)])
+
+    if a["training"]:
+        mu = ex.reduce("ReduceMean", xv, red, True)
+        xc = ex.emit("Sub", [xv, mu])
+        var = ex.reduce("ReduceMean", ex.emit("Mul", [xc, xc]), red, True)
+    else:
+        mu, var = b(rmean), b(rvar)
+        xc = ex.emit("Sub", [xv, mu])
+    den = ex.emit("Sqrt", [ex.emit("Add", [var, ex.const(a["eps"], x.dtype)])])
+    y = ex.emit("Mul", [ex.emit("Div", [xc, den]), b(gamma)])
+    ex.emit("Add", [y, b(beta)], outs)
+
+
+def _x_dropout(ex, n, outs):
+    x = n.inputs[0]
+    y, mask = ex.emit("Dropout", [ex.value(x), ex.const(n.attrs["p"], x.dtype, "ratio")],
+                      [outs[0], ex.fresh("dropout_mask")])
+    ex.emit("Cast", [mask], [outs[1]], to=_tensor_type(x.dtype))
+
+
+def _x_layer_norm(ex, n, outs):
+    x = n.inputs[0]
+    k = int(n.attrs["count"])
+    scale = ex.const(np.ones(x.shape[x.ndim - k:]), x.dtype, "layer_norm_scale")
+    ex.emit("LayerNormalization", [ex.value(x), scale], [outs[0], "", outs[1]], axis=-k,
+            epsilon=float(n.attrs["eps"]))
+
+
+def _x_embedding(ex, n, outs):
+    idx, W = n.inputs
+    ex.emit("Gather", [ex.value(W), ex.value(idx)], [outs[0]], axis=0)
+
+
+# -- convolution and pooling -------------------------------------------------------------
+def _window_out(shape: tuple, a: dict) -> tuple[int, int]:
+    """``(OH, OW)`` of ``im2col`` attributes ``a`` on an ``(N, C, H, W)`` input."""
+    return tuple((size + 2 * p - d * (k - 1) - 1) // st + 1 for size, k, st, p, d in zip(
+        shape[2:], a["kernel"], a["stride"], a["pad"], a["dilation"]))
+
+
+def _conv_match(ex: _Exporter, r: Any) -> bool:
+    """``reshape(matmul(reshape(W), im2col(x)))`` as conv2d composes it (groups too)."""
+    y = r.inputs[0]
+    m = ex.parent(y, "matmul")
+    if m is None or len(r.attrs["shape"]) != 4:
+        return False
+    wr, cols = m.inputs
+    wn = ex.parent(wr, "reshape")
+    if wn is None or wn.inputs[0].ndim != 4:
+        return False
+    W = wn.inputs[0]
+    o, cg, kh, kw = W.shape
+    im = ex.parent(cols, "im2col")
+    g = 1
+    if im is None:
+        cr = ex.parent(cols, "reshape")
+        im = ex.parent(cr.inputs[0], "im2col") if cr is not None else None
+        if im is None or len(cols.shape) != 4:
+            return False
+        g = cols.shape[1]
+        if wr.shape != (g, o // g, cg * kh * kw) or \
+                cols.shape != (im.out_metas[0][0][0], g, cg * kh * kw, im.out_metas[0][0][2]):
+            return False
+    elif wr.shape != (o, cg * kh * kw):
+        return False
+    x = im.inputs[0]
+    ia = im.attrs
+    if ia["pad_value"] != 0.0 or tuple(ia["kernel"]) != (kh, kw) or x.shape[1] != cg * g \
+            or x.dtype != W.dtype or m.out_metas[0][1] != x.dtype:
+        return False
+    if tuple(r.attrs["shape"]) != (x.shape[0], o, *_window_out(x.shape, ia)):
+        return False
+    ex.conv[id(r)] = (x, W, {"kernel_shape": [kh, kw], "strides": list(ia["stride"]),
+                             "pads": list(ia["pad"]) * 2, "dilations": list(ia["dilation"]),
+                             "group": g})
+    return True
+
+
+def _x_conv(ex, r, outs):
+    x, W, attrs = ex.conv[id(r)]
+    ex.emit("Conv", [ex.value(x), ex.value(W)], outs, **attrs)
+    y = r.output_variables()
+    if y:
+        ex.conv[id(y[0])] = ex.conv.pop(id(r))
+
+
+def _conv_bias(ex: _Exporter, n: Any, outs: list) -> bool:
+    """``add(conv, reshape(b, (1, O, 1, 1)))``: the bias joins the Conv."""
+    a, b = n.inputs
+    info = ex.conv.get(id(a)) if isinstance(a, Variable) else None
+    br = ex.parent(b, "reshape")
+    if info is None or br is None:
+        return False
+    bias = br.inputs[0]
+    o = a.shape[1]
+    if bias.shape != (o,) or b.shape != (1, o, 1, 1) or bias.dtype != a.dtype:
+        return False
+    x, W, attrs = info
+    ex.emit("Conv", [ex.value(x), ex.value(W), ex.value(bias)], outs, **attrs)
+    return True
+
+
+def _x_add(ex, n, outs):
+    if not _conv_bias(ex, n, outs):
+        _x_elementwise(ex, n, outs)
+
+
+def _pool_match(ex: _Exporter, n: Any) -> bool:
+    """``max``/``mean`` over axis 1 of ``im2col`` of a one-channel input: pooling."""
+    if n.attrs["axis"] != (1,):
+        return False
+    im = ex.parent(n.inputs[0], "im2col")
+    if im is None:
+        return False
+    x = im.inputs[0]
+    ia = im.attrs
+    if x.shape[1] != 1 or tuple(ia["dilation"]) != (1, 1) or x.dtype.kind != "f":
+        return False
+    if n.name == "max" and ia["pad_value"] != float("-inf"):
+        return False
+    if n.name == "mean" and ia["pad_value"] != 0.0:
+        return False
+    attrs = {"kernel_shape": list(ia["kernel"]), "strides": list(ia["stride"]),
+             "pads": list(ia["pad"]) * 2}
+    if n.name == "mean":
+        attrs["count_include_pad"] = 1
+    ex.pool[id(n)] = ("MaxPool" if n.name == "max" else "AveragePool", x, attrs, ia)
+    return True
+
+
+def _x_pool(ex, n, outs):
+    op, x, attrs, _ = ex.pool[id(n)]
+    p = ex.emit(op, [ex.value(x)], **attrs)
+    ex.emit("Reshape", [p, ex.ints(n.out_metas[0][0])], outs)
+    y = n.output_variables()
+    if y:
+        ex.pool[id(y[0])] = ex.pool.pop(id(n))
+
+
+def _pool_reshape(ex: _Exporter, r: Any, outs: list) -> bool:
+    """``reshape(pool(reshape(x, (N*C, 1, H, W))), (N, C, OH, OW))``: one pool on ``x``."""
+    info = ex.pool.get(id(r.inputs[0]))
+    if info is None:
+        return False
+    op, xr, attrs, ia = info
+    xn = ex.parent(xr, "reshape")
+    if xn is None:
+        return False
+    x = xn.inputs[0]
+    if x.ndim != 4 or xr.shape != (x.shape[0] * x.shape[1], 1, *x.shape[2:]):
+        return False
+    if tuple(r.attrs["shape"]) != (*x.shape[:2], *_window_out(x.shape, ia)):
+        return False
+    ex.emit(op, [ex.value(x)], outs, **attrs)
+    return True
+
+
+def _x_im2col(ex, n, outs):
+    """The general im2col (no Conv or pool pattern): pad, one strided slice per kernel
+    offset, stacked on a new axis: row ``(c*kh + i)*kw + j`` as the kernel contract."""
+    x = n.inputs[0]
+    a = n.attrs
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = a["kernel"], a["stride"], a["pad"], a["dilation"]
+    N, C, H, W = x.shape
+    _, ckk, L = n.out_metas[0][0]
+    oh = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    xv = ex.value(x)
+    if ph or pw:
+        xv = ex.emit("Pad", [xv, ex.ints([0, 0, ph, pw, 0, 0, ph, pw]),
+                             ex.const(a["pad_value"], x.dtype)], mode="constant")
+    parts = []
+    for i in range(kh):
+        for j in range(kw):
+            s = ex.emit("Slice", [xv, ex.ints([i * dh, j * dw]),
+                                  ex.ints([i * dh + (oh - 1) * sh + 1,
+                                           j * dw + (ow - 1) * sw + 1]),
+                                  ex.ints([2, 3]), ex.ints([sh, sw])])
+            parts.append(ex.emit("Unsqueeze", [s, ex.ints([2])]))
+    cat = ex.emit("Concat", parts, axis=2) if len(parts) > 1 else parts[0]
+    ex.emit("Reshape", [cat, ex.ints([N, ckk, L])], outs)
+
+
+def _x_col2im(ex, n, outs):
+    if ex.opset < 18:
+        raise GraphError(f"onnx export: op 'col2im' needs ONNX Col2Im, which is opset 18; "
+                         f"export with opset=18 (node {n!r})")
+    a = n.attrs
+    ex.emit("Col2Im", [ex.value(n.inputs[0]), ex.ints(a["size"][1:]), ex.ints(a["kernel"])],
+            outs, strides=list(a["stride"]), pads=list(a["pad"]) * 2,
+            dilations=list(a["dilation"]))
+
+
+_EXPORT: dict[str, Any] = {
+    **{k: _x_elementwise for k in _ROWS}, "add": _x_add,
+    "leaky_relu": _x_leaky_relu, "clip": _x_clip, "cast": _x_cast, "where": _x_where,
+    **{k: _x_reduce for k in _RED}, "argmax": _x_arg, "argmin": _x_arg,
+    "reshape": _x_reshape, "transpose": _x_transpose, "broadcast_to": _x_broadcast_to,
+    "concatenate": _x_concatenate, "slice": _x_slice, "matmul": _x_matmul,
+    "softmax": _x_softmax, "log_softmax": _x_softmax, "one_hot": _x_one_hot,
+    "softmax_cross_entropy": _x_sce, "mean_squared_error": _x_mse,
+    "batch_normalization": _x_batch_normalization, "dropout": _x_dropout,
+    "im2col": _x_im2col, "col2im": _x_col2im,
+    "layer_norm": _x_layer_norm, "embedding": _x_embedding,
+}
+
+#: nnarray ops ``export`` translates (the rest raise ``GraphError`` naming the op).
+EXPORTED_OPS: frozenset[str] = frozenset(_EXPORT)
+
+
+def build(outputs: list, params: dict, arg_names: dict, opset: int) -> Any:
+    """The ``onnx.ModelProto`` of the graph behind ``outputs`` (not yet checked)."""
+    return _Exporter(opset).run(outputs, params, arg_names)

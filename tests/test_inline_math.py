@@ -1,0 +1,209 @@
+"""Inline OpenCL math (``nnarray/backends/opencl/inline_math.py``) against numpy.
+
+Each function runs on every OpenCL device (forced inline, so GPUs test the code too) over
+every 2^10-th float32 bit pattern (4M values spread over the whole range, both signs,
+subnormals, inf and nan), 2^20 random patterns and the special values and edges below. The
+reference is numpy in float64 (``scipy.special`` for erf, erfc) rounded to float32; the error
+is counted in ULP (distance between the float32 bit patterns, ordered), nan must match nan
+and a zero result must have the reference's sign. The bounds, stated in ``BOUNDS``, are the
+documented accuracy (docs/backends.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import needs
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray.backends import opencl
+
+#: Largest error in float32 ULP against the float64 reference rounded to float32.
+BOUNDS = {"exp": 1, "log": 1, "tanh": 1, "sigmoid": 2, "sin": 1, "cos": 1, "erf": 1,
+          "erfc": 1, "pow": 1}
+F32 = np.dtype(np.float32)
+EDGES = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e-38, 1.1754944e-38,
+         -1.1754944e-38, 3.4028235e38, -3.4028235e38, 1.0, -1.0, 0.5, 2.0,
+         88.72283, 88.72284, 89.0, -87.33654, -87.33655, -103.97207, -103.97208, -104.0,
+         0.625, -0.625, 9.0, 9.01, 2.0 ** -12, 2.0 ** -13, 3.9, 4.0, 0.9999999, 1.0000001,
+         np.pi, np.pi / 2, np.pi / 4, 10.0, 10.05, 10.06, -10.0, 0.99999, -0.99999, 1e8,
+         1.6e38, 3.0, -3.0, 0.25, 1.5, 127.0, -149.0, -150.0]
+
+
+@pytest.fixture(autouse=True)
+def _opencl():
+    needs("opencl")
+
+
+def _sample() -> np.ndarray:
+    bits = np.arange(0, 1 << 32, 1 << 10, dtype=np.uint64).astype(np.uint32)
+    rand = np.random.default_rng(0).integers(0, 1 << 32, 1 << 20, dtype=np.uint64)
+    edges = np.array(EDGES, np.float32).view(np.uint32)
+    return np.concatenate([bits, rand.astype(np.uint32), edges]).view(np.float32)
+
+
+def _ordered(a: np.ndarray) -> np.ndarray:
+    i = a.view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+
+def _ulp(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
+    """Per element: ULP distance; huge where nan-ness or a zero's sign differs."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        ref = ref64.astype(np.float32)
+    d = np.abs(_ordered(got) - _ordered(ref))
+    nan_g, nan_r = np.isnan(got), np.isnan(ref)
+    d[nan_g & nan_r] = 0
+    d[nan_g != nan_r] = 1 << 40
+    d[(ref == 0) & ~nan_g & (np.signbit(ref) != np.signbit(got))] = 1 << 40
+    return d
+
+
+def _reference(name: str, *xs: np.ndarray) -> np.ndarray:
+    from scipy.special import erf, erfc
+    with np.errstate(all="ignore"):
+        x = [v.astype(np.float64) for v in xs]
+        if name == "sigmoid":
+            return 1.0 / (1.0 + np.exp(-x[0]))
+        if name in ("erf", "erfc"):
+            return (erf if name == "erf" else erfc)(x[0])
+        if name == "pow":
+            return np.power(x[0], x[1])
+        return getattr(np, name)(x[0])
+
+
+def _run(dev, expr: str, *xs: np.ndarray) -> np.ndarray:
+    """``expr`` of ``v0, v1...`` as an elementwise kernel (through the hook) on ``dev``,
+    computed in the operands' dtype."""
+    from nnarray.backends.opencl.cltypes import cltype
+    from nnarray.backends.opencl.elementwise import plan
+    arrays = tuple(dev.from_host(x) for x in xs)
+    t = xs[0].dtype
+    p = plan(dev, "test", expr, arrays, [cltype(t)] * len(xs), xs[0].shape, t)
+    return dev.to_host(p.run(dev, arrays))
+
+
+def _check(name: str, got: np.ndarray, *xs: np.ndarray) -> None:
+    d = _ulp(got, _reference(name, *xs))
+    k = int(np.argmax(d))
+    where = ", ".join(repr(float(x[k])) for x in xs)
+    assert d[k] <= BOUNDS[name], (f"{name}({where}) = {got[k]!r}, reference "
+                                  f"{_reference(name, *(x[k:k + 1] for x in xs))[0]!r}: "
+                                  f"{d[k]} ULP > {BOUNDS[name]}")
+
+
+def _devices() -> list[int]:
+    return list(range(opencl.device_count())) or [0]
+
+
+def _pow_sample() -> tuple[np.ndarray, np.ndarray]:
+    x = _sample()
+    rng = np.random.default_rng(1)
+    e = np.array(EDGES, np.float32)
+    ys = [rng.normal(0, 4, x.size), rng.integers(-40, 40, x.size),
+          rng.integers(0, 1 << 32, x.size, dtype=np.uint64).astype(np.uint32).view(np.float32)]
+    xs = np.concatenate([x, x, x, np.repeat(e, e.size)])
+    return xs, np.concatenate([y.astype(np.float32) for y in ys] + [np.tile(e, e.size)])
+
+
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("name", list(BOUNDS))
+def test_inline_within_ulp_bound(name, device, monkeypatch):
+    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
+    dev = opencl.get_device(device)
+    if name == "pow":
+        x, y = _pow_sample()
+        _check(name, _run(dev, "pow(v0, v1)", x, y), x, y)
+    else:
+        x = _sample()
+        _check(name, _run(dev, f"{name}(v0)", x), x)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "cos", "erf", "erfc", "pow"])
+def test_ops_take_inline_math_on_cpu_devices(name):
+    """The functions themselves route through the hook: same bounds where inline."""
+    from nnarray.backends.opencl.inline_math import use_inline
+    dev = max(_devices())
+    if not use_inline(opencl.get_device(dev).cl_device):
+        pytest.skip(f"opencl:{dev} keeps the builtins (not a CPU device)")
+    x = _sample()[::4].copy()
+    with nna.context_scope(f"opencl:{dev}"):
+        a = nna.NdArray.from_numpy_array(x)
+        if name == "pow":
+            y = np.random.default_rng(2).normal(0, 3, x.size).astype(np.float32)
+            got = F.pow(a, nna.NdArray.from_numpy_array(y)).numpy()
+            _check(name, got, x, y)
+        else:
+            _check(name, getattr(F, name)(a).numpy(), x)
+
+
+def test_float64_and_float16_keep_working():
+    """float64 keeps the builtins (an overload in the same source); float16 computes in
+    float, so it takes the float32 code."""
+    x = np.linspace(-8, 8, 10001)
+    with nna.context_scope(f"opencl:{max(_devices())}"):
+        for dt, tol in ((np.float64, 1e-14), (np.float16, 2e-3)):
+            a = nna.NdArray.from_numpy_array(x.astype(dt))
+            for name in ("exp", "tanh", "sin", "cos"):
+                got = getattr(F, name)(a).numpy()
+                assert got.dtype == dt
+                ref = getattr(np, name)(x.astype(dt).astype(np.float64))
+                np.testing.assert_allclose(got.astype(np.float64), ref, rtol=tol,
+                                           atol=tol if dt == np.float16 else 0)
+
+
+def test_rewrite_and_device_choice(monkeypatch):
+    """Only whole calls of the listed names are rewritten; the choice follows the device
+    type and ``NNARRAY_OPENCL_MATH``; ``sigmoid`` (no builtin) is defined everywhere."""
+    from nnarray.backends.opencl import inline_math
+    dev = opencl.get_device(max(_devices()))
+    src = "x = exp(v0) + expm1(v0) + native_exp(v0) + log1p(v0) + sinh(v0) + atanh(v0);"
+    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
+    out = inline_math.inline(src, dev)
+    assert out.endswith("x = nna_exp(v0) + expm1(v0) + native_exp(v0) + log1p(v0) + "
+                        "sinh(v0) + atanh(v0);")
+    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "builtin")
+    assert inline_math.inline(src, dev) == src
+    assert not inline_math.use_inline(dev.cl_device)
+    x = np.linspace(-100, 100, 2001)
+    for mode in ("builtin", "inline"):  # sigmoid, float and double, on either path
+        monkeypatch.setenv("NNARRAY_OPENCL_MATH", mode)
+        for dt, tol in ((np.float32, 1e-5), (np.float64, 1e-13)):
+            got = _run(dev, "sigmoid(v0) + exp(v0 * (v0 < 0))", x.astype(dt))
+            assert got.dtype == dt
+            np.testing.assert_allclose(got, 1 / (1 + np.exp(-x)) + np.exp(x * (x < 0)),
+                                       rtol=tol, atol=1e-38)
+    monkeypatch.delenv("NNARRAY_OPENCL_MATH")
+    import pyopencl as cl
+    assert inline_math.use_inline(dev.cl_device) == bool(dev.cl_device.type
+                                                         & cl.device_type.CPU)
+
+
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bit_operations_exact(dtype, device):
+    """``fabs``, ``copysign``, ``isnan``, ``isinf``, ``isfinite``, ``signbit`` (and so
+    ``abs``, ``relu``, ``maximum``, ``sign``...) are exact bit operations inline: equal to
+    numpy bit for bit, signed zeros and nan included, in float32 and float64."""
+    with np.errstate(invalid="ignore"):
+        x = _sample()[::8].astype(dtype)
+    y = np.random.default_rng(3).permutation(x)
+    cases = {"abs": np.abs, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+             "signbit": np.signbit, "relu": lambda v: np.where(v > 0, v, 0).astype(dtype),
+             "sign": np.sign, "copysign": np.copysign, "maximum": np.maximum,
+             "minimum": np.minimum}
+    with nna.context_scope(f"opencl:{device}"), np.errstate(invalid="ignore"):
+        a, b = nna.NdArray.from_numpy_array(x), nna.NdArray.from_numpy_array(y)
+        for name, ref in cases.items():
+            binary = name in ("copysign", "maximum", "minimum")
+            got = (getattr(F, name)(a, b) if binary else getattr(F, name)(a)).numpy()
+            want = ref(x, y) if binary else ref(x)
+            if name == "relu":  # nan stays nan (numpy's maximum(x, 0))
+                want = np.where(np.isnan(x), x, want)
+            assert got.dtype == want.dtype, name
+            same = (got == want) | (np.isnan(got) & np.isnan(want))
+            if got.dtype.kind == "f":
+                same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want)
+            assert same.all(), f"{name}: {x[~same][:3]} -> {got[~same][:3]}, numpy " \
+                               f"{want[~same][:3]}"
