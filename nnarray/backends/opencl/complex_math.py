@@ -30,16 +30,17 @@ inline C c_div_C(C a, C b) {
   const R r = b.x / b.y, d = b.x * r + b.y;
   return (C)((a.x * r + a.y) / d, (a.y * r - a.x) / d);
 }
-inline C c_exp_C(C a) {
+inline C c_exp_C(C a) {  // selects, no branches: the kernel stays vectorizable
   const R e = exp(a.x);
-  if (a.y == 0) return (C)(e, a.y);
-  if (isinf(a.x) && !isfinite(a.y)) return a.x > 0 ? (C)(a.x, a.y - a.y) : (C)((R)0, (R)0);
-  R c; const R s = sincos(a.y, &c);
-  return (C)(e * c, e * s);
+  const int y0 = a.y == 0, sp = isinf(a.x) && !isfinite(a.y);
+  R re = y0 ? e : e * cos(a.y), im = y0 ? a.y : e * sin(a.y);
+  re = sp ? (a.x > 0 ? a.x : (R)0) : re;
+  im = sp ? (a.x > 0 ? a.y - a.y : (R)0) : im;
+  return (C)(re, im);
 }
 inline C c_expm1_C(C a) {
-  R c; const R s = sincos(a.y, &c); const R h = sin(a.y * (R)0.5);
-  return (C)(expm1(a.x) * c - (R)2 * h * h, exp(a.x) * s);
+  const R h = sin(a.y * (R)0.5);
+  return (C)(expm1(a.x) * cos(a.y) - (R)2 * h * h, exp(a.x) * sin(a.y));
 }
 inline C c_log_C(C a) { return (C)(log(hypot(a.x, a.y)), atan2(a.y, a.x)); }
 inline C c_log1p_C(C a) {
