@@ -38,6 +38,8 @@ _CASES = {
     "ifftn": lambda m, a: m.ifftn(a, axes=(1, 0), norm="ortho"),
     "rfft": lambda m, a: m.rfft(a, n=7, axis=1),
     "rfftn": lambda m, a: m.rfftn(a),
+    "rfft_last_even": lambda m, a: m.rfft(a, norm="ortho"),  # OpenCL: the half-size path
+    "rfft_last_odd": lambda m, a: m.rfft(a, n=9, norm="forward"),
     "irfft": lambda m, a: m.irfft(m.rfft(a), n=9, axis=-1),
     "irfftn": lambda m, a: m.irfftn(m.rfftn(a), s=(6, 10), axes=(1, 2)),
     "irfftn_axes": lambda m, a: m.irfftn(m.rfftn(a, axes=(0, 1)), axes=(0, 1)),

@@ -12,11 +12,13 @@ A 1-D transform of length ``n`` along one axis runs on the array viewed as
   the chirp (computed once per ``(n, direction, dtype)`` and kept on the device), an inverse
   transform, and the chirp again (angles from ``k*k mod 2n`` in integers: exact for any n).
 
-An n-D transform is one 1-D transform per axis. ``fft_r2c`` transforms the input made
-complex along the last axis, cuts it to ``n // 2 + 1`` bins, then transforms the others
-(on half the data); ``fft_c2r`` transforms the other axes, then extends the last axis by
-Hermitian symmetry, transforms it and keeps the real part. Not done: a half-size complex
-transform for real input (twice less work), radices past 7 without Bluestein.
+An n-D transform is one 1-D transform per axis. ``fft_r2c`` of an even length along the
+array's last axis reads the real rows as complex pairs, transforms those (half the length)
+and untangles the bins in one twiddle pass; other cases transform the input made complex
+and cut it to ``n // 2 + 1`` bins; then the other axes are transformed (on half the
+data). ``fft_c2r`` transforms the other axes, then extends the last axis by Hermitian
+symmetry, transforms it and keeps the real part. Not done: the half-size
+transform for ``fft_c2r``, radices past 7 without Bluestein.
 """
 
 from __future__ import annotations
@@ -128,6 +130,20 @@ __kernel void chirp_out(__global const C* c, __global C* y, const long n, const 
   const long k = g % n, b = g / n, o = b / inner, i = b - o * inner;
   y[o * n * inner + i + k * inner] =
       cmul(c[b * m + k], twiddle((k * k) % (2 * n), 2 * n, sign)) * scale;
+}}
+
+// rfft of rows of n = 2h reals from the length-h transform z of their pairs (x[2k] +
+// i x[2k+1]): X[k] = E + w^k O, E = (z[k] + conj z[h-k]) / 2, O = (z[k] - conj z[h-k]) / 2i.
+__kernel void r2c_post(__global const C* z, __global C* out, const long h, const long total,
+                       const R scale, __global const C* tw) {{
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long k = g % (h + 1), row = g / (h + 1);
+  const C a = z[row * h + (k == h ? 0 : k)], c = z[row * h + (k == 0 ? 0 : h - k)];
+  const C b = (C)(c.x, -c.y);
+  const C e = (a + b) * (R)0.5, d = (a - b) * (R)0.5;
+  const C o = (C)(d.y, -d.x);  // d / i
+  out[g] = (e + cmul(tw[k], o)) * scale;
 }}
 
 // out (outer, lo, inner) from x (outer, li, inner): a prefix copy when herm is 0, else the
@@ -278,9 +294,31 @@ def fft_c2c(x, axes, inverse, norm):
 @register_kernel("fft_r2c", "opencl")
 def fft_r2c(x, axes, norm):
     dev = device_of(x)
-    y = _transform_axis(dev, cast(x, complex_of(x.dtype)), axes[-1], False, norm)
-    y = _extend(dev, y, axes[-1], x.shape[axes[-1]] // 2 + 1, False)  # the other axes
+    dev.check_dtype(x.dtype, "fft_r2c")
+    n = x.shape[axes[-1]]
+    if axes[-1] == x.ndim - 1 and n % 2 == 0 and x.dtype.itemsize >= 4 and not x.offset \
+            and x.size:  # rows of contiguous pairs: the half-size transform
+        y = _half_size(dev, x, n, _scale(n, False, norm))
+    else:
+        y = _transform_axis(dev, cast(x, complex_of(x.dtype)), axes[-1], False, norm)
+        y = _extend(dev, y, axes[-1], n // 2 + 1, False)
     return fft_c2c(y, axes[:-1], False, norm) if len(axes) > 1 else y  # on half the bins
+
+
+def _half_size(dev, x, n: int, scale: float):
+    """``rfft`` along the last axis of a real ``x`` (``n`` even) as a length ``n / 2``
+    complex transform of the same buffer read as complex pairs, then one twiddle pass."""
+    import pyopencl.array as cla
+    cd = np.dtype(complex_of(x.dtype))
+    h = n // 2
+    z = cla.Array(x.queue, x.shape[:-1] + (h,), cd, data=x.base_data)
+    f = _transform_axis(dev, z, z.ndim - 1, False, "backward")
+    out = dev.empty(x.shape[:-1] + (h + 1,), cd)
+    R = np.dtype(real_of(cd)).type
+    launch(dev.queue, _kernel(dev, cd, "r2c_post"), out.size,
+           [f.base_data, out.base_data, _L(h), _L(out.size), R(scale),
+            _table(dev, n, cd, -1.0).base_data])
+    return out
 
 
 @register_kernel("fft_c2r", "opencl")
