@@ -37,7 +37,6 @@ _BOOL = np.dtype(np.bool_)
 
 # -- elementwise: the declared functions under the standard's names (``Ufunc.api``) ------
 globals().update({api: _ew.functions[r.name] for r in _ufuncs.ROWS for api in r.api_names})
-_real_abs = _ew.functions["abs"]
 
 
 def reciprocal(x: Any, /) -> Any:
@@ -117,13 +116,6 @@ def angle(x: Any, /) -> Any:
         return F.angle(x)
     xf = x if x.dtype.kind == "f" else F.cast(x, _F32)
     return F.atan2(F.mul(F.abs(xf), 0.0), xf)  # +0 imaginary parts, as numpy
-
-
-def abs(x: Any, /) -> Any:  # noqa: A001  (the standard's name)
-    """``|x|``; of a complex ``x`` the modulus, of its real dtype."""
-    if getattr(x, "dtype", None) is not None and x.dtype.kind == "c":
-        return F.complex_abs(x)
-    return _real_abs(x)
 
 
 def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Any:

@@ -96,7 +96,7 @@ def test_cast_gradients(backend):
 
 _Y = _RNG.standard_normal((3, 5)) + 1j * _RNG.standard_normal((3, 5))
 _BINARY = ["add", "subtract", "multiply", "divide", "pow", "equal", "not_equal"]
-_UNARY = ["negative", "positive", "square", "sign", "exp", "expm1", "log", "log1p", "log2",
+_UNARY = ["abs", "negative", "positive", "square", "sign", "exp", "expm1", "log", "log1p", "log2",
           "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "isfinite", "isinf",
           "isnan", "round", "logical_not", "asin", "acos", "atan", "asinh", "acosh", "atanh"]
 _NP = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
@@ -158,7 +158,8 @@ def test_products(backend):
     np.testing.assert_allclose(np.asarray(c64), _Z @ _Y.T, rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["mul", "div", "exp", "log", "sin", "tanh", "sqrt", "matmul"])
+@pytest.mark.parametrize("name", ["mul", "div", "exp", "log", "sin", "tanh", "sqrt", "abs",
+                                  "matmul"])
 def test_elementwise_gradients(backend, name):
     a = Variable((3, 5), need_grad=True, dtype=np.complex128)
     a.d = _Z

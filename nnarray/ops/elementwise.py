@@ -360,14 +360,20 @@ def unary_dtype(name: str, dtype: np.dtype) -> np.dtype:
         raise DTypeError(f"{name}: argument 'x' must be an integer or bool, got {dtype}")
     if rule == "pred":
         return _BOOL
+    if name in _MODULUS and dtype.kind == "c":  # |z|: the real dtype of that precision
+        return dtypes.real_of(dtype)
     return dtype
+
+
+#: Unary rows real-valued on complex input (``abs``: the modulus).
+_MODULUS = ("abs",)
 
 
 def _infer_unary(name: str):
     rule = UNARY[name][0]
     if rule == "float":
         return _infer_float(name, np.exp)
-    if rule in ("pred", "integral"):
+    if rule in ("pred", "integral") or name in _MODULUS:
         def infer(inputs, attrs):
             (x,) = inputs
             require_array(name, "x", x)
@@ -388,10 +394,14 @@ def _binary_rule(da: Any, db: Any) -> Any:
     return rule
 
 
-def _unary_rule(fn: Any) -> Any:
+def _unary_rule(fn: Any, holomorphic: bool = True) -> Any:
+    """The rule of a row's derivative ``fn``; a ``holomorphic`` row's runs on conjugated
+    operands (``_cj``); ``abs`` (real-valued) gives ``g * sign(z)`` as it is (PyTorch)."""
+    cj = _cj if holomorphic else (lambda v: v)
+
     def rule(c, g):
-        x = _cj(c.inputs[0]) if c.inputs else None
-        y = _cj(c.outputs[0]) if c.outputs else None
+        x = cj(c.inputs[0]) if c.inputs else None
+        y = cj(c.outputs[0]) if c.outputs else None
         return (_fit(c, 0, fn(x, y, g)),)
     return rule
 
@@ -439,7 +449,7 @@ for _n, (_, _keep, _da, _db) in BINARY.items():
 for _n, (_, _keep, _d) in UNARY.items():
     if _d is not None:
         _backward(ops[_n], inputs=(0,) if _keep == "x" else (),
-                  outputs=(0,) if _keep == "y" else ())(_unary_rule(_d))
+                  outputs=(0,) if _keep == "y" else ())(_unary_rule(_d, _n not in _MODULUS))
 
 
 def inplace(op: Op, a: Any, b: Any) -> Any:

@@ -331,7 +331,7 @@ _COMPLEX_C = {
     "pow": "c_pow(x, y)",
     "equal": "(c_re(x) == c_re(y) && c_im(x) == c_im(y))",
     "not_equal": "(c_re(x) != c_re(y) || c_im(x) != c_im(y))",
-    "neg": "-x", "positive": "x", "square": "c_mul(x, x)", "sign": "c_sign(x)",
+    "neg": "-x", "positive": "x", "abs": "c_abs(x)", "square": "c_mul(x, x)", "sign": "c_sign(x)",
     "round": "c_new(rint(c_re(x)), rint(c_im(x)))",
     **{f: f"c_{f}(x)" for f in ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin",
                                 "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",

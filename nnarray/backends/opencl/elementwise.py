@@ -321,9 +321,11 @@ def _register_unary(name: str) -> None:
         if p is None:
             d = unary_dtype(name, x.dtype)
             out_d = d if out is None else out.dtype
-            ct = cltype(x.dtype if pred else d)
+            ct = cltype(x.dtype if pred or x.dtype.kind == "c" else d)
             e, helpers = expression(name, ct)
-            rt = cltype(_BOOL) if pred and ct.is_complex else ct  # its predicate is an int
+            # a complex predicate is an int, a complex modulus (abs) real
+            rt = cltype(_BOOL) if pred and ct.is_complex else cltype(d) if ct.is_complex \
+                else ct
             p = dev.plans[key] = plan(dev, name, convert(e, rt, cltype(out_d)), (x,), [ct],
                                       x.shape, out_d, helpers)
         return p.run(dev, (x,), out)
