@@ -12,7 +12,9 @@ Gradients follow PyTorch's convention: for a real loss ``L`` the gradient of a c
 
 from __future__ import annotations
 
-from .. import dtypes
+from typing import Any
+
+from .. import dtypes, late
 from ..errors import DTypeError, ShapeError
 from .common import require_array
 from .op import Op
@@ -55,7 +57,7 @@ OPS = {op.name: op for op in (real, imag, conj, angle, complex_abs, make_complex
 
 
 # -- backward rules -------------------------------------------------------------------
-from .backward import F  # noqa: E402
+F: Any = late.bind(__name__, "F", "nnarray.functions")  # the layer above, bound late
 from .backward import backward as _backward  # noqa: E402
 
 

@@ -17,9 +17,11 @@ of the dual norm (backward <-> forward, ortho <-> ortho).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, late
 from ..errors import DTypeError, ShapeError
 from .common import require_array
 from .op import Op
@@ -87,7 +89,7 @@ fft_c2r = Op("fft_c2r", _infer_c2r)
 
 
 # -- backward rules -------------------------------------------------------------------
-from .backward import F  # noqa: E402
+F: Any = late.bind(__name__, "F", "nnarray.functions")  # the layer above, bound late
 from .backward import backward as _backward  # noqa: E402
 from .shape import _cut, _zeros, concatenate_op  # noqa: E402
 
