@@ -30,7 +30,7 @@ from ...ops.elementwise import unary_dtype
 from ...ops.ufuncs import BY_NAME
 from .._xp.elementwise import functions, in_result_dtype
 from .cmath import math_names, overloads, render
-from .scope import register
+from .scope import register, registered
 from .table import Elementwise
 
 COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
@@ -127,6 +127,20 @@ def integer_identity(uf: Callable, xp: Any) -> Callable:
 ROW_KERNELS = ("sigmoid", "gelu", "gelu_tanh")
 
 
+def complex_logical_not(generic: Callable, xp: Any) -> Callable:
+    """``logical_not`` with complex operands as ``x == 0`` (CuPy has no complex loop for
+    it: "Wrong type ((dtype('complex64'),))", seen on an H200 with CuPy 14.2)."""
+    def k(x, out=None):
+        if x.dtype.kind != "c":
+            return generic(x) if out is None else generic(x, out=out)
+        r = xp.equal(x, x.dtype.type(0))
+        if out is None:
+            return r
+        out[...] = r
+        return out
+    return k
+
+
 def _row_body(name: str, calc: str, dtypes: tuple[str, ...]) -> Elementwise:
     """Row ``name``'s C expression as a CuPy kernel body computing in ``calc`` (float16 in
     float arithmetic), for inputs of ``dtypes``."""
@@ -166,6 +180,7 @@ def register_elementwise(xp: Any) -> None:
                        _pow(f) if name == "pow" else _binary(f))
     for name in INTEGER_IDENTITY:
         register(name)(integer_identity(getattr(xp, name), xp))
+    register("logical_not")(complex_logical_not(registered()["logical_not"], xp))
 
     for name in ROW_KERNELS:
         register(name)(_row_kernel(name, xp))
