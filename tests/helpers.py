@@ -91,3 +91,19 @@ def peak_rss(code: str, path) -> tuple[str, int]:
     assert r.returncode == 0, r.stderr[-2000:]
     *_, outcome, peak = r.stdout.strip().splitlines()
     return outcome, int(peak)
+
+
+def run_json_child(code: str, *args: str, timeout: float = 600) -> dict:
+    """Run ``code`` in a fresh interpreter from the repository root (no
+    ``NNARRAY_CONTEXT``: the child chooses), with ``args`` as its argv; return the JSON
+    its last line of output holds."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CONTEXT"}
+    p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                       text=True, cwd=root, timeout=timeout)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])

@@ -4,13 +4,9 @@ is imported, so the calls run in a child process."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from helpers import run_json_child
 
 pytest.importorskip("scipy")
 
@@ -54,12 +50,7 @@ print(json.dumps(out))
 
 
 def _run(where: str) -> dict:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CONTEXT"}
-    p = subprocess.run([sys.executable, "-c", _CHILD, where], env=env, capture_output=True,
-                       text=True, cwd=root, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return run_json_child(_CHILD, where)
 
 
 @pytest.fixture(scope="module")
