@@ -388,8 +388,7 @@ class SyncedArray:
     @property
     def head(self) -> str | None:
         """The context string of the array's device (``head_device``), or ``None``."""
-        f = self._fill
-        h = f.base._head if f.__class__ is View else self._head
+        h = self.head_device
         return None if h is None else h.key
 
     @property
