@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from cuda_host import load, ptr
+from cuda_host import load, ptr, scalar
 
 import nnarray as nna
 from nnarray.backends.cuda import vector
@@ -44,7 +44,7 @@ def test_vector_kernels_on_host(lib, op, dtype):
     b = rng.uniform(-3, 3, n).astype(dtype)
     a[:4] = [np.nan, 0.5, 2.0, 1.0]
     b[:4] = [1.0, np.nan, 2.0, -1.0]
-    c = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    c = scalar(dtype)
     fn = getattr(lib, vector.kernel_name(op, dtype))
     s = dtype.type(1.5)
     modes = [(0, (a, b))] if op in vector.BINARY else [(3, (a,))]

@@ -56,4 +56,3 @@ register_vector(cupy)  # after every elementwise override it wraps
 register_softmax(cupy, _generic)
 register_conv(cupy, _generic)
 register_random(cupy)
-
