@@ -184,14 +184,20 @@ def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None,
             return graph
     else:
         def step() -> Any:
-            solver.zero_grad()
-            with grad.auto_forward():
-                loss = loss_of(model(x))
-            loss.backward()
-            solver.update()
-            return loss
+            return eager_step(grad, solver, lambda: loss_of(model(x)))
 
     return model, step
+
+
+def eager_step(grad: Any, solver: Any, loss_of: Any) -> Any:
+    """One define-by-run step as users write it: ``zero_grad``, ``loss_of()`` under
+    ``grad.auto_forward``, ``backward``, ``update``; returns the loss."""
+    solver.zero_grad()
+    with grad.auto_forward():
+        loss = loss_of()
+    loss.backward()
+    solver.update()
+    return loss
 
 
 def torch_step(kind: str, ref: Reference) -> Any:
@@ -397,12 +403,7 @@ def dynamic_fresh_step(modules: bool) -> Any:
     def step() -> Any:
         xs, ts = batch()
         x, t = grad.Variable.from_ndarray(xs.data), grad.Variable.from_ndarray(ts.data)
-        solver.zero_grad()
-        with grad.auto_forward():
-            loss = F.mean_squared_error(forward(x), t)
-        loss.backward()
-        solver.update()
-        return loss
+        return eager_step(grad, solver, lambda: F.mean_squared_error(forward(x), t))
     return step
 
 

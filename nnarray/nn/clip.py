@@ -24,9 +24,10 @@ def clip_grad_norm(params: Mapping[str, Any] | Iterable[Any], max_norm: float) -
     max_norm = float(max_norm)
     if not max_norm > 0:
         raise ValueError(f"clip_grad_norm: max_norm must be > 0, got {max_norm}")
-    gs = [p.grad for p in ps if p.need_grad]
-    if not gs:
+    ps = [p for p in ps if p.need_grad]
+    if not ps:
         return 0.0
+    gs = [p.grad for p in ps]
     heads = {g.head or p.data.head for g, p in zip(gs, ps)} - {None}
     if len(heads) > 1:
         raise ValueError(f"clip_grad_norm: the gradients are on several devices {sorted(heads)}")
