@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ from .context import dispatch_context
 from .errors import DTypeError, ShapeError
 from .ndarray import NdArray
 from .operators import ArrayOperators
+from .ops.common import norm_axis
 from .ops.elementwise import functions as ew_functions
 from .ops.ufuncs import ROWS
 from .values import ndarray_of
@@ -299,7 +299,7 @@ def _transpose(a: Any, axes: Any = None) -> Any:
 def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     (x,) = operands(a)
     order = list(range(x.ndim))
-    i, j = (operator.index(v) % builtins.max(x.ndim, 1) for v in (axis1, axis2))
+    i, j = (norm_axis("swapaxes", v, x.ndim) for v in (axis1, axis2))
     order[i], order[j] = order[j], order[i]
     return F.transpose(x, tuple(order))
 
@@ -309,7 +309,9 @@ def _expand_dims(a: Any, axis: Any) -> Any:
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     nd = x.ndim + len(axes)
     shape = iter(x.shape)
-    at = {operator.index(v) % nd for v in axes}
+    at = {norm_axis("expand_dims", v, nd) for v in axes}
+    if len(at) != len(axes):
+        raise ValueError(f"expand_dims: repeated axis in {tuple(axes)} for shape {x.shape}")
     return F.reshape(x, tuple(1 if i in at else next(shape) for i in range(nd)))
 
 

@@ -27,6 +27,7 @@ from .ndarray import array as _array
 from .ops import elementwise as _ew
 from .ops import ufuncs as _ufuncs
 from .ops.common import norm_axes
+from .views import c_strides
 
 _F32 = np.dtype(np.float32)
 _C64 = np.dtype(np.complex64)
@@ -500,11 +501,8 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
     i = F.cast(indices, _I64) if indices.dtype != _I64 else indices
     check_bounds("take_along_axis", i, dim, a, x.shape)
     i = F.remainder(i, dim) if dim else i
-    st = np.zeros(x.ndim, np.int64)  # the element strides, 0 along broadcast axes
-    acc = 1
-    for d in range(x.ndim - 1, -1, -1):
-        st[d] = acc if x.shape[d] > 1 else 0
-        acc *= x.shape[d]
+    # the element strides, 0 along broadcast axes
+    st = [s if n > 1 else 0 for s, n in zip(c_strides(x.shape), x.shape)]
     base = np.zeros([1 if d == a else out[d] for d in range(x.ndim)], np.int64)
     for d in range(x.ndim):
         if d != a:

@@ -196,3 +196,17 @@ def test_variables_record_graph_nodes(backend):
     y.backward()
     want = np.exp(A) * A + np.exp(A) + (1 - np.tanh(A) ** 2) / A.size
     np.testing.assert_allclose(v.g, want, rtol=1e-4, atol=1e-5)
+
+
+def test_axis_arguments_are_range_checked():
+    """numpy refuses these (AxisError); they used to wrap silently or fail with a
+    RuntimeError from an exhausted generator."""
+    x = nna.asarray(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match="swapaxes: axis 5 is out of range"):
+        np.swapaxes(x, 5, 0)
+    with pytest.raises(ValueError, match="expand_dims: axis 7 is out of range"):
+        np.expand_dims(x, 7)
+    with pytest.raises(ValueError, match="expand_dims: repeated axis"):
+        np.expand_dims(x, (0, 0))
+    assert np.swapaxes(x, -1, 0).shape == (3, 2)
+    assert np.expand_dims(x, (0, -1)).shape == (1, 2, 3, 1)

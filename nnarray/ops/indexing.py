@@ -97,20 +97,25 @@ def check_indices(op: str, idx: Any, bound: int, lo: int = 0) -> None:
     t = _in_range.get(id(idx))
     if t is not None and t[0]() is idx and t[1] == idx.version and t[2] <= bound:
         return
-    if _outside(idx, lo, bound):
-        v = np.asarray(idx.get_data("r", "numpy")).reshape(-1)
-        worst = int(v[(v < lo) | (v >= bound)][0])
+    worst = _first_outside(idx, lo, bound)
+    if worst is not None:
         raise InvalidValueError(f"{op}: index {worst} of 'indices' (shape {idx.shape}) is "
                                 f"outside [{lo}, {bound})")
 
 
-def _outside(i: Any, lo: int, hi: int) -> bool:
-    """Whether an element of ``i`` lies outside ``[lo, hi)`` (one flag read back)."""
+def _first_outside(i: Any, lo: int, hi: int) -> int | None:
+    """The first element of NdArray ``i`` outside ``[lo, hi)``, else ``None``: a device
+    reduction whose one flag is read back (counted), the values only when one is out."""
     from . import reduction as _red
     from .elementwise import cast as _cast
     from .elementwise import functions as _ew
+    if i.size == 0:
+        return None
     bad = _ew["logical_or"](_ew["less"](i, lo), _ew["greater_equal"](i, hi))
-    return bool(_red.max(_cast(bad, dtype=np.int32)).item())
+    if not _red.max(_cast(bad, dtype=np.int32)).item():
+        return None
+    v = np.asarray(i.get_data("r", "numpy")).reshape(-1)
+    return int(v[(v < lo) | (v >= hi)][0])
 
 
 #: ``x[indices]`` of a 1-D ``x`` (validated, non-negative int64 indices); kernel
@@ -172,11 +177,8 @@ def _positions(mask: Any) -> Any:
 
 def check_bounds(op: str, i: Any, dim: int, ax: int, shape: tuple) -> None:
     """``IndexError`` when an element of ``i`` is outside ``[-dim, dim)``."""
-    if i.size == 0:
-        return
-    if _outside(i, -dim, dim):
-        v = np.asarray(i.get_data("r", "numpy")).reshape(-1)
-        worst = int(v[(v < -dim) | (v >= dim)][0])
+    worst = _first_outside(i, -dim, dim)
+    if worst is not None:
         raise IndexError(f"{op}: index {worst} is out of bounds for axis {ax} with size "
                          f"{dim} (shape {shape})")
 
