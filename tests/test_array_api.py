@@ -258,19 +258,26 @@ def test_standard_aliases():
     check(nna.permute_dims(A(a.reshape(1, 3)), (1, 0)), a.reshape(3, 1))
 
 
+#: cumulative function -> (numpy's, its reduction, the value include_initial prepends)
+CUMULATIVE = {"cumulative_sum": (np.cumsum, np.sum, 0),
+              "cumulative_prod": (np.cumprod, np.prod, 1)}
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint16, np.bool_],
                          ids=ids)
 @pytest.mark.parametrize("axis", [0, 1, -1])
-def test_cumulative_sum(backend, dtype, axis):
+@pytest.mark.parametrize("name", list(CUMULATIVE))
+def test_cumulative(backend, name, dtype, axis):
+    fn, (ref, red, init) = getattr(nna, name), CUMULATIVE[name]
     a = sample((3, 4, 5), dtype, 0, 3)
-    got = nna.cumulative_sum(A(a), axis=axis)
-    check(got, np.cumsum(a, axis=axis, dtype=got.dtype))
-    assert got.dtype == np.sum(a).dtype
-    check(nna.cumulative_sum(A(a), axis=axis, include_initial=True, dtype=nna.float64),
-          np.concatenate([np.zeros_like(np.take(a, [0], axis), np.float64),
-                          np.cumsum(a, axis=axis, dtype=np.float64)], axis))
-    with pytest.raises(ValueError, match="cumulative_sum: argument 'axis' is required"):
-        nna.cumulative_sum(A(a))
+    got = fn(A(a), axis=axis)
+    check(got, ref(a, axis=axis, dtype=got.dtype))
+    assert got.dtype == red(a).dtype
+    check(fn(A(a), axis=axis, include_initial=True, dtype=nna.float64),
+          np.concatenate([np.full_like(np.take(a, [0], axis), init, np.float64),
+                          ref(a, axis=axis, dtype=np.float64)], axis))
+    with pytest.raises(ValueError, match=f"{name}: argument 'axis' is required"):
+        fn(A(a))
 
 
 def test_manipulation_functions(backend):

@@ -12,21 +12,6 @@ import nnarray.functions as F
 from nnarray import grad
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint16, np.bool_],
-                         ids=ids)
-@pytest.mark.parametrize("axis", [0, 1, -1])
-def test_cumulative_prod(backend, dtype, axis):
-    a = sample((3, 4, 5), dtype, 0, 3)
-    got = nna.cumulative_prod(A(a), axis=axis)
-    assert got.dtype == np.prod(a).dtype
-    check(got, np.cumprod(a, axis=axis, dtype=got.dtype))
-    check(nna.cumulative_prod(A(a), axis=axis, include_initial=True, dtype=nna.float64),
-          np.concatenate([np.ones_like(np.take(a, [0], axis), np.float64),
-                          np.cumprod(a, axis=axis, dtype=np.float64)], axis))
-    with pytest.raises(ValueError, match="cumulative_prod: argument 'axis' is required"):
-        nna.cumulative_prod(A(a))
-
-
 def test_cumulative_prod_gradient_with_zeros(backend):
     """Exact where a line has one zero, several, or a zero first (no division by 0)."""
     x = np.array([[2.0, 0.0, 3.0, 4.0], [0.0, 2.0, 0.0, 5.0], [1.5, -2.0, 0.5, 3.0]])
