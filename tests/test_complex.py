@@ -148,6 +148,14 @@ def test_reductions(backend, name):
                                    rtol=1e-13)
 
 
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+def test_cumulative(backend, name):
+    ref = np.cumsum if name == "cumulative_sum" else np.cumprod
+    for axis in (0, 1):  # a complex product, not one of the parts
+        got = getattr(nna, name)(nna.asarray(_Z), axis=axis)
+        np.testing.assert_allclose(np.asarray(got), ref(_Z, axis=axis), rtol=1e-13)
+
+
 def test_products(backend):
     a, b = nna.asarray(_Z), nna.asarray(_Y.T)
     np.testing.assert_allclose(np.asarray(a @ b), _Z @ _Y.T, rtol=1e-13)

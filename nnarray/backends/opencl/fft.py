@@ -211,8 +211,11 @@ def _passes(dev, src, s1, s2, n: int, radices: list[int], inner: int, batch: int
     cur, dst, ns = src, s1, 1
     for p, radix in enumerate(radices):
         total = batch * (n // radix)
-        name = f"pass{radix}" if radix in (2, 4) else "passr"
-        launch(dev.queue, _kernel(dev, src.dtype, name, radix), total,
+        # RADIX only shapes ``passr``: pass2/pass4 come from the default program, not a
+        # copy of the whole source compiled again per radix
+        knl = _kernel(dev, src.dtype, "passr", radix) if radix not in (2, 4) else \
+            _kernel(dev, src.dtype, f"pass{radix}")
+        launch(dev.queue, knl, total,
                [cur.base_data, dst.base_data, _L(n), _L(inner), _L(ns), _L(total),
                 R(scale if p == len(radices) - 1 else 1.0), tw.base_data])
         cur, dst = dst, (s2 if dst is s1 else s1)

@@ -332,17 +332,19 @@ _CUMULATIVE = """{hdr}__kernel void cumulative(__global const {s}* restrict x,
     const long base = (g / inner) * n * inner + g % inner;
     {a} acc = {init};
     for (long i = 0; i < n; ++i) {{
-      acc {op}= {load};
+      const {a} v = {load};
+      {comb}
       {store}
     }}
 }}
 """
-#: op -> (C operator, initial value) of the running fold.
-_FOLDS = {"cumulative_sum": ("+", "0"), "cumulative_prod": ("*", "1")}
+#: The reduction whose identity and step (``_init``, ``_combine``: complex products too) the
+#: running fold takes.
+_FOLDS = {"cumulative_sum": "sum", "cumulative_prod": "prod"}
 
 
 def _register_cumulative(name: str) -> None:
-    op, init = _FOLDS[name]
+    op = _FOLDS[name]
 
     @register_kernel(name, "opencl")
     def cumulative(x, axis):
@@ -363,7 +365,8 @@ def _register_cumulative(name: str) -> None:
         inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
         src = _CUMULATIVE.format(
             hdr=header(in_t, acc_t, out_t), s=in_t.storage, o=out_t.storage, a=acc_t.calc,
-            op=op, init=init, load=convert(in_t.load("x", "base + i * inner"), in_t, acc_t),
+            init=_init(op, acc_t), comb=_combine(op, acc_t),
+            load=convert(in_t.load("x", "base + i * inner"), in_t, acc_t),
             store=out_t.store("out", "base + i * inner", convert("acc", acc_t, out_t)))
         L = np.int64
         launch(dev.queue, dev.programs.kernel(src, "cumulative"), outer * inner,
