@@ -6,8 +6,9 @@ training step (``test_training.MLP``), the elementwise chain forward plus backwa
 (``test_math.CHAIN``) and SGEMM 1024^3 (``test_compute``). tinygrad's ``CL`` device opens
 the OpenCL library pyopencl ships (``OPENCL_PATH``, set here before tinygrad is
 imported) and takes the first platform's default device: on pocl that is nnarray's
-``opencl:0`` (pocl's ``basic`` driver, one thread), so compare with the ``opencl`` rows. The rows skip, with the reason, where tinygrad is
-not installed (``pip install nnarray[bench]``) or cannot open pocl.
+``opencl:0`` (pocl's ``basic`` driver, one thread), so compare with the ``opencl`` rows.
+The rows skip, with the reason, where tinygrad is not installed
+(``pip install nnarray[bench]``) or cannot open pocl.
 """
 
 from __future__ import annotations
