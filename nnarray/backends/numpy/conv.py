@@ -11,6 +11,7 @@ import numpy as np
 
 from ...ops.pooling import lowest
 from ...registry import backend_kernels, register_kernel
+from . import reduction  # noqa: F401  (registers the kernels called here, im2col's too)
 
 _k = backend_kernels("numpy")
 _im2col: Callable = _k["im2col"]
