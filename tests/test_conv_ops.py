@@ -58,6 +58,10 @@ def test_one_call_records_one_node(case):
     assert y._parent.name == OPS[case]
     assert grad.Graph(y).nodes() == [y._parent.label]  # nothing recorded beside it
     assert all(getattr(i, "_parent", None) is None for i in y._parent.inputs)
+    with grad.auto_forward():  # define-by-run too
+        d = CALLS[case](_leaf(_distinct(2, 3, 6, 6)))
+    assert d._parent.name == OPS[case]
+    assert all(getattr(i, "_parent", None) is None for i in d._parent.inputs)
 
 
 @pytest.mark.parametrize("case", sorted(CALLS))
@@ -165,6 +169,13 @@ def test_onnx_export_emits_the_units_from_the_ops(tmp_path):
     ops = [n.op_type for n in model.graph.node]
     assert ops == ["Conv", "BatchNormalization", "MaxPool", "AveragePool"]
     onnx.checker.check_model(model)
+    outs, _ = gonnx.from_model(model)  # imported back: the same ops, one node each
+    chain, v = [], outs[0]
+    while v._parent is not None:
+        chain.append(v._parent.name)
+        v = v._parent.inputs[0]
+    assert chain == ["average_pooling", "max_pooling", "batch_normalization", "conv2d"]
+    assert len(grad.Graph(outs).nodes()) == 4
 
 
 def test_onnx_max_pooling_of_integers_reduces_windows(tmp_path):
