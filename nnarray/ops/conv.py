@@ -67,6 +67,8 @@ col2im = Op("col2im", _infer_col2im)
 
 
 def _infer_conv2d(inputs, attrs):
+    if len(inputs) not in (2, 3):
+        raise TypeError(f"conv2d: takes x, W and optionally b, got {len(inputs)} inputs")
     x, W = inputs[0], inputs[1]
     b = inputs[2] if len(inputs) == 3 else None
     require_float("conv2d", "x", x)

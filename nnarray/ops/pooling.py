@@ -26,6 +26,8 @@ from .shape import reshape
 
 def _infer(op: str) -> Any:
     def infer(inputs, attrs):
+        if len(inputs) != 1:
+            raise TypeError(f"{op}: takes one input x, got {len(inputs)}")
         (x,) = inputs
         (require_float if op == "average_pooling" else require_array)(op, "x", x)
         if x.ndim < 2:
