@@ -65,8 +65,7 @@ def _windows(x: Any, kernel: tuple, stride: tuple, pad: tuple, pad_value: float)
 def _compose(reduce: Any, max_: bool) -> Any:
     def pool(x: Any, kernel: tuple, stride: tuple, pad: tuple) -> Any:
         cols = _windows(x, kernel, stride, pad, lowest(x.dtype) if max_ else 0.0)
-        # keepdims: the window axis stays (its backward broadcasts back without reshapes)
-        y = reduce(cols, axis=1, keepdims=True)
+        y = reduce(cols, axis=1, keepdims=False)
         oh, ow = out_size("pool", x.shape[-2], kernel[0], stride[0], pad[0], 1, "height"), \
             out_size("pool", x.shape[-1], kernel[1], stride[1], pad[1], 1, "width")
         return reshape(y, shape=x.shape[:-2] + (oh, ow))
@@ -88,8 +87,11 @@ def average_pooling(x: Any, kernel: Any, stride: Any = None, pad: Any = 0) -> An
 
 
 # -- backward rules -------------------------------------------------------------------
+from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
+
+_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 def _scatter(c: Any, gcols: Any) -> Any:
@@ -121,8 +123,3 @@ def _average_pooling_grad(c, g):
     m, L = math.prod(shape[:-2]), g.shape[-2] * g.shape[-1]
     gc = reshape(g, shape=(m, 1, L)) * (1.0 / kk)
     return (_scatter(c, _F.broadcast_to(gc, (m, kk, L))),)
-
-
-from .. import late  # noqa: E402
-
-_F: Any = late.bind(__name__, "_F", "nnarray.functions")
