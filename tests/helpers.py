@@ -8,6 +8,8 @@ import numpy as np
 from conftest import tol
 
 import nnarray as nna
+from nnarray.ops.fused import Builder, Program
+from nnarray.ops.ufuncs import ROWS
 
 
 def S(*parts: str) -> str:
@@ -107,3 +109,33 @@ def run_json_child(code: str, *args: str, timeout: float = 600) -> dict:
                        text=True, cwd=root, timeout=timeout)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# -- fused programs (tests/test_fusion.py, tests/test_cuda_nvrtc.py) ------------------
+def row_program(rows: list, integral: bool) -> Program:
+    """Each row applied to alternating inputs (and a constant for every third binary
+    row), then ``r * 0.5 + other``: broadcasting, mixed dtypes, weak constants. Inputs:
+    x, y (two dtypes and shapes) and one >= 1 (``acosh``'s domain)."""
+    b, (x, y, extra) = Builder(3), (0, 1, 2)
+    half = b.const(2 if integral else 0.5)
+    outs = []
+    for k, row in enumerate(rows):
+        first, other = (x, y) if k % 2 == 0 else (y, x)
+        if row.name == "acosh":
+            first = extra  # its domain: >= 1
+        if row.arity == 1:
+            r = b.call(row.name, first)
+        elif k % 3 == 2:
+            r = b.call(row.name, first, b.const(3 if integral else 0.75))
+        else:
+            r = b.call(row.name, first, other)
+        outs.append(b.call("add", b.call("mul", r, half), other))
+    return b.program(outs)
+
+
+def fused_rows(integral: bool) -> list:
+    """The rows with a C expression that fuse on integers (``integral``) or floats."""
+    rows = [r for r in ROWS if r.c is not None]
+    if integral:  # int pow is not fused (its kernels check the exponent first)
+        return [r for r in rows if r.rule != "float" and r.name != "pow"]
+    return [r for r in rows if r.rule not in ("integral", "int")]

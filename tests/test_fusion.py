@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import tol
+from helpers import fused_rows, row_program
 
 import nnarray as nna
 from nnarray.errors import DTypeError, ShapeError
@@ -19,11 +20,9 @@ from nnarray.grad.fusion import Const, Step
 from nnarray.ops import fused
 from nnarray.ops.elementwise import cast
 from nnarray.ops.elementwise import ops as row_ops
-from nnarray.ops.fused import Instr, Program, const, fused_elementwise
-from nnarray.ops.ufuncs import ROWS
+from nnarray.ops.fused import Builder, Instr, Program, const, fused_elementwise
 
 F32, F64, I32, I64 = (np.dtype(d) for d in (np.float32, np.float64, np.int32, np.int64))
-_INTEGRAL = ("integral", "int")
 
 
 def unfused(p: Program, xs: list) -> list:
@@ -40,53 +39,6 @@ def unfused(p: Program, xs: list) -> list:
         else:
             vals.append(row_ops[i.op](*a))
     return [vals[r] for r in p.outputs]
-
-
-class Builder:
-    """Programs written as calls: ``b.call("mul", x, b.const(0.5))``."""
-
-    def __init__(self, n_inputs: int) -> None:
-        self.n, self.instrs = n_inputs, []
-
-    def emit(self, i: Instr) -> int:
-        self.instrs.append(i)
-        return self.n + len(self.instrs) - 1
-
-    def call(self, op: str, *args: int, attr=None) -> int:
-        return self.emit(Instr(op, args, attr))
-
-    def const(self, v) -> int:
-        return self.emit(const(v))
-
-    def program(self, outputs) -> Program:
-        return Program(self.n, tuple(self.instrs), tuple(outputs))
-
-
-def _row_program(rows, x: int, y: int, extra: int, integral: bool) -> Program:
-    """Each row applied to alternating inputs (and a constant for every third binary
-    row), then ``r * 0.5 + other``: broadcasting, mixed dtypes, weak constants."""
-    b = Builder(3)
-    half = b.const(2 if integral else 0.5)
-    outs = []
-    for k, row in enumerate(rows):
-        first, other = (x, y) if k % 2 == 0 else (y, x)
-        if row.name == "acosh":
-            first = extra  # its domain: >= 1
-        if row.arity == 1:
-            r = b.call(row.name, first)
-        elif k % 3 == 2:
-            r = b.call(row.name, first, b.const(3 if integral else 0.75))
-        else:
-            r = b.call(row.name, first, other)
-        outs.append(b.call("add", b.call("mul", r, half), other))
-    return b.program(outs)
-
-
-def _c_rows(integral: bool) -> list:
-    rows = [r for r in ROWS if r.c is not None]
-    if integral:  # int pow is not fused (its kernels check the exponent first)
-        return [r for r in rows if r.rule != "float" and r.name != "pow"]
-    return [r for r in rows if r.rule not in _INTEGRAL]
 
 
 def _inputs(integral: bool) -> list[np.ndarray]:
@@ -111,8 +63,8 @@ def _compare(got, want, backend: str) -> None:
 
 @pytest.mark.parametrize("integral", [False, True], ids=["float", "integer"])
 def test_every_row_fused_equals_unfused(backend, integral):
-    rows = _c_rows(integral)
-    p = _row_program(rows, 0, 1, 2, integral)
+    rows = fused_rows(integral)
+    p = row_program(rows, integral)
     host = _inputs(integral)
     with nna.context_scope("numpy"):
         want = unfused(p, [nna.asarray(h) for h in host])

@@ -48,6 +48,17 @@ class Program:
     instrs: tuple[Instr, ...]
     outputs: tuple[int, ...]
 
+    def live(self) -> frozenset[int]:
+        """The references the outputs depend on (dead instructions need no code)."""
+        need, todo = set(), list(self.outputs)
+        while todo:
+            r = todo.pop()
+            if r not in need:
+                need.add(r)
+                if r >= self.n_inputs:
+                    todo.extend(self.instrs[r - self.n_inputs].args)
+        return frozenset(need)
+
     def __str__(self) -> str:
         """One line per instruction: ``t3 = mul(x0, t2)``."""
         lines = [f"{name(self, self.n_inputs + j)} = {describe(self, i)}"
@@ -80,6 +91,28 @@ def describe(p: Program, i: Instr) -> str:
         return repr(const_value(i))
     args = ", ".join(name(p, a) for a in i.args)
     return f"{i.op}({args}, {i.attr})" if i.op in (CAST, BROADCAST) else f"{i.op}({args})"
+
+
+class Builder:
+    """A program written as calls: ``b.call("mul", x, b.const(0.5))`` returns the new
+    instruction's reference; ``b.program(outputs)`` the ``Program``."""
+
+    def __init__(self, n_inputs: int) -> None:
+        self.n_inputs = n_inputs
+        self.instrs: list[Instr] = []
+
+    def emit(self, i: Instr) -> int:
+        self.instrs.append(i)
+        return self.n_inputs + len(self.instrs) - 1
+
+    def call(self, op: str, *args: int, attr: Any = None) -> int:
+        return self.emit(Instr(op, args, attr))
+
+    def const(self, value: bool | int | float) -> int:
+        return self.emit(const(value))
+
+    def program(self, outputs: Any) -> Program:
+        return Program(self.n_inputs, tuple(self.instrs), tuple(outputs))
 
 
 class Meta(NamedTuple):

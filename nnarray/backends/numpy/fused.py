@@ -28,17 +28,18 @@ def _plan(p: Program, metas: tuple) -> list:
     dead by then, it writes into."""
     vals = evaluate_types(p, metas)
     n = p.n_inputs
+    outs, live = set(p.outputs), p.live()
     last: dict[int, int] = {}
     for j, i in enumerate(p.instrs):
-        for a in i.args:
-            last[a] = j
-    outs = set(p.outputs)
+        if n + j in live:
+            for a in i.args:
+                last[a] = j
     free: dict[Meta, list[int]] = {}
     steps = []
     for j, i in enumerate(p.instrs):
         ref = n + j
-        if i.op == CONST:
-            steps.append((CONST, (), const_value(i), None, -1))
+        if i.op == CONST or ref not in live:  # a dead one is never read
+            steps.append((CONST, (), const_value(i) if i.op == CONST else None, None, -1))
             continue
         # operands read for the last time here may be overwritten by this result: numpy's
         # elementwise loops allow an output that is an input of the same shape

@@ -141,7 +141,9 @@ def _source(p: Program, metas: tuple, rank: int, idx: str) -> tuple[str, list[np
         body += ["if (i >= n) return;", offsets_code(rank, len(ins), idx)]
     body += [f"const {t.calc} x{k} = {t.load(f'in{k}', f'o{k}' if rank else 'i')};"
              for k, t in enumerate(ins)]
-    body += [c for c in (g.line(j) for j in range(len(p.instrs))) if c is not None]
+    live = p.live()
+    body += [c for j in range(len(p.instrs)) if p.n_inputs + j in live
+             for c in (g.line(j),) if c is not None]
     body += [t.store(f"out{k}", "i", name(p, r))
              for k, (t, r) in enumerate(zip(outs, p.outputs))]
     src = (header(*outs, *ins, *(cltype(v.dtype) for v in g.vals if isinstance(v, Meta)))
