@@ -97,6 +97,21 @@ def test_chain_contiguous_and_cast(backend):
     assert got[1].dtype == F64
 
 
+def test_broadcast_over_long_rows(backend):
+    """A row vector and a column over rows of 300 (OpenCL's 2-D launch)."""
+    b = Builder(3)
+    h = b.call("relu", b.call("add", 0, 1))
+    p = b.program([h, b.call("add", b.call("mul", h, b.const(2)), 2)])
+    g = np.random.default_rng(2)
+    host = [g.normal(size=(5, 300)).astype(F32), g.normal(size=(300,)).astype(F32),
+            g.normal(size=(5, 1)).astype(F32)]
+    with nna.context_scope("numpy"):
+        want = unfused(p, [nna.asarray(v) for v in host])
+    got = fused_elementwise(*[nna.asarray(v) for v in host], program=p)
+    for gv, w in zip(got, want):
+        _compare(gv, w, backend)
+
+
 def test_numpy_reuses_buffers():
     """The chain's seven intermediates take two buffers (and the output its own)."""
     from nnarray.backends.numpy.fused import _plan

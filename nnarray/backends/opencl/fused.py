@@ -33,6 +33,7 @@ from ...ops.fused import BROADCAST, CAST, CONST, Meta, Program, describe, evalua
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
 from .device import OpenCLDevice, device_of
+from .elementwise import _ROW_MIN as ROW_MIN
 from .elementwise import expression
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
 from .inline_math import inline
@@ -129,7 +130,8 @@ def _layout(metas: tuple, shape: tuple[int, ...]) -> tuple[int, tuple, list, str
     return len(dims), dims, strides, index_type(span(dims, strides))
 
 
-def _source(p: Program, metas: tuple, rank: int, idx: str) -> tuple[str, list[np.dtype]]:
+def _source(p: Program, metas: tuple, rank: int, idx: str, rows: bool = False
+            ) -> tuple[str, list[np.dtype]]:
     g = _Gen(p, metas)
     outs = [cltype(g.vals[r].dtype) for r in p.outputs]
     ins = [cltype(m.dtype) for m in metas]
@@ -139,6 +141,11 @@ def _source(p: Program, metas: tuple, rank: int, idx: str) -> tuple[str, list[np
     if rank:
         params += [f"const {idx} n", index_params(rank, len(ins), idx)]
         body += ["if (i >= n) return;", offsets_code(rank, len(ins), idx)]
+    if rows:  # as elementwise.source: (innermost index, row), no division for the first
+        last = f"d{rank - 1}"
+        body = [f"const {idx} c = get_global_id(0), row = get_global_id(1);",
+                f"if (c >= {last}) return;", f"const {idx} i = row * {last} + c;",
+                offsets_code(rank, len(ins), idx, "row", inner="c")]
     body += [f"const {t.calc} x{k} = {t.load(f'in{k}', f'o{k}' if rank else 'i')};"
              for k, t in enumerate(ins)]
     live = p.live()
@@ -157,19 +164,25 @@ def source(program: Program, metas: tuple) -> str:
     each), as compiled before the inline math rewrite."""
     metas = tuple(Meta(tuple(s), np.dtype(d)) for s, d in metas)
     shape = tuple(np.broadcast_shapes(*(m.shape for m in metas)))
-    rank, _, _, idx = _layout(metas, shape)
-    return _source(program, metas, rank, idx)[0]
+    rank, dims, _, idx = _layout(metas, shape)
+    return _source(program, metas, rank, idx, _rows(rank, dims))[0]
+
+
+def _rows(rank: int, dims: tuple) -> bool:
+    """A 2-D launch (see ``elementwise._ROW_MIN``)."""
+    return rank >= 2 and dims[-1] >= ROW_MIN
 
 
 class _Plan:
     """One launch shape of a program's kernel: outputs' metas and the index arguments."""
 
-    __slots__ = ("kernel", "n", "outs", "consts", "grid")
+    __slots__ = ("kernel", "n", "outs", "consts", "grid", "local")
 
     def __init__(self, dev: OpenCLDevice, p: Program, metas: tuple) -> None:
         shape = tuple(np.broadcast_shapes(*(m.shape for m in metas)))
         rank, dims, strides, idx = _layout(metas, shape)
-        src, out_dtypes = _source(p, metas, rank, idx)
+        rows = _rows(rank, dims)
+        src, out_dtypes = _source(p, metas, rank, idx, rows)
         for d in {*out_dtypes, *(m.dtype for m in metas)}:
             dev.check_dtype(d, "fused_elementwise")
         self.kernel = dev.programs.kernel(inline(src, dev), "fused")
@@ -178,7 +191,10 @@ class _Plan:
         t = np.int32 if idx == "int" else np.int64
         self.consts = [t(self.n), *index_args(dims, strides, idx)] if rank else []
         # rank 0 needs no bounds check: buffers are padded to the work-group size
-        self.grid = (-(-self.n // LOCAL) * LOCAL,)
+        self.grid, self.local = (-(-self.n // LOCAL) * LOCAL,), (LOCAL,)
+        if rows:
+            w = LOCAL if dims[-1] >= LOCAL else ROW_MIN
+            self.grid, self.local = (-(-dims[-1] // w) * w, self.n // dims[-1]), (w, 1)
 
     def run(self, dev: OpenCLDevice, xs: tuple) -> list:
         dev.acquire()
@@ -187,7 +203,7 @@ class _Plan:
             if self.n:
                 self.kernel.set_args(*[o.base_data for o in outs],
                                      *[x.base_data for x in xs], *self.consts)
-                _enqueue(dev.queue, self.kernel, self.grid, (LOCAL,))
+                _enqueue(dev.queue, self.kernel, self.grid, self.local)
         finally:
             dev.release()
         return outs
