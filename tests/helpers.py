@@ -130,6 +130,8 @@ def row_program(rows: list, integral: bool) -> Program:
         else:
             r = b.call(row.name, first, other)
         outs.append(b.call("add", b.call("mul", r, half), other))
+    # ``where`` on a computed condition, a constant branch, mixed dtypes
+    outs.append(b.call("where", b.call("greater", x, y), x, b.const(3 if integral else 0.25)))
     return b.program(outs)
 
 

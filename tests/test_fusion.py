@@ -36,6 +36,8 @@ def unfused(p: Program, xs: list) -> list:
             vals.append(cast(a[0], dtype=i.attr))
         elif i.op == fused.BROADCAST:
             vals.append(nna.broadcast_to(a[0], i.attr))
+        elif i.op == fused.WHERE:
+            vals.append(nna.where(*a))
         else:
             vals.append(row_ops[i.op](*a))
     return [vals[r] for r in p.outputs]
@@ -69,12 +71,12 @@ def test_every_row_fused_equals_unfused(backend, integral):
     with nna.context_scope("numpy"):
         want = unfused(p, [nna.asarray(h) for h in host])
     got = fused_elementwise(*[nna.asarray(h) for h in host], program=p)
-    assert len(got) == len(rows)
-    for row, g, w in zip(rows, got, want):
+    assert len(got) == len(rows) + 1  # the last: where
+    for row, g, w in zip([*rows, "where"], got, want):
         try:
             _compare(g, w, backend)
         except AssertionError as e:
-            raise AssertionError(f"row {row.name}: {e}") from None
+            raise AssertionError(f"row {getattr(row, 'name', row)}: {e}") from None
 
 
 def _chain(b: Builder, x: int) -> int:
@@ -255,3 +257,8 @@ def test_pass_rules():
     assert not fusion.fusable(ipow)
     assert fusion.fusable(Step("cast", ("x",), ("c",), (m,), (((64, 32), F64),), "cuda:0",
                                {"dtype": F64}))
+    bm = ((64, 32), np.dtype(np.bool_))
+    assert fusion.fusable(Step("where", ("c", "x", Const(0.0)), ("w",), (bm, m, None), (m,),
+                               "opencl:1"))
+    assert not fusion.fusable(Step("where", (Const(True), "x", "y"), ("w",), (None, m, m),
+                                   (m,), "opencl:1"))

@@ -10,7 +10,7 @@ one ``fused_elementwise`` step at ``Group.position`` (its last step's place).
 Rules:
 
 - a step may join when it is elementwise: a declared function (``ops/ufuncs.py``) with a
-  C expression, a cast or a ``broadcast_to``, its scalar operands becoming constants, and
+  C expression, ``where``, a cast or a ``broadcast_to``, its scalar operands becoming constants, and
   every dtype it reads or writes one the kernels fuse (``FUSED_DTYPES``; integer ``pow``
   never: its kernels check the exponent first);
 - only devices whose backend generates kernels fuse (``FUSING_BACKENDS``): numpy keeps
@@ -94,6 +94,8 @@ def fusable(step: Step) -> bool:
         return False
     if step.op in (_fused.CAST, _fused.BROADCAST):
         return len(step.inputs) == 1
+    if step.op == _fused.WHERE:
+        return len(step.inputs) == 3 and not isinstance(step.inputs[0], Const)
     row = BY_NAME.get(step.op)
     if row is None or row.c is None or len(step.inputs) != row.arity:
         return False

@@ -1,8 +1,8 @@
 """``fused_elementwise``: several elementwise steps as one op (made by ``grad.fusion``).
 
 Its one attribute, ``program``, is a ``Program``: a hashable list of instructions over the
-op's inputs, each a declared elementwise function (a row of ``ops/ufuncs.py``), a cast, a
-broadcast or a Python scalar constant, with its arguments given as references (``0 ..
+op's inputs, each a declared elementwise function (a row of ``ops/ufuncs.py``), ``where``,
+a cast, a broadcast or a Python scalar constant, with its arguments given as references (``0 ..
 n_inputs - 1`` the inputs, ``n_inputs + j`` instruction ``j``), and the references of the
 values it returns. Each instruction is typed as its unfused op would be (the rows' dtype
 rules, constants weak); the backends compute it as that op would, intermediates in
@@ -21,16 +21,17 @@ from ..errors import DTypeError, ShapeError
 from . import ufuncs
 from .common import broadcast_to_shape, require_array
 from .elementwise import ops as _rows
+from .elementwise import where as _where
 from .op import Op
 
-#: Instruction kinds besides the rows' names.
-CAST, BROADCAST, CONST = "cast", "broadcast_to", "const"
+#: Instruction kinds besides the rows' names (``where``: condition, x, y).
+CAST, BROADCAST, CONST, WHERE = "cast", "broadcast_to", "const", "where"
 _CONST_TYPES = {"bool": bool, "int": int, "float": float}
 
 
 @dataclass(frozen=True)
 class Instr:
-    """One instruction: ``op`` (a row name, ``CAST``, ``BROADCAST`` or ``CONST``), its
+    """One instruction: ``op`` (a row name, ``WHERE``, ``CAST``, ``BROADCAST`` or ``CONST``), its
     argument references and ``attr``: a cast's dtype name, a broadcast's shape, a
     constant's ``(type name, repr)`` (so ``1``, ``1.0`` and ``True`` stay distinct and NaN
     equals itself)."""
@@ -170,11 +171,12 @@ def _instr_type(p: Program, j: int, i: Instr, vals: list) -> Any:
             broadcast_to_shape(BROADCAST, x.shape, tuple(i.attr))
             return Meta(tuple(i.attr), x.dtype)
         row = ufuncs.BY_NAME.get(i.op)
-        if row is None:
+        if row is None and i.op != WHERE:
             raise ValueError(f"{where}: {i.op!r} is no elementwise function")
-        if len(args) != row.arity:
-            raise ValueError(f"{where}: {i.op} takes {row.arity} arguments, got {len(args)}")
-        ((shape, dt),) = _rows[i.op].infer(tuple(args), {})
+        arity = 3 if row is None else row.arity
+        if len(args) != arity:
+            raise ValueError(f"{where}: {i.op} takes {arity} arguments, got {len(args)}")
+        ((shape, dt),) = (_where if row is None else _rows[i.op]).infer(tuple(args), {})
         return Meta(tuple(shape), np.dtype(dt))
     except (ShapeError, DTypeError) as e:
         raise type(e)(f"{where}: {e}") from None

@@ -28,6 +28,7 @@ from ...ops.fused import (
     BROADCAST,
     CAST,
     CONST,
+    WHERE,
     Builder,
     Meta,
     Program,
@@ -114,6 +115,9 @@ class _Gen:
         out = self.vals[ref].dtype
         if i.op in (CAST, BROADCAST):  # CuPy broadcasts the inputs
             e = self.operand(i.args[0], out)
+        elif i.op == WHERE:
+            c, x, y = i.args
+            e = f"{name(self.p, c)} ? ({self.operand(x, out)}) : ({self.operand(y, out)})"
         elif i.op in _RULES:
             a, b = (self.vals[r] for r in i.args)
             d = promote(i.op, a, b)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ops.fused import BROADCAST, CAST, CONST, Meta, Program, const_value, evaluate_types
+from ...ops.fused import BROADCAST, CAST, CONST, WHERE, Meta, Program, const_value, evaluate_types
 from ...registry import backend_kernels, register_kernel
 from . import _device
 from . import elementwise as _own  # noqa: F401  (registers the kernels this one calls)
@@ -24,8 +24,8 @@ _plans: dict[tuple, list] = {}
 
 def _plan(p: Program, metas: tuple) -> list:
     """Per instruction ``(op, arg refs, attr or constant, meta, buffer)``: ``buffer`` is
-    ``None`` (a new one), ``-1`` (a view, no buffer) or the reference whose buffer,
-    dead by then, it writes into."""
+    ``None`` (a new one), ``-1`` (a view, no buffer), ``-2`` (the kernel's own result) or
+    the reference whose buffer, dead by then, it writes into."""
     vals = evaluate_types(p, metas)
     n = p.n_inputs
     outs, live = set(p.outputs), p.live()
@@ -50,6 +50,8 @@ def _plan(p: Program, metas: tuple) -> list:
         meta = vals[ref]
         if i.op == BROADCAST and ref not in outs:
             buf: int | None = -1
+        elif i.op == WHERE:  # its kernel takes no out=: a new array, reusable later
+            buf = -2
         elif ref not in outs and free.get(meta):
             buf = free[meta].pop()
         else:
@@ -67,6 +69,9 @@ def _run(steps: list, xs: tuple, outputs: tuple, kernels: dict) -> Any:
         a = [vals[k] for k in args]
         if buf == -1:
             vals.append(np.broadcast_to(a[0], meta.shape))
+            continue
+        if buf == -2:
+            vals.append(kernels[op](*a))
             continue
         out = _empty(meta.shape, meta.dtype) if buf is None else vals[buf]
         if op == CAST:

@@ -29,7 +29,17 @@ from ...errors import DTypeError
 from ...ops.elementwise import BINARY as _RULES
 from ...ops.elementwise import UNARY as _URULES
 from ...ops.elementwise import binary_dtype, unary_dtype
-from ...ops.fused import BROADCAST, CAST, CONST, Meta, Program, describe, evaluate_types, name
+from ...ops.fused import (
+    BROADCAST,
+    CAST,
+    CONST,
+    WHERE,
+    Meta,
+    Program,
+    describe,
+    evaluate_types,
+    name,
+)
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
 from .device import OpenCLDevice, device_of
@@ -88,6 +98,9 @@ class _Gen:
         out = cltype(self.vals[ref].dtype)
         if i.op in (CAST, BROADCAST):
             e = self.operand(i.args[0], out)  # broadcasting is in the loads' offsets
+        elif i.op == WHERE:
+            c, x, y = i.args
+            e = f"{name(self.p, c)} ? ({self.operand(x, out)}) : ({self.operand(y, out)})"
         elif i.op in _RULES:
             e = self.binary(i.op, i.args)
         else:
