@@ -141,3 +141,22 @@ def fused_rows(integral: bool) -> list:
     if integral:  # int pow is not fused (its kernels check the exponent first)
         return [r for r in rows if r.rule != "float" and r.name != "pow"]
     return [r for r in rows if r.rule not in ("integral", "int")]
+
+
+def chain(b: Builder, x: int) -> int:
+    """``tanh(0.5 x + 0.1) * sigmoid(x) + x * x``"""
+    t = b.call("tanh", b.call("add", b.call("mul", x, b.const(0.5)), b.const(0.1)))
+    return b.call("add", b.call("mul", t, b.call("sigmoid", x)), b.call("mul", x, x))
+
+
+def special_program() -> Program:
+    """On one float32 input: the chain, its cast to float64, infinite and NaN constants,
+    a bool constant and an integer cast."""
+    b = Builder(1)
+    y = chain(b, 0)
+    inf, nan = b.const(float("inf")), b.const(float("nan"))
+    clipped = b.call("minimum", b.call("maximum", 0, b.const(-float("inf"))), inf)
+    return b.program([y, b.call("cast", y, attr="float64"), clipped,
+                      b.call("where", b.call("isnan", 0), nan, b.call("mul", 0, inf)),
+                      b.call("add", b.call("cast", b.call("isinf", 0), attr="int64"),
+                             b.const(True))])

@@ -193,17 +193,22 @@ def test_nvrtc_compiles(case: Case, compiled: dict[str, Future], env: _Env):
         f"source:\n{_numbered(code)}")
 
 
-@pytest.mark.parametrize("integral", [False, True], ids=["float", "integer"])
-def test_nvrtc_compiles_fused_row_programs(env: _Env, integral: bool):
+@pytest.mark.parametrize("which", ["float rows", "integer rows", "special constants"])
+def test_nvrtc_compiles_fused_programs(env: _Env, which: str):
     """Every row that fuses, inside one generated ``fused_elementwise`` kernel
     (``backends/cuda/fused.py``) with mixed input dtypes and constants, compiles: the
-    programs ``tests/test_fusion.py`` checks on numpy and OpenCL. (The table's samples,
-    the chain and its backward, are compiled with the other entries.)"""
-    from helpers import fused_rows, row_program
+    programs ``tests/test_fusion.py`` checks on numpy and OpenCL; so do infinite, NaN and
+    bool constants. (The table's samples, the chain and its backward, are compiled with
+    the other entries.)"""
+    from helpers import fused_rows, row_program, special_program
 
     from nnarray.backends.cuda import fused
-    program = row_program(fused_rows(integral), integral)
-    dts = ("int32", "int64", "int32") if integral else ("float32", "float64", "float32")
+    if which == "special constants":
+        program, dts = special_program(), ("float32",)
+    else:
+        integral = which == "integer rows"
+        program = row_program(fused_rows(integral), integral)
+        dts = ("int32", "int64", "int32") if integral else ("float32", "float64", "float32")
     e = fused.elementwise(program, dts)
     code = _elementwise_code(env.cupy, e, dts[0], "3-d strided 64-bit", dts)
     for arch in ARCHS:

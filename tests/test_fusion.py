@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import tol
-from helpers import fused_rows, row_program
+from helpers import chain, fused_rows, row_program, special_program
 
 import nnarray as nna
 from nnarray.errors import DTypeError, ShapeError
@@ -79,24 +79,19 @@ def test_every_row_fused_equals_unfused(backend, integral):
             raise AssertionError(f"row {getattr(row, 'name', row)}: {e}") from None
 
 
-def _chain(b: Builder, x: int) -> int:
-    """``tanh(0.5 x + 0.1) * sigmoid(x) + x * x``"""
-    t = b.call("tanh", b.call("add", b.call("mul", x, b.const(0.5)), b.const(0.1)))
-    return b.call("add", b.call("mul", t, b.call("sigmoid", x)), b.call("mul", x, x))
-
-
-def test_chain_contiguous_and_cast(backend):
-    """All inputs of the program's shape (OpenCL's contiguous kernel), a cast output."""
-    b = Builder(1)
-    y = _chain(b, 0)
-    p = b.program([y, b.call("cast", y, attr="float64")])
+@pytest.mark.filterwarnings("ignore:invalid value")  # numpy's 0 * inf
+def test_chain_contiguous_cast_and_special_constants(backend):
+    """All inputs of the program's shape (OpenCL's contiguous kernel), a cast output,
+    infinite and NaN constants, NaN and infinite inputs."""
+    p = special_program()
     h = np.linspace(-3, 3, 1000, dtype=F32).reshape(10, 100)
+    h[0, :4] = [np.nan, np.inf, -np.inf, 0.0]
     with nna.context_scope("numpy"):
         want = unfused(p, [nna.asarray(h)])
     got = fused_elementwise(nna.asarray(h), program=p)
     for g, w in zip(got, want):
         _compare(g, w, backend)
-    assert got[1].dtype == F64
+    assert got[1].dtype == F64 and got[4].dtype == I64
 
 
 def test_broadcast_over_long_rows(backend):
@@ -118,7 +113,7 @@ def test_numpy_reuses_buffers():
     """The chain's seven intermediates take two buffers (and the output its own)."""
     from nnarray.backends.numpy.fused import _plan
     b = Builder(1)
-    p = b.program([_chain(b, 0)])
+    p = b.program([chain(b, 0)])
     steps = _plan(p, (fused.Meta((8,), F32),))
     computed = [s for s in steps if s[0] != fused.CONST]
     fresh = [s for s in computed if s[4] is None]
@@ -130,7 +125,7 @@ def test_opencl_source_is_readable():
         else pytest.skip("no OpenCL")
     from nnarray.backends.opencl.fused import source
     b = Builder(2)
-    p = b.program([b.call("mul", _chain(b, 0), 1)])
+    p = b.program([b.call("mul", chain(b, 0), 1)])
     src = source(p, (((3, 4), F32), ((4,), F64)))
     assert "const float t4 = tanh((t3));  // tanh(t3)" in src
     assert "const double t9 = ((double)(t8)) * (x1);  // mul(t8, x1)" in src

@@ -104,8 +104,9 @@ class _Gen:
         ops = {"x": self.operand(args[0], d), "T": _ctype(d, self.p)}
         if len(args) > 1:
             ops["y"] = self.operand(args[1], d)
-        return render(_XY.sub(lambda m: f"({ops[m.group(1)]})" if m.group(1) != "T"
-                              else ops["T"], c))
+        # math calls renamed first: the operands are CUDA C already (literals' intrinsics)
+        return _XY.sub(lambda m: f"({ops[m.group(1)]})" if m.group(1) != "T" else ops["T"],
+                       render(c))
 
     def line(self, j: int) -> str | None:
         i = self.p.instrs[j]
