@@ -8,6 +8,8 @@ one kernel each, so OpenCL compiles little on a cold cache.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import tol
@@ -38,6 +40,8 @@ def unfused(p: Program, xs: list) -> list:
             vals.append(nna.broadcast_to(a[0], i.attr))
         elif i.op == fused.WHERE:
             vals.append(nna.where(*a))
+        elif i.op in fused.REDUCTIONS:
+            vals.append(fused.REDUCTIONS[i.op](a[0], axis=i.attr[0], keepdims=i.attr[1]))
         else:
             vals.append(row_ops[i.op](*a))
     return [vals[r] for r in p.outputs]
@@ -109,6 +113,27 @@ def test_broadcast_over_long_rows(backend):
         _compare(gv, w, backend)
 
 
+@pytest.mark.parametrize("op, attr, second", [
+    ("sum", ((0, 1), False), (40, 70)),  # all inputs of the program's shape: one pass
+    ("mean", ((1,), True), (40, 70)),
+    ("max", ((0,), False), (70,)),  # a broadcast input: the program, then the reduction
+])
+def test_reduction_ends_a_program(backend, op, attr, second):
+    """``r(x - y) ** 2`` with another output: the reduced value and ``exp(0.01 x)``."""
+    b = Builder(2)
+    d = b.call("sub", 0, 1)
+    e = b.call("exp", b.call("mul", 0, b.const(0.01)))
+    p = b.program([e, b.call(op, b.call("mul", d, d), attr=attr)])
+    g = np.random.default_rng(3)
+    host = [g.normal(size=(40, 70)).astype(F32), g.normal(size=second).astype(F32)]
+    with nna.context_scope("numpy"):
+        want = unfused(p, [nna.asarray(h) for h in host])
+    got = fused_elementwise(*[nna.asarray(h) for h in host], program=p)
+    assert [v.shape for v in got] == [v.shape for v in want]
+    for gv, w in zip(got, want):
+        _compare(gv, w, backend)
+
+
 def test_numpy_reuses_buffers():
     """The chain's seven intermediates take two buffers (and the output its own)."""
     from nnarray.backends.numpy.fused import _plan
@@ -145,6 +170,12 @@ def test_opencl_source_is_readable():
     (Program(1, (Instr("exp", (0,)),), (0,)), [(3,)], ValueError, "output reference 0"),
     (Program(1, (Instr("broadcast_to", (0,), (2,)),), (1,)), [(3,)], ShapeError,
      "cannot broadcast"),
+    (Program(1, (Instr("sum", (0,), ((0,), False)), Instr("exp", (1,))), (2,)), [(3,)],
+     ValueError, "reduction must be the last"),
+    (Program(1, (Instr("sum", (0,), ((-1,), False)),), (1,)), [(3,)], ValueError,
+     r"normalized axes.*\(0,\)"),
+    (Program(2, (Instr("sum", (0,), ((0,), False)),), (2,)), [(3,), (2, 3)], ShapeError,
+     r"reduction's operand has shape \(3,\), not the program's shape \(2, 3\)"),
 ])
 def test_bad_programs_raise_typed_errors(backend, program, inputs, error, match):
     xs = [nna.zeros(s, dtype=np.float32) for s in inputs]
@@ -227,6 +258,28 @@ def test_pass_groups_compute_the_same_values():
     t = np.tanh(0.5 * xh + 0.1)
     dx = 2 * xh + 0.5 * (1 - t * t) * sig + t * sig * (1 - sig)
     np.testing.assert_allclose(got["dx"].numpy(), dx, rtol=1e-4, atol=1e-5)
+
+
+def test_pass_reduction_ends_a_group_on_opencl():
+    """A loss ``sum(chain(x))`` on OpenCL: one group ending in the sum, y never written;
+    on CUDA the sum stays a step of its own."""
+    m = ((64, 32), F32)
+    total = Step("sum", ("y",), ("l",), (m,), (((), F32),), "opencl:1",
+                 {"axis": (0, 1), "keepdims": False})
+    after = Step("exp", ("x",), ("e",), (m,), (m,), "opencl:1")
+    steps = _steps("opencl:1", False) + [total, after]
+    (g,) = fusion.groups(steps, {"l", "e"})
+    assert g.steps == tuple(range(8)) and g.outputs == ("l",) and g.position == 7
+    n = g.program.n_inputs + len(g.program.instrs)
+    assert g.program.instrs[-1] == Instr("sum", (n - 2,), ((0, 1), False))  # of y
+    cuda = [replace(s, device="cuda:0") for s in steps]
+    assert [g.steps for g in fusion.groups(cuda, {"l", "e"})] == [tuple(range(7))]
+    h = np.random.default_rng(4).normal(size=(64, 32)).astype(F32)
+    with nna.context_scope("numpy"):
+        got = fused_elementwise(nna.asarray(h), program=g.program)
+    x = h.astype(np.float64)
+    want = (np.tanh(0.5 * x + 0.1) / (1 + np.exp(-x)) + x * x).sum()
+    np.testing.assert_allclose(float(got.numpy()), want, rtol=1e-5)
 
 
 def test_pass_rules():

@@ -18,6 +18,8 @@ Rules:
 - a step joins the groups of its producers and of the step just before it when they run
   on its device with its output shape, unless a step outside them that runs before it
   reads one of their values (the group runs at its last step's place, after that reader);
+- a reduction (``sum prod mean max min``) may end the group computing its operand, on
+  OpenCL (``REDUCING_BACKENDS``), which then takes no further step;
 - a group has at least two steps; a value it computes is written (an output) when the
   caller must have it (``materialize``: graph outputs, values retained for backward) or a
   step outside the group reads it; the rest stay in registers.
@@ -36,6 +38,9 @@ from ..ops.ufuncs import BY_NAME
 
 #: Backends whose devices fuse (they generate one kernel per program).
 FUSING_BACKENDS = ("opencl", "cuda")
+#: Backends where a reduction may end a group (computing the program as it reduces;
+#: CUDA's kernel would run the program, then the reduction: nothing gained).
+REDUCING_BACKENDS = ("opencl",)
 #: Dtypes a fused step may read or write: float16 would lose the unfused per-op rounding,
 #: complex is not fused yet.
 FUSED_DTYPES = frozenset(np.dtype(d) for d in (np.bool_, np.int32, np.int64, np.float32,
@@ -102,8 +107,19 @@ def fusable(step: Step) -> bool:
     return not (step.op == "pow" and np.dtype(step.metas[0][1]).kind != "f")
 
 
+def reducible(step: Step) -> bool:
+    """Whether reduction ``step`` may end the group computing its operand: on a device of
+    ``REDUCING_BACKENDS``, of dtypes the kernels fuse."""
+    if step.op not in _fused.REDUCTIONS or backend_of(step.device) not in REDUCING_BACKENDS:
+        return False
+    metas = (*step.in_metas, *step.metas)
+    return len(step.inputs) == 1 and not isinstance(step.inputs[0], Const) and \
+        None not in metas and all(np.dtype(d) in FUSED_DTYPES for _, d in metas)
+
+
 def groups(steps: Sequence[Step], materialize: Collection[Hashable],
-           can_fuse: Callable[[Step], bool] = fusable) -> list[Group]:
+           can_fuse: Callable[[Step], bool] = fusable,
+           can_reduce: Callable[[Step], bool] = reducible) -> list[Group]:
     """The maximal fused groups of ``steps`` (in schedule order). ``materialize``: the
     value ids that must be written whatever reads them."""
     producer = {v: k for k, s in enumerate(steps) for v in s.outputs}
@@ -113,14 +129,29 @@ def groups(steps: Sequence[Step], materialize: Collection[Hashable],
             if not isinstance(x, Const):
                 readers.setdefault(x, []).append(k)
     group_of: dict[int, frozenset[int]] = {}
+    closed: set[frozenset[int]] = set()  # ended by a reduction
+
+    def join(chosen: frozenset[int]) -> None:
+        for j in chosen:
+            group_of[j] = chosen
+
     for k, s in enumerate(steps):
+        if can_reduce(s):  # ends the group of its operand, if it may run here
+            g = group_of.get(producer.get(s.inputs[0], -1))
+            if g is not None and g not in closed and \
+                    _key(steps, g) == (s.device, tuple(s.in_metas[0][0])) and \
+                    _placeable(steps, g | {k}, readers):
+                join(g | {k})
+                closed.add(g | {k})
+            continue
         if not can_fuse(s):
             continue
         key = (s.device, tuple(s.metas[0][0]))
         near = {producer[x] for x in s.inputs if not isinstance(x, Const) and x in producer}
         if k > 0:
             near.add(k - 1)
-        cands = {group_of[j] for j in near if j in group_of and _key(steps, group_of[j]) == key}
+        cands = {group_of[j] for j in near if j in group_of and group_of[j] not in closed
+                 and _key(steps, group_of[j]) == key}
         chosen = frozenset({k})
         merged = frozenset({k}).union(*cands)
         if cands and _placeable(steps, merged, readers):
@@ -130,8 +161,7 @@ def groups(steps: Sequence[Step], materialize: Collection[Hashable],
                 if _placeable(steps, g | {k}, readers):
                     chosen = g | {k}
                     break
-        for j in chosen:
-            group_of[j] = chosen
+        join(chosen)
     made = (_group(steps, sorted(g), materialize, readers)
             for g in dict.fromkeys(group_of.values()) if len(g) >= 2)
     return sorted((g for g in made if g is not None), key=lambda g: g.position)
@@ -184,7 +214,9 @@ def _group(steps: Sequence[Step], members: list[int], materialize: Collection[Ha
             else:
                 args.append(ref[x])
         attr = None
-        if s.op == _fused.CAST:
+        if s.op in _fused.REDUCTIONS:
+            attr = (tuple(s.attrs["axis"]), bool(s.attrs.get("keepdims", False)))
+        elif s.op == _fused.CAST:
             attr = np.dtype(s.attrs["dtype"]).name
         elif s.op == _fused.BROADCAST:
             attr = tuple(s.attrs["shape"])

@@ -2,15 +2,17 @@
 
 Its one attribute, ``program``, is a ``Program``: a hashable list of instructions over the
 op's inputs, each a declared elementwise function (a row of ``ops/ufuncs.py``), ``where``,
-a cast, a broadcast or a Python scalar constant, with its arguments given as references (``0 ..
-n_inputs - 1`` the inputs, ``n_inputs + j`` instruction ``j``), and the references of the
-values it returns. Each instruction is typed as its unfused op would be (the rows' dtype
-rules, constants weak); the backends compute it as that op would, intermediates in
-registers where they generate a kernel. Not part of ``F``: the fusion pass creates it.
+a cast, a broadcast or a Python scalar constant (and, last, perhaps one reduction), with
+its arguments given as references (``0 .. n_inputs - 1`` the inputs, ``n_inputs + j``
+instruction ``j``), and the references of the values it returns. Each instruction is typed
+as its unfused op would be (the rows' dtype rules, constants weak); the backends compute it
+as that op would, intermediates in registers where they generate a kernel. Not part of
+``F``: the fusion pass creates it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -18,6 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import DTypeError, ShapeError
+from . import reduction as _reduction
 from . import ufuncs
 from .common import broadcast_to_shape, require_array
 from .elementwise import ops as _rows
@@ -26,6 +29,8 @@ from .op import Op
 
 #: Instruction kinds besides the rows' names (``where``: condition, x, y).
 CAST, BROADCAST, CONST, WHERE = "cast", "broadcast_to", "const", "where"
+#: Reductions that may end a program (attr: normalized axes, keepdims).
+REDUCTIONS = {n: getattr(_reduction, n) for n in ("sum", "prod", "mean", "max", "min")}
 _CONST_TYPES = {"bool": bool, "int": int, "float": float}
 
 
@@ -91,7 +96,9 @@ def describe(p: Program, i: Instr) -> str:
     if i.op == CONST:
         return repr(const_value(i))
     args = ", ".join(name(p, a) for a in i.args)
-    return f"{i.op}({args}, {i.attr})" if i.op in (CAST, BROADCAST) else f"{i.op}({args})"
+    if i.op in (CAST, BROADCAST) or i.op in REDUCTIONS:
+        return f"{i.op}({args}, {i.attr})"
+    return f"{i.op}({args})"
 
 
 class Builder:
@@ -121,6 +128,14 @@ class Meta(NamedTuple):
 
     shape: tuple[int, ...]
     dtype: np.dtype
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
 
 def evaluate_types(p: Program, inputs: tuple) -> list:
@@ -170,6 +185,8 @@ def _instr_type(p: Program, j: int, i: Instr, vals: list) -> Any:
             (x,) = args
             broadcast_to_shape(BROADCAST, x.shape, tuple(i.attr))
             return Meta(tuple(i.attr), x.dtype)
+        if i.op in REDUCTIONS:
+            return _reduction_type(p, j, i, args, where)
         row = ufuncs.BY_NAME.get(i.op)
         if row is None and i.op != WHERE:
             raise ValueError(f"{where}: {i.op!r} is no elementwise function")
@@ -186,13 +203,53 @@ def _instr_type(p: Program, j: int, i: Instr, vals: list) -> Any:
         raise ValueError(f"{where}: {e}") from None
 
 
+def _reduction_type(p: Program, j: int, i: Instr, args: list, where: str) -> Meta:
+    """A reduction: the last instruction, over a value of the program's whole shape."""
+    if j != len(p.instrs) - 1:
+        raise ValueError(f"{where}: a reduction must be the last instruction")
+    (x,) = args
+    axes, keep = i.attr if isinstance(i.attr, tuple) and len(i.attr) == 2 else (None, None)
+    attrs = {"axis": axes, "keepdims": keep}
+    ((shape, dt),) = REDUCTIONS[i.op].infer((x,), attrs)
+    if attrs["axis"] != axes or not isinstance(keep, bool):
+        raise ValueError(f"{where}: attr must be (normalized axes, keepdims), here "
+                         f"({attrs['axis']}, {attrs['keepdims']})")
+    return Meta(tuple(shape), np.dtype(dt))
+
+
+def reduction(p: Program) -> Instr | None:
+    """The reduction ending ``p``, if any."""
+    return p.instrs[-1] if p.instrs and p.instrs[-1].op in REDUCTIONS else None
+
+
+def without_reduction(p: Program) -> Program:
+    """``p`` up to its reduction, returning its other outputs and then the reduced value
+    (kernels that cannot reduce in the same pass run this, then the reduction)."""
+    last = p.n_inputs + len(p.instrs) - 1
+    outs = tuple(r for r in p.outputs if r != last) + p.instrs[-1].args
+    return Program(p.n_inputs, p.instrs[:-1], outs)
+
+
+def reduced_outputs(p: Program, others: list, reduced: Any) -> list:
+    """``p``'s outputs in order from ``without_reduction(p)``'s other outputs (``others``)
+    and the reduced value."""
+    last = p.n_inputs + len(p.instrs) - 1
+    it = iter(others)
+    return [reduced if r == last else next(it) for r in p.outputs]
+
+
 def _infer(inputs: tuple, attrs: dict) -> tuple:
     p = attrs.get("program")
     vals = evaluate_types(p, inputs)
-    full = tuple(np.broadcast_shapes(*(v.shape for v in vals if isinstance(v, Meta))))
+    red = p.n_inputs + len(p.instrs) - 1 if reduction(p) else -1
+    full = tuple(np.broadcast_shapes(*(v.shape for k, v in enumerate(vals)
+                                       if isinstance(v, Meta) and k != red)))
+    if red >= 0 and vals[p.instrs[-1].args[0]].shape != full:
+        raise ShapeError(f"fused_elementwise: the reduction's operand has shape "
+                         f"{vals[p.instrs[-1].args[0]].shape}, not the program's shape {full}")
     metas = tuple((vals[r].shape, vals[r].dtype) for r in p.outputs)
     for r, (shape, _) in zip(p.outputs, metas):
-        if shape != full:  # kernels write every output over the program's whole shape
+        if shape != full and r != red:  # kernels write every output over the whole shape
             shapes = ", ".join(str(tuple(x.shape)) for x in inputs)
             raise ShapeError(f"fused_elementwise: output {name(p, r)} has shape {shape}, not "
                              f"the program's shape {full} (inputs {shapes})")

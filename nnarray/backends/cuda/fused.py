@@ -5,7 +5,8 @@ and assigns only the outputs; CuPy's kernel does the broadcasting and indexing. 
 instruction computes as on OpenCL (the row's C expression in the compute type its op
 uses, constants as literals of that type); math calls become ``nna_<fn>`` overloads for
 float and double. Rows without a C expression, integer ``pow``, float16 and complex are
-refused (``DTypeError``): the fusion pass leaves those unfused. ``SAMPLES`` (the chain
+refused (``DTypeError``): the fusion pass leaves those unfused. A program ending in a
+reduction runs as its elementwise kernel, then the backend's reduction. ``SAMPLES`` (the chain
 ``tanh(0.5 x + 0.1) * sigmoid(x) + x * x`` and its backward) are declared in the CUDA C
 table, so NVRTC compiles them on every machine. Importable without CuPy.
 """
@@ -35,6 +36,9 @@ from ...ops.fused import (
     describe,
     evaluate_types,
     name,
+    reduced_outputs,
+    reduction,
+    without_reduction,
 )
 from ...ops.ufuncs import BY_NAME
 from .cmath import render
@@ -205,15 +209,26 @@ for _p in SAMPLES:
 
 def register_fused(xp: Any) -> None:
     """Register the kernel (``xp``: CuPy)."""
-    from .scope import register
+    from .scope import register, registered
     kernels: dict[tuple, Any] = {}
 
-    @register("fused_elementwise")
-    def fused_elementwise(*xs: Any, program: Program) -> Any:
+    def run(program: Program, xs: tuple) -> Any:
         key = (program, *[x.dtype for x in xs])
         k = kernels.get(key)
         if k is None:
             k = kernels[key] = elementwise(program, tuple(x.dtype for x in xs)).build(xp)
         return k(*xs)
+
+    @register("fused_elementwise")
+    def fused_elementwise(*xs: Any, program: Program) -> Any:
+        red = reduction(program)
+        if red is None:
+            return run(program, xs)
+        # the program, then the backend's reduction (CuPy reduces in its own kernel)
+        got = run(without_reduction(program), xs)
+        vals = list(got) if isinstance(got, tuple) else [got]
+        r = registered()[red.op](vals.pop(), *red.attr)
+        outs = reduced_outputs(program, vals, r)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     fused_elementwise.source = source  # type: ignore[attr-defined]

@@ -12,7 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from ...ops.fused import BROADCAST, CAST, CONST, WHERE, Meta, Program, const_value, evaluate_types
+from ...ops.fused import (
+    BROADCAST,
+    CAST,
+    CONST,
+    REDUCTIONS,
+    WHERE,
+    Meta,
+    Program,
+    const_value,
+    evaluate_types,
+)
 from ...registry import backend_kernels, register_kernel
 from . import _device
 from . import elementwise as _own  # noqa: F401  (registers the kernels this one calls)
@@ -50,13 +60,14 @@ def _plan(p: Program, metas: tuple) -> list:
         meta = vals[ref]
         if i.op == BROADCAST and ref not in outs:
             buf: int | None = -1
-        elif i.op == WHERE:  # its kernel takes no out=: a new array, reusable later
+        elif i.op == WHERE or i.op in REDUCTIONS:  # kernels without out=: a new array
             buf = -2
         elif ref not in outs and free.get(meta):
             buf = free[meta].pop()
         else:
             buf = None
-        steps.append((i.op, i.args, i.attr, meta, buf))
+        attr = () if i.op == WHERE else i.attr
+        steps.append((i.op, i.args, attr, meta, buf))
     return steps
 
 
@@ -70,8 +81,8 @@ def _run(steps: list, xs: tuple, outputs: tuple, kernels: dict) -> Any:
         if buf == -1:
             vals.append(np.broadcast_to(a[0], meta.shape))
             continue
-        if buf == -2:
-            vals.append(kernels[op](*a))
+        if buf == -2:  # where, a reduction (attr: axes, keepdims)
+            vals.append(kernels[op](*a, *attr))
             continue
         out = _empty(meta.shape, meta.dtype) if buf is None else vals[buf]
         if op == CAST:

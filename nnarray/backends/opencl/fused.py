@@ -39,6 +39,9 @@ from ...ops.fused import (
     describe,
     evaluate_types,
     name,
+    reduced_outputs,
+    reduction,
+    without_reduction,
 )
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
@@ -48,6 +51,7 @@ from .elementwise import expression
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
 from .inline_math import inline
 from .programs import LOCAL
+from .reduction import Load, reduce
 
 _enqueue = cl.enqueue_nd_range_kernel
 _BOOL = np.dtype(np.bool_)
@@ -222,14 +226,72 @@ class _Plan:
         return outs
 
 
+def _reduce_load(p: Program, metas: tuple) -> tuple[Load, list[np.dtype], np.dtype]:
+    """The program up to its reduction as the reduction's element load: every input read
+    and every other output written at the element's position (all of the program's
+    shape, C-contiguous). Returns the load, the other outputs' dtypes and the reduced
+    value's dtype."""
+    g = _Gen(p, metas)
+    last = p.n_inputs + len(p.instrs) - 1
+    refs = [r for r in p.outputs if r != last]
+    outs = [cltype(g.vals[r].dtype) for r in refs]
+    ins = [cltype(m.dtype) for m in metas]
+    params = [f"__global {t.storage}* restrict out{k}" for k, t in enumerate(outs)]
+    params += [f"__global const {t.storage}* restrict in{k}" for k, t in enumerate(ins)]
+    live = p.live()
+    lines = [c for j in range(len(p.instrs) - 1) if p.n_inputs + j in live
+             for c in (g.line(j),) if c is not None]
+
+    def code(pos: str) -> str:
+        loads = [f"const {t.calc} x{k} = {t.load(f'in{k}', pos)};" for k, t in enumerate(ins)]
+        stores = [t.store(f"out{k}", pos, name(p, r)) for k, (t, r) in enumerate(zip(outs, refs))]
+        return "".join(f"{c}\n      " for c in (*loads, *lines, *stores))
+
+    operand = p.instrs[-1].args[0]
+    prelude = header(*(cltype(v.dtype) for v in g.vals if isinstance(v, Meta))) + \
+        "".join(g.helpers)
+    return (Load(params, code, lambda pos: name(p, operand), prelude),
+            [t.dtype for t in outs], g.vals[operand].dtype)
+
+
+def _with_reduction(dev: OpenCLDevice, p: Program, xs: tuple) -> list:
+    """A program ending in a reduction: one pass over memory where every input has the
+    program's shape (the reduction kernel computes the program per element); else the
+    program's kernel, then the reduction."""
+    red = p.instrs[-1]
+    key = ("fused reduce", p, *[(x.dtype, x.shape) for x in xs])
+    got = dev.plans.get(key)
+    if got is None:
+        metas = tuple(Meta(x.shape, x.dtype) for x in xs)
+        shape = evaluate_types(p, metas)[red.args[0]].shape
+        got = dev.plans[key] = (shape, _reduce_load(p, metas)
+                                if all(x.shape == shape for x in xs) else None)
+    shape, load = got
+    if load is None:
+        vals = _elementwise(dev, without_reduction(p), xs)
+        others, operand = vals[:-1], vals[-1]
+        r = reduce(dev, red.op, operand, operand.shape, operand.dtype, *red.attr)
+    else:
+        ld, dts, operand_dtype = load
+        others = [dev.empty(shape, d) for d in dts]
+        args = [o.base_data for o in others] + [x.base_data for x in xs]
+        r = reduce(dev, red.op, None, shape, operand_dtype, *red.attr, (ld, args))
+    return reduced_outputs(p, others, r)
+
+
+def _elementwise(dev: OpenCLDevice, p: Program, xs: tuple) -> list:
+    key = ("fused", p, *[(x.dtype, x.shape) for x in xs])
+    plan = dev.plans.get(key)
+    if plan is None:
+        plan = dev.plans[key] = _Plan(dev, p, tuple(Meta(x.shape, x.dtype) for x in xs))
+    return plan.run(dev, xs)
+
+
 @register_kernel("fused_elementwise", "opencl")
 def fused_elementwise(*xs: cla.Array, program: Program) -> Any:
     dev = device_of(xs[0])
-    key = ("fused", program, *[(x.dtype, x.shape) for x in xs])
-    plan = dev.plans.get(key)
-    if plan is None:
-        plan = dev.plans[key] = _Plan(dev, program, tuple(Meta(x.shape, x.dtype) for x in xs))
-    outs = plan.run(dev, xs)
+    run = _with_reduction if reduction(program) is not None else _elementwise
+    outs = run(dev, program, xs)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
