@@ -54,6 +54,16 @@ class Program:
     instrs: tuple[Instr, ...]
     outputs: tuple[int, ...]
 
+    def __hash__(self) -> int:  # kernels look their plans up by program on every launch
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.n_inputs, self.instrs, self.outputs))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:  # string hashes differ between processes
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def live(self) -> frozenset[int]:
         """The references the outputs depend on (dead instructions need no code)."""
         need, todo = set(), list(self.outputs)
