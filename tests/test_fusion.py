@@ -282,6 +282,21 @@ def test_pass_reduction_ends_a_group_on_opencl():
     np.testing.assert_allclose(float(got.numpy()), want, rtol=1e-5)
 
 
+def test_recompute_retained_values_in_backward():
+    """The chain retains t, s and x for backward: t and s are recomputed from x, and the
+    backward with those steps at its head is one group reading x and g only."""
+    steps = _steps("opencl:1", True)
+    fwd, bwd = steps[:7], steps[7:]
+    r = fusion.recompute(fwd, {"t", "s", "x"})
+    assert r.values == {"t", "s"} and r.steps == (0, 1, 2, 3) and r.needs == {"x"}
+    (g,) = fusion.groups([fwd[j] for j in r.steps] + bwd, {"dx"})
+    assert set(g.inputs) == {"x", "g"} and g.outputs == ("dx",)
+    assert fusion.recompute(fwd, {"t", "s", "x"}, max_steps=2).values == {"s"}
+    # keeping more sources than values saved: nothing recomputed
+    two = [Step("add", ("a", "b"), ("c",), (m := ((4,), F32), m), (m,), "opencl:1")]
+    assert fusion.recompute(two, {"c"}).values == frozenset()
+
+
 def test_pass_rules():
     steps = _steps("numpy", True)
     assert fusion.groups(steps, {"y", "dx"}) == []  # numpy keeps its out= reuse

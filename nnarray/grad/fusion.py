@@ -6,6 +6,8 @@ the graph classes, so any runner's schedule can call it: ``groups(steps, materia
 returns the maximal groups, each with its ``fused_elementwise`` program (``ops.fused``),
 its external inputs and the values it must write. The caller replaces a group's steps by
 one ``fused_elementwise`` step at ``Group.position`` (its last step's place).
+``recompute(steps, retained)`` says which values a forward keeps for backward are better
+recomputed by backward (its steps run again at backward's head and fuse there).
 
 Rules:
 
@@ -227,3 +229,56 @@ def _group(steps: Sequence[Step], members: list[int], materialize: Collection[Ha
         return None  # nothing reads what it computes: the caller's dead code
     program = _fused.Program(len(inputs), tuple(instrs), tuple(ref[v] for v in outputs))
     return Group(tuple(members), program, tuple(inputs), outputs, members[-1])
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """Retained values that backward may recompute instead (``recompute``): ``values``
+    need not be kept once ``needs`` are; ``steps`` (indices, in order) compute them from
+    ``needs``, to run again at the head of backward, where they fuse into its groups."""
+
+    values: frozenset
+    steps: tuple[int, ...]
+    needs: frozenset
+
+
+def recompute(steps: Sequence[Step], retained: Collection[Hashable], max_steps: int = 16,
+              can_fuse: Callable[[Step], bool] = fusable) -> Recompute:
+    """Which ``retained`` values (kept by a forward ``steps`` for backward) are cheaper
+    recomputed: each one that fusable steps on its device, of its shape, compute from
+    values not made that way, in at most ``max_steps`` steps. Taken only when keeping
+    their sources instead keeps no more values than ``retained`` (the chain's ``t`` and
+    ``s`` become its ``x``); otherwise nothing is."""
+    producer = {v: k for k, s in enumerate(steps) for v in s.outputs}
+    values, cone_all, needs = set(), set(), set()
+    for v in retained:
+        cone, srcs = _cone(steps, producer, v, can_fuse, max_steps)
+        if cone:
+            values.add(v)
+            cone_all |= cone
+            needs |= srcs
+    kept = (set(retained) - values) | needs
+    if not values or len(kept) > len(set(retained)):
+        return Recompute(frozenset(), (), frozenset())
+    return Recompute(frozenset(values), tuple(sorted(cone_all)), frozenset(needs))
+
+
+def _cone(steps: Sequence[Step], producer: dict, v: Hashable, can_fuse: Callable,
+          limit: int) -> tuple[set[int], set]:
+    """The fusable steps computing ``v`` (same device and shape) and the values they read
+    from elsewhere; empty when ``v`` is not made so or takes more than ``limit`` steps."""
+    k = producer.get(v)
+    if k is None or not can_fuse(steps[k]):
+        return set(), set()
+    key = (steps[k].device, tuple(steps[k].metas[0][0]))
+    cone, srcs, todo = set(), set(), [v]
+    while todo:
+        x = todo.pop()
+        j = producer.get(x)
+        if j is None or not can_fuse(steps[j]) or \
+                (steps[j].device, tuple(steps[j].metas[0][0])) != key:
+            srcs.add(x)
+        elif j not in cone:
+            cone.add(j)
+            todo.extend(i for i in steps[j].inputs if not isinstance(i, Const))
+    return (cone, srcs) if len(cone) <= limit else (set(), set())
