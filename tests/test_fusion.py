@@ -297,6 +297,45 @@ def test_recompute_retained_values_in_backward():
     assert fusion.recompute(two, {"c"}).values == frozenset()
 
 
+def _graph_steps(y, device: str) -> list[Step]:
+    """The nodes of a recorded graph behind ``y`` as the pass's steps (what the schedule
+    hands it): values by id, scalars as ``Const``."""
+    order, seen = [], set()
+
+    def visit(n):
+        if id(n) in seen:
+            return
+        seen.add(id(n))
+        for a in n.inputs:
+            if getattr(a, "parent", None) is not None:
+                visit(a.parent)
+        order.append(n)
+    visit(y.parent)
+    return [Step(n.function.name,
+                 tuple(Const(a) if isinstance(a, (bool, int, float)) else id(a)
+                       for a in n.inputs),
+                 tuple(id(o) for o in n.output_variables()),
+                 tuple(None if isinstance(a, (bool, int, float)) else (a.shape, a.dtype)
+                       for a in n.inputs), n.out_metas, device, n.attrs) for n in order]
+
+
+def test_pass_on_a_recorded_graph():
+    """The chain recorded as a static graph: its nodes form one group whose program gives
+    what the graph's forward gives."""
+    import nnarray.functions as F
+    from nnarray.grad import Variable
+    h = np.random.default_rng(5).normal(size=(16, 8)).astype(F32)
+    with nna.context_scope("numpy"):
+        x = Variable.from_numpy_array(h, need_grad=True)
+        y = F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x
+        steps = _graph_steps(y, "opencl:1")
+        (g,) = fusion.groups(steps, {id(y)})
+        assert len(g.steps) == len(steps) == 7 and g.inputs == (id(x),)
+        y.forward()
+        got = fused_elementwise(nna.asarray(h), program=g.program)
+        np.testing.assert_array_equal(got.numpy(), y.d)
+
+
 def test_pass_rules():
     steps = _steps("numpy", True)
     assert fusion.groups(steps, {"y", "dx"}) == []  # numpy keeps its out= reuse
