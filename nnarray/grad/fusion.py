@@ -19,7 +19,8 @@ Rules:
   its own ``out=`` reuse, which a fused step could not beat;
 - a step joins the groups of its producers and of the step just before it when they run
   on its device with its output shape, unless a step outside them that runs before it
-  reads one of their values (the group runs at its last step's place, after that reader);
+  reads one of their values (the group runs at its last step's place, after that reader)
+  or the kernel would take more than ``MAX_BUFFERS`` buffers;
 - a reduction (``sum prod mean max min``) may end the group computing its operand, on
   OpenCL (``REDUCING_BACKENDS``), which then takes no further step;
 - a group has at least two steps; a value it computes is written (an output) when the
@@ -40,6 +41,9 @@ from ..ops.ufuncs import BY_NAME
 
 #: Backends whose devices fuse (they generate one kernel per program).
 FUSING_BACKENDS = ("opencl", "cuda")
+#: Most buffers (inputs and outputs) a fused kernel takes: OpenCL guarantees 1024 bytes of
+#: kernel arguments (128 pointers), with room left for the index arguments.
+MAX_BUFFERS = 64
 #: Backends where a reduction may end a group (computing the program as it reduces;
 #: CUDA's kernel would run the program, then the reduction: nothing gained).
 REDUCING_BACKENDS = ("opencl",)
@@ -176,13 +180,18 @@ def _key(steps: Sequence[Step], g: frozenset[int]) -> tuple:
 
 def _placeable(steps: Sequence[Step], g: frozenset[int], readers: dict) -> bool:
     """No step outside ``g`` between its first and last step reads a value of ``g`` (it
-    would run before the fused step that writes it)."""
+    would run before the fused step that writes it), and its kernel would take at most
+    ``MAX_BUFFERS`` buffers (counting every value read outside, later steps too)."""
     first, last = min(g), max(g)
-    for j in g:
-        for v in steps[j].outputs:
-            if any(first < r < last and r not in g for r in readers.get(v, ())):
-                return False
-    return True
+    made = {v for j in g for v in steps[j].outputs}
+    ins = {x for j in g for x in steps[j].inputs if not isinstance(x, Const) and x not in made}
+    outs = 0
+    for v in made:
+        outside = [r for r in readers.get(v, ()) if r not in g]
+        if any(first < r < last for r in outside):
+            return False
+        outs += bool(outside)
+    return len(ins) + outs <= MAX_BUFFERS
 
 
 def _group(steps: Sequence[Step], members: list[int], materialize: Collection[Hashable],
