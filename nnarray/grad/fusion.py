@@ -42,8 +42,9 @@ from ..ops.ufuncs import BY_NAME
 #: Backends whose devices fuse (they generate one kernel per program).
 FUSING_BACKENDS = ("opencl", "cuda")
 #: Most buffers (inputs and outputs) a fused kernel takes: OpenCL guarantees 1024 bytes of
-#: kernel arguments (128 pointers), with room left for the index arguments.
-MAX_BUFFERS = 64
+#: kernel arguments (128 pointers) and CUDA before 12.1 4 KiB, where each CuPy array
+#: argument of rank 4 takes 80 bytes.
+MAX_BUFFERS = 32
 #: Backends where a reduction may end a group (computing the program as it reduces;
 #: CUDA's kernel would run the program, then the reduction: nothing gained).
 REDUCING_BACKENDS = ("opencl",)
