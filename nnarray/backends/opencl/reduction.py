@@ -13,7 +13,8 @@ accumulate in double where the device has fp64.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header
 from .device import OpenCLDevice, device_of
 from .indexing import c_strides
+from .inline_math import inline
 from .programs import launch
 
 _I64 = np.dtype(np.int64)
@@ -29,6 +31,24 @@ _F64 = np.dtype(np.float64)
 _ITEMS, _MIN_CHUNK = 8192, 256
 
 Dims = list[tuple[int, int]]  # (size, stride) per coalesced dimension
+
+
+class Load(NamedTuple):
+    """How the first pass of a reduction reads element ``pos`` of its (C-contiguous)
+    input: kernel parameters before ``out``, statements computing the element and its
+    expression (of the input's compute type). ``fused.py`` computes a program there (its
+    math is rewritten by ``inline_math.inline``)."""
+
+    params: list[str]
+    code: Callable[[str], str]
+    expr: Callable[[str], str]
+    prelude: str = ""  #: source before the kernel (pragmas, helper functions)
+
+
+def _plain(t: CLType) -> Load:
+    """Reading array ``x`` of type ``t``."""
+    return Load([f"__global const {t.storage}* restrict x"], lambda pos: "",
+                lambda pos: t.load("x", pos))
 
 
 def _groups(shape: tuple[int, ...], axes: set[int]) -> tuple[Dims, Dims]:
@@ -74,10 +94,11 @@ def _combine(op: str, t: CLType) -> str:
 
 
 def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLType,
-            scaled: bool, partial: bool) -> str:
+            scaled: bool, partial: bool, load: Load | None = None) -> str:
     arg = op.startswith("arg")
     init = _init(op, acc_t)
-    params = [f"__global const {in_t.storage}* restrict x", f"__global {out_t.storage}* out"]
+    load = _plain(in_t) if load is None else load
+    params = [*load.params, f"__global {out_t.storage}* out"]
     if arg and partial:
         params.append("__global long* outi")
     params += ["const long nout", "const long R", "const long chunk", "const long nchunk",
@@ -98,8 +119,8 @@ def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLTyp
                     if d else "long c0 = q; off += c0 * rs0;")
     body.append(f"{acc_t.calc} acc = {init};" + (" long bi = r0;" if arg else ""))
     step = _odometer(rr - 1) if rr else ""
-    body.append("for (long r = r0; r < r1; ++r) {\n      const "
-                f"{acc_t.calc} v = {convert(in_t.load('x', 'base + off'), in_t, acc_t)};\n"
+    body.append("for (long r = r0; r < r1; ++r) {\n      " + load.code("base + off") + "const "
+                f"{acc_t.calc} v = {convert(load.expr('base + off'), in_t, acc_t)};\n"
                 f"      {_combine(op, acc_t)}\n      {step}\n    }}")
     if arg:
         body.append(out_t.store("out", "g", "acc") + " outi[g] = bi;" if partial
@@ -107,7 +128,7 @@ def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLTyp
     else:
         val = "acc * scale" if scaled else "acc"
         body.append(out_t.store("out", "g", convert(val, acc_t, out_t)))
-    return (header(in_t, acc_t, out_t) + "__kernel void reduce(" + ", ".join(params)
+    return (load.prelude + header(in_t, acc_t, out_t) + "__kernel void reduce(" + ", ".join(params)
             + ") {\n    " + "\n    ".join(body) + "\n}\n")
 
 
@@ -131,11 +152,11 @@ def _chunks(nout: int, R: int) -> tuple[int, int]:
     return chunk, -(-R // chunk) if R else 1
 
 
-def _launch(dev: OpenCLDevice, src: str, x: Any, outs: list, nout: int, R: int, chunk: int,
+def _launch(dev: OpenCLDevice, src: str, xs: list, outs: list, nout: int, R: int, chunk: int,
             nchunk: int, scale: Any, kept: Dims, red: Dims) -> None:
+    """``xs``: the arguments of the source's load parameters."""
     L = np.int64
-    args = [x.base_data, *(o.base_data for o in outs), L(nout), L(R), L(chunk), L(nchunk),
-            scale]
+    args = [*xs, *(o.base_data for o in outs), L(nout), L(R), L(chunk), L(nchunk), scale]
     args += [L(s) for s, _ in kept[1:]] + [L(st) for _, st in kept]
     args += [L(s) for s, _ in red] + [L(st) for _, st in red]
     launch(dev.queue, dev.programs.kernel(src, "reduce"), nout * nchunk, args)
@@ -211,22 +232,27 @@ def _columns(dev: OpenCLDevice, x: Any, in_t: CLType, kept: Dims, red: Dims, op:
 
 
 def _reduce(dev: OpenCLDevice, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
-            acc_t: CLType, out: Any, scale: float | None) -> None:
-    """Reduce ``x`` (``in_t``) into ``out``; ``scale`` multiplies the final value (mean)."""
-    if _columns(dev, x, in_t, kept, red, op, acc_t, out, scale):
+            acc_t: CLType, out: Any, scale: float | None,
+            load: tuple[Load, list] | None = None) -> None:
+    """Reduce ``x`` (``in_t``) into ``out``; ``scale`` multiplies the final value (mean).
+    ``load``: ``(Load, its arguments)`` computing the elements instead of ``x``."""
+    if load is None and _columns(dev, x, in_t, kept, red, op, acc_t, out, scale):
         return
+    first, xs = load or (None, [x.base_data])
     nout = int(np.prod([s for s, _ in kept], dtype=np.int64))
     R = int(np.prod([s for s, _ in red], dtype=np.int64))
     chunk, nchunk = _chunks(nout, R)
     out_t = cltype(out.dtype)
     sc = _scale(acc_t, 1 if scale is None else scale)
+    math = (lambda src: inline(src, dev)) if first is not None else (lambda src: src)
     if nchunk == 1:
-        src = _source(op, len(kept), len(red), in_t, acc_t, out_t, scale is not None, False)
-        _launch(dev, src, x, [out], nout, R, chunk, 1, sc, kept, red)
+        src = _source(op, len(kept), len(red), in_t, acc_t, out_t, scale is not None, False,
+                      first)
+        _launch(dev, math(src), xs, [out], nout, R, chunk, 1, sc, kept, red)
         return
     part = dev.empty((nchunk, nout), acc_t.dtype)
-    src = _source(op, len(kept), len(red), in_t, acc_t, acc_t, False, False)
-    _launch(dev, src, x, [part], nout, R, chunk, nchunk, _scale(acc_t, 1), kept, red)
+    src = math(_source(op, len(kept), len(red), in_t, acc_t, acc_t, False, False, first))
+    _launch(dev, src, xs, [part], nout, R, chunk, nchunk, _scale(acc_t, 1), kept, red)
     _reduce(dev, part, acc_t, [(nout, 1)] if nout > 1 else [], [(nchunk, nout)], op, acc_t,
             out, scale)
 
@@ -264,27 +290,32 @@ def _out_shape(shape: tuple[int, ...], axes: set[int], keepdims: bool) -> tuple[
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
+def reduce(dev: OpenCLDevice, op: str, x: Any, shape: tuple[int, ...], dtype: np.dtype,
+           axis: tuple[int, ...], keepdims: bool, load: tuple[Load, list] | None = None) -> Any:
+    """``op`` (sum prod mean max min) of ``x`` (``shape``, ``dtype``) over ``axis``; with
+    ``load`` (``(Load, arguments)``), of the elements it computes (``x`` unused)."""
+    axes = set(axis)
+    in_t = cltype(dtype)
+    out_d = dtype
+    if dtype.kind in "biu" and op in ("sum", "prod", "mean"):
+        out_d = _F64 if op == "mean" else np.dtype(np.uint64) if dtype.kind == "u" else _I64
+    acc_t = _acc_type(dev, op, in_t)
+    for d in (dtype, out_d, acc_t.dtype):
+        dev.check_dtype(d, op)
+    out = dev.empty(_out_shape(shape, axes, keepdims), out_d)
+    if out.size == 0:
+        return out
+    kept, red = _groups(shape, axes)
+    R = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    scale = (1.0 / R if R else float("nan")) if op == "mean" else None
+    _reduce(dev, x, in_t, kept, red, "sum" if op == "mean" else op, acc_t, out, scale, load)
+    return out
+
+
 def _register(op: str) -> None:
     @register_kernel(op, "opencl")
     def kernel(x, axis, keepdims):
-        dev = device_of(x)
-        axes = set(axis)
-        in_t = cltype(x.dtype)
-        out_d = x.dtype
-        if x.dtype.kind in "biu" and op in ("sum", "prod", "mean"):
-            out_d = _F64 if op == "mean" else np.dtype(np.uint64) if x.dtype.kind == "u" \
-                else _I64
-        acc_t = _acc_type(dev, op, in_t)
-        for d in (x.dtype, out_d, acc_t.dtype):
-            dev.check_dtype(d, op)
-        out = dev.empty(_out_shape(x.shape, axes, keepdims), out_d)
-        if out.size == 0:
-            return out
-        kept, red = _groups(x.shape, axes)
-        R = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-        scale = (1.0 / R if R else float("nan")) if op == "mean" else None
-        _reduce(dev, x, in_t, kept, red, "sum" if op == "mean" else op, acc_t, out, scale)
-        return out
+        return reduce(device_of(x), op, x, x.shape, x.dtype, axis, keepdims)
 
 
 for _op in ("sum", "prod", "mean", "max", "min"):
@@ -309,10 +340,11 @@ def _register_arg(op: str) -> None:
         src = _source(op, len(kept), len(red), t, pt, pt if nchunk > 1 else cltype(_I64),
                       False, nchunk > 1)
         if nchunk == 1:
-            _launch(dev, src, x, [out], nout, R, chunk, 1, t.scalar(1), kept, red)
+            _launch(dev, src, [x.base_data], [out], nout, R, chunk, 1, t.scalar(1), kept, red)
             return out
         vals, idxs = dev.empty((nchunk, nout), pt.dtype), dev.empty((nchunk, nout), _I64)
-        _launch(dev, src, x, [vals, idxs], nout, R, chunk, nchunk, t.scalar(1), kept, red)
+        _launch(dev, src, [x.base_data], [vals, idxs], nout, R, chunk, nchunk, t.scalar(1), kept,
+                red)
         nan = " || (isnan(x) && !isnan(acc))" if t.is_float else ""
         pick = header(pt) + _PICK.format(t=pt.calc, cmp=">" if op == "argmax" else "<", nan=nan)
         launch(dev.queue, dev.programs.kernel(pick, "pick"), nout,
