@@ -28,9 +28,9 @@ from .. import dtypes, late
 from ..context import as_context
 from ..errors import DTypeError, GraphError, InvalidValueError, ShapeError
 from ..ndarray import NdArray
-from . import modes, recording
+from . import modes, recording, schedule
 from .backward import check_not_freed, seed
-from .executor import backward_order, compile_forward, leaves, replay, run_forward, topological_many
+from .executor import backward_order, leaves, replay, topological_many
 from .planner import forward_releases
 from .program import trace
 from .python_function import PyNode, PythonFunction
@@ -596,11 +596,8 @@ class Executor:
                 nd.copy_from(val)
             else:
                 nd.data = val
-        save = bool(is_train) and self._train
-        run = self._runs.get(save)
-        if run is None:
-            run = self._runs[save] = self._run(bool(is_train), save)
-        order, release, outs, steps, out_data, program = run
+        sched = self.schedule(is_train)
+        order, outs, _, out_data = run = self._runs[bool(is_train) and self._train]
         args = self.graph._args
         kept = [v._data for v in args] + [v._data for v in outs]
         for v, nd in zip(args, self.arg_dict.values()):
@@ -609,28 +606,35 @@ class Executor:
             if v._parent is not None:
                 v._data = d
         try:
-            run_forward(steps, program, order[-1].outputs[0]() if order else None, release)
-            run[4] = res = [v.data for v in outs]
+            sched.run(order[-1].outputs[0]() if order else None)
+            run[3] = res = [v.data for v in outs]
         finally:  # the graph's own Variables keep their data
             for v, d in zip(args + outs, kept):
                 v._data = d
         self.outputs = res
-        self._trained = save
+        self._trained = bool(is_train) and self._train
         if self._order:
             _owner[id(self._order[-1])] = self
         return res
 
     def _run(self, is_train: bool, save: bool) -> list:
-        """``[order, release plan, outputs, compiled steps, output arrays, generated
-        program or None]`` of a mode: inference runs a twin of the graph whose dropout and
-        batch normalization nodes are in inference mode, when it has any."""
+        """``[order, outputs, forward schedule, output arrays]`` of a mode: inference runs
+        a twin of the graph whose dropout and batch normalization nodes are in inference
+        mode, when it has any."""
         order, outs = self._order, self._outs
         if not is_train and any(_trains(n) for n in order):
             twin = self.graph._with({}, inference=True)
             order, outs = twin._order, twin._outputs
-        release = forward_releases(order, outs)
-        steps, program = compile_forward(order, self.ctx, save, release)
-        return [order, release, outs, steps, [None] * len(outs), program]
+        sched = schedule.forward(order, self.ctx, save, forward_releases(order, outs))
+        return [order, outs, sched, [None] * len(outs)]
+
+    def schedule(self, is_train: bool = True) -> schedule.Schedule:
+        """The forward schedule ``forward(is_train)`` runs (``describe()`` prints it)."""
+        save = bool(is_train) and self._train
+        run = self._runs.get(save)
+        if run is None:
+            run = self._runs[save] = self._run(bool(is_train), save)
+        return run[2]
 
     # -- backward -----------------------------------------------------------------------------
     def backward(self, out_grads: Any = None) -> None:

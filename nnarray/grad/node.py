@@ -7,7 +7,8 @@ graph behind it. What the backward pass needs of the forward data is kept in
 
 Built-in ops (``Node``) and Python functions (``PyNode``, in ``python_function.py``)
 implement one interface, which the executor and the backward pass use without asking
-which kind a node is: ``differentiable``, ``relocatable``, ``forward_step(ctx, save)``,
+which kind a node is: ``differentiable``, ``relocatable``, ``fusable`` (one plain kernel
+call: a schedule's step may call its kernel itself), ``run(ctx, save)``,
 ``run_backward(stamp, need)`` (eager), ``trace_backward(index, need, gys, program)``,
 ``check()`` and ``release()``.
 """
@@ -18,15 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import late
 from ..backends import host_device
 from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops.op import GraphValue
 from ..registry import lookup
 from .modes import SAVED
-
-_steps: Any = late.bind(__name__, "_steps", "nnarray.grad.steps")  # above this module
 
 
 class RuleContext:
@@ -201,11 +199,6 @@ class Node:
                 v._data = o
         if save:
             self.save(datas, outs)
-
-    def forward_step(self, ctx: Any, save: bool) -> Any:
-        """A zero-argument callable running this node under ``ctx`` (the executor's
-        compiled step)."""
-        return _steps.compile_step(self, ctx, save)
 
     # -- backward ----------------------------------------------------------------------
     def rule_context(self, need: tuple) -> RuleContext:
