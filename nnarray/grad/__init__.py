@@ -13,11 +13,12 @@ schedules), ``recording`` (graph building), ``program`` (tracing a backward pass
 from __future__ import annotations
 
 from ..errors import GraphError
-from . import backward, executor, graph_json, node, program, recording, schedule, variable  # noqa: F401
+from . import backward, bind, executor, graph_json, node, program, recording, schedule, variable  # noqa: F401
+from .bind import Executor
 from .dot import to_dot
 from .executor import print_schedule, schedule_of
 from .gradcheck import gradcheck
-from .graph import Executor, Graph, register_function
+from .graph import Graph, register_function
 from .modes import auto_forward, is_auto_forward, no_grad
 from .naming import name_scope, reset_names
 from .python_function import PythonFunction

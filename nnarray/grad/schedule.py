@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kernel import DEBUG, launches
+from ..kernel import DEBUG
 from ..ndarray import NdArray
 from .planner import last_readers
 from .variable import Variable
@@ -253,13 +253,13 @@ def _closure(st: Step, ctx: Any, save: bool) -> Any:
     n, k = st.node, st.kernel
     if k is None:
         return lambda: n.run(ctx, save)
-    fn, dev, emit, key = k.fn, k.device, k.emit, k.key
+    fn, dev, emit, tally = k.fn, k.device, k.emit, k.tally
     args, attrs, meta, ref = st.inputs, st.attrs, st.meta, st.out
     keep = st.retain is not None
     ri, ro = st.retain if keep else ((), ())
 
     def finish(r: Any, ds: tuple) -> None:
-        launches[key] = launches.get(key, 0) + 1
+        tally[0] += 1
         v = ref()
         nd = emit(r, meta, v._data if v is not None else None)
         if v is not None:
@@ -380,8 +380,7 @@ class _Gen:
     def __init__(self, sched: Schedule, live: list, dev: Any) -> None:
         self.sched, self.live, self.dev = sched, live, dev
         self.fwd = sched.kind == "forward"
-        self.ns: dict[str, Any] = {"_wrap": _wrap, "_deliver": _deliver, "_L": launches,
-                                   "_dev": dev}
+        self.ns: dict[str, Any] = {"_wrap": _wrap, "_deliver": _deliver, "_dev": dev}
         #: id(value) -> (NdArray expression or None, native local name)
         self.names: dict[int, tuple[Any, str]] = {}
         self.produced: dict[int, Variable] = {}
@@ -414,8 +413,8 @@ class _Gen:
             call = self._call(s, st, args, last)
             t = f"t{s}"
             body.append(f"    {t} = {call}")
-            ns[f"K{s}"], ns[f"m{s}"] = st.kernel.key, st.meta
-            body.append(f"    _L[K{s}] = _L.get(K{s}, 0) + 1")
+            ns[f"n{s}"], ns[f"m{s}"] = st.kernel.tally, st.meta
+            body.append(f"    n{s}[0] += 1")
             if DEBUG:
                 ns[f"chk{s}"] = st.kernel.check
                 body.append(f"    chk{s}({t}, m{s})")
