@@ -151,7 +151,8 @@ class Executor:
         if not is_train and any(_trains(n) for n in order):
             twin = self.graph._with({}, inference=True)
             order, outs = twin._order, twin._outputs
-        sched = schedule.forward(order, self.ctx, save, forward_releases(order, outs))
+        root = order[-1].outputs[0] if order else None
+        sched = schedule.forward(order, self.ctx, save, forward_releases(order, outs), root)
         return [order, outs, sched, [None] * len(outs)]
 
     def schedule(self, is_train: bool = True) -> schedule.Schedule:

@@ -15,7 +15,6 @@ from typing import Any
 
 from .. import context as _context
 from .. import dtypes, late
-from ..context import _current
 from ..errors import GraphError
 from ..ndarray import NdArray
 from . import schedule
@@ -182,7 +181,7 @@ def forward(root: Variable, clear_buffer: bool = False) -> None:
             raise GraphError(f"forward: an input of the graph changed shape from {shape} to "
                              f"{v.shape} (reset_shape) after the graph was built; build the "
                              "graph again, or bind the new shape with grad.Graph(...).bind")
-    forward_schedule(plan, _current.get(_context._default), clear_buffer).run(root)
+    forward_schedule(plan, _context.get_current_context(), clear_buffer).run(root)
 
 
 def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedule.Schedule:
@@ -192,7 +191,8 @@ def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedu
     s = plan.schedules.get(key)
     if s is None:
         s = plan.schedules[key] = schedule.forward(plan.order, ctx, True,
-                                                    plan.release if clear_buffer else None)
+                                                    plan.release if clear_buffer else None,
+                                                    plan.root)
     return s
 
 

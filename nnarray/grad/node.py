@@ -23,7 +23,7 @@ from ..backends import host_device
 from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops.op import GraphValue
-from ..registry import lookup
+from ..registry import dispatch
 from .modes import SAVED
 
 
@@ -47,8 +47,8 @@ class Node:
     fusable = True
 
     __slots__ = ("function", "inputs", "attrs", "out_metas", "outputs", "rank",
-                 "saved_inputs", "saved_outputs", "versions", "dynamic", "_kernel",
-                 "_in_meta", "_label", "macro", "__weakref__")
+                 "saved_inputs", "saved_outputs", "versions", "dynamic", "_in_meta", "_label",
+                 "macro", "__weakref__")
 
     #: A traced backward through this node may replay on another graph of its signature.
     relocatable = True
@@ -67,7 +67,6 @@ class Node:
         self.saved_inputs: Any = () if dynamic else None
         self.saved_outputs: Any = () if dynamic else None
         self.versions: Any = () if dynamic else None
-        self._kernel: Any = None  # (context, Kernel) last resolved
         self._in_meta: Any = None
         self._label: Any = None
         #: ``(function, args, kwargs)`` when this node is the output of a function made of
@@ -179,20 +178,13 @@ class Node:
         return rule
 
     # -- forward -----------------------------------------------------------------------
-    def kernel_for(self, ctx: Any) -> Any:
-        """The Kernel running this node under ``ctx`` (resolved once per context)."""
-        k = self._kernel
-        if k is None or k[0] is not ctx or not k[1].valid:
-            k = self._kernel = (ctx, lookup(self.function.name, ctx))
-        return k[1]
-
     def run(self, ctx: Any, save: bool = True) -> None:
         """Run the node's kernel on its inputs' data; store the outputs (in the output
         variables' NdArrays where they exist) and, with ``save``, what backward needs."""
         datas = [a.data if isinstance(a, GraphValue) else a for a in self.inputs]
         vs = [r() for r in self.outputs]
         into = [v._data if v is not None else None for v in vs]
-        res = self.kernel_for(ctx).run(datas, self.attrs, self.out_metas, into)
+        res = dispatch(self.function, ctx).run(datas, self.attrs, self.out_metas, into)
         outs = (res,) if len(self.out_metas) == 1 else res
         for v, o in zip(vs, outs):
             if v is not None:

@@ -24,14 +24,21 @@ end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..kernel import DEBUG
 from ..ndarray import NdArray
+from ..registry import dispatch
 from .planner import last_readers
 from .variable import Variable
 
 _wrap = NdArray._wrap
+
+#: Rewriting passes, run in order on every schedule built (``forward``, ``backward``)
+#: before it first runs: ``pass_(schedule)`` may replace ``schedule.steps`` (a module
+#: above this one appends itself, as fusion does; see ``Step`` for what a step holds).
+passes: list[Callable[[Any], None]] = []
 
 
 class Step:
@@ -43,7 +50,13 @@ class Step:
     ``meta``: its ``(shape, dtype)``; ``retain``: ``(inputs, outputs)`` indices the backward
     rule keeps (``None``: nothing is saved); ``free``: what is released after it (Variables
     whose data is dropped, node indices whose saved data is); ``invariant``: replay skips
-    it while its inputs are unchanged."""
+    it while its inputs are unchanged.
+
+    A pass replacing steps gives each new one these fields: the interpreter calls
+    ``kernel.fn`` on the inputs' native arrays (with ``attrs``), adopts the result into
+    ``out()``'s NdArray with ``kernel.emit`` and adds one to ``kernel.tally``; the code
+    generator calls ``kernel.callee(in_metas, attrs, meta)`` and reads
+    ``node.function.elementwise`` (may it write into a dead operand)."""
 
     __slots__ = ("node", "kernel", "inputs", "attrs", "out", "meta", "retain", "free",
                  "invariant")
@@ -73,12 +86,15 @@ class Schedule:
     stored in the output Variables, ``save``: what backward retains is kept) or
     ``"backward"`` (a traced program: ``prog``, gradients delivered at the end)."""
 
-    __slots__ = ("kind", "ctx", "steps", "save", "prog", "_closures", "_program", "_done",
-                 "__weakref__")
+    __slots__ = ("kind", "ctx", "steps", "save", "prog", "root", "_closures", "_program",
+                 "_done", "__weakref__")
 
     def __init__(self, kind: str, ctx: Any, steps: list, save: bool = False,
-                 prog: Any = None) -> None:
+                 prog: Any = None, root: Any = None) -> None:
         self.kind, self.ctx, self.steps, self.save, self.prog = kind, ctx, steps, save, prog
+        #: A weak reference to the Variable the generated function gets as ``root`` (the
+        #: graph's output: referenced by the code, it would keep its graph alive).
+        self.root = root
         self._closures: Any = None
         self._program: Any = None
         self._done = False
@@ -99,6 +115,12 @@ class Schedule:
             self._program = generate(self)
             self._done = True
         return self._program
+
+    def rewrite(self, pass_: Callable[[Schedule], None]) -> None:
+        """Apply ``pass_`` (which may replace ``steps``) and forget what was compiled."""
+        pass_(self)
+        self._closures = self._program = None
+        self._done = False
 
     # -- running --------------------------------------------------------------------------
     def run(self, root: Any = None, nodes: Any = None, clear_buffer: bool = False,
@@ -220,17 +242,19 @@ def _plain(n: Any, ctx: Any) -> Any:
     ``None`` (an opaque step)."""
     if not n.fusable or len(n.out_metas) != 1:
         return None
-    k = n.kernel_for(ctx)
+    k = dispatch(n.function, ctx)
     return k if k.plain else None
 
 
-def forward(order: list, ctx: Any, save: bool = True, release: list | None = None) -> Schedule:
+def forward(order: list, ctx: Any, save: bool = True, release: list | None = None,
+            root: Any = None) -> Schedule:
     """The schedule of a static graph's forward ``order`` under ``ctx`` (``save``: keep
     what backward needs; ``release``: per node, the Variables freed after it, from
-    ``planner.forward_releases``)."""
+    ``planner.forward_releases``; ``root``: a weak reference to the output passed to
+    ``run``)."""
     steps = [Step(n, _plain(n, ctx), save, list(release[s]) if release else [])
              for s, n in enumerate(order)]
-    return Schedule("forward", ctx, steps, save)
+    return _passed(Schedule("forward", ctx, steps, save, root=root))
 
 
 def backward(prog: Any, ctx: Any) -> Schedule:
@@ -241,7 +265,13 @@ def backward(prog: Any, ctx: Any) -> Schedule:
         step = Step(st, _plain(st, ctx), False, prog.release[s] if prog.release else [])
         step.invariant = s in inv
         steps.append(step)
-    return Schedule("backward", ctx, steps, False, prog)
+    return _passed(Schedule("backward", ctx, steps, False, prog))
+
+
+def _passed(s: Schedule) -> Schedule:
+    for p in passes:
+        p(s)
+    return s
 
 
 # -- the interpreter --------------------------------------------------------------------------
@@ -393,8 +423,8 @@ class _Gen:
     def build(self) -> Generated | None:
         live, ns, body = self.live, self.ns, self.body
         last = last_readers([st for _, st in live], [s for s, _ in live])
-        n_live = len(live)
-        for j, (s, st) in enumerate(live):
+        root = self.sched.root() if self.sched.root is not None else None
+        for s, st in live:
             out = st.out()
             args, datas = [], []
             for i, a in enumerate(st.inputs):
@@ -420,7 +450,7 @@ class _Gen:
                 body.append(f"    chk{s}({t}, m{s})")
             self.produced[id(out)] = out
             if self.fwd:
-                self._store(s, st, out, t, datas, j == n_live - 1)
+                self._store(s, st, out, t, datas, out is root)
             else:
                 self.names[id(out)] = (None, t)
             dead = [self.names[i] for i, v in last.items() if v == s and i in self.produced
