@@ -201,9 +201,9 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
     """Run a traced program, as its schedule for ``ctx``, on the graph whose forward
     order is ``nodes`` (``more_seeds``: the output gradients of a program traced from
     several roots, after the first)."""
-    s = prog.compiled
+    s = prog.schedule
     if s is None or s.ctx is not ctx:
-        s = prog.compiled = schedule.backward(prog, ctx)
+        s = prog.schedule = schedule.backward(prog, ctx)
     s.replay(nodes, seed, clear_buffer, more_seeds)
 
 
@@ -214,7 +214,7 @@ def schedule_of(v: Variable, backward: bool = False) -> schedule.Schedule:
     plan = plan_of(v)
     if not backward:
         return forward_schedule(plan, _context.get_current_context())
-    s = plan.program.compiled if plan.program is not None else None
+    s = plan.program.schedule if plan.program is not None else None
     if s is None:
         raise GraphError("schedule_of: no backward program of this graph ran yet (call "
                          "backward() on it first)")
