@@ -165,13 +165,13 @@ class Schedule:
         skip = _skipped(prog) if prog.inv_steps else ()
         steps = self.closures
         if gen is not None:
-            for s, st in enumerate(self.steps):
-                if st.invariant and s not in skip:
-                    steps[s]()
+            for st, step in zip(self.steps, steps):
+                if st.invariant and id(st.out()) not in skip:
+                    step()
             gen.fn(None, nodes, seed, more_seeds, clear_buffer)
             return
-        for s, (st, step) in enumerate(zip(self.steps, steps)):
-            if s not in skip:
+        for st, step in zip(self.steps, steps):
+            if not st.invariant or id(st.out()) not in skip:
                 step()
             _free(st.free, nodes, clear_buffer)
         for k, i, gv, shared in prog.leaves:
@@ -331,14 +331,16 @@ def _closure(st: Step, ctx: Any, save: bool) -> Any:
 
 
 def _skipped(prog: Any) -> set:
-    """Invariant steps whose inputs are unchanged since the last replay."""
+    """The outputs (by id) of invariant steps whose inputs are unchanged since the last
+    replay (by value, not position: a pass may have rewritten the step list)."""
     changed = set()
     for j, v in enumerate(prog.inv_proxies):
         d, last = v._data, prog.inv_last[j]
         if last is None or last[0] is not d or last[1] != d.version:
             changed.add(id(v))
             prog.inv_last[j] = (d, d.version)
-    return {s for s, out, d in prog.inv_steps if out._data is not None and not (d & changed)}
+    return {id(out) for _, out, d in prog.inv_steps
+            if out._data is not None and not (d & changed)}
 
 
 def _bind(prog: Any, nodes: list, seed: NdArray, more_seeds: Any) -> None:
