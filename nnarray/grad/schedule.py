@@ -66,8 +66,9 @@ class Step:
         self.kernel = kernel
         self.inputs = tuple(node.inputs)
         self.attrs = getattr(node, "attrs", None)
-        self.out = node.outputs[0] if kernel is not None else None
-        self.meta = node.out_metas[0] if kernel is not None else None
+        one = len(getattr(node, "out_metas", ())) == 1  # a Python function's: none
+        self.out = node.outputs[0] if one else None
+        self.meta = node.out_metas[0] if one else None
         rule = node.function.backward if save and kernel is not None else None
         self.retain = (tuple(rule.retained_inputs(node.attrs)), tuple(rule.outputs)) \
             if rule is not None else None
