@@ -7,7 +7,9 @@ path for two-operand ops; reaches the engine modules through ``nnarray.late`` sl
 ``planner``, ``schedule`` (the one step list every graph run executes: its interpreter
 and code generator), ``executor`` (plans; static forward and program replay as
 schedules), ``recording`` (graph building), ``program`` (tracing a backward pass),
-``backward`` (``docs/architecture.md``; ``lint-imports`` checks the order).
+``backward``; above them graphs as objects: ``rebuild`` (nodes recorded again on new
+inputs), ``graph`` (the ``Graph`` view), ``bind`` (``Executor``), ``graph_json``
+(``docs/architecture.md``; ``lint-imports`` checks the order).
 """
 
 from __future__ import annotations
