@@ -145,3 +145,26 @@ def test_invariant_steps_skipped_while_their_leaves_are_unchanged(backend: str) 
         y.backward()
         assert nna.kernel_stats()["by_op"].get("log", 0) == logs
         np.testing.assert_allclose(w.g, np.full((4, 3), xv * np.log(xv)), **tol(np.float64))
+
+
+@pytest.mark.allow_fallback("eigh runs on the host on OpenCL (an opaque step there)")
+def test_a_step_of_several_outputs(backend: str) -> None:
+    """``eigh`` is one node of two outputs (eigenvalues, and eigenvectors kept for
+    backward though no Variable holds them): one step, generated where its kernel is
+    plain, with each output stored or retained."""
+    a = np.array([[4.0, 1, 0], [1, 3, 1], [0, 1, 2]])
+    x = Variable.from_numpy_array(a, need_grad=True)
+    w = nna.linalg.eigh(x)[0]
+    y = F.sum(w * w)
+    for k in range(2):
+        x.d = a + k
+        y.forward()
+        x.grad.zero()
+        y.backward()
+        ev, vec = np.linalg.eigh(a + k)
+        np.testing.assert_allclose(y.d, (ev * ev).sum(), **tol(np.float64))
+        np.testing.assert_allclose(x.g, (vec * (2 * ev)) @ vec.T, rtol=1e-8, atol=1e-8)
+    s = grad.schedule_of(y)
+    assert len(s.steps[0].metas) == 2 and s.steps[0].op == "eigh"
+    if s.steps[0].kernel is not None:
+        assert s.program is not None and "t0_0, t0_1, = k0(" in s.program.source

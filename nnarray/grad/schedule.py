@@ -46,19 +46,23 @@ class Step:
 
     ``node``: what it runs; ``kernel``: the node's ``Kernel`` for the schedule's context
     (``None``: opaque, ``node.run(ctx, save)``); ``inputs``: the slots read (Variables,
-    constant NdArrays, scalars); ``out``: a weak reference to the output Variable;
-    ``meta``: its ``(shape, dtype)``; ``retain``: ``(inputs, outputs)`` indices the backward
-    rule keeps (``None``: nothing is saved); ``free``: what is released after it (Variables
-    whose data is dropped, node indices whose saved data is); ``invariant``: replay skips
-    it while its inputs are unchanged.
+    constant NdArrays, scalars); ``outs``: weak references to the output Variables (a
+    kernel of several outputs returns a tuple); ``metas``: their ``(shape, dtype)``;
+    ``retain``: ``(inputs, outputs)`` indices the backward rule keeps (``None``: nothing
+    is saved); ``free``: what is released after it (Variables whose data is dropped, node
+    indices whose saved data is); ``invariant``: replay skips it while its inputs are
+    unchanged.
 
-    A pass replacing steps gives each new one these fields: the interpreter calls
-    ``kernel.fn`` on the inputs' native arrays (with ``attrs``), adopts the result into
-    ``out()``'s NdArray with ``kernel.emit`` and adds one to ``kernel.tally``; the code
-    generator calls ``kernel.callee(in_metas, attrs, meta)`` and reads
+    A pass may replace steps (fusion: a run of elementwise steps by one step of a
+    ``fused_elementwise`` node, several outputs where values are read outside the run).
+    A new step is built from its node (``Step(node, dispatch(op, ctx), save, free)``):
+    the interpreter runs a one-output plain kernel itself (``kernel.fn`` on the inputs'
+    native arrays with ``attrs``, the result adopted with ``kernel.emit``, one added to
+    ``kernel.tally``) and any other step through ``node.run``; the code generator calls
+    ``kernel.callee(in_metas, attrs, metas[0])``, unpacks several results, and reads
     ``node.function.elementwise`` (may it write into a dead operand)."""
 
-    __slots__ = ("node", "kernel", "inputs", "attrs", "out", "meta", "retain", "free",
+    __slots__ = ("node", "kernel", "inputs", "attrs", "outs", "metas", "retain", "free",
                  "invariant")
 
     def __init__(self, node: Any, kernel: Any, save: bool, free: list) -> None:
@@ -66,14 +70,23 @@ class Step:
         self.kernel = kernel
         self.inputs = tuple(node.inputs)
         self.attrs = getattr(node, "attrs", None)
-        one = len(getattr(node, "out_metas", ())) == 1  # a Python function's: none
-        self.out = node.outputs[0] if one else None
-        self.meta = node.out_metas[0] if one else None
+        self.metas = tuple(getattr(node, "out_metas", ()))  # a Python function's: none
+        self.outs = tuple(node.outputs) if self.metas else ()
         rule = node.function.backward if save and kernel is not None else None
         self.retain = (tuple(rule.retained_inputs(node.attrs)), tuple(rule.outputs)) \
             if rule is not None else None
         self.free = free
         self.invariant = False
+
+    @property
+    def out(self) -> Any:
+        """The weak reference to the one output (``None`` unless there is one)."""
+        return self.outs[0] if len(self.outs) == 1 else None
+
+    @property
+    def meta(self) -> Any:
+        """The one output's ``(shape, dtype)`` (``None`` unless there is one)."""
+        return self.metas[0] if len(self.metas) == 1 else None
 
     @property
     def op(self) -> str:
@@ -200,10 +213,9 @@ class Schedule:
 
         lines = [f"{self.kind} schedule on {self.ctx.key}: {len(self.steps)} steps"]
         for s, st in enumerate(self.steps):
-            out = st.out() if st.out is not None else None
-            outs = name(out) if out is not None else \
-                ", ".join(name(v) for v in _outputs_of(st.node)) or "-"
-            shape = f" {st.meta[0]} {st.meta[1]}" if st.meta is not None else ""
+            outs = ", ".join(name(v) for v in _outputs_of(st.node)) or "-"
+            shape = f" {st.meta[0]} {st.meta[1]}" if st.meta is not None else \
+                " " + ", ".join(f"{m[0]} {m[1]}" for m in st.metas) if st.metas else ""
             line = f"  {s:3d} {st.op:<16} {outs}{shape} <- " + \
                 ", ".join(name(a) for a in st.inputs)
             if st.kernel is None:
@@ -239,9 +251,9 @@ def _free(free: list, nodes: Any, clear_buffer: bool) -> None:
 
 # -- building ---------------------------------------------------------------------------------
 def _plain(n: Any, ctx: Any) -> Any:
-    """The node's Kernel when it runs as one plain kernel call with one output, else
-    ``None`` (an opaque step)."""
-    if not n.fusable or len(n.out_metas) != 1:
+    """The node's Kernel when it runs as one plain kernel call (one output, or a tuple of
+    several), else ``None`` (an opaque step)."""
+    if not n.fusable:
         return None
     k = dispatch(n.function, ctx)
     return k if k.plain else None
@@ -282,7 +294,7 @@ def _closure(st: Step, ctx: Any, save: bool) -> Any:
     graph was built), the result adopted by the output variable's NdArray and, for a
     forward step that saves, what the backward rule retains kept with its version."""
     n, k = st.node, st.kernel
-    if k is None:
+    if k is None or len(st.metas) != 1:
         return lambda: n.run(ctx, save)
     fn, dev, emit, tally = k.fn, k.device, k.emit, k.tally
     args, attrs, meta, ref = st.inputs, st.attrs, st.meta, st.out
@@ -398,7 +410,8 @@ def generate(sched: Schedule) -> Generated | None:
     dev = None
     for _, st in live:
         k = st.kernel
-        if k is None or (dev is not None and k.device is not dev) or st.out() is None:
+        if k is None or (dev is not None and k.device is not dev) or \
+                (len(st.outs) == 1 and st.outs[0]() is None):
             return None
         dev = k.device
     if fwd and not live:
@@ -428,7 +441,7 @@ class _Gen:
         last = last_readers([st for _, st in live], [s for s, _ in live])
         root = self.sched.root() if self.sched.root is not None else None
         for s, st in live:
-            out = st.out()
+            outs = [r() for r in st.outs]
             args, datas = [], []
             for i, a in enumerate(st.inputs):
                 if isinstance(a, (Variable, NdArray)):
@@ -444,18 +457,22 @@ class _Gen:
                     datas.append(f"c{s}_{i}")
                     args.append(f"c{s}_{i}")
             call = self._call(s, st, args, last)
-            t = f"t{s}"
-            body.append(f"    {t} = {call}")
-            ns[f"n{s}"], ns[f"m{s}"] = st.kernel.tally, st.meta
+            sfx = [""] if len(outs) == 1 else [f"_{j}" for j in range(len(outs))]
+            body.append(f"    {', '.join(f't{s}{x}' for x in sfx)}{',' * (len(outs) > 1)}"
+                        f" = {call}")
+            ns[f"n{s}"] = st.kernel.tally
             body.append(f"    n{s}[0] += 1")
-            if DEBUG:
-                ns[f"chk{s}"] = st.kernel.check
-                body.append(f"    chk{s}({t}, m{s})")
-            self.produced[id(out)] = out
+            for x, m in zip(sfx, st.metas):
+                ns[f"m{s}{x}"] = m
+                if DEBUG:
+                    ns[f"chk{s}"] = st.kernel.check
+                    body.append(f"    chk{s}(t{s}{x}, m{s}{x})")
+            for out, x in zip(outs, sfx):
+                if out is not None:
+                    self.produced[id(out)] = out
+                    self.names[id(out)] = (None, f"t{s}{x}")
             if self.fwd:
-                self._store(s, st, out, t, datas, out is root)
-            else:
-                self.names[id(out)] = (None, t)
+                self._store(s, st, outs, sfx, datas, root)
             dead = [self.names[i] for i, v in last.items() if v == s and i in self.produced
                     and i not in self.results]
             if dead:
@@ -491,7 +508,7 @@ class _Gen:
         ``move`` variant taking a dead input's buffer over), an elementwise one writing
         into an operand read for the last time."""
         k, ns = st.kernel, self.ns
-        dead = [] if self.fwd else \
+        dead = [] if self.fwd or st.meta is None else \
             [a for a in st.inputs if last.get(id(a)) == s and id(a) in self.produced and
              id(a) not in self.results and sum(b is a for b in st.inputs) == 1]
         move = getattr(k.fn, "move", None)
@@ -500,7 +517,7 @@ class _Gen:
         else:
             metas = [(a.shape, a.dtype) if isinstance(a, (Variable, NdArray)) else None
                      for a in st.inputs]
-            callee, with_attrs = k.callee(metas, st.attrs, st.meta)
+            callee, with_attrs = k.callee(metas, st.attrs, st.metas[0])
         ns[f"k{s}"] = callee
         if with_attrs:
             ns[f"a{s}"] = st.attrs
@@ -512,20 +529,31 @@ class _Gen:
             args = args + [f"out={self.names[id(into[0])][1]}"]
         return f"k{s}({', '.join(args)})"
 
-    def _store(self, s: int, st: Step, out: Any, t: str, datas: list, is_root: bool) -> None:
-        """A forward step's result adopted by its Variable's NdArray, what the backward
-        rule retains kept, the step's frees done."""
+    def _store(self, s: int, st: Step, outs: list, sfx: list, datas: list, root: Any) -> None:
+        """A forward step's results adopted by their Variables' NdArrays (an output no
+        Variable holds any more is wrapped only where backward retains it), what the
+        backward rule retains kept, the step's frees done."""
         ns, body = self.ns, self.body
-        v = "root" if is_root else f"V{s}"
-        if not is_root:
-            ns[v] = out  # held by its readers' nodes anyway; the root is the argument
-        o = f"o{s}"
-        body += [f"    {o} = {v}._data",
-                 f"    if {o} is None:",
-                 f"        {v}._data = {o} = _wrap({t}, _dev, m{s})",
-                 "    else:",
-                 f"        {o}.adopt(_dev, {t})"]
-        self.names[id(out)] = (o, t)
+        onames = []
+        for j, (out, x) in enumerate(zip(outs, sfx)):
+            t, o = f"t{s}{x}", f"o{s}{x}"
+            if out is None:
+                keep = st.retain is not None and j in st.retain[1]
+                if keep:
+                    body.append(f"    {o} = _wrap({t}, _dev, m{s}{x})")
+                onames.append(o if keep else "None")
+                continue
+            v = "root" if out is root else f"V{s}{x}"
+            if v != "root":
+                ns[v] = out  # held by its readers' nodes anyway; the root is the argument
+            body += [f"    {o} = {v}._data",
+                     f"    if {o} is None:",
+                     f"        {v}._data = {o} = _wrap({t}, _dev, m{s}{x})",
+                     "    else:",
+                     f"        {o}.adopt(_dev, {t})"]
+            self.names[id(out)] = (o, t)
+            onames.append(o)
+        o = ", ".join(onames)
         node = f"N{s}"
         if st.retain is not None:
             ns[node] = st.node
