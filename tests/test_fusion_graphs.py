@@ -114,7 +114,7 @@ def _launches(step) -> int:
 def test_chain_forward_backward_launches(backend: str) -> None:
     """The issue's chain, forward plus backward as a static graph: on OpenCL one fused
     kernel forward (writing what backward retains and the output) and one backward, once
-    ``2x`` (loop-invariant: it reads only the leaf) is computed; unfused 7 + 9."""
+    ``2x`` (loop-invariant: it reads only the leaf) is computed; unfused 19."""
     x, y, xn = _chain()
     dyn = np.random.default_rng(2).standard_normal(xn.shape).astype(np.float32)
     dy = nna.NdArray.from_numpy_array(dyn)
