@@ -33,7 +33,7 @@ from .complex_math import expression as complex_expression
 from .device import OpenCLDevice, _by_queue, device_of
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
 from .inline_math import inline
-from .programs import LOCAL
+from .programs import LOCAL, typed
 
 _Array = cla.Array
 _enqueue = cl.enqueue_nd_range_kernel
@@ -169,6 +169,7 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
         t = np.int32 if idx == "int" else np.int64
         consts = [t(n)] + (index_args(dims, strides, idx) if rank > 1 or arrays else [])
     scalars = [None if type(x) is _Array else ct.scalar for x, ct in zip(xs, cts)]
+    typed(kernel, [None] + [s if s is None else s(0) for s in scalars] + consts)
     return Plan(kernel, n, shape, out_dtype, scalars, consts,
                 (dims[-1], n // dims[-1]) if rows else None)
 
