@@ -351,6 +351,28 @@ def test_matmul_batch_broadcast_that_needs_materializing(cl):
     np.testing.assert_allclose(r.data, x.astype(np.float16).astype(np.float32) @ y, rtol=1e-4)
 
 
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True)])
+def test_matmul_repeats_reuse_the_call_and_stay_right(cl, ta, tb):
+    """The second and later calls with the same operand shapes, dtypes and flags reuse the
+    first call's GEMM arguments (``matmul.py``): new data each time, other dtypes of the
+    same shapes (float64, float16, mixed) still take their own path."""
+    rng = np.random.default_rng(3)
+    sa, sb = (7, 5) if ta else (5, 7), (3, 7) if tb else (7, 3)
+    for dt_a, dt_b in [(np.float32, np.float32)] * 3 + [(np.float64, np.float64),
+                                                        (np.float16, np.float32),
+                                                        (np.float32, np.float64)]:
+        if np.float64 in (dt_a, dt_b) and not cl.fp64:
+            continue
+        x, y = rng.standard_normal(sa).astype(dt_a), rng.standard_normal(sb).astype(dt_b)
+        a, b = on_cl(x, y)
+        got = F.matmul(a, b, transpose_a=ta, transpose_b=tb)
+        want = (x.T if ta else x).astype(np.float64) @ (y.T if tb else y).astype(np.float64)
+        assert got.dtype == np.result_type(dt_a, dt_b) if np.float16 not in (dt_a, dt_b) \
+            else got.dtype == np.float32
+        np.testing.assert_allclose(got.data, want, rtol=1e-3 if np.float16 in (dt_a, dt_b)
+                                   else 1e-5, atol=1e-3)
+
 _POSITIONS = """
 import numpy as np
 import nnarray as nna
