@@ -373,6 +373,27 @@ def test_matmul_repeats_reuse_the_call_and_stay_right(cl, ta, tb):
         np.testing.assert_allclose(got.data, want, rtol=1e-3 if np.float16 in (dt_a, dt_b)
                                    else 1e-5, atol=1e-3)
 
+
+@pytest.mark.filterwarnings("ignore:invalid value")  # numpy: the mean of nothing
+@pytest.mark.parametrize("shape,axis", [((64, 100), (0,)), ((3, 70000), (1,)),
+                                        ((5, 6, 7), (0, 2)), ((4, 0), (1,))])
+def test_reductions_replay_their_first_call(cl, shape, axis):
+    """Later reductions of the same op, shape, dtype and axes replay the first call's
+    recorded launches (``reduction._Plan``), temporaries of the chunked paths included:
+    every call must see its own data."""
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        x = rng.standard_normal(shape).astype(np.float32)
+        a, = on_cl(x)
+        np.testing.assert_allclose(F.sum(a, axis=axis).data, x.sum(axis=axis, dtype=np.float64),
+                                   rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(F.mean(a, axis=axis, keepdims=True).data,
+                                   x.mean(axis=axis, keepdims=True, dtype=np.float64),
+                                   rtol=1e-5, atol=1e-5)
+        if len(axis) == 1 and x.size:
+            np.testing.assert_array_equal(F.argmax(a, axis=axis[0]).data,
+                                          x.argmax(axis=axis[0]))
+
 _POSITIONS = """
 import numpy as np
 import nnarray as nna
