@@ -315,16 +315,24 @@ def _out_shape(shape: tuple[int, ...], axes: set[int], keepdims: bool) -> tuple[
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-def _register(op: str) -> None:
-    @register_kernel(op, "opencl")
-    def kernel(x, axis, keepdims):
-        dev = device_of(x)
-        key = (op, x.dtype, x.shape, axis, keepdims)
-        plan = dev.plans.get(key)
-        if plan is None:
-            plan = dev.plans[key] = _plan(dev, x, axis, keepdims)
-        return plan.run(dev, x)
+def _replayed(op: str) -> Any:
+    """Register, as ``op``'s kernel, a function that runs the ``_Plan`` the decorated
+    ``planner(dev, x, axis, keepdims)`` records for each input meta, axes and keepdims."""
+    def register(planner: Any) -> Any:
+        @register_kernel(op, "opencl")
+        def kernel(x, axis, keepdims):
+            dev = device_of(x)
+            key = (op, x.dtype, x.shape, axis, keepdims)
+            plan = dev.plans.get(key)
+            if plan is None:
+                plan = dev.plans[key] = planner(dev, x, axis, keepdims)
+            return plan.run(dev, x)
+        return planner
+    return register
 
+
+def _register(op: str) -> None:
+    @_replayed(op)
     def _plan(dev: OpenCLDevice, x: Any, axis: Any, keepdims: bool) -> _Plan:
         axes = set(axis)
         in_t = cltype(x.dtype)
@@ -351,15 +359,7 @@ for _op in ("sum", "prod", "mean", "max", "min"):
 
 
 def _register_arg(op: str) -> None:
-    @register_kernel(op, "opencl")
-    def kernel(x, axis, keepdims):
-        dev = device_of(x)
-        key = (op, x.dtype, x.shape, axis, keepdims)
-        plan = dev.plans.get(key)
-        if plan is None:
-            plan = dev.plans[key] = _plan(dev, x, axis, keepdims)
-        return plan.run(dev, x)
-
+    @_replayed(op)
     def _plan(dev: OpenCLDevice, x: Any, axis: Any, keepdims: bool) -> _Plan:
         dev.check_dtype(x.dtype, op)
         axes = set(range(x.ndim)) if axis is None else {axis}
