@@ -192,9 +192,9 @@ class OpenCLDevice(Device):
         that whatever attributes its version sets are there."""
         dt = np.dtype(dtype)
         size, strides = _layout(shape, dt.itemsize)
-        x = self._array(None, shape, dt, allocator=self.pool, data=None if not size else
-                        self._alloc(size * dt.itemsize), strides=strides, _fast=True,
-                        _size=size, _context=self.context, _queue=self.queue)
+        x = self._array(None, shape, dt, allocator=self.pool, data=_NO_BUFFER,
+                        strides=strides, _fast=True, _size=size, _context=self.context,
+                        _queue=self.queue)
         fields = dict(x.__dict__)
         del fields["base_data"], fields["events"]
         return dt, -(-max(size, 1) // self._pad) * self._pad * dt.itemsize, fields
@@ -312,6 +312,8 @@ class OpenCLDevice(Device):
 
 
 _new = object.__new__
+#: The ``data`` of the array that ``_layout`` copies its attributes from (allocates nothing).
+_NO_BUFFER = object()
 
 #: Devices by ``id()`` of their queue: kernels find the device of an input array here.
 _by_queue: dict[int, OpenCLDevice] = {}
