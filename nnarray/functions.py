@@ -27,6 +27,7 @@ from .ops import layer_norm as _layer_norm
 from .ops import linalg as _linalg
 from .ops import normalization as _norm
 from .ops import op as _op
+from .ops import pooling as _pool
 from .ops import random as _random
 from .ops import reduction as _red
 from .ops import shape as _shape
@@ -61,7 +62,9 @@ slice, getitem = _shape.slice, _shape.getitem
 # Neural-network functions composed from primitives, and their primitives.
 softmax_cross_entropy = _softmax.softmax_cross_entropy
 mean_squared_error = _softmax.mean_squared_error
-conv2d, max_pooling, average_pooling = _conv.conv2d, _conv.max_pooling, _conv.average_pooling
+# One op (one graph node) each, with a composite kernel a backend may replace.
+conv2d = _conv.conv2d
+max_pooling, average_pooling = _pool.max_pooling, _pool.average_pooling
 batch_normalization = _norm.batch_normalization
 layer_norm = _layer_norm.layer_norm
 gelu = _gelu.gelu
@@ -231,9 +234,9 @@ def _takes_name(fn: Any) -> Any:
 #: Functions whose recorded nodes depend on their input shapes beyond each op's own
 #: inference (several ops, or attributes computed from the shapes): graph re-inference
 #: calls them again (``Node.macro``).
-_COMPOSITES = frozenset(("affine", "conv2d", "softmax_cross_entropy", "mean_squared_error",
+_COMPOSITES = frozenset(("affine", "softmax_cross_entropy", "mean_squared_error",
                          "batch_normalization", "softmax", "log_softmax", "dropout",
-                         "max_pooling", "average_pooling", "mean", "square", "getitem",
+                         "mean", "square", "getitem",
                          "slice", "stack", "split", "im2col", "col2im", "layer_norm",
                          "embedding", "scaled_dot_product_attention"))
 

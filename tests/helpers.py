@@ -8,6 +8,8 @@ import numpy as np
 from conftest import tol
 
 import nnarray as nna
+from nnarray.ops.fused import Builder, Program
+from nnarray.ops.ufuncs import ROWS
 
 
 def S(*parts: str) -> str:
@@ -107,3 +109,54 @@ def run_json_child(code: str, *args: str, timeout: float = 600) -> dict:
                        text=True, cwd=root, timeout=timeout)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# -- fused programs (tests/test_fusion.py, tests/test_cuda_nvrtc.py) ------------------
+def row_program(rows: list, integral: bool) -> Program:
+    """Each row applied to alternating inputs (and a constant for every third binary
+    row), then ``r * 0.5 + other``: broadcasting, mixed dtypes, weak constants. Inputs:
+    x, y (two dtypes and shapes) and one >= 1 (``acosh``'s domain)."""
+    b, (x, y, extra) = Builder(3), (0, 1, 2)
+    half = b.const(2 if integral else 0.5)
+    outs = []
+    for k, row in enumerate(rows):
+        first, other = (x, y) if k % 2 == 0 else (y, x)
+        if row.name == "acosh":
+            first = extra  # its domain: >= 1
+        if row.arity == 1:
+            r = b.call(row.name, first)
+        elif k % 3 == 2:
+            r = b.call(row.name, first, b.const(3 if integral else 0.75))
+        else:
+            r = b.call(row.name, first, other)
+        outs.append(b.call("add", b.call("mul", r, half), other))
+    # ``where`` on a computed condition, a constant branch, mixed dtypes
+    outs.append(b.call("where", b.call("greater", x, y), x, b.const(3 if integral else 0.25)))
+    return b.program(outs)
+
+
+def fused_rows(integral: bool) -> list:
+    """The rows with a C expression that fuse on integers (``integral``) or floats."""
+    rows = [r for r in ROWS if r.c is not None]
+    if integral:  # int pow is not fused (its kernels check the exponent first)
+        return [r for r in rows if r.rule != "float" and r.name != "pow"]
+    return [r for r in rows if r.rule not in ("integral", "int")]
+
+
+def chain(b: Builder, x: int) -> int:
+    """``tanh(0.5 x + 0.1) * sigmoid(x) + x * x``"""
+    t = b.call("tanh", b.call("add", b.call("mul", x, b.const(0.5)), b.const(0.1)))
+    return b.call("add", b.call("mul", t, b.call("sigmoid", x)), b.call("mul", x, x))
+
+
+def special_program() -> Program:
+    """On one float32 input: the chain, its cast to float64, infinite and NaN constants,
+    a bool constant and an integer cast."""
+    b = Builder(1)
+    y = chain(b, 0)
+    inf, nan = b.const(float("inf")), b.const(float("nan"))
+    clipped = b.call("minimum", b.call("maximum", 0, b.const(-float("inf"))), inf)
+    return b.program([y, b.call("cast", y, attr="float64"), clipped,
+                      b.call("where", b.call("isnan", 0), nan, b.call("mul", 0, inf)),
+                      b.call("add", b.call("cast", b.call("isinf", 0), attr="int64"),
+                             b.const(True))])

@@ -117,11 +117,14 @@ def env() -> _Env:
     return env
 
 
-def _elementwise_code(cupy: Any, e: table.Elementwise, dtype: str, layout: str) -> str:
-    """The code ``ElementwiseKernel.__call__`` compiles, from CuPy's own generator."""
+def _elementwise_code(cupy: Any, e: table.Elementwise, dtype: str, layout: str,
+                      in_dtypes: tuple[str, ...] | None = None) -> str:
+    """The code ``ElementwiseKernel.__call__`` compiles, from CuPy's own generator, for
+    inputs of ``dtype`` (or of ``in_dtypes`` each)."""
     from cupy._core import _carray, _kernel, core
     k = e.build(cupy)
-    in_types, out_types, type_map = k._decide_params_type((np.dtype(dtype),) * k.nin, ())
+    in_types, out_types, type_map = k._decide_params_type(
+        tuple(np.dtype(d) for d in (in_dtypes or (dtype,) * k.nin)), ())
     ndim, contiguous, index32 = LAYOUTS[layout]
     infos = tuple(_kernel._ArgInfo(1, cupy.ndarray, t, ndim, contiguous, index32)
                   for t in in_types + out_types)  # 1: an ndarray argument
@@ -188,6 +191,30 @@ def test_nvrtc_compiles(case: Case, compiled: dict[str, Future], env: _Env):
         f"{case.kind} {case.kernels} for {case.variant}, {case.arch}: NVRTC {env.version} "
         f"{'rejected it' if not ok else 'warned'}:\n{log}\noptions: {' '.join(options)}\n"
         f"source:\n{_numbered(code)}")
+
+
+@pytest.mark.parametrize("which", ["float rows", "integer rows", "special constants"])
+def test_nvrtc_compiles_fused_programs(env: _Env, which: str):
+    """Every row that fuses, inside one generated ``fused_elementwise`` kernel
+    (``backends/cuda/fused.py``) with mixed input dtypes and constants, compiles: the
+    programs ``tests/test_fusion.py`` checks on numpy and OpenCL; so do infinite, NaN and
+    bool constants. (The table's samples, the chain and its backward, are compiled with
+    the other entries.)"""
+    from helpers import fused_rows, row_program, special_program
+
+    from nnarray.backends.cuda import fused
+    if which == "special constants":
+        program, dts = special_program(), ("float32",)
+    else:
+        integral = which == "integer rows"
+        program = row_program(fused_rows(integral), integral)
+        dts = ("int32", "int64", "int32") if integral else ("float32", "float64", "float32")
+    e = fused.elementwise(program, dts)
+    code = _elementwise_code(env.cupy, e, dts[0], "3-d strided 64-bit", dts)
+    for arch in ARCHS:
+        ok, log = _nvrtc(env, code, env.options(e.options, arch))
+        log = _BENIGN.sub("", log).strip()
+        assert ok and not log, f"{arch}: NVRTC {env.version}:\n{log}\nsource:\n{_numbered(code)}"
 
 
 def test_nvrtc_sources_are_what_the_backend_hands_cupy(env: _Env):

@@ -394,6 +394,23 @@ def test_reductions_replay_their_first_call(cl, shape, axis):
             np.testing.assert_array_equal(F.argmax(a, axis=axis[0]).data,
                                           x.argmax(axis=axis[0]))
 
+
+def test_fused_reduction_replays_with_each_calls_inputs(cl):
+    """A fused program ending in a sum runs as one reduction kernel reading the program's
+    inputs (``reduction.Load``); its recorded launches are replayed with each call's own
+    input buffers."""
+    from nnarray.ops.fused import Builder, fused_elementwise
+    b = Builder(2)
+    d = b.call("sub", 0, 1)
+    p = b.program([b.call("exp", b.call("mul", 0, b.const(0.01))),
+                   b.call("sum", b.call("mul", d, d), attr=((0, 1), False))])
+    for seed in range(3):
+        g = np.random.default_rng(seed)
+        x, y = (g.normal(size=(40, 70)).astype(np.float32) for _ in range(2))
+        e, r = fused_elementwise(*on_cl(x, y), program=p)
+        np.testing.assert_allclose(e.data, np.exp(0.01 * x), rtol=1e-5)
+        np.testing.assert_allclose(r.data, ((x - y).astype(np.float64) ** 2).sum(), rtol=1e-5)
+
 _POSITIONS = """
 import numpy as np
 import nnarray as nna

@@ -7,10 +7,10 @@ static ``Variable`` outputs as an ONNX model: leaves named in ``params`` (e.g.
 become initializers holding their current data, other leaf Variables become graph inputs,
 NdArray and scalar constants become initializers. ``import_model(path)`` builds the same
 kind of static graph from an ONNX model with ``F`` functions and returns ``(outputs,
-params)``. Composite functions are exported as the ONNX unit users expect where nnarray
-records them as primitives: ``conv2d`` (``im2col`` + ``matmul`` + ``reshape`` [+ ``add``])
-becomes one ``Conv``, ``max_pooling``/``average_pooling`` a ``MaxPool``/``AveragePool``,
-``batch_normalization`` in evaluation a ``BatchNormalization``.
+params)``. Each node is translated from its op: ``conv2d`` (one op, one node) becomes
+one ``Conv``, ``max_pooling``/``average_pooling`` a ``MaxPool``/``AveragePool``,
+``batch_normalization`` in evaluation a ``BatchNormalization``; the importer maps those
+back to the same ops.
 """
 
 from __future__ import annotations

@@ -36,8 +36,6 @@ class _Exporter:
         self.keep: list = []  # keeps the objects whose ids are keys above alive
         self.used: set[str] = set()
         self.scalars: dict[tuple, str] = {}
-        self.conv: dict[int, tuple] = {}  # id(reshape output) -> (x, W, attrs)
-        self.pool: dict[int, tuple] = {}  # id(reduction output) -> (op, x, attrs, im2col's)
 
     # -- names and values -------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -185,8 +183,7 @@ class _Exporter:
         return model
 
     def prune(self, outputs: list[str]) -> None:
-        """Drop nodes and initializers no output needs (the primitives a pattern such as
-        Conv replaced)."""
+        """Drop nodes and initializers no output needs (e.g. a dropout's unused mask)."""
         need = set(outputs)
         kept = []
         for nd in reversed(self.nodes):
@@ -195,12 +192,6 @@ class _Exporter:
                 need.update(i for i in nd.input if i)
         self.nodes = kept[::-1]
         self.inits = {k: a for k, a in self.inits.items() if k in need}
-
-    # -- patterns ----------------------------------------------------------------------
-    def parent(self, v: Any, name: str) -> Any:
-        """The node producing ``v`` when it is op ``name``, else ``None``."""
-        p = v._parent if isinstance(v, Variable) else None
-        return p if p is not None and p.name == name else None
 
 
 def _ir_version(opset: int) -> int:
@@ -265,8 +256,6 @@ _RED = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "Re
 def _x_reduce(ex: _Exporter, n: Any, outs: list) -> None:
     x = n.inputs[0]
     axes, keep = n.attrs["axis"], n.attrs["keepdims"]
-    if n.name in ("max", "mean") and _pool_match(ex, n):
-        return _x_pool(ex, n, outs)
     xi = ex.operand(x, n.out_metas[0][1])
     if not axes:  # a 0-d input
         ex.emit("Identity", [xi], outs)
@@ -291,10 +280,6 @@ def _x_arg(ex, n, outs):
 
 # -- shapes ----------------------------------------------------------------------------
 def _x_reshape(ex, n, outs):
-    if _conv_match(ex, n):
-        return _x_conv(ex, n, outs)
-    if _pool_reshape(ex, n, outs):
-        return
     ex.emit("Reshape", [ex.value(n.inputs[0]), ex.ints(n.attrs["shape"])], outs)
 
 
@@ -449,143 +434,55 @@ def _x_embedding(ex, n, outs):
 
 
 # -- convolution and pooling -------------------------------------------------------------
-def _window_out(shape: tuple, a: dict) -> tuple[int, int]:
-    """``(OH, OW)`` of ``im2col`` attributes ``a`` on an ``(N, C, H, W)`` input."""
-    return tuple((size + 2 * p - d * (k - 1) - 1) // st + 1 for size, k, st, p, d in zip(
-        shape[2:], a["kernel"], a["stride"], a["pad"], a["dilation"]))
-
-
-def _conv_match(ex: _Exporter, r: Any) -> bool:
-    """``reshape(matmul(reshape(W), im2col(x)))`` as conv2d composes it (groups too)."""
-    y = r.inputs[0]
-    m = ex.parent(y, "matmul")
-    if m is None or len(r.attrs["shape"]) != 4:
-        return False
-    wr, cols = m.inputs
-    wn = ex.parent(wr, "reshape")
-    if wn is None or wn.inputs[0].ndim != 4:
-        return False
-    W = wn.inputs[0]
-    o, cg, kh, kw = W.shape
-    im = ex.parent(cols, "im2col")
-    g = 1
-    if im is None:
-        cr = ex.parent(cols, "reshape")
-        im = ex.parent(cr.inputs[0], "im2col") if cr is not None else None
-        if im is None or len(cols.shape) != 4:
-            return False
-        g = cols.shape[1]
-        if wr.shape != (g, o // g, cg * kh * kw) or \
-                cols.shape != (im.out_metas[0][0][0], g, cg * kh * kw, im.out_metas[0][0][2]):
-            return False
-    elif wr.shape != (o, cg * kh * kw):
-        return False
-    x = im.inputs[0]
-    ia = im.attrs
-    if ia["pad_value"] != 0.0 or tuple(ia["kernel"]) != (kh, kw) or x.shape[1] != cg * g \
-            or x.dtype != W.dtype or m.out_metas[0][1] != x.dtype:
-        return False
-    if tuple(r.attrs["shape"]) != (x.shape[0], o, *_window_out(x.shape, ia)):
-        return False
-    ex.conv[id(r)] = (x, W, {"kernel_shape": [kh, kw], "strides": list(ia["stride"]),
-                             "pads": list(ia["pad"]) * 2, "dilations": list(ia["dilation"]),
-                             "group": g})
-    return True
-
-
-def _x_conv(ex, r, outs):
-    x, W, attrs = ex.conv[id(r)]
-    ex.emit("Conv", [ex.value(x), ex.value(W)], outs, **attrs)
-    y = r.output_variables()
-    if y:
-        ex.conv[id(y[0])] = ex.conv.pop(id(r))
-
-
-def _conv_bias(ex: _Exporter, n: Any, outs: list) -> bool:
-    """``add(conv, reshape(b, (1, O, 1, 1)))``: the bias joins the Conv."""
-    a, b = n.inputs
-    info = ex.conv.get(id(a)) if isinstance(a, Variable) else None
-    br = ex.parent(b, "reshape")
-    if info is None or br is None:
-        return False
-    bias = br.inputs[0]
-    o = a.shape[1]
-    if bias.shape != (o,) or b.shape != (1, o, 1, 1) or bias.dtype != a.dtype:
-        return False
-    x, W, attrs = info
-    ex.emit("Conv", [ex.value(x), ex.value(W), ex.value(bias)], outs, **attrs)
-    return True
-
-
-def _x_add(ex, n, outs):
-    if not _conv_bias(ex, n, outs):
-        _x_elementwise(ex, n, outs)
-
-
-def _pool_match(ex: _Exporter, n: Any) -> bool:
-    """``max``/``mean`` over axis 1 of ``im2col`` of a one-channel input: pooling."""
-    if n.attrs["axis"] != (1,):
-        return False
-    im = ex.parent(n.inputs[0], "im2col")
-    if im is None:
-        return False
-    x = im.inputs[0]
-    ia = im.attrs
-    if x.shape[1] != 1 or tuple(ia["dilation"]) != (1, 1) or x.dtype.kind != "f":
-        return False
-    if n.name == "max" and ia["pad_value"] != float("-inf"):
-        return False
-    if n.name == "mean" and ia["pad_value"] != 0.0:
-        return False
-    attrs = {"kernel_shape": list(ia["kernel"]), "strides": list(ia["stride"]),
-             "pads": list(ia["pad"]) * 2}
-    if n.name == "mean":
-        attrs["count_include_pad"] = 1
-    ex.pool[id(n)] = ("MaxPool" if n.name == "max" else "AveragePool", x, attrs, ia)
-    return True
-
-
-def _x_pool(ex, n, outs):
-    op, x, attrs, _ = ex.pool[id(n)]
-    p = ex.emit(op, [ex.value(x)], **attrs)
-    ex.emit("Reshape", [p, ex.ints(n.out_metas[0][0])], outs)
-    y = n.output_variables()
-    if y:
-        ex.pool[id(y[0])] = ex.pool.pop(id(n))
-
-
-def _pool_reshape(ex: _Exporter, r: Any, outs: list) -> bool:
-    """``reshape(pool(reshape(x, (N*C, 1, H, W))), (N, C, OH, OW))``: one pool on ``x``."""
-    info = ex.pool.get(id(r.inputs[0]))
-    if info is None:
-        return False
-    op, xr, attrs, ia = info
-    xn = ex.parent(xr, "reshape")
-    if xn is None:
-        return False
-    x = xn.inputs[0]
-    if x.ndim != 4 or xr.shape != (x.shape[0] * x.shape[1], 1, *x.shape[2:]):
-        return False
-    if tuple(r.attrs["shape"]) != (*x.shape[:2], *_window_out(x.shape, ia)):
-        return False
-    ex.emit(op, [ex.value(x)], outs, **attrs)
-    return True
-
-
-def _x_im2col(ex, n, outs):
-    """The general im2col (no Conv or pool pattern): pad, one strided slice per kernel
-    offset, stacked on a new axis: row ``(c*kh + i)*kw + j`` as the kernel contract."""
-    x = n.inputs[0]
+def _x_conv2d(ex, n, outs):
+    """One ``Conv`` (the operands cast to the output's dtype, as the op computes)."""
     a = n.attrs
+    dt = n.out_metas[0][1]
+    ex.emit("Conv", [ex.operand(v, dt) for v in n.inputs], outs,
+            kernel_shape=list(n.inputs[1].shape[2:]), strides=list(a["stride"]),
+            pads=list(a["pad"]) * 2, dilations=list(a["dilation"]), group=int(a["groups"]))
+
+
+def _x_pooling(ex, n, outs):
+    """``MaxPool``/``AveragePool`` on ``(N, C, H, W)``; other ranks are reshaped to
+    ``(M, 1, H, W)`` and back. Max pooling of integers (which ONNX's MaxPool does not
+    take) reduces the windows of ``_im2col`` instead."""
+    x, a = n.inputs[0], n.attrs
+    out_shape = n.out_metas[0][0]
+    h, w = x.shape[-2:]
+    m = int(np.prod(x.shape[:-2], dtype=np.int64))
+    xv = ex.value(x)
+    four = x.ndim == 4
+    if not four:
+        xv = ex.emit("Reshape", [xv, ex.ints([m, 1, h, w])])
+    res = None if not four else outs
+    if n.name == "max_pooling" and x.dtype.kind != "f":
+        from ..ops.pooling import lowest
+        cols = _im2col(ex, xv, (m, 1, h, w), dict(a, dilation=(1, 1)), lowest(x.dtype),
+                       x.dtype)
+        p = ex.reduce("ReduceMax", cols, [1], True)
+        ex.emit("Reshape", [p, ex.ints(out_shape)], outs)
+        return
+    attrs = {"kernel_shape": list(a["kernel"]), "strides": list(a["stride"]),
+             "pads": list(a["pad"]) * 2}
+    if n.name == "average_pooling":
+        attrs["count_include_pad"] = 1
+    p = ex.emit("MaxPool" if n.name == "max_pooling" else "AveragePool", [xv], res, **attrs)
+    if not four:
+        ex.emit("Reshape", [p, ex.ints(out_shape)], outs)
+
+
+def _im2col(ex: _Exporter, xv: str, shape: tuple, a: dict, pad_value: float,
+            dtype: Any, out: Any = None) -> str:
+    """im2col of ``xv`` (of ``shape``): pad, one strided slice per kernel offset, stacked
+    on a new axis: row ``(c*kh + i)*kw + j`` as the kernel contract."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = a["kernel"], a["stride"], a["pad"], a["dilation"]
-    N, C, H, W = x.shape
-    _, ckk, L = n.out_metas[0][0]
+    N, C, H, W = shape
     oh = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
     ow = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    xv = ex.value(x)
     if ph or pw:
         xv = ex.emit("Pad", [xv, ex.ints([0, 0, ph, pw, 0, 0, ph, pw]),
-                             ex.const(a["pad_value"], x.dtype)], mode="constant")
+                             ex.const(pad_value, dtype)], mode="constant")
     parts = []
     for i in range(kh):
         for j in range(kw):
@@ -595,7 +492,13 @@ def _x_im2col(ex, n, outs):
                                   ex.ints([2, 3]), ex.ints([sh, sw])])
             parts.append(ex.emit("Unsqueeze", [s, ex.ints([2])]))
     cat = ex.emit("Concat", parts, axis=2) if len(parts) > 1 else parts[0]
-    ex.emit("Reshape", [cat, ex.ints([N, ckk, L])], outs)
+    return ex.emit("Reshape", [cat, ex.ints([N, C * kh * kw, oh * ow])],
+                   None if out is None else [out])
+
+
+def _x_im2col(ex, n, outs):
+    x = n.inputs[0]
+    _im2col(ex, ex.value(x), x.shape, n.attrs, n.attrs["pad_value"], x.dtype, outs[0])
 
 
 def _x_col2im(ex, n, outs):
@@ -609,7 +512,7 @@ def _x_col2im(ex, n, outs):
 
 
 _EXPORT: dict[str, Any] = {
-    **{k: _x_elementwise for k in _ROWS}, "add": _x_add,
+    **{k: _x_elementwise for k in _ROWS},
     "leaky_relu": _x_leaky_relu, "clip": _x_clip, "cast": _x_cast, "where": _x_where,
     **{k: _x_reduce for k in _RED}, "argmax": _x_arg, "argmin": _x_arg,
     "reshape": _x_reshape, "transpose": _x_transpose, "broadcast_to": _x_broadcast_to,
@@ -617,7 +520,8 @@ _EXPORT: dict[str, Any] = {
     "softmax": _x_softmax, "log_softmax": _x_softmax, "one_hot": _x_one_hot,
     "softmax_cross_entropy": _x_sce, "mean_squared_error": _x_mse,
     "batch_normalization": _x_batch_normalization, "dropout": _x_dropout,
-    "im2col": _x_im2col, "col2im": _x_col2im,
+    "im2col": _x_im2col, "col2im": _x_col2im, "conv2d": _x_conv2d,
+    "max_pooling": _x_pooling, "average_pooling": _x_pooling,
     "layer_norm": _x_layer_norm, "embedding": _x_embedding,
 }
 

@@ -13,6 +13,7 @@ import io
 import math
 import os
 import struct
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Callable, Mapping
@@ -84,7 +85,12 @@ def _header(z: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, path: str) -> 
         raise fail(path, f"entry {name!r} has a truncated .npy header")
     reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
               else np.lib.format.read_array_header_2_0)
-    shape, fortran, dtype = reader(io.BytesIO(size_field + text), max_header_size=MAX_HEADER)
+    try:
+        shape, fortran, dtype = reader(io.BytesIO(size_field + text),
+                                       max_header_size=MAX_HEADER)
+    except (ValueError, SyntaxError, tokenize.TokenError) as e:  # numpy parses it as Python
+        raise fail(path, f"entry {name!r} has a corrupt .npy header {text[:48]!r}... "
+                         f"(member at byte {info.header_offset}: {e})") from None
     if dtype.kind not in "biufc":
         raise fail(path, f"entry {name!r} has dtype {dtype}; checkpoints hold numbers")
     nbytes = math.prod(shape) * dtype.itemsize

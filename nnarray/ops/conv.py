@@ -1,25 +1,25 @@
-"""Convolution and pooling, composed from ``im2col``/``col2im`` and ``matmul``.
+"""Convolution: ``conv2d``, one op whose composite kernel is ``im2col`` and ``matmul``.
 
 Kernel contract: ``im2col(x, kernel, stride, pad, dilation, pad_value)`` maps
 ``(N, C, H, W)`` to ``(N, C*kh*kw, OH*OW)`` (row index ``(c*kh + i)*kw + j``), padding
 with ``pad_value``; ``col2im(cols, size, kernel, stride, pad, dilation)`` is its adjoint
-(scatter-add back to ``(N, C, H, W)``, ``size == (C, H, W)``). A backend that registers a
-fused ``conv2d`` kernel is free to, but the composition works everywhere.
+(scatter-add back to ``(N, C, H, W)``, ``size == (C, H, W)``).
+``conv2d(x, W[, b], stride, pad, dilation, groups)`` with the attributes as pairs: a
+backend may register a native kernel (cuDNN, a fused host one); the composite works
+everywhere. Its backward rule is written with the same primitives.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from ..dtypes import promote
 from ..errors import ShapeError
+from ..registry import register_composite
 from .common import pair, require_array, require_float
 from .elementwise import add
 from .linalg import matmul
 from .op import Op
-from .reduction import max as rmax
-from .reduction import mean as rmean
 from .shape import reshape
 
 
@@ -66,15 +66,18 @@ im2col = Op("im2col", _infer_im2col)
 col2im = Op("col2im", _infer_col2im)
 
 
-def conv2d(x: Any, W: Any, b: Any = None, stride: Any = 1, pad: Any = 0, dilation: Any = 1,
-           groups: int = 1) -> Any:
-    """2-D convolution, NCHW; ``W`` is ``(out, in/groups, kh, kw)``."""
+def _infer_conv2d(inputs, attrs):
+    if len(inputs) not in (2, 3):
+        raise TypeError(f"conv2d: takes x, W and optionally b, got {len(inputs)} inputs")
+    x, W = inputs[0], inputs[1]
+    b = inputs[2] if len(inputs) == 3 else None
     require_float("conv2d", "x", x)
     require_float("conv2d", "W", W)
     if x.ndim != 4 or W.ndim != 4:
         raise ShapeError(f"conv2d: x must be (N, C, H, W) and W (O, C/groups, kh, kw), got "
                          f"x {x.shape}, W {W.shape}")
-    g = int(groups)
+    groups = attrs.get("groups", 1)
+    g = attrs["groups"] = int(groups)
     n, c, h, w = x.shape
     o, cg, kh, kw = W.shape
     if g < 1 or c % g or o % g or cg != c // g:
@@ -84,56 +87,50 @@ def conv2d(x: Any, W: Any, b: Any = None, stride: Any = 1, pad: Any = 0, dilatio
         require_array("conv2d", "b", b)
         if b.shape != (o,):
             raise ShapeError(f"conv2d: b has shape {b.shape}, expected ({o},)")
-    s, p, d = (pair("conv2d", "stride", stride, 1), pair("conv2d", "pad", pad, 0),
-               pair("conv2d", "dilation", dilation, 1))
+    s = attrs["stride"] = pair("conv2d", "stride", attrs.get("stride", 1), 1)
+    p = attrs["pad"] = pair("conv2d", "pad", attrs.get("pad", 0), 0)
+    d = attrs["dilation"] = pair("conv2d", "dilation", attrs.get("dilation", 1), 1)
     oh = out_size("conv2d", h, kh, s[0], p[0], d[0], "height")
     ow = out_size("conv2d", w, kw, s[1], p[1], d[1], "width")
-    cols = im2col(x, kernel=(kh, kw), stride=s, pad=p, dilation=d)
-    if g == 1:
+    dt = promote("conv2d", *inputs, args=("x", "W", "b"))
+    return (((n, o, oh, ow), dt),)
+
+
+#: ``conv2d(x, W[, b], stride, pad, dilation, groups)``: one graph node per call.
+conv2d_op = Op("conv2d", _infer_conv2d)
+
+
+def _conv2d_compose(x: Any, W: Any, b: Any = None, stride: Any = (1, 1), pad: Any = (0, 0),
+                    dilation: Any = (1, 1), groups: int = 1) -> Any:
+    """The composite kernel: ``im2col`` then one (batched) ``matmul`` per group."""
+    n, _, h, w = x.shape
+    o, cg, kh, kw = W.shape
+    oh = out_size("conv2d", h, kh, stride[0], pad[0], dilation[0], "height")
+    ow = out_size("conv2d", w, kw, stride[1], pad[1], dilation[1], "width")
+    cols = im2col(x, kernel=(kh, kw), stride=stride, pad=pad, dilation=dilation)
+    if groups == 1:
         y = matmul(reshape(W, shape=(o, cg * kh * kw)), cols)
     else:
-        cols = reshape(cols, shape=(n, g, cg * kh * kw, oh * ow))
-        y = matmul(reshape(W, shape=(g, o // g, cg * kh * kw)), cols)
+        cols = reshape(cols, shape=(n, groups, cg * kh * kw, oh * ow))
+        y = matmul(reshape(W, shape=(groups, o // groups, cg * kh * kw)), cols)
     y = reshape(y, shape=(n, o, oh, ow))
     return y if b is None else add(y, reshape(b, shape=(1, o, 1, 1)))
 
 
-def _pool(op: str, x: Any, kernel: Any, stride: Any, pad: Any, reduce: Any,
-          pad_value: float) -> Any:
-    require_array(op, "x", x)
-    if x.ndim < 2:
-        raise ShapeError(f"{op}: x must have at least 2 dims (..., H, W), got {x.shape}")
-    k = pair(op, "kernel", kernel, 1)
-    s = k if stride is None else pair(op, "stride", stride, 1)
-    p = pair(op, "pad", pad, 0)
-    lead, (h, w) = x.shape[:-2], x.shape[-2:]
-    oh = out_size(op, h, k[0], s[0], p[0], 1, "height")
-    ow = out_size(op, w, k[1], s[1], p[1], 1, "width")
-    m = 1
-    for v in lead:
-        m *= v
-    cols = im2col(reshape(x, shape=(m, 1, h, w)), kernel=k, stride=s, pad=p,
-                  pad_value=pad_value)
-    # keepdims: the backward broadcasts the window axis back without two reshapes
-    return reshape(reduce(cols, axis=1, keepdims=True), shape=lead + (oh, ow))
+register_composite("conv2d", _conv2d_compose)
 
 
-def max_pooling(x: Any, kernel: Any, stride: Any = None, pad: Any = 0) -> Any:
-    """Max over ``kernel`` windows of the last two axes (padding never wins)."""
-    d = np.dtype(getattr(x, "dtype", np.float32))
-    lowest = (float("-inf") if d.kind == "f" else float(np.iinfo(d).min) if d.kind in "iu"
-              else 0.0)
-    return _pool("max_pooling", x, kernel, stride, pad, rmax, lowest)
-
-
-def average_pooling(x: Any, kernel: Any, stride: Any = None, pad: Any = 0) -> Any:
-    """Mean over ``kernel`` windows of the last two axes (padding counted as zeros)."""
-    require_float("average_pooling", "x", x)
-    return _pool("average_pooling", x, kernel, stride, pad, rmean, 0.0)
+def conv2d(x: Any, W: Any, b: Any = None, stride: Any = 1, pad: Any = 0, dilation: Any = 1,
+           groups: int = 1) -> Any:
+    """2-D convolution, NCHW; ``W`` is ``(out, in/groups, kh, kw)``."""
+    inputs = (x, W) if b is None else (x, W, b)
+    return conv2d_op(*inputs, stride=stride, pad=pad, dilation=dilation, groups=groups)
 
 
 # -- backward rules -------------------------------------------------------------------
 from .backward import backward as _backward  # noqa: E402
+from .backward import fit as _fit  # noqa: E402
+from .backward import sum_to as _sum_to  # noqa: E402
 
 
 @_backward(im2col)
@@ -148,3 +145,32 @@ def _col2im_grad(c, g):
     a = c.attrs
     return (im2col(g, kernel=a["kernel"], stride=a["stride"], pad=a["pad"],
                    dilation=a["dilation"]),)
+
+
+@_backward(conv2d_op, inputs=(0, 1))
+def _conv2d_grad(c, g):
+    """The composition's gradients: ``dW = sum_n g colsᵀ`` (im2col of ``x`` again),
+    ``dx = col2im(Wᵀ g)``, ``db = sum g`` over every axis but channels."""
+    x, W = c.inputs[0], c.inputs[1]
+    a = c.attrs
+    geo = {"stride": a["stride"], "pad": a["pad"], "dilation": a["dilation"]}
+    (n, ch, h, w), (o, cg, kh, kw) = c.in_meta[0][0], c.in_meta[1][0]
+    groups, ckk, L = a["groups"], cg * kh * kw, g.shape[2] * g.shape[3]
+    lead = (o,) if groups == 1 else (groups, o // groups)
+    g3 = reshape(g, shape=(n, *lead, L))
+    gx = gW = None
+    if c.need[1]:
+        cols = im2col(x, kernel=(kh, kw), **geo)
+        if groups > 1:
+            cols = reshape(cols, shape=(n, groups, ckk, L))
+        gw = _sum_to(matmul(g3, cols, transpose_b=True), (*lead, ckk))
+        gW = _fit(c, 1, reshape(gw, shape=(o, cg, kh, kw)))
+    if c.need[0]:
+        gcols = matmul(reshape(W, shape=(*lead, ckk)), g3, transpose_a=True)
+        if groups > 1:
+            gcols = reshape(gcols, shape=(n, ch * kh * kw, L))
+        gx = _fit(c, 0, col2im(gcols, size=(ch, h, w), kernel=(kh, kw), **geo))
+    if len(c.in_meta) == 2:
+        return gx, gW
+    gb = _fit(c, 2, reshape(_sum_to(g, (1, o, 1, 1)), shape=(o,))) if c.need[2] else None
+    return gx, gW, gb

@@ -15,6 +15,7 @@ from . import scope
 from .conv import register_conv
 from .divmod import register_divmod
 from .elementwise import register_elementwise
+from .fused import register_fused
 from .nextafter import register_nextafter
 from .random import register_random
 from .scope import register
@@ -56,3 +57,4 @@ register_vector(cupy)  # after every elementwise override it wraps
 register_softmax(cupy, _generic)
 register_conv(cupy, _generic)
 register_random(cupy)
+register_fused(cupy)

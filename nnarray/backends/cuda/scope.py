@@ -22,6 +22,9 @@ BACKEND = "cuda"
 
 #: Kernel attributes that the dispatch layer calls instead of the kernel itself.
 FAST_PATHS = ("small", "move", "specialize")
+#: Kernel attributes copied as they are: they run nothing on the device (``source``: the
+#: generated code of a fused program).
+PURE = ("source",)
 
 
 def scoped(fn: Callable, enter: Callable[[], AbstractContextManager]) -> Callable:
@@ -45,6 +48,8 @@ def scoped(fn: Callable, enter: Callable[[], AbstractContextManager]) -> Callabl
             k.move = scoped(value, enter)  # type: ignore[attr-defined]
         elif name == "specialize":
             k.specialize = _scoped_specialize(value, enter)  # type: ignore[attr-defined]
+        elif name in PURE:
+            setattr(k, name, value)
         else:
             raise TypeError(f"CUDA scope: kernel {k.__qualname__} has attribute {name!r}, "
                             f"not one of {FAST_PATHS}: if the dispatch layer calls it, "

@@ -43,5 +43,5 @@ class Elementwise(NamedTuple):
 def load() -> tuple[list, list[Elementwise]]:
     """``(SOURCES, ELEMENTWISE)`` once every module holding CUDA C is imported."""
     # the modules fill the table as they are imported
-    from . import conv, device, divmod, elementwise, nextafter, random, softmax, vector  # noqa: F401, I001
+    from . import conv, device, divmod, elementwise, fused, nextafter, random, softmax, vector  # noqa: F401, I001
     return SOURCES, ELEMENTWISE

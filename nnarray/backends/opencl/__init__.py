@@ -67,6 +67,7 @@ def load_kernels() -> None:
         conv,
         elementwise,
         fft,
+        fused,
         matmul,
         random,
         reduction,

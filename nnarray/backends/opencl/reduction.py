@@ -10,14 +10,15 @@ the reductions long, chunks run in parallel into a partials array that a second 
 reduces; chunked sums are also more accurate than one serial sum. float32 sums and means
 accumulate in double where the device has fp64.
 
-The launches of a reduction depend only on its op, the input's shape and dtype and the axes:
-the first call records them (``_Plan``) and later calls replay them, without building
-sources and arguments again (~25 us of Python per small reduction, 10x its kernel).
+The launches of a reduction depend only on its op, the input's shape and dtype, the axes and
+the ``Load``: the first call records them (``_Plan``) and later calls replay them, without
+building sources and arguments again (~25 us of Python per small reduction, 10x its kernel).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header
 from .device import OpenCLDevice, device_of
 from .indexing import c_strides
+from .inline_math import inline
 from .programs import launch
 
 _I64 = np.dtype(np.int64)
@@ -35,51 +37,76 @@ _ITEMS, _MIN_CHUNK = 8192, 256
 Dims = list[tuple[int, int]]  # (size, stride) per coalesced dimension
 
 
+class Load(NamedTuple):
+    """How the first pass of a reduction reads element ``pos`` of its (C-contiguous)
+    input: kernel parameters before ``out``, statements computing the element and its
+    expression (of the input's compute type). ``fused.py`` computes a program there (its
+    math is rewritten by ``inline_math.inline``)."""
+
+    params: list[str]
+    code: Callable[[str], str]
+    expr: Callable[[str], str]
+    prelude: str = ""  #: source before the kernel (pragmas, helper functions)
+
+
 class _Slot:
-    """A buffer of a recorded reduction: 0 the input, 1 the output, 2.. temporaries."""
+    """A buffer of a recorded reduction (``_Plan``): the load's arguments, then the output,
+    then temporaries."""
 
     __slots__ = ("i", "shape", "dtype", "size", "base_data")
 
-    def __init__(self, i: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
-        self.i, self.shape, self.dtype = i, shape, np.dtype(dtype)
+    def __init__(self, i: int, shape: tuple[int, ...], dtype: Any) -> None:
+        self.i, self.shape, self.dtype = i, shape, None if dtype is None else np.dtype(dtype)
         self.size = int(np.prod(shape, dtype=np.int64))
         self.base_data = self  # stands for the buffer in recorded arguments
 
 
 class _Plan:
-    """The launches of one reduction (op, input shape and dtype, axes), recorded by running
-    the planning code against ``_Slot``s, then replayed by ``run`` on real buffers."""
+    """The launches of one reduction, recorded by running the planning code (``_reduce``,
+    ``_columns``, ``_launch``) with this object as its device and ``_Slot``s as its
+    buffers; ``run`` replays them on real ones. Other attributes are the device's."""
 
-    def __init__(self, dev: OpenCLDevice, x: Any, out_shape: tuple[int, ...],
-                 out_dtype: np.dtype) -> None:
-        self.cl_device, self.programs = dev.cl_device, dev.programs
-        self.x, self.out = _Slot(0, x.shape, x.dtype), _Slot(1, out_shape, out_dtype)
+    def __init__(self, dev: OpenCLDevice, inputs: int, out_shape: tuple[int, ...],
+                 out_dtype: np.dtype, keep: Any = None) -> None:
+        self.device = dev
+        self.inputs = [_Slot(i, (), None) for i in range(inputs)]
+        self.out = _Slot(inputs, out_shape, out_dtype)
+        self.keep = keep  # the Load whose id() keys this plan: alive while the plan is
         self.temps: list[tuple[tuple[int, ...], np.dtype]] = []
         #: (kernel, work-items, arguments, [(argument position, slot)])
         self.steps: list[tuple[Any, int, list, list[tuple[int, int]]]] = []
 
+    def __getattr__(self, name: str) -> Any:  # programs, cl_device, fp64 ...
+        return getattr(self.device, name)
+
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> _Slot:
         self.temps.append((shape, np.dtype(dtype)))
-        return _Slot(len(self.temps) + 1, shape, dtype)
+        return _Slot(self.out.i + len(self.temps), shape, dtype)
 
     def launch(self, kernel: Any, n: int, args: list) -> None:
         slots = [(p, a.i) for p, a in enumerate(args) if type(a) is _Slot]
         self.steps.append((kernel, n, list(args), slots))
 
-    def run(self, dev: OpenCLDevice, x: Any) -> Any:
-        """The launches on input ``x``; returns the new output array."""
+    def run(self, dev: OpenCLDevice, args: list) -> Any:
+        """The launches on the load's arguments ``args``; returns the new output array."""
         with dev.lock:
             out = dev.empty_locked(self.out.shape, self.out.dtype)
             if not out.size:
                 return out
-            bufs = [x.base_data, out.base_data] + [dev.empty_locked(s, d).base_data
-                                                   for s, d in self.temps]
-            for kernel, n, args, slots in self.steps:
-                args = list(args)
+            bufs = [*args, out.base_data] + [dev.empty_locked(s, d).base_data
+                                             for s, d in self.temps]
+            for kernel, n, recorded, slots in self.steps:
+                a = list(recorded)
                 for p, i in slots:
-                    args[p] = bufs[i]
-                launch(dev.queue, kernel, n, args)
+                    a[p] = bufs[i]
+                launch(dev.queue, kernel, n, a)
         return out
+
+
+def _plain(t: CLType) -> Load:
+    """Reading array ``x`` of type ``t``."""
+    return Load([f"__global const {t.storage}* restrict x"], lambda pos: "",
+                lambda pos: t.load("x", pos))
 
 
 def _groups(shape: tuple[int, ...], axes: set[int]) -> tuple[Dims, Dims]:
@@ -125,10 +152,11 @@ def _combine(op: str, t: CLType) -> str:
 
 
 def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLType,
-            scaled: bool, partial: bool) -> str:
+            scaled: bool, partial: bool, load: Load | None = None) -> str:
     arg = op.startswith("arg")
     init = _init(op, acc_t)
-    params = [f"__global const {in_t.storage}* restrict x", f"__global {out_t.storage}* out"]
+    load = _plain(in_t) if load is None else load
+    params = [*load.params, f"__global {out_t.storage}* out"]
     if arg and partial:
         params.append("__global long* outi")
     params += ["const long nout", "const long R", "const long chunk", "const long nchunk",
@@ -149,8 +177,8 @@ def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLTyp
                     if d else "long c0 = q; off += c0 * rs0;")
     body.append(f"{acc_t.calc} acc = {init};" + (" long bi = r0;" if arg else ""))
     step = _odometer(rr - 1) if rr else ""
-    body.append("for (long r = r0; r < r1; ++r) {\n      const "
-                f"{acc_t.calc} v = {convert(in_t.load('x', 'base + off'), in_t, acc_t)};\n"
+    body.append("for (long r = r0; r < r1; ++r) {\n      " + load.code("base + off") + "const "
+                f"{acc_t.calc} v = {convert(load.expr('base + off'), in_t, acc_t)};\n"
                 f"      {_combine(op, acc_t)}\n      {step}\n    }}")
     if arg:
         body.append(out_t.store("out", "g", "acc") + " outi[g] = bi;" if partial
@@ -158,7 +186,7 @@ def _source(op: str, kr: int, rr: int, in_t: CLType, acc_t: CLType, out_t: CLTyp
     else:
         val = "acc * scale" if scaled else "acc"
         body.append(out_t.store("out", "g", convert(val, acc_t, out_t)))
-    return (header(in_t, acc_t, out_t) + "__kernel void reduce(" + ", ".join(params)
+    return (load.prelude + header(in_t, acc_t, out_t) + "__kernel void reduce(" + ", ".join(params)
             + ") {\n    " + "\n    ".join(body) + "\n}\n")
 
 
@@ -182,11 +210,11 @@ def _chunks(nout: int, R: int) -> tuple[int, int]:
     return chunk, -(-R // chunk) if R else 1
 
 
-def _launch(dev: _Plan, src: str, x: Any, outs: list, nout: int, R: int, chunk: int,
+def _launch(dev: _Plan, src: str, xs: list, outs: list, nout: int, R: int, chunk: int,
             nchunk: int, scale: Any, kept: Dims, red: Dims) -> None:
+    """``xs``: the arguments of the source's load parameters."""
     L = np.int64
-    args = [x.base_data, *(o.base_data for o in outs), L(nout), L(R), L(chunk), L(nchunk),
-            scale]
+    args = [*xs, *(o.base_data for o in outs), L(nout), L(R), L(chunk), L(nchunk), scale]
     args += [L(s) for s, _ in kept[1:]] + [L(st) for _, st in kept]
     args += [L(s) for s, _ in red] + [L(st) for _, st in red]
     dev.launch(dev.programs.kernel(src, "reduce"), nout * nchunk, args)
@@ -262,22 +290,27 @@ def _columns(dev: _Plan, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
 
 
 def _reduce(dev: _Plan, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
-            acc_t: CLType, out: Any, scale: float | None) -> None:
-    """Reduce ``x`` (``in_t``) into ``out``; ``scale`` multiplies the final value (mean)."""
-    if _columns(dev, x, in_t, kept, red, op, acc_t, out, scale):
+            acc_t: CLType, out: Any, scale: float | None,
+            load: tuple[Load, list] | None = None) -> None:
+    """Reduce ``x`` (``in_t``) into ``out``; ``scale`` multiplies the final value (mean).
+    ``load``: ``(Load, its arguments)`` computing the elements instead of ``x``."""
+    if load is None and _columns(dev, x, in_t, kept, red, op, acc_t, out, scale):
         return
+    first, xs = load or (None, [x.base_data])
     nout = int(np.prod([s for s, _ in kept], dtype=np.int64))
     R = int(np.prod([s for s, _ in red], dtype=np.int64))
     chunk, nchunk = _chunks(nout, R)
     out_t = cltype(out.dtype)
     sc = _scale(acc_t, 1 if scale is None else scale)
+    math = (lambda src: inline(src, dev)) if first is not None else (lambda src: src)
     if nchunk == 1:
-        src = _source(op, len(kept), len(red), in_t, acc_t, out_t, scale is not None, False)
-        _launch(dev, src, x, [out], nout, R, chunk, 1, sc, kept, red)
+        src = _source(op, len(kept), len(red), in_t, acc_t, out_t, scale is not None, False,
+                      first)
+        _launch(dev, math(src), xs, [out], nout, R, chunk, 1, sc, kept, red)
         return
     part = dev.empty((nchunk, nout), acc_t.dtype)
-    src = _source(op, len(kept), len(red), in_t, acc_t, acc_t, False, False)
-    _launch(dev, src, x, [part], nout, R, chunk, nchunk, _scale(acc_t, 1), kept, red)
+    src = math(_source(op, len(kept), len(red), in_t, acc_t, acc_t, False, False, first))
+    _launch(dev, src, xs, [part], nout, R, chunk, nchunk, _scale(acc_t, 1), kept, red)
     _reduce(dev, part, acc_t, [(nout, 1)] if nout > 1 else [], [(nchunk, nout)], op, acc_t,
             out, scale)
 
@@ -315,43 +348,45 @@ def _out_shape(shape: tuple[int, ...], axes: set[int], keepdims: bool) -> tuple[
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-def _replayed(op: str) -> Any:
-    """Register, as ``op``'s kernel, a function that runs the ``_Plan`` the decorated
-    ``planner(dev, x, axis, keepdims)`` records for each input meta, axes and keepdims."""
-    def register(planner: Any) -> Any:
-        @register_kernel(op, "opencl")
-        def kernel(x, axis, keepdims):
-            dev = device_of(x)
-            key = (op, x.dtype, x.shape, axis, keepdims)
-            plan = dev.plans.get(key)
-            if plan is None:
-                plan = dev.plans[key] = planner(dev, x, axis, keepdims)
-            return plan.run(dev, x)
-        return planner
-    return register
+def reduce(dev: OpenCLDevice, op: str, x: Any, shape: tuple[int, ...], dtype: np.dtype,
+           axis: tuple[int, ...], keepdims: bool, load: tuple[Load, list] | None = None) -> Any:
+    """``op`` (sum prod mean max min) of ``x`` (``shape``, ``dtype``) over ``axis``; with
+    ``load`` (``(Load, arguments)``), of the elements it computes (``x`` unused). Replays
+    the plan recorded for these op, shape, dtype, axes and load (see the module doc)."""
+    key = ("reduce", op, dtype, shape, axis, keepdims, None if load is None else id(load[0]))
+    plan = dev.plans.get(key)
+    if plan is None:
+        plan = dev.plans[key] = _plan(dev, op, shape, dtype, axis, keepdims, load)
+    return plan.run(dev, [x.base_data] if load is None else load[1])
+
+
+def _plan(dev: OpenCLDevice, op: str, shape: tuple[int, ...], dtype: np.dtype,
+          axis: tuple[int, ...], keepdims: bool, load: tuple[Load, list] | None) -> _Plan:
+    """``reduce``'s launches, recorded."""
+    axes = set(axis)
+    in_t = cltype(dtype)
+    out_d = dtype
+    if dtype.kind in "biu" and op in ("sum", "prod", "mean"):
+        out_d = _F64 if op == "mean" else np.dtype(np.uint64) if dtype.kind == "u" else _I64
+    acc_t = _acc_type(dev, op, in_t)
+    for d in (dtype, out_d, acc_t.dtype):
+        dev.check_dtype(d, op)
+    plan = _Plan(dev, 1 if load is None else len(load[1]), _out_shape(shape, axes, keepdims),
+                 out_d, None if load is None else load[0])
+    if plan.out.size == 0:
+        return plan
+    kept, red = _groups(shape, axes)
+    R = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    scale = (1.0 / R if R else float("nan")) if op == "mean" else None
+    _reduce(plan, plan.inputs[0], in_t, kept, red, "sum" if op == "mean" else op, acc_t,
+            plan.out, scale, None if load is None else (load[0], plan.inputs))
+    return plan
 
 
 def _register(op: str) -> None:
-    @_replayed(op)
-    def _plan(dev: OpenCLDevice, x: Any, axis: Any, keepdims: bool) -> _Plan:
-        axes = set(axis)
-        in_t = cltype(x.dtype)
-        out_d = x.dtype
-        if x.dtype.kind in "biu" and op in ("sum", "prod", "mean"):
-            out_d = _F64 if op == "mean" else np.dtype(np.uint64) if x.dtype.kind == "u" \
-                else _I64
-        acc_t = _acc_type(dev, op, in_t)
-        for d in (x.dtype, out_d, acc_t.dtype):
-            dev.check_dtype(d, op)
-        plan = _Plan(dev, x, _out_shape(x.shape, axes, keepdims), out_d)
-        if plan.out.size == 0:
-            return plan
-        kept, red = _groups(x.shape, axes)
-        R = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-        scale = (1.0 / R if R else float("nan")) if op == "mean" else None
-        _reduce(plan, plan.x, in_t, kept, red, "sum" if op == "mean" else op, acc_t,
-                plan.out, scale)
-        return plan
+    @register_kernel(op, "opencl")
+    def kernel(x, axis, keepdims):
+        return reduce(device_of(x), op, x, x.shape, x.dtype, axis, keepdims)
 
 
 for _op in ("sum", "prod", "mean", "max", "min"):
@@ -359,14 +394,23 @@ for _op in ("sum", "prod", "mean", "max", "min"):
 
 
 def _register_arg(op: str) -> None:
-    @_replayed(op)
+    @register_kernel(op, "opencl")
+    def kernel(x, axis, keepdims):
+        dev = device_of(x)
+        key = (op, x.dtype, x.shape, axis, keepdims)
+        plan = dev.plans.get(key)
+        if plan is None:
+            plan = dev.plans[key] = _plan(dev, x, axis, keepdims)
+        return plan.run(dev, [x.base_data])
+
     def _plan(dev: OpenCLDevice, x: Any, axis: Any, keepdims: bool) -> _Plan:
+        """The launches of ``op`` on arrays like ``x``, recorded."""
         dev.check_dtype(x.dtype, op)
         axes = set(range(x.ndim)) if axis is None else {axis}
         shape = (1,) * x.ndim if axis is None and keepdims else _out_shape(x.shape, axes,
                                                                             keepdims)
-        plan = _Plan(dev, x, shape, _I64)
-        out, x = plan.out, plan.x
+        plan = _Plan(dev, 1, shape, _I64)
+        out, xb = plan.out, plan.inputs[0]
         kept, red = _groups(x.shape, axes)
         nout = out.size
         R = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
@@ -376,10 +420,10 @@ def _register_arg(op: str) -> None:
         src = _source(op, len(kept), len(red), t, pt, pt if nchunk > 1 else cltype(_I64),
                       False, nchunk > 1)
         if nchunk == 1:
-            _launch(plan, src, x, [out], nout, R, chunk, 1, t.scalar(1), kept, red)
+            _launch(plan, src, [xb], [out], nout, R, chunk, 1, t.scalar(1), kept, red)
             return plan
         vals, idxs = plan.empty((nchunk, nout), pt.dtype), plan.empty((nchunk, nout), _I64)
-        _launch(plan, src, x, [vals, idxs], nout, R, chunk, nchunk, t.scalar(1), kept, red)
+        _launch(plan, src, [xb], [vals, idxs], nout, R, chunk, nchunk, t.scalar(1), kept, red)
         nan = " || (isnan(x) && !isnan(acc))" if t.is_float else ""
         pick = header(pt) + _PICK.format(t=pt.calc, cmp=">" if op == "argmax" else "<", nan=nan)
         plan.launch(dev.programs.kernel(pick, "pick"), nout,
