@@ -278,6 +278,27 @@ def test_broadcast_patterns_match_numpy(cl):
             np.testing.assert_allclose(r.data, g(x, y), rtol=1e-6)
 
 
+
+@pytest.mark.parametrize("sa,sb", [
+    ((8, 512), (512,)), ((8, 512), (8, 1)), ((6, 16, 8, 8), (1, 16, 1, 1)),  # whole rows
+    ((40, 1000), (1000,)), ((40, 1000), (40, 1)),  # split: 768 + 192 unchecked + checked
+    ((400, 100), (1, 100)), ((3, 400, 100), (3, 1, 1)),  # split without the middle part
+    ((70, 100), (100,))])  # checked rows (too small to split)
+def test_row_launches_match_numpy(cl, sa, sb):
+    """The 2-D row launches (``elementwise.source``): unchecked where the work-group
+    width divides the rows, split into unchecked and checked launches where it does not,
+    constant inner strides of 0 and 1; into a new array and in place (``out=``)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    a, b = on_cl(x, y)
+    np.testing.assert_array_equal(F.sub(a, b).data, x - y)
+    np.testing.assert_array_equal(F.sub(b, a).data, y - x)
+    np.testing.assert_array_equal(F.less(a, b).data, x < y)
+    a -= b
+    np.testing.assert_array_equal(a.data, x - y)
+    i, = on_cl(np.arange(int(np.prod(sb)), dtype=np.int32).reshape(sb))
+    np.testing.assert_array_equal(F.add(a, i).data, (x - y) + np.arange(i.size).reshape(sb))
+
 def test_inplace_with_broadcast_operand_and_scalar(cl):
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     a, b = on_cl(x, np.array([1, 2, 3, 4], np.float64))
