@@ -283,11 +283,15 @@ def test_broadcast_patterns_match_numpy(cl):
     ((8, 512), (512,)), ((8, 512), (8, 1)), ((6, 16, 8, 8), (1, 16, 1, 1)),  # whole rows
     ((40, 1000), (1000,)), ((40, 1000), (40, 1)),  # split: 768 + 192 unchecked + checked
     ((400, 100), (1, 100)), ((3, 400, 100), (3, 1, 1)),  # split without the middle part
-    ((70, 100), (100,))])  # checked rows (too small to split)
+    ((70, 100), (100,)),  # checked rows (too small to split)
+    ((256, 4, 16), (256, 1, 16)), ((50, 4, 20), (50, 1, 20)),  # rows of the last two dims
+    ((500, 4, 20), (1, 4, 1)), ((10, 8), (8,)), ((3, 5, 7), (5, 1)),  # (whole, checked,
+    ((4096, 3, 3), (4096, 1, 3))])  # split, one row, 1-D walks with a constant size)
 def test_row_launches_match_numpy(cl, sa, sb):
     """The 2-D row launches (``elementwise.source``): unchecked where the work-group
     width divides the rows, split into unchecked and checked launches where it does not,
-    constant inner strides of 0 and 1; into a new array and in place (``out=``)."""
+    constant inner strides of 0 and 1, rows of the last two dimensions where the last is
+    short; into a new array and in place (``out=``)."""
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
     a, b = on_cl(x, y)

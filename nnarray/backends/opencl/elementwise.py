@@ -135,13 +135,14 @@ def row_width(length: int) -> int:
 
 def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType, rank: int,
            idx: str, helpers: str = "", rows: bool = False, whole: bool = False,
-           inner_steps: list[int] | None = None) -> str:
+           inner_steps: list[int] | None = None, last_size: int | None = None) -> str:
     """Kernel ``map``: ``out[i] = expr(v0, v1, ...)``; operand ``k`` is ``(is_array, its
     type, the type it is converted to as v{k})``; rank 0 means all arrays contiguous;
     ``rows``: a 2-D launch over (innermost index, row); ``whole``: its work-group width
     divides the row, so no bounds check (the check's early return stops pocl vectorizing:
     (1024, 1024) + (1024,) 560 us with it, 97 without; numpy 200); ``inner_steps``: the
-    array operands' innermost strides (see ``offsets_code``)."""
+    array operands' innermost strides, ``last_size``: the innermost size as a constant,
+    where a row is the last two dimensions (both as ``offsets_code`` takes them)."""
     n_arr = sum(1 for a, _, _ in operands if a)
     params = [f"__global {out_t.storage}* out"]
     loads = []
@@ -156,17 +157,20 @@ def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType
             params.append(f"const {ct.calc} v{k}")
     body = [f"const {idx} i = get_global_id(0);"]
     if rows:
-        last = f"d{rank - 1}"
+        # the row's length: the innermost size, or the last two sizes' product
+        last = f"d{rank - 1}" if not last_size else \
+            f"({last_size} * d{rank - 2})" if rank > 2 else "n"
         params += [f"const {idx} n", index_params(rank, n_arr, idx)]
         body = [f"const {idx} c = get_global_id(0), row = get_global_id(1);",
                 "" if whole else f"if (c >= {last}) return;",
                 f"const {idx} i = row * {last} + c;",
-                offsets_code(rank, n_arr, idx, "row", inner="c", inner_steps=inner_steps)]
+                offsets_code(rank, n_arr, idx, "row", inner="c", inner_steps=inner_steps,
+                             last_size=last_size)]
     elif rank:
         params.append(f"const {idx} n")
         if rank > 1 or n_arr:
             params.append(index_params(rank, n_arr, idx))
-        body += ["if (i >= n) return;", offsets_code(rank, n_arr, idx)]
+        body += ["if (i >= n) return;", offsets_code(rank, n_arr, idx, last_size=last_size)]
     types = [out_t] + [t for _, t, _ in operands] + [ct for _, _, ct in operands]
     return (header(*types) + helpers + "__kernel void map(" + ", ".join(params) + ") {\n    "
             + "\n    ".join(body + loads + [out_t.store("out", "i", expr)]) + "\n}\n")
@@ -192,13 +196,18 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
         idx = index_type(span(dims, strides))
     operands = [(type(x) is _Array, cltype(x.dtype) if type(x) is _Array else ct, ct)
                 for x, ct in zip(xs, cts)]
-    rows = rank >= 2 and dims[-1] >= _ROW_MIN
-    whole = rows and dims[-1] % row_width(dims[-1]) == 0
+    # rows: of the innermost dimension, or of the last two where the innermost is short
+    # (its size then a constant, ``last``)
+    pair = rank >= 2 and dims[-1] < _ROW_MIN <= dims[-2] * dims[-1]
+    rows = rank >= 2 and dims[-1] >= _ROW_MIN or pair
+    length = dims[-1] * dims[-2] if pair else dims[-1] if rows else 0
+    whole = rows and length % row_width(length) == 0
     split = rows and not whole and n >= _SPLIT
-    steps = [st[-1] for st in strides] if rows else None
+    steps = [st[-1] for st in strides] if rows and not pair else None
+    last = dims[-1] if rank >= 2 and (pair or not rows) else None
 
     def kernel_of(whole: bool) -> Any:
-        src = source(expr, operands, out_t, rank, idx, helpers, rows, whole, steps)
+        src = source(expr, operands, out_t, rank, idx, helpers, rows, whole, steps, last)
         return dev.programs.kernel(inline(src, dev), "map")  # inline: math
     kernel = kernel_of(whole or split)
     tail = kernel_of(False) if split else None
@@ -210,7 +219,7 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     for k in (kernel, tail) if split else (kernel,):
         typed(k, [None] + [s if s is None else s(0) for s in scalars] + consts)
     return Plan(kernel, n, shape, out_dtype, scalars, consts,
-                (dims[-1], n // dims[-1]) if rows else None, tail)
+                (length, n // length) if rows else None, tail)
 
 
 def _key(x: Any) -> Any:
