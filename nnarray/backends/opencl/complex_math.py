@@ -23,16 +23,31 @@ from ...errors import DTypeError
 from ...ops.ufuncs import BY_NAME
 from .cltypes import CLType
 
-#: Real helpers for ``float``: hypot by the scaled ratio (no overflow, 2 ULP), atan2 by a
+#: Real helpers for ``float``: hypot scaled by a power of two (no overflow), atan2 by a
 #: degree-7 polynomial in ``t = s^2`` on ``s = min/max`` in [0, 1] (fit here, 1.2 ULP)
 #: with the quadrant and the C99 special cases as selects, log1p/expm1 by Kahan's
 #: correction of ``log(1 + x)``/``exp(x) - 1``, sinh/cosh/asinh from exp and log1p.
 _REAL_FLOAT = """
 NNA_CINL R r_sqrt_C(R x) { return NNA_SQRT(x); }
+// |x|, |y| scaled by a power of two near 1 / max(|x|, |y|) (exact): no overflow, no division;
+// r_scale: the exponent bits of that power's inverse (operators only: pocl calls max, clamp)
+NNA_CINL uint r_scale_C(R x, R y) {
+  const uint ex = as_uint(x) & 0x7f800000u, ey = as_uint(y) & 0x7f800000u, e = ex > ey ? ex : ey;
+  return e < 0x00800000u ? 0x00800000u : (e > 0x7e800000u ? 0x7e800000u : e);
+}
 NNA_CINL R r_hypot_C(R x, R y) {
-  const R ax = fabs(x), ay = fabs(y), m = ax >= ay ? ax : ay, n = ax >= ay ? ay : ax;
-  const R q = n / m, h = m * NNA_SQRT((R)1 + q * q);
-  return (isinf(x) | isinf(y)) ? (R)INFINITY : (m == 0 ? (R)0 : h);
+  const uint e = r_scale_C(x, y);
+  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s;
+  const R h = NNA_SQRT(xs * xs + ys * ys) * as_float(e);
+  return (isinf(x) | isinf(y)) ? (R)INFINITY : h;
+}
+// log |x + iy| without the square root: log(xs^2 + ys^2) / 2 + log of the scale
+NNA_CINL R r_logabs_C(R x, R y) {
+  const uint e = r_scale_C(x, y);
+  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s;
+  const R l = (R)0.5 * log(xs * xs + ys * ys)
+              + (R)(int)((e >> 23) - 127u) * (R)0.693147180559945309417f;
+  return (isinf(x) | isinf(y)) ? (R)INFINITY : l;
 }
 NNA_CINL R r_atan2_C(R y, R x) {
   const R ax = fabs(x), ay = fabs(y);
@@ -63,16 +78,16 @@ NNA_CINL R r_expm1_C(R x) {
   const R r = (u - (R)1) * (x / l);
   return u == (R)1 ? x : ((u - (R)1 == (R)-1 | isinf(u)) ? u - (R)1 : r);
 }
+// cosh, sinh from h = exp(|x| / 2) (one exp, shared when both are used): (h/2) h -+ 1/(2h^2)
 NNA_CINL R r_cosh_C(R x) {
-  const R a = fabs(x), e = exp(a), h = exp(a * (R)0.5);
-  return a > (R)88 ? ((R)0.5 * h) * h : (R)0.5 * e + (R)0.5 / e;
+  const R h = exp(fabs(x) * (R)0.5), e = h * h;
+  return ((R)0.5 * h) * h + (R)0.5 / e;
 }
 NNA_CINL R r_sinh_C(R x) {
-  const R a = fabs(x), e = exp(a), h = exp(a * (R)0.5), t = a * a;
+  const R a = fabs(x), h = exp(a * (R)0.5), e = h * h, t = a * a;
   const R p = a + a * t * ((R)(1.0 / 6) + t * ((R)(1.0 / 120) + t * ((R)(1.0 / 5040)
               + t * ((R)(1.0 / 362880) + t * (R)(1.0 / 39916800)))));
-  const R r = a < (R)1 ? p : (a > (R)88 ? ((R)0.5 * h) * h : (R)0.5 * e - (R)0.5 / e);
-  return copysign(r, x);
+  return copysign(a < (R)1 ? p : ((R)0.5 * h) * h - (R)0.5 / e, x);
 }
 NNA_CINL R r_asinh_C(R x) {
   const R a = fabs(x);
@@ -85,6 +100,7 @@ NNA_CINL R r_asinh_C(R x) {
 _REAL_DOUBLE = """
 NNA_CINL R r_sqrt_C(R x) { return NNA_SQRT(x); }
 NNA_CINL R r_hypot_C(R x, R y) { return hypot(x, y); }
+NNA_CINL R r_logabs_C(R x, R y) { return log(hypot(x, y)); }
 NNA_CINL R r_atan2_C(R y, R x) { return atan2(y, x); }
 NNA_CINL R r_log1p_C(R x) { return log1p(x); }
 NNA_CINL R r_expm1_C(R x) { return expm1(x); }
@@ -136,7 +152,7 @@ NNA_CINL C c_expm1_C(C a) {
   const R h = sin(a.y * (R)0.5);
   return (C)(r_expm1_C(a.x) * cos(a.y) - (R)2 * h * h, exp(a.x) * sin(a.y));
 }
-NNA_CINL C c_log_C(C a) { return (C)(log(r_hypot_C(a.x, a.y)), r_atan2_C(a.y, a.x)); }
+NNA_CINL C c_log_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_atan2_C(a.y, a.x)); }
 NNA_CINL C c_log1p_C(C a) {
   const R t = r_atan2_C(a.y, (R)1 + a.x);
   const R nr = (R)0.5 * r_log1p_C(a.x * ((R)2 + a.x) + a.y * a.y);
@@ -234,7 +250,7 @@ NNA_CINL C c_acos_C(C z) {
 }
 NNA_CINL C c_atan_C(C z) { const C t = c_atanh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
 NNA_CINL C c_sign_C(C a) {
-  const R r = r_hypot_C(a.x, a.y), x = a.x / r, y = a.y / r;
+  const R r = r_hypot_C(a.x, a.y), q = (R)1 / r, x = a.x * q, y = a.y * q;
   return (C)(r == 0 ? (R)0 : x, r == 0 ? (R)0 : y);
 }
 """
