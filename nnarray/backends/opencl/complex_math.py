@@ -49,6 +49,13 @@ NNA_CINL R r_logabs_C(R x, R y) {
               + (R)(int)((e >> 23) - 127u) * (R)0.693147180559945309417f;
   return (isinf(x) | isinf(y)) ? (R)INFINITY : l;
 }
+// sqrt((|x| + |x + iy|) / 2) on x, y scaled by an even power of two near 1 / max(|x|, |y|)
+NNA_CINL R r_sqrtmod_C(R x, R y) {
+  const int k = ((int)(r_scale_C(x, y) >> 23) - 127) & ~1;
+  const R s = as_float((uint)(127 - k) << 23), xs = x * s;
+  const R t = NNA_SQRT((R)0.5 * fabs(xs) + (R)0.5 * r_hypot_C(xs, y * s));
+  return t * as_float((uint)(127 + k / 2) << 23);
+}
 NNA_CINL R r_atan2_C(R y, R x) {
   const R ax = fabs(x), ay = fabs(y);
   const int sw = ay > ax;
@@ -101,6 +108,11 @@ _REAL_DOUBLE = """
 NNA_CINL R r_sqrt_C(R x) { return NNA_SQRT(x); }
 NNA_CINL R r_hypot_C(R x, R y) { return hypot(x, y); }
 NNA_CINL R r_logabs_C(R x, R y) { return log(hypot(x, y)); }
+NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keeps its bits
+  const int tiny = (fabs(x) < 0x1p-900) & (fabs(y) < 0x1p-900);
+  const R sc = tiny ? 0x1p600 : 1.0, xs = x * sc;
+  return NNA_SQRT(0.5 * fabs(xs) + hypot(0.5 * xs, 0.5 * y * sc)) * (tiny ? 0x1p-300 : 1.0);
+}
 NNA_CINL R r_atan2_C(R y, R x) { return atan2(y, x); }
 NNA_CINL R r_log1p_C(R x) { return log1p(x); }
 NNA_CINL R r_expm1_C(R x) { return expm1(x); }
@@ -163,16 +175,10 @@ NNA_CINL C c_log1p_C(C a) {
 }
 NNA_CINL C c_log2_C(C a) { return c_scale_C(c_log_C(a), (R)1.44269504088896340736); }
 NNA_CINL C c_log10_C(C a) { return c_scale_C(c_log_C(a), (R)0.43429448190325182765); }
-NNA_CINL C c_sqrt_C(C a) {  // tiny inputs scaled up (exactly), so 0.5 |x| keeps its bits
-  const R big = sizeof(R) == 8 ? (R)0x1p600 : (R)0x1p100f;
-  const R unbig = sizeof(R) == 8 ? (R)0x1p-300 : (R)0x1p-50f;
-  const R lim = sizeof(R) == 8 ? (R)0x1p-900 : (R)0x1p-100f;
-  const int tiny = (fabs(a.x) < lim) & (fabs(a.y) < lim);
-  const R sc = tiny ? big : (R)1, un = tiny ? unbig : (R)1, x = a.x * sc, y = a.y * sc;
-  const R t = r_sqrt_C((R)0.5 * fabs(x) + r_hypot_C((R)0.5 * x, (R)0.5 * y));
-  const R o = fabs(y) / ((R)2 * t) * un, tu = t * un;
+NNA_CINL C c_sqrt_C(C a) {  // t = sqrt((|x| + |z|) / 2), then y / 2t: no cancellation
+  const R t = r_sqrtmod_C(a.x, a.y), o = fabs(a.y) / ((R)2 * t);
   const int pos = a.x >= 0, zero = (a.x == 0) & (a.y == 0), yinf = isinf(a.y);
-  const R re = pos ? tu : o, im = copysign(pos ? o : tu, a.y);
+  const R re = pos ? t : o, im = copysign(pos ? o : t, a.y);
   return (C)(zero ? (R)0 : (yinf ? (R)INFINITY : re), (zero | yinf) ? a.y : im);
 }
 NNA_CINL C c_sin_C(C a) { return (C)(sin(a.x) * r_cosh_C(a.y), cos(a.x) * r_sinh_C(a.y)); }
