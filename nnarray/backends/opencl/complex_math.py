@@ -70,7 +70,7 @@ NNA_CINL R r_atan2_C(R y, R x) {
   p = p * t - (R)0.14205896305644825f;
   p = p * t + (R)0.19993145738633677f;
   p = p * t - (R)0.33333126240776173f;
-  R r = s * t * p + s;
+  R r = s == (R)1 ? (R)0.785398163397448309616f : s * t * p + s;  // pi/4 rounded, not 1 ULP off
   r = sw ? (R)1.57079632679489661923f - r : r;
   r = signbit(x) ? (R)3.14159265358979323846f - r : r;
   return (isnan(x) | isnan(y)) ? x + y : copysign(r, y);
