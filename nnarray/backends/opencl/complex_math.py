@@ -52,8 +52,9 @@ NNA_CINL R r_logabs_C(R x, R y) {
 // sqrt((|x| + |x + iy|) / 2) on x, y scaled by an even power of two near 1 / max(|x|, |y|)
 NNA_CINL R r_sqrtmod_C(R x, R y) {
   const int k = ((int)(r_scale_C(x, y) >> 23) - 127) & ~1;
-  const R s = as_float((uint)(127 - k) << 23), xs = x * s;
-  const R t = NNA_SQRT((R)0.5 * fabs(xs) + (R)0.5 * r_hypot_C(xs, y * s));
+  const R s = as_float((uint)(127 - k) << 23), xs = x * s, ys = y * s;
+  const R h = (isinf(x) | isinf(y)) ? (R)INFINITY : NNA_SQRT(xs * xs + ys * ys);
+  const R t = NNA_SQRT((R)0.5 * fabs(xs) + (R)0.5 * h);
   return t * as_float((uint)(127 + k / 2) << 23);
 }
 NNA_CINL R r_atan2_C(R y, R x) {
@@ -198,9 +199,12 @@ NNA_CINL C c_cosh_C(C a) {
              y0 ? i0 : (z ? (R)0 : (inf ? nan : im)));
 }
 NNA_CINL C c_tanh_C(C a) {
-  const R s2 = sin((R)2 * a.y), d = r_cosh_C((R)2 * a.x) + cos((R)2 * a.y);
-  const R one = copysign((R)1, a.x), tiny = (R)2 * s2 * exp((R)-2 * fabs(a.x));
-  R re = r_sinh_C((R)2 * a.x) / d, im = s2 / d;
+  // (sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y): cosh 2x + cos 2y without the
+  // cancellation near the poles (x = 0, y = pi/2 + k pi)
+  const R sx = r_sinh_C(a.x), cx = r_cosh_C(a.x), sy = sin(a.y), cy = cos(a.y);
+  const R q = (R)1 / (sx * sx + cy * cy);
+  const R one = copysign((R)1, a.x), tiny = (R)4 * sy * cy * exp((R)-2 * fabs(a.x));
+  R re = sx * cx * q, im = sy * cy * q;
   const int big = (fabs(a.x) > (R)20) & isfinite(a.y);
   re = big ? one : re;
   im = big ? tiny : im;
@@ -221,16 +225,19 @@ NNA_CINL C c_pow_C(C a, C b) {
   return (C)(one ? (R)1 : (zero ? (R)0 : r.x), (one | zero) ? (R)0 : r.y);
 }
 // Inverse functions: asinh by its logarithm on the right half-plane (odd symmetry, log 2z
-// for large |z|), acosh by Kahan's log(z + sqrt(z + 1) sqrt(z - 1)), atanh from log1p;
-// asin, acos, atan through them.
+// for large |z|, log1p near 0), acosh by Kahan's log(z + sqrt(z + 1) sqrt(z - 1)), atanh
+// from log1p; asin, acos, atan through them.
 NNA_CINL C c_asinh_C(C z) {
   const int neg = signbit(z.x);
   const C w = c_sel_C(neg, c_neg_C(z), z);
   const R big = sizeof(R) == 8 ? (R)1e150 : (R)1e18;
   const int far = (fabs(w.x) > big) | (fabs(w.y) > big) | isinf(w.x) | isinf(w.y);
   // -0: keeps a zero's sign
-  const C q = c_add_C(w, c_sqrt_C(c_add_C(c_mul_C(w, w), (C)((R)1, (R)-0.0))));
-  const C l = c_log_C(c_sel_C(far, w, q));
+  // log(w + sqrt(w^2 + 1)) = log1p(w + w^2 / (1 + sqrt(w^2 + 1))): no cancellation near 0
+  const C w2 = c_mul_C(w, w), sq = c_sqrt_C(c_add_C(w2, (C)((R)1, (R)-0.0)));
+  const C d = c_add_C(sq, (C)((R)1, (R)0));  // Re d >= 1, |d| <= 2e18: a plain quotient
+  const C u = c_add_C(w, c_scale_C(c_mul_C(w2, (C)(d.x, -d.y)), (R)1 / (d.x * d.x + d.y * d.y)));
+  const C l = c_sel_C(far, c_log_C(w), c_log1p_C(u));
   const R re = l.x + (far ? (R)0.69314718055994530942 : (R)0);
   const int y0 = z.y == 0;
   return (C)(y0 ? r_asinh_C(z.x) : (neg ? -re : re), y0 ? z.y : (neg ? -l.y : l.y));
