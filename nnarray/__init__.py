@@ -41,6 +41,7 @@ from .errors import (
     ShapeError,
     TransferError,
 )
+from .kernel import kernel_stats, reset_kernel_stats
 from .memory import empty_cache, memory_stats, reset_peak_memory
 from .namespace import *  # noqa: F403  (the Array API names; some shadow builtins)
 from .ndarray import NdArray, array
@@ -59,10 +60,10 @@ __all__ = [
     "GraphError", "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError",
     "OutOfMemoryError", "ShapeError", "TransferError",
     "array", "backends", "context_scope", "device_synchronize", "einsum", "empty_cache",
-    "fallback_stats", "pad",
+    "fallback_stats", "kernel_stats", "pad",
     "from_dlpack", "full", "functions", "get_current_context", "memory_stats", "ones",
-    "register_kernel", "registry", "reset_fallback_stats", "reset_peak_memory",
-    "reset_transfer_stats", "seed", "set_default_context",
+    "register_kernel", "registry", "reset_fallback_stats", "reset_kernel_stats",
+    "reset_peak_memory", "reset_transfer_stats", "seed", "set_default_context",
     "strict_transfers", "transfer_stats", "zeros",
     *namespace.__all__, *xp_functions.__all__, *sorting.__all__,
 ]

@@ -32,6 +32,33 @@ Meta = tuple[tuple[int, ...], np.dtype]
 #: ``{(op, from_backend, to_backend): count}`` of runs that fell back.
 fallback_counts: dict[tuple[str, str, str], int] = {}
 
+#: ``[((op, device key), [count])]``: every Kernel's launch counter since
+#: ``reset_kernel_stats``. A launch (every run of a plain kernel: eager calls, ``fast``,
+#: in-place updates, schedule steps, generated code) adds one to its kernel's cell
+#: (``Kernel.tally``; a list cell costs half a dict update on the hot path); the totals
+#: are summed when read. A composite's ops count as their own kernels.
+tallies: list[tuple[tuple[str, str], list[int]]] = []
+
+
+def kernel_stats() -> dict:
+    """``{"count": n, "by_op": {op: n}, "by_device": {device key: n}}``: kernel launches
+    since the last ``reset_kernel_stats()`` (as ``transfer_stats`` counts copies)."""
+    by_op: dict[str, int] = {}
+    by_dev: dict[str, int] = {}
+    total = 0
+    for (op, dev), (n,) in tallies:
+        if n:
+            by_op[op] = by_op.get(op, 0) + n
+            by_dev[dev] = by_dev.get(dev, 0) + n
+            total += n
+    return {"count": total, "by_op": by_op, "by_device": by_dev}
+
+
+def reset_kernel_stats() -> None:
+    """Start counting kernel launches from zero."""
+    for _, cell in tallies:
+        cell[0] = 0
+
 _wrap = NdArray._wrap
 _natives = NdArray.natives
 
@@ -49,7 +76,8 @@ class Kernel:
     one-operand op.
     """
 
-    __slots__ = ("op", "fn", "device", "fallback", "composite", "plain", "fast", "valid")
+    __slots__ = ("op", "fn", "device", "fallback", "composite", "plain", "fast", "valid",
+                 "tally")
 
     def __init__(self, op: str, fn: Callable, device: Device, fallback: Any = None,
                  composite: bool = False) -> None:
@@ -61,7 +89,10 @@ class Kernel:
         self.composite = composite
         self.plain = fallback is None and not composite
         self.valid = True  # False once the registry's kernels change (callers re-resolve)
-        self.fast = fast_runner(op, fn, device, NdArray, self.check if DEBUG else None) \
+        self.tally = [0]  # launches since reset_kernel_stats (``tallies``)
+        tallies.append(((op, device.key), self.tally))
+        self.fast = fast_runner(op, fn, device, NdArray, self.check if DEBUG else None,
+                                self.tally) \
             if self.plain else \
             lambda a, b, meta: self.run((a,) if b is None else (a, b), {}, (meta,))
 
@@ -75,6 +106,7 @@ class Kernel:
             return self.fn(*inputs, **attrs)
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
+        self.tally[0] += 1
         dev = self.device
         try:  # reading a lazy fill allocates: its out-of-memory error names the op too
             if len(inputs) == 1:  # most ops: no list to build (a comprehension is a call)
@@ -124,6 +156,7 @@ class Kernel:
         ``mode``: ``'rw'`` for in-place updates, ``'w'`` to overwrite) as the output."""
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
+        self.tally[0] += 1
         dev = self.device
         xs = []
         shared = target._fill.__class__ is View
@@ -146,6 +179,7 @@ class Kernel:
         native arrays in, the targets accessed ``'rw'``), e.g. fused solver updates."""
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
+        self.tally[0] += 1
         dev = self.device
         xs = _natives(inputs, dev)
         for t in targets:

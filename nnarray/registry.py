@@ -1,13 +1,16 @@
 """The op registry: kernels per (op, backend), dispatch with fallback, fallback stats.
 
-``lookup(op, ctx)`` is on every F call's hot path: two dict lookups on a hit, returning
-the ``Kernel`` that runs ``op`` under ``ctx``. The slow path builds it once per
-(context, op); the cache is cleared when kernels change.
+``dispatch(op, ctx)`` is the one dispatch function (eager calls, recording, schedules):
+the op's memo of its previous dispatch, else ``lookup(name, ctx)``, two dict lookups on a
+hit, returning the ``Kernel`` that runs the op under ``ctx``. The slow path builds it once
+per (context, op); the cache is cleared (and its Kernels marked invalid) when kernels
+change.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from . import backends, late
 from .context import Context
@@ -74,6 +77,20 @@ def fallback_stats() -> dict[tuple[str, str, str], int]:
 
 def reset_fallback_stats() -> None:
     fallback_counts.clear()
+
+
+def dispatch(op: Any, ctx: Context) -> Kernel:
+    """The one dispatch function: the ``Kernel`` running ``op`` (an ``Op``) under ``ctx``.
+    Eager calls (``Op.kernel``), recording and the schedules all ask it. One cache: the
+    op's memo of its previous dispatch (``op.last``, one ``(context, Kernel)`` tuple,
+    replaced whole; the inlined ``Kernel.fast`` paths read it too), else ``lookup``'s
+    table, filled once per (context, op)."""
+    p = op.last[0]
+    if p[0] is ctx and p[1].valid:
+        return p[1]
+    k = lookup(op.name, ctx)
+    op.last[0] = (ctx, k)
+    return k
 
 
 def lookup(op: str, ctx: Context) -> Kernel:

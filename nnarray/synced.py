@@ -409,17 +409,22 @@ def _handle_gone(k: int, r: Any) -> None:
             _handles.pop(k, None)
 
 
-def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None) -> Any:
+def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None,
+                tally: list | None = None) -> Any:
     """``fast(a, b, meta)``: the one- and two-operand fast path of a plain kernel ``fn``
     of ``op`` on ``dev`` (``a`` an array of ``cls``; ``b`` one of its shape, a scalar, or
     ``None`` for a one-operand op; one output of ``meta``). It lives here because it
     reads the copies directly: F.add on tiny arrays is all dispatch, and these few lines
     are most of it. A kernel may name in ``fn.small`` a ``(ufunc, limit)`` that computes
     the result of fewer than ``limit`` elements (not 0-D) directly, skipping its own
-    allocation policy (one Python call less)."""
+    allocation policy (one Python call less). Each run adds one to ``tally[0]`` (the
+    kernel's launch counter, ``Kernel.tally``)."""
     uf, limit = getattr(fn, "small", (None, 0))
+    if tally is None:
+        tally = [0]
 
     def fast(a: Any, b: Any, meta: tuple) -> Any:
+        tally[0] += 1
         try:
             x = a._copies.get(dev)
             if x is None:

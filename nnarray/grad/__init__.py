@@ -4,23 +4,28 @@ declared beside each op (``nnarray.ops``), custom Python functions, gradcheck, D
 The engine, by concept, each importing only what is listed before it: ``node``
 (function applications), ``variable`` (graph values, with define-by-run's per-op hot
 path for two-operand ops; reaches the engine modules through ``nnarray.late`` slots),
-``planner``, ``steps``, ``codegen``, ``executor`` (static forward, program replay,
-generated code), ``recording`` (graph building), ``program`` (tracing a backward pass),
-``backward`` (``docs/architecture.md``; ``lint-imports`` checks the order).
+``planner``, ``schedule`` (the one step list every graph run executes: its interpreter
+and code generator), ``executor`` (plans; static forward and program replay as
+schedules), ``recording`` (graph building), ``program`` (tracing a backward pass),
+``backward``; above them graphs as objects: ``rebuild`` (nodes recorded again on new
+inputs), ``graph`` (the ``Graph`` view), ``bind`` (``Executor``), ``graph_json``
+(``docs/architecture.md``; ``lint-imports`` checks the order).
 """
 
 from __future__ import annotations
 
 from ..errors import GraphError
-from . import backward, executor, graph_json, node, program, recording, steps, variable  # noqa: F401
+from . import backward, bind, executor, graph_json, node, program, recording, schedule, variable  # noqa: F401
+from .bind import Executor
 from .dot import to_dot
+from .executor import print_schedule, schedule_of
 from .gradcheck import gradcheck
-from .graph import Executor, Graph, register_function
+from .graph import Graph, register_function
 from .modes import auto_forward, is_auto_forward, no_grad
 from .naming import name_scope, reset_names
 from .python_function import PythonFunction
 from .variable import Variable
 
 __all__ = ["Executor", "Graph", "GraphError", "PythonFunction", "Variable", "auto_forward",
-           "gradcheck", "is_auto_forward", "name_scope", "no_grad", "register_function",
-           "reset_names", "to_dot"]
+           "gradcheck", "is_auto_forward", "name_scope", "no_grad", "print_schedule",
+           "register_function", "reset_names", "schedule_of", "to_dot"]

@@ -42,8 +42,7 @@ def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False,
         grad = 1
     if not root._need_grad:
         _require_grad_leaf(root)
-    cur = _current.get(None)
-    base = _context._default if cur is None else cur
+    base = _context.get_current_context()
     ctx = _forward_context(root, base)
     if ctx is base:
         return _backward(root, grad, clear_buffer, base, retain_graph)

@@ -1,13 +1,11 @@
-"""The executor: running a static graph's forward pass and replaying traced programs.
+"""The executor: what a graph's runs are made of, and running them as schedules.
 
-Forward: the nodes behind an output run in topological order as compiled steps (each
-node's ``forward_step``: its kernel resolved once per context, no re-validation, outputs
-kept in the variables' NdArrays). ``clear_buffer`` drops each intermediate after its last
-consumer ran. Replay: a traced backward program (``program.py``) runs on the graph it was
-traced from, or any graph of the same signature: bind the saved forward data, run the
-steps (as one generated function where every step is a plain kernel, ``codegen.py``),
-deliver the gradients. Plans (orders, what to free, programs) are cached on the output
-variable until some ``need_grad`` flag changes.
+A ``Plan`` (cached on the output variable until some ``need_grad`` flag changes) holds
+the graph's topological order, what to free, the backward order and the traced backward
+program. Forward: the order compiles to a ``schedule.Schedule`` per context (and
+``clear_buffer``), run by the one interpreter or its generated code. Replay: a traced
+backward program (``program.py``) runs, as its schedule for the context, on the graph it
+was traced from or any graph of the same signature.
 """
 
 from __future__ import annotations
@@ -17,10 +15,9 @@ from typing import Any
 
 from .. import context as _context
 from .. import dtypes, late
-from ..context import _current
 from ..errors import GraphError
 from ..ndarray import NdArray
-from .codegen import generate, generate_forward
+from . import schedule
 from .planner import forward_releases
 from .variable import Variable
 
@@ -37,7 +34,7 @@ def invalidate_plans() -> None:
 class Plan:
     """Everything about one output's graph that does not change between iterations."""
 
-    __slots__ = ("generation", "root", "order", "_release", "bwd", "program", "steps",
+    __slots__ = ("generation", "root", "order", "_release", "bwd", "program", "schedules",
                  "leaves", "__weakref__")
 
     def __init__(self, root: Variable) -> None:
@@ -47,7 +44,8 @@ class Plan:
         self._release: Any = None
         self.bwd: Any = None
         self.program: Any = None
-        self.steps: Any = None
+        #: ``{(context, clear_buffer): forward Schedule}``
+        self.schedules: dict = {}
         self.leaves: Any = None  # [(leaf, shape)] checked before each static forward
 
     @property
@@ -183,129 +181,50 @@ def forward(root: Variable, clear_buffer: bool = False) -> None:
             raise GraphError(f"forward: an input of the graph changed shape from {shape} to "
                              f"{v.shape} (reset_shape) after the graph was built; build the "
                              "graph again, or bind the new shape with grad.Graph(...).bind")
-    ctx = _current.get(_context._default)
-    steps = plan.steps
-    if steps is None or steps[0] is not ctx:
-        steps = plan.steps = (ctx, *compile_forward(plan.order, ctx))
-    if clear_buffer:
-        run_forward(steps[1], None, root, plan.release)
-    else:
-        run_forward(steps[1], steps[2], root)
+    forward_schedule(plan, _context.get_current_context(), clear_buffer).run(root)
 
 
-def compile_forward(order: list, ctx: Any, save: bool = True,
-                    release: list | None = None) -> tuple[list, Any]:
-    """``(steps, program)`` of a forward ``order`` under ``ctx``: a compiled step per node
-    (``save``: keeping what backward needs) and, where every node is a plain kernel call,
-    the generated program (``release``, the memory plan, written in), else ``None``."""
-    steps = [n.forward_step(ctx, save) for n in order]
-    return steps, generate_forward(order, ctx, save, release) if order else None
-
-
-def run_forward(steps: list, program: Any, root: Any, release: list | None = None) -> None:
-    """Run a compiled forward: the generated ``program`` (of the output ``root``) if any,
-    else the steps, each followed by dropping the data of its ``release`` entries."""
-    if program is not None:
-        program(root)
-    elif release is None:
-        for step in steps:
-            step()
-    else:
-        for step, rel in zip(steps, release):
-            step()
-            for v in rel:
-                v._data = None
-
-
-# -- replaying traced programs ---------------------------------------------------------
-def _skipped(prog: Any) -> set:
-    """Invariant steps whose inputs are unchanged since the last replay."""
-    changed = set()
-    for j, v in enumerate(prog.inv_proxies):
-        d, last = v._data, prog.inv_last[j]
-        if last is None or last[0] is not d or last[1] != d.version:
-            changed.add(id(v))
-            prog.inv_last[j] = (d, d.version)
-    return {s for s, out, d in prog.inv_steps if out._data is not None and not (d & changed)}
-
-
-def _compile(prog: Any, ctx: Any) -> tuple:
-    """``(ctx, per-step closures, generated function or None)`` for replaying ``prog``."""
-    steps = [st.forward_step(ctx, False) for st in prog.steps]
-    return ctx, steps, generate(prog, {s for s, _, _ in prog.inv_steps}, ctx)
+def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedule.Schedule:
+    """The plan's forward schedule under ``ctx`` (keeping what backward needs; with
+    ``clear_buffer``, each intermediate freed after its last consumer)."""
+    key = (ctx, clear_buffer)
+    s = plan.schedules.get(key)
+    if s is None:
+        s = plan.schedules[key] = schedule.forward(plan.order, ctx, True,
+                                                    plan.release if clear_buffer else None,
+                                                    plan.root)
+    return s
 
 
 def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
            more_seeds: Any = ()) -> None:
-    """Run a traced program on the graph whose forward order is ``nodes``: check its
-    saved data, run the steps, deliver the gradients (``more_seeds``: the output
-    gradients of a program traced from several roots, after the first)."""
-    compiled = prog.compiled
-    if compiled is None or compiled[0] is not ctx:
-        compiled = prog.compiled = _compile(prog, ctx)
-    _, steps, fused = compiled
-    if fused is not None and not prog.inv_steps:
-        fused.fn(nodes, seed, more_seeds, clear_buffer)  # checks and reads the saved data
-    else:
-        for k in prog.checks:
-            nodes[k].check()
-        _bind(prog, nodes, seed, more_seeds)
-        try:
-            _run_steps(prog, nodes, steps, fused, seed, more_seeds, clear_buffer)
-        finally:
-            _unbind(prog)
-    if clear_buffer:
-        for k in prog.checks:
-            nodes[k].release()
+    """Run a traced program, as its schedule for ``ctx``, on the graph whose forward
+    order is ``nodes`` (``more_seeds``: the output gradients of a program traced from
+    several roots, after the first)."""
+    s = prog.schedule
+    if s is None or s.ctx is not ctx:
+        s = prog.schedule = schedule.backward(prog, ctx)
+    s.replay(nodes, seed, clear_buffer, more_seeds)
 
 
-def _bind(prog: Any, nodes: list, seed: NdArray, more_seeds: Any) -> None:
-    """Point the program's proxies at the saved forward data and the output gradients."""
-    for v, k, i in prog.binds:
-        n = nodes[k]
-        v._data = n.saved_inputs[i] if i >= 0 else n.saved_outputs[-1 - i]
-    prog.seed._data = seed
-    for sv, g in zip(prog.more_seeds, more_seeds):
-        sv._data = g
+def schedule_of(v: Variable, backward: bool = False) -> schedule.Schedule:
+    """The forward schedule of the static graph behind ``v`` under the current context
+    (built if need be), or with ``backward`` the schedule its traced backward program
+    last replayed as."""
+    plan = plan_of(v)
+    if not backward:
+        return forward_schedule(plan, _context.get_current_context())
+    s = plan.program.schedule if plan.program is not None else None
+    if s is None:
+        raise GraphError("schedule_of: no backward program of this graph ran yet (call "
+                         "backward() on it first)")
+    return s
 
 
-def _unbind(prog: Any) -> None:
-    for v, _, _ in prog.binds:
-        v._data = None
-    prog.seed._data = None
-    for sv in prog.more_seeds:
-        sv._data = None
-
-
-def _run_steps(prog: Any, nodes: list, steps: list, fused: Any, seed: NdArray,
-               more_seeds: Any, clear_buffer: bool) -> None:
-    """The steps one closure at a time (the invariant ones only when their inputs
-    changed), then the generated function if there is one, else the gradients' delivery."""
-    skip = _skipped(prog) if prog.inv_steps else ()
-    if fused is not None:
-        for s, _, _ in prog.inv_steps:
-            if s not in skip:
-                steps[s]()
-        fused.fn(nodes, seed, more_seeds, clear_buffer)
-        return
-    release = prog.release if clear_buffer else None
-    for s, step in enumerate(steps):
-        if s not in skip:
-            step()
-        if release is not None:
-            for a in release[s]:
-                if type(a) is Variable:
-                    a._data = None
-                else:
-                    nodes[a].release()
-    for k, i, gv, shared in prog.leaves:
-        nodes[k].inputs[i]._accumulate(gv._data, shared)
-    for k, i, gv in prog.inter:
-        nodes[k].inputs[i]._grad = None if clear_buffer else gv._data
-    for _, _, gv in prog.inter:
-        gv._data = None
-    for _, _, gv, _ in prog.leaves:
-        gv._data = None
+def print_schedule(v: Variable, backward: bool = False) -> None:
+    """Print ``schedule_of(v, backward).describe()``: the steps a run of the graph behind
+    ``v`` executes."""
+    print(schedule_of(v, backward).describe())
 
 
 late.provide(__name__)  # the engine's modules below (nnarray.late)

@@ -8,7 +8,7 @@ checks every field, reference and value as it goes (``GraphError`` naming the no
 nests values at most ``MAX_DEPTH`` deep, and records each node through its op's
 inference, which validates every attribute and constant a kernel will read (``slice``'s
 block, ``gather``/``scatter_add``'s indices, ...), so a bad file raises before any
-kernel runs. Binding to new shapes runs the inference again (``graph._rebuild``).
+kernel runs. Binding to new shapes runs the inference again (``rebuild._rebuild``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from .. import dtypes, late
 from ..errors import GraphError, InvalidValueError, NnarrayError
 from ..ndarray import NdArray
 from . import modes, recording
-from .graph import Graph, _functions, _mark_unbound, _registered_name, _shapes
+from .graph import Graph, _functions, _mark_unbound, _registered_name
 from .python_function import PyNode
+from .rebuild import _shapes
 from .variable import Variable
 
 FORMAT = "nnarray.graph/1"

@@ -7,7 +7,8 @@ graph behind it. What the backward pass needs of the forward data is kept in
 
 Built-in ops (``Node``) and Python functions (``PyNode``, in ``python_function.py``)
 implement one interface, which the executor and the backward pass use without asking
-which kind a node is: ``differentiable``, ``relocatable``, ``forward_step(ctx, save)``,
+which kind a node is: ``differentiable``, ``relocatable``, ``fusable`` (one plain kernel
+call: a schedule's step may call its kernel itself), ``run(ctx, save)``,
 ``run_backward(stamp, need)`` (eager), ``trace_backward(index, need, gys, program)``,
 ``check()`` and ``release()``.
 """
@@ -18,15 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import late
 from ..backends import host_device
 from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops.op import GraphValue
-from ..registry import lookup
+from ..registry import dispatch
 from .modes import SAVED
-
-_steps: Any = late.bind(__name__, "_steps", "nnarray.grad.steps")  # above this module
 
 
 class RuleContext:
@@ -49,8 +47,8 @@ class Node:
     fusable = True
 
     __slots__ = ("function", "inputs", "attrs", "out_metas", "outputs", "rank",
-                 "saved_inputs", "saved_outputs", "versions", "dynamic", "_kernel",
-                 "_in_meta", "_label", "macro", "__weakref__")
+                 "saved_inputs", "saved_outputs", "versions", "dynamic", "_in_meta", "_label",
+                 "macro", "__weakref__")
 
     #: A traced backward through this node may replay on another graph of its signature.
     relocatable = True
@@ -69,7 +67,6 @@ class Node:
         self.saved_inputs: Any = () if dynamic else None
         self.saved_outputs: Any = () if dynamic else None
         self.versions: Any = () if dynamic else None
-        self._kernel: Any = None  # (context, Kernel) last resolved
         self._in_meta: Any = None
         self._label: Any = None
         #: ``(function, args, kwargs)`` when this node is the output of a function made of
@@ -181,31 +178,19 @@ class Node:
         return rule
 
     # -- forward -----------------------------------------------------------------------
-    def kernel_for(self, ctx: Any) -> Any:
-        """The Kernel running this node under ``ctx`` (resolved once per context)."""
-        k = self._kernel
-        if k is None or k[0] is not ctx or not k[1].valid:
-            k = self._kernel = (ctx, lookup(self.function.name, ctx))
-        return k[1]
-
     def run(self, ctx: Any, save: bool = True) -> None:
         """Run the node's kernel on its inputs' data; store the outputs (in the output
         variables' NdArrays where they exist) and, with ``save``, what backward needs."""
         datas = [a.data if isinstance(a, GraphValue) else a for a in self.inputs]
         vs = [r() for r in self.outputs]
         into = [v._data if v is not None else None for v in vs]
-        res = self.kernel_for(ctx).run(datas, self.attrs, self.out_metas, into)
+        res = dispatch(self.function, ctx).run(datas, self.attrs, self.out_metas, into)
         outs = (res,) if len(self.out_metas) == 1 else res
         for v, o in zip(vs, outs):
             if v is not None:
                 v._data = o
         if save:
             self.save(datas, outs)
-
-    def forward_step(self, ctx: Any, save: bool) -> Any:
-        """A zero-argument callable running this node under ``ctx`` (the executor's
-        compiled step)."""
-        return _steps.compile_step(self, ctx, save)
 
     # -- backward ----------------------------------------------------------------------
     def rule_context(self, need: tuple) -> RuleContext:

@@ -24,7 +24,8 @@ class Program:
     """A traced backward pass of one output variable."""
 
     __slots__ = ("seed", "more_seeds", "binds", "checks", "steps", "leaves", "inter", "release",
-                 "inv_proxies", "inv_last", "inv_steps", "compiled", "relocatable", "__weakref__")
+                 "inv_proxies", "inv_last", "inv_steps", "schedule", "relocatable",
+                 "__weakref__")
 
     def __init__(self, root: Variable, more_roots: Any = ()) -> None:
         # Forward nodes are named by their index in the plan's order, variables by
@@ -41,7 +42,7 @@ class Program:
         self.inv_proxies: list[Variable] = []
         self.inv_last: list[Any] = []
         self.inv_steps: list[tuple[int, Variable, frozenset]] = []
-        self.compiled: Any = None
+        self.schedule: Any = None  # its Schedule for the context it last replayed in
 
     def proxy(self, k: int, i: int, like: Any) -> Variable:
         """A variable bound at replay to node ``k``'s saved input ``i`` (output ``-1-i``)."""

@@ -136,9 +136,6 @@ class PyNode(Node):
         for d in self.saved_inputs + self.saved_outputs:
             d._snap = SAVED  # a write through Variable.d is detected (node.py)
 
-    def forward_step(self, ctx: Any, save: bool) -> Any:
-        return self.run
-
     def run(self, ctx: Any = None, save: bool = True) -> None:
         """Static-mode forward: ``forward_impl``, keeping every input and output."""
         outs = self._outputs()
@@ -214,10 +211,7 @@ class PyGradStep:
             self.grads.append(_make(a.shape, a.dtype, None, None, False) if first else None)
         self.outputs = tuple(weakref.ref(g) for g in self.grads if g is not None)
 
-    def forward_step(self, ctx: Any, save: bool) -> Any:
-        return self.run
-
-    def run(self) -> None:
+    def run(self, ctx: Any = None, save: bool = False) -> None:
         n = self.node
         ins = n.inputs
         old = [a._grad for a in ins]

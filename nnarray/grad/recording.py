@@ -17,7 +17,7 @@ import numpy as np
 from .. import context as _context
 from .. import late
 from ..ndarray import NdArray
-from ..registry import lookup
+from ..registry import dispatch
 from . import modes
 from .naming import auto_name
 from .node import Node
@@ -151,10 +151,9 @@ def record_binary(op: Any, a: Any, b: Any) -> Any:
         return record(op, (a, b), {}, metas)
     ctx = _context.dispatch_context((a._data if ta is Variable else a,
                                      b._data if tb is Variable else b), op.name)
-    k = lookup(op.name, ctx)
+    k = dispatch(op, ctx)
     if not k.plain:
         return record(op, (a, b), {}, metas)
-    op.last[0] = (ctx, k)
     if ta is Variable:
         da = a._data if a._data is not None else computed(a)
         db = b if tb is not Variable else b._data if b._data is not None else computed(b)

@@ -11,11 +11,12 @@ import numpy as np
 from .. import context as _context
 from .. import dtypes, late
 from .. import functions as F
-from ..context import _current, context_scope
+from ..context import context_scope, dispatch_context
 from ..errors import GraphError
 from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
+from ..registry import dispatch
 from . import modes
 from .modes import SAVED
 from .node import Node
@@ -311,11 +312,11 @@ NO_ATTRS: dict = {}
 def _binary_recorder(op: Any) -> Any:
     """``record(a, b)``: two-operand ``op`` on Variables, which is also the Variable's
     Python operator. Define-by-run's per-op hot path (two Variables of one shape and dtype
-    with data, the result dtype and the context's Kernel already cached on the op
-    by ``recording.record_binary``, which serves every other case) is written out here,
+    with data, the result dtype cached on the op by ``recording.record_binary``, which
+    serves every other case; the Kernel from ``registry.dispatch``) is written out here,
     node and result built inline: this is the cost of one step of a define-by-run graph,
     and every Python call on it shows (``_make`` is the result's constructor)."""
-    same, last = op._same, op.last
+    same = op._same
 
     def record(a: Any, b: Any) -> Any:
         if type(a) is Variable and type(b) is Variable and a.dtype is b.dtype and \
@@ -323,14 +324,10 @@ def _binary_recorder(op: Any) -> Any:
             d = same.get(a.dtype)
             da, db = a._data, b._data
             if d is not None and da is not None and db is not None and _mode.get() == _AUTO:
-                ctx = _current.get(None)  # context.dispatch_context, inlined
-                if ctx is None:
-                    ctx = _context._default if not _context.follow_data else \
-                        _context.follow((da, db), op.name)
-                k = last[0]
-                if k[0] is ctx and k[1].valid:
+                k = dispatch(op, dispatch_context((da, db), op.name))
+                if k.plain:
                     meta = (a.shape, d)
-                    out = k[1].fast(da, db, meta)
+                    out = k.fast(da, db, meta)
                     if (a._need_grad or b._need_grad) and op.differentiable:
                         pa, pb = a._parent, b._parent
                         rank = 0 if pa is None else pa.rank + 1
@@ -347,7 +344,7 @@ def _binary_recorder(op: Any) -> Any:
                         node.rank = rank
                         node.dynamic = True
                         node.saved_inputs = node.saved_outputs = node.versions = ()
-                        node._kernel = node._in_meta = node._label = node.macro = None
+                        node._in_meta = node._label = node.macro = None
                         rule = op.backward
                         if rule.inputs or rule.outputs:
                             node.retain((da, db), (out,), rule.inputs, rule.outputs)

@@ -23,8 +23,7 @@ from .. import dtypes, late
 from ..context import _current
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
-from ..registry import cache as _kernel_cache
-from ..registry import lookup
+from ..registry import dispatch, lookup
 from . import ufuncs as _ufuncs
 from .backward import backward as _backward
 from .backward import fit as _fit
@@ -198,12 +197,7 @@ class BinaryOp(Op):
                     p = last[0]
                     if p[0] is ctx and p[1].valid:
                         return p[1].fast(a, b, (a.shape, d))
-                    t = _kernel_cache.get(ctx)
-                    if t is not None:
-                        k = t.get(opname)
-                        if k is not None:
-                            last[0] = (ctx, k)
-                            return k.fast(a, b, (a.shape, d))
+                    return dispatch(op, ctx).fast(a, b, (a.shape, d))
             elif isinstance(a, GraphValue):
                 return a._record_binary(op, a, b)
             return op(a, b)

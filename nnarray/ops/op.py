@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import context as _context
 from .. import late
-from ..context import _current
+from ..context import dispatch_context
 from ..ndarray import NdArray
-from ..registry import lookup
+from ..registry import dispatch
 
 #: ``nnarray.grad.naming``, where graphs name their nodes: ``None`` until ``nnarray.grad``
 #: is imported, and until then no value records a node, so a ``name=`` names nothing.
@@ -98,17 +97,9 @@ class Op:
         return self.kernel(inputs).run(inputs, attrs, metas)
 
     def kernel(self, inputs: Any) -> Any:
-        """The ``Kernel`` running this op on ``inputs`` where ``context.dispatch_context``
-        says (inlined: every eager call asks); the previous call's while that is the same."""
-        ctx = _current.get(None)
-        if ctx is None:
-            ctx = _context.follow(inputs, self.name) if _context.follow_data else _context._default
-        p = self.last[0]
-        if p[0] is ctx and p[1].valid:
-            return p[1]
-        k = lookup(self.name, ctx)
-        self.last[0] = (ctx, k)
-        return k
+        """The ``Kernel`` running this op on ``inputs``: ``registry.dispatch`` where
+        ``context.dispatch_context`` says."""
+        return dispatch(self, dispatch_context(inputs, self.name))
 
     def __repr__(self) -> str:
         return f"<Op {self.name}>"
