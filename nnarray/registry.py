@@ -101,7 +101,7 @@ def dispatch(op: Entry, ctx: Context) -> Kernel:
     under ``ctx``.
     Eager calls (``Op.kernel``), recording and the schedules all ask it. One cache: the
     op's memo of its previous dispatch (``op.last``, one ``(context, Kernel)`` tuple,
-    replaced whole; the inlined ``Kernel.fast`` paths read it too), else ``lookup``'s
+    replaced whole), else ``lookup``'s
     table, filled once per (context, op)."""
     p = op.last[0]
     if p[0] is ctx and p[1].valid:
