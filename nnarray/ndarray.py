@@ -182,19 +182,20 @@ class NdArray(SyncedArray, ArrayOperators):
         else:
             raise TypeError(f"setitem: value must be an NdArray or a scalar, got "
                             f"{type(value).__name__}")
-        lookup = _registry.lookup
+        reg = _registry
+        ctx = dispatch_into(self, (self,), "setitem")
         if view is None:
             if isinstance(value, NdArray):
                 value = F.reshape(F.broadcast_to(value, shape), (-1,))
-            lookup("scatter", dispatch_into(self, (self,), "setitem")).run_into(
+            reg.dispatch(reg.SCATTER, ctx).run_into(
                 self, (F.reshape(flat, (-1,)), value), {})
             return
         if views.of(self) is not None:  # a view: one kernel writing its root's region
             root, region = views.region(self, key)
-            lookup("setitem", dispatch_into(self, (self,), "setitem")).run_into(
+            reg.dispatch(reg.SETITEM, ctx).run_into(
                 root, (value,), {"key": None, "view": region})
             return
-        lookup("setitem", dispatch_into(self, (self,), "setitem")).run_into(
+        reg.dispatch(reg.SETITEM, ctx).run_into(
             self, (value,), {"key": key, "view": view})
 
     # -- views -------------------------------------------------------------------

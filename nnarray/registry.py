@@ -10,7 +10,6 @@ change.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from . import backends, late
 from .context import Context
@@ -79,11 +78,30 @@ def reset_fallback_stats() -> None:
     fallback_counts.clear()
 
 
-def dispatch(op: Any, ctx: Context) -> Kernel:
-    """The one dispatch function: the ``Kernel`` running ``op`` (an ``Op``) under ``ctx``.
+class Entry:
+    """What ``dispatch`` needs of an op: its ``name`` and ``last``, the memo of its previous
+    dispatch. Every ``ops.Op`` is one; kernels run without an Op (in-place writes:
+    ``setitem``, ``scatter`` here, ``sgd_update`` in ``ops.update``) have an Entry."""
+
+    __slots__ = ("name", "last")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        #: ``[(context, Kernel)]`` of the previous dispatch: one tuple, replaced whole, so
+        #: threads with different contexts never see a mixed pair (check ``Kernel.valid``)
+        self.last: list = [(None, None)]
+
+
+#: ``x[key] = v``'s kernels (``NdArray.__setitem__``): basic indices, and a scatter.
+SETITEM, SCATTER = Entry("setitem"), Entry("scatter")
+
+
+def dispatch(op: Entry, ctx: Context) -> Kernel:
+    """The one dispatch function: the ``Kernel`` running ``op`` (an ``Op`` or ``Entry``)
+    under ``ctx``.
     Eager calls (``Op.kernel``), recording and the schedules all ask it. One cache: the
     op's memo of its previous dispatch (``op.last``, one ``(context, Kernel)`` tuple,
-    replaced whole; the inlined ``Kernel.fast`` paths read it too), else ``lookup``'s
+    replaced whole), else ``lookup``'s
     table, filled once per (context, op)."""
     p = op.last[0]
     if p[0] is ctx and p[1].valid:

@@ -32,6 +32,29 @@ def test_fft_sizes(backend, n, dtype):
             assert err < tol, (name, norm, err)
 
 
+@pytest.mark.parametrize("n", [2, 8, 12, 30, 34, 7, 17, 1000])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_real_transforms_sizes(backend, n, dtype):
+    """rfft/irfft of even n (OpenCL: half-length complex transforms plus a twiddle pass;
+    34 = 2 * 17 takes Bluestein at the half length) and odd n, every norm, along the last
+    axis and along the first."""
+    tol = 2e-5 if dtype == np.complex64 else 1e-12
+    rdt = np.float32 if dtype == np.complex64 else np.float64
+    x = _RNG.standard_normal((3, n)).astype(rdt)
+    spec = _cplx((3, n // 2 + 1), dtype)
+    for norm in ("backward", "ortho", "forward"):
+        for axis, xs, ss in ((-1, x, spec), (0, x.T.copy(), spec.T.copy())):
+            cases = ((nna.fft.rfft, np.fft.rfft, xs, {}),
+                     (nna.fft.irfft, np.fft.irfft, ss, {"n": n}))
+            for mine, ref, a, kw in cases:
+                got = mine(nna.asarray(a), axis=axis, norm=norm, **kw)
+                assert got.device.backend == backend
+                want = ref(a.astype(np.result_type(a.dtype, np.float64)), axis=axis, norm=norm,
+                           **kw)
+                err = np.abs(np.asarray(got) - want).max() / np.abs(want).max()
+                assert err < tol, (mine.__name__, norm, axis, err)
+
+
 _CASES = {
     "fft_axis0": lambda m, a: m.fft(a, n=5, axis=0),
     "fftn_s": lambda m, a: m.fftn(a, s=(5, 12), axes=(0, 2)),

@@ -501,8 +501,14 @@ def test_binary_fast_path_skips_inference_once_seen(backend, monkeypatch):
     check(a + a, np.full((2, 3), 2, np.float32))
     check(a * 2.0, np.full((2, 3), 2, np.float32))
     assert calls == [] and mul_calls == []
-    F.add(a, A(np.ones((3,), np.float32)))  # broadcasting: the validated path
+    op.metas.clear()  # broadcasting: inferred once per operand metas (by value)
+    F.add(a, A(np.ones((3,), np.float32)))
+    F.add(A(np.ones((2, 3), np.float32)), A(np.zeros((3,), np.float32)))
     assert len(calls) == 1
+    with pytest.raises(nna.ShapeError):  # a bad call is never cached: it raises again
+        F.add(a, A(np.ones((4,), np.float32)))
+    with pytest.raises(nna.ShapeError):
+        F.add(a, A(np.ones((4,), np.float32)))
 
 
 @pytest.mark.parametrize("name", ["greater", "equal", "div", "add"])
@@ -527,7 +533,7 @@ def test_unary_fast_path_skips_inference_once_seen(backend, monkeypatch):
     still validate what they have not seen (a bool input to ``sin`` becomes floats)."""
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
     F.sin(A(x))
-    F.sin.op._dtypes.pop(np.dtype(bool), None)  # unseen (the cache is per op, not backend)
+    F.sin.op.metas.pop(np.dtype(bool), None)  # unseen (the cache is per op, not backend)
     calls = []
     infer = F.sin.op.infer
     monkeypatch.setattr(F.sin.op, "infer", lambda *args: calls.append(args) or infer(*args))

@@ -278,6 +278,31 @@ def test_broadcast_patterns_match_numpy(cl):
             np.testing.assert_allclose(r.data, g(x, y), rtol=1e-6)
 
 
+
+@pytest.mark.parametrize("sa,sb", [
+    ((8, 512), (512,)), ((8, 512), (8, 1)), ((6, 16, 8, 8), (1, 16, 1, 1)),  # whole rows
+    ((40, 1000), (1000,)), ((40, 1000), (40, 1)),  # split: 768 + 192 unchecked + checked
+    ((400, 100), (1, 100)), ((3, 400, 100), (3, 1, 1)),  # split without the middle part
+    ((70, 100), (100,)),  # checked rows (too small to split)
+    ((256, 4, 16), (256, 1, 16)), ((50, 4, 20), (50, 1, 20)),  # rows of the last two dims
+    ((500, 4, 20), (1, 4, 1)), ((10, 8), (8,)), ((3, 5, 7), (5, 1)),  # (whole, checked,
+    ((4096, 3, 3), (4096, 1, 3))])  # split, one row, 1-D walks with a constant size)
+def test_row_launches_match_numpy(cl, sa, sb):
+    """The 2-D row launches (``elementwise.source``): unchecked where the work-group
+    width divides the rows, split into unchecked and checked launches where it does not,
+    constant inner strides of 0 and 1, rows of the last two dimensions where the last is
+    short; into a new array and in place (``out=``)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    a, b = on_cl(x, y)
+    np.testing.assert_array_equal(F.sub(a, b).data, x - y)
+    np.testing.assert_array_equal(F.sub(b, a).data, y - x)
+    np.testing.assert_array_equal(F.less(a, b).data, x < y)
+    a -= b
+    np.testing.assert_array_equal(a.data, x - y)
+    i, = on_cl(np.arange(int(np.prod(sb)), dtype=np.int32).reshape(sb))
+    np.testing.assert_array_equal(F.add(a, i).data, (x - y) + np.arange(i.size).reshape(sb))
+
 def test_inplace_with_broadcast_operand_and_scalar(cl):
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     a, b = on_cl(x, np.array([1, 2, 3, 4], np.float64))
@@ -350,6 +375,66 @@ def test_matmul_batch_broadcast_that_needs_materializing(cl):
     assert r.dtype == np.float32
     np.testing.assert_allclose(r.data, x.astype(np.float16).astype(np.float32) @ y, rtol=1e-4)
 
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True)])
+def test_matmul_repeats_reuse_the_call_and_stay_right(cl, ta, tb):
+    """The second and later calls with the same operand shapes, dtypes and flags reuse the
+    first call's GEMM arguments (``matmul.py``): new data each time, other dtypes of the
+    same shapes (float64, float16, mixed) still take their own path."""
+    rng = np.random.default_rng(3)
+    sa, sb = (7, 5) if ta else (5, 7), (3, 7) if tb else (7, 3)
+    for dt_a, dt_b in [(np.float32, np.float32)] * 3 + [(np.float64, np.float64),
+                                                        (np.float16, np.float32),
+                                                        (np.float32, np.float64)]:
+        if np.float64 in (dt_a, dt_b) and not cl.fp64:
+            continue
+        x, y = rng.standard_normal(sa).astype(dt_a), rng.standard_normal(sb).astype(dt_b)
+        a, b = on_cl(x, y)
+        got = F.matmul(a, b, transpose_a=ta, transpose_b=tb)
+        want = (x.T if ta else x).astype(np.float64) @ (y.T if tb else y).astype(np.float64)
+        assert got.dtype == np.result_type(dt_a, dt_b) if np.float16 not in (dt_a, dt_b) \
+            else got.dtype == np.float32
+        np.testing.assert_allclose(got.data, want, rtol=1e-3 if np.float16 in (dt_a, dt_b)
+                                   else 1e-5, atol=1e-3)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy: the mean of nothing
+@pytest.mark.parametrize("shape,axis", [((64, 100), (0,)), ((3, 70000), (1,)),
+                                        ((5, 6, 7), (0, 2)), ((4, 0), (1,))])
+def test_reductions_replay_their_first_call(cl, shape, axis):
+    """Later reductions of the same op, shape, dtype and axes replay the first call's
+    recorded launches (``reduction._Plan``), temporaries of the chunked paths included:
+    every call must see its own data."""
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        x = rng.standard_normal(shape).astype(np.float32)
+        a, = on_cl(x)
+        np.testing.assert_allclose(F.sum(a, axis=axis).data, x.sum(axis=axis, dtype=np.float64),
+                                   rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(F.mean(a, axis=axis, keepdims=True).data,
+                                   x.mean(axis=axis, keepdims=True, dtype=np.float64),
+                                   rtol=1e-5, atol=1e-5)
+        if len(axis) == 1 and x.size:
+            np.testing.assert_array_equal(F.argmax(a, axis=axis[0]).data,
+                                          x.argmax(axis=axis[0]))
+
+
+def test_fused_reduction_replays_with_each_calls_inputs(cl):
+    """A fused program ending in a sum runs as one reduction kernel reading the program's
+    inputs (``reduction.Load``); its recorded launches are replayed with each call's own
+    input buffers."""
+    from nnarray.ops.fused import Builder, fused_elementwise
+    b = Builder(2)
+    d = b.call("sub", 0, 1)
+    p = b.program([b.call("exp", b.call("mul", 0, b.const(0.01))),
+                   b.call("sum", b.call("mul", d, d), attr=((0, 1), False))])
+    for seed in range(3):
+        g = np.random.default_rng(seed)
+        x, y = (g.normal(size=(40, 70)).astype(np.float32) for _ in range(2))
+        e, r = fused_elementwise(*on_cl(x, y), program=p)
+        np.testing.assert_allclose(e.data, np.exp(0.01 * x), rtol=1e-5)
+        np.testing.assert_allclose(r.data, ((x - y).astype(np.float64) ** 2).sum(), rtol=1e-5)
 
 _POSITIONS = """
 import numpy as np

@@ -176,7 +176,7 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
             elif op.name == "broadcast_to" and batch and attrs["shape"] and \
                     attrs["shape"][0] in batch:
                 attrs["shape"] = (batch[attrs["shape"][0]], *attrs["shape"][1:])
-            out = recording.record(op, ins, attrs, op.infer(ins, attrs))
+            out = recording.record(op, ins, attrs, op.out_metas(ins, attrs))
     except (ShapeError, DTypeError, InvalidValueError) as e:
         raise type(e)(f"{_node_at(n, label, ins)}: {e}") from None
     except ValueError as e:  # an attribute value the op cannot take (axis out of range)

@@ -116,38 +116,19 @@ def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, 
     return vs
 
 
-_binary_metas: dict[tuple, tuple] = {}
 _AUTO = modes.AUTO
 
 
 def record_binary(op: Any, a: Any, b: Any) -> Any:
-    """``record`` for a two-operand elementwise op, with its inference cached by shapes
-    and dtypes (Python scalars by type), which is all such an op depends on; under
-    ``auto_forward`` the context's plain Kernel runs directly. What it caches on the op
-    (result dtype, Kernel) serves the hot path in ``variable._binary_recorder``."""
+    """``record`` for a two-operand elementwise op, its inference from the op's meta
+    cache (``op.out_metas``: what the hot path in ``variable._binary_recorder`` reads);
+    under ``auto_forward`` the context's plain Kernel runs directly where both operands
+    are Variables or one is a Python float or int."""
     ta, tb = type(a), type(b)
-    if ta is Variable and tb is Variable and a.dtype is b.dtype and a.shape == b.shape:
-        key = True
-        d = op._same.get(a.dtype)
-        if d is None:
-            metas = op.infer((a, b), {})
-            op._same[a.dtype] = metas[0][1]
-        else:
-            metas = ((a.shape, d),)
-    else:
-        if ta is Variable:
-            kb = (b.shape, b.dtype) if tb is Variable else tb if tb is float or tb is int \
-                else None
-            key = (op, a.shape, a.dtype, kb) if kb is not None else None
-        else:
-            key = (op, ta, b.shape, b.dtype) if tb is Variable and (ta is float or ta is int) \
-                else None
-        metas = _binary_metas.get(key) if key is not None else None
-        if metas is None:
-            metas = op.infer((a, b), {})
-            if key is not None and len(_binary_metas) < 4096:
-                _binary_metas[key] = metas
-    if key is None or _mode.get() != _AUTO:
+    metas = op.out_metas((a, b), {})
+    direct = (ta is Variable and (tb is Variable or tb is float or tb is int)) or \
+        (tb is Variable and (ta is float or ta is int))
+    if not direct or _mode.get() != _AUTO:
         return record(op, (a, b), {}, metas)
     ctx = _context.dispatch_context((a._data if ta is Variable else a,
                                      b._data if tb is Variable else b), op.name)

@@ -312,16 +312,17 @@ NO_ATTRS: dict = {}
 def _binary_recorder(op: Any) -> Any:
     """``record(a, b)``: two-operand ``op`` on Variables, which is also the Variable's
     Python operator. Define-by-run's per-op hot path (two Variables of one shape and dtype
-    with data, the result dtype cached on the op by ``recording.record_binary``, which
+    with data, the result dtype read from the op's meta cache under its short key,
+    ``elementwise._short_key``, which ``op.out_metas`` fills; ``recording.record_binary``
     serves every other case; the Kernel from ``registry.dispatch``) is written out here,
     node and result built inline: this is the cost of one step of a define-by-run graph,
     and every Python call on it shows (``_make`` is the result's constructor)."""
-    same = op._same
+    metas = op.metas
 
     def record(a: Any, b: Any) -> Any:
         if type(a) is Variable and type(b) is Variable and a.dtype is b.dtype and \
                 a.shape == b.shape:
-            d = same.get(a.dtype)
+            d = metas.get(a.dtype)
             da, db = a._data, b._data
             if d is not None and da is not None and db is not None and _mode.get() == _AUTO:
                 k = dispatch(op, dispatch_context((da, db), op.name))

@@ -89,7 +89,7 @@ def _header(z: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, path: str) -> 
         shape, fortran, dtype = reader(io.BytesIO(size_field + text),
                                        max_header_size=MAX_HEADER)
     except (ValueError, SyntaxError, tokenize.TokenError) as e:  # numpy parses it as Python
-        raise fail(path, f"entry {name!r} has a corrupt .npy header {text[:48]!r}... "
+        raise fail(path, f"entry {name!r} has a corrupt .npy header {text[:200]!r} "
                          f"(member at byte {info.header_offset}: {e})") from None
     if dtype.kind not in "biufc":
         raise fail(path, f"entry {name!r} has dtype {dtype}; checkpoints hold numbers")

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import context as _context
-from ..context import _current
+from ..context import get_current_context
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
-from ..registry import lookup
+from ..registry import Entry, dispatch
+
+#: The kernel's dispatch entry (no Op: nothing is inferred or recorded).
+SGD_UPDATE = Entry("sgd_update")
 
 
 def sgd_update(ws: Sequence[NdArray], gs: Sequence[NdArray], lr: float) -> None:
@@ -28,8 +30,7 @@ def sgd_update(ws: Sequence[NdArray], gs: Sequence[NdArray], lr: float) -> None:
                 w.dtype is not g.dtype and w.dtype != g.dtype or w.dtype.kind != "f":
             _reject(ws, gs)
     if ws:
-        lookup("sgd_update", _current.get(_context._default)).run_inplace(
-            ws, gs, {"lr": float(lr)})
+        dispatch(SGD_UPDATE, get_current_context()).run_inplace(ws, gs, {"lr": float(lr)})
 
 
 def _reject(ws: Sequence[NdArray], gs: Sequence[NdArray]) -> None:

@@ -141,6 +141,24 @@ def complex_logical_not(generic: Callable, xp: Any) -> Callable:
     return k
 
 
+#: complex64 ``sqrt`` computed in complex128 and rounded once: CuPy's complex64 sqrt
+#: returns 0 for subnormal parts (``sqrt(1e-40+1e-40j)``, seen on an H200 with CuPy
+#: 14.2), which are normal numbers in double.
+_CSQRT = Elementwise("T a", "T b", "b = T(sqrt(complex<double>(a)));", "nna_csqrt64",
+                     ("complex64",)).declare()
+
+
+def complex_sqrt(generic: Callable, xp: Any) -> Callable:
+    """``sqrt`` with complex64 operands through ``_CSQRT``; the rest as ``generic``."""
+    kern = _CSQRT.build(xp)
+
+    def k(x, out=None):
+        if x.dtype != np.complex64:
+            return generic(x) if out is None else generic(x, out=out)
+        return kern(x) if out is None else kern(x, out)
+    return k
+
+
 def _row_body(name: str, calc: str, dtypes: tuple[str, ...]) -> Elementwise:
     """Row ``name``'s C expression as a CuPy kernel body computing in ``calc`` (float16 in
     float arithmetic), for inputs of ``dtypes``."""
@@ -181,6 +199,7 @@ def register_elementwise(xp: Any) -> None:
     for name in INTEGER_IDENTITY:
         register(name)(integer_identity(getattr(xp, name), xp))
     register("logical_not")(complex_logical_not(registered()["logical_not"], xp))
+    register("sqrt")(complex_sqrt(registered()["sqrt"], xp))
 
     for name in ROW_KERNELS:
         register(name)(_row_kernel(name, xp))

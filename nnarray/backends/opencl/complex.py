@@ -8,6 +8,7 @@ import numpy as np
 from ...dtypes import complex_of, real_of
 from ...registry import register_kernel
 from .cltypes import cltype
+from .complex_math import helpers
 from .device import device_of
 from .elementwise import plan
 
@@ -16,8 +17,8 @@ _PARTS = {
     "real": "v0.x",
     "imag": "v0.y",
     "conj": "(({c})(v0.x, -v0.y))",
-    "angle": "atan2(v0.y, v0.x)",
-    "complex_abs": "hypot(v0.x, v0.y)",
+    "angle": "r_atan2_{c}(v0.y, v0.x)",
+    "complex_abs": "c_abs_{c}(v0)",
 }
 
 
@@ -30,7 +31,7 @@ def part(name: str, x):
         t = cltype(x.dtype)
         out = x.dtype if name == "conj" else real_of(x.dtype)
         p = dev.plans[key] = plan(dev, name, _PARTS[name].format(c=t.calc), (x,), [t], x.shape,
-                                  out)
+                                  out, helpers(t))
     return p.run(dev, (x,))
 
 

@@ -16,9 +16,10 @@ An n-D transform is one 1-D transform per axis. ``fft_r2c`` of an even length al
 array's last axis reads the real rows as complex pairs, transforms those (half the length)
 and untangles the bins in one twiddle pass; other cases transform the input made complex
 and cut it to ``n // 2 + 1`` bins; then the other axes are transformed (on half the
-data). ``fft_c2r`` transforms the other axes, then extends the last axis by Hermitian
-symmetry, transforms it and keeps the real part. Not done: the half-size
-transform for ``fft_c2r``, radices past 7 without Bluestein.
+data). ``fft_c2r`` transforms the other axes, then, for an even length along the last
+axis, packs the bins into a half-length complex input in one twiddle pass and reads its
+inverse transform as the real result; other cases extend the axis by Hermitian symmetry,
+transform it and keep the real part. Not done: radices past 7 without Bluestein.
 """
 
 from __future__ import annotations
@@ -144,6 +145,22 @@ __kernel void r2c_post(__global const C* z, __global C* out, const long h, const
   const C e = (a + b) * (R)0.5, d = (a - b) * (R)0.5;
   const C o = (C)(d.y, -d.x);  // d / i
   out[g] = (e + cmul(tw[k], o)) * scale;
+}}
+
+// irfft of rows of n = 2h reals as a length-h inverse transform: from the h + 1 Hermitian
+// bins X (imaginary parts of bins 0 and h ignored), Z[k] = E + i O with E = X[k] + conj
+// X[h-k] (twice the even samples' transform), O = (X[k] - conj X[h-k]) w^-k (the odd
+// ones'); the inverse transform of Z holds x[2j] + i x[2j+1].
+__kernel void c2r_pre(__global const C* x, __global C* z, const long h, const long total,
+                      const R scale, __global const C* tw) {{
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long k = g % h, row = g / h;
+  C a = x[row * (h + 1) + k], b = x[row * (h + 1) + h - k];
+  if (k == 0) {{ a.y = 0; b.y = 0; }}
+  const C bc = (C)(b.x, -b.y);
+  const C e = a + bc, d = cmul(a - bc, tw[k]);
+  z[g] = (C)(e.x - d.y, e.y + d.x) * scale;
 }}
 
 // out (outer, lo, inner) from x (outer, li, inner): a prefix copy when herm is 0, else the
@@ -330,6 +347,25 @@ def fft_c2r(x, axes, n, norm):
     dev.check_dtype(x.dtype, "fft_c2r")
     for a in axes[:-1]:
         x = _transform_axis(dev, x, a, True, norm)
+    if axes[-1] == x.ndim - 1 and n % 2 == 0 and not x.offset and x.size:
+        return _half_size_inverse(dev, x, n, norm)
     full = _extend(dev, x, axes[-1], n, True)
     y = _transform_axis(dev, full, axes[-1], True, norm)
     return part("real", y)
+
+
+def _half_size_inverse(dev, x, n: int, norm: str):
+    """``irfft`` along the last axis (``n`` even) of the ``n // 2 + 1`` bins ``x``: one
+    pass packs them into a length ``n / 2`` complex input, whose inverse transform, read
+    as real pairs, is the result (no copy)."""
+    import pyopencl.array as cla
+    h = n // 2
+    z = dev.empty(x.shape[:-1] + (h,), x.dtype)
+    R = np.dtype(real_of(x.dtype)).type
+    # the length-h transform scales by its own norm; this pass makes up the difference
+    fix = _scale(n, True, norm) / _scale(h, True, norm)
+    launch(dev.queue, _kernel(dev, x.dtype, "c2r_pre"), z.size,
+           [x.base_data, z.base_data, _L(h), _L(z.size), R(fix),
+            _table(dev, n, x.dtype, 1.0).base_data])
+    f = _transform_axis(dev, z, z.ndim - 1, True, norm)
+    return cla.Array(f.queue, x.shape[:-1] + (n,), real_of(x.dtype), data=f.base_data)

@@ -50,7 +50,7 @@ from .elementwise import _ROW_MIN as ROW_MIN
 from .elementwise import expression
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
 from .inline_math import inline
-from .programs import LOCAL
+from .programs import LOCAL, typed
 from .reduction import Load, reduce
 
 _enqueue = cl.enqueue_nd_range_kernel
@@ -207,6 +207,7 @@ class _Plan:
         self.outs = [(shape, d) for d in out_dtypes]
         t = np.int32 if idx == "int" else np.int64
         self.consts = [t(self.n), *index_args(dims, strides, idx)] if rank else []
+        typed(self.kernel, [None] * (len(self.outs) + len(metas)) + self.consts)
         # rank 0 needs no bounds check: buffers are padded to the work-group size
         self.grid, self.local = (-(-self.n // LOCAL) * LOCAL,), (LOCAL,)
         if rows:

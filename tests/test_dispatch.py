@@ -1,0 +1,122 @@
+"""The one dispatch function (``registry.dispatch``) and the one meta cache
+(``Op.out_metas``): equal contexts and equal metas hit, new shapes and attrs miss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray import registry
+from nnarray.grad import Graph, Variable
+from nnarray.ops.op import Op, meta_key
+from nnarray.ops.update import SGD_UPDATE, sgd_update
+
+
+def _nd(a: np.ndarray) -> nna.NdArray:
+    return nna.NdArray.from_numpy_array(a)
+
+
+def _count(monkeypatch, obj, name: str) -> list:
+    """Calls of ``obj.name`` from now on (each call appends its arguments)."""
+    calls: list = []
+    fn = getattr(obj, name)
+    monkeypatch.setattr(obj, name, lambda *args: calls.append(args) or fn(*args))
+    return calls
+
+
+def test_equal_new_context_and_equal_metas_hit(backend, monkeypatch):
+    """A new ``context_scope`` per call (an equal Context) and new arrays of the same
+    shapes and dtypes resolve no kernel and infer nothing again, on the fast path, the
+    broadcasting path and a generic op alike."""
+    an, bn, cn = (np.random.default_rng(i).random(s, dtype=np.float32)
+                  for i, s in enumerate(((2, 3), (2, 3), (3,))))
+    mask = an > 0.5
+    run = [lambda: F.add(_nd(an), _nd(bn)), lambda: F.add(_nd(an), _nd(cn)),
+           lambda: F.exp(_nd(an)), lambda: F.where(_nd(mask), _nd(an), 0.0)]
+    want = [an + bn, an + cn, np.exp(an), np.where(mask, an, 0.0)]
+    for fn in run:  # first calls: resolved and inferred
+        with nna.context_scope(backend):
+            fn()
+    resolved = _count(monkeypatch, registry, "_resolve")
+    inferred = [_count(monkeypatch, op, "infer") for op in (F.add.op, F.exp.op, F.where)]
+    for _ in range(3):
+        for fn, w in zip(run, want):
+            with nna.context_scope(backend):
+                np.testing.assert_allclose(fn().numpy(), w, rtol=1e-5)
+    assert resolved == [] and inferred == [[], [], []]
+    new = (_nd(an[:1]), _nd(cn))
+    F.add.op.metas.pop(meta_key(new, {}), None)  # metas are per op, not per backend
+    with nna.context_scope(backend):
+        F.add(*new)  # new shapes: inferred once
+        F.add(_nd(an[1:]), _nd(cn))
+    assert len(inferred[0]) == 1 and resolved == []
+
+
+def _repeat_infer(inputs, attrs):
+    (x,) = inputs
+    return (((x.shape[0] * attrs["n"],) + x.shape[1:], x.dtype),)
+
+
+def test_inference_depending_on_attrs_is_keyed_by_them(monkeypatch):
+    """A pure op whose metas depend on its attrs gets its metas per attrs value, in the
+    cache and in the graph nodes it records; unhashable attrs and impure ops infer on
+    every call."""
+    op = Op("repeat_rows", _repeat_infer, pure=True)
+    calls = _count(monkeypatch, op, "infer")
+    x = _nd(np.ones((2, 3), np.float32))
+    assert op.out_metas((x,), {"n": 2}) == (((4, 3), np.dtype(np.float32)),)
+    assert op.out_metas((x,), {"n": 3}) == (((6, 3), np.dtype(np.float32)),)
+    assert op.out_metas((_nd(np.zeros((2, 3), np.float32)),), {"n": 2})[0][0] == (4, 3)
+    assert len(calls) == 2
+    v = Variable((5, 3))  # static mode: recorded with the cached metas
+    assert op(v, n=2).shape == (10, 3) and op(v, n=4).shape == (20, 3)
+    assert op(v, n=2).shape == (10, 3) and len(calls) == 4
+    assert meta_key((x,), {"n": [2]}) is None  # unhashable attrs: not cached
+    impure = Op("repeat_rows", _repeat_infer)
+    icalls = _count(monkeypatch, impure, "infer")
+    for n in (2, 2):
+        assert impure.out_metas((x,), {"n": n})[0][0] == (4, 3)
+    assert len(icalls) == 2 and impure.metas == {}
+
+
+def test_rebound_graph_gets_new_metas_for_new_shapes(backend, monkeypatch):
+    """Binding a graph to new shapes infers each op once for them (the new shapes'
+    metas), binding the same shapes again infers nothing."""
+    x, b = Variable((2, 3), name="x"), Variable((3,), name="b")
+    g = Graph(F.exp(x) + b)
+    calls = _count(monkeypatch, F.add.op, "infer")
+    bn = np.arange(3, dtype=np.float32)
+    for rows in (5, 7):  # metas are per op, not per backend: unseen here
+        F.add.op.metas.pop(meta_key((Variable((rows, 3)), b), {}), None)
+    for rows, new in ((5, 1), (5, 0), (7, 1)):
+        xn = np.random.default_rng(rows).random((rows, 3), dtype=np.float32)
+        before = len(calls)
+        (out,) = g.bind(backend, {"x": _nd(xn), "b": _nd(bn)}).forward()
+        assert out.shape == (rows, 3) and len(calls) - before == new
+        np.testing.assert_allclose(out.numpy(), np.exp(xn) + bn, rtol=1e-5)
+
+
+def test_pow_infers_every_call_with_a_scalar_exponent():
+    """pow's inference reads a Python exponent's value: an integer graph value to a
+    negative power raises while the graph is built, after a positive power built."""
+    v = Variable((3,), dtype=np.int32)
+    assert (v ** 2).shape == (3,)
+    with pytest.raises(nna.InvalidValueError, match="negative integer powers"):
+        v ** -1
+    assert not F.pow.op.pure and F.add.op.pure
+
+
+def test_setitem_and_sgd_update_dispatch_through_the_one_function(backend):
+    """``x[key] = v`` and ``sgd_update`` run the Kernel ``registry.dispatch`` memoizes."""
+    with nna.context_scope(backend) as ctx:
+        x = _nd(np.zeros((2, 3), np.float32))
+        x[0] = 1.0
+        w, g = _nd(np.ones(3, np.float32)), _nd(np.full(3, 2.0, np.float32))
+        sgd_update([w], [g], 0.5)
+    np.testing.assert_array_equal(x.numpy(), [[1, 1, 1], [0, 0, 0]])
+    np.testing.assert_array_equal(w.numpy(), [0, 0, 0])
+    for entry in (registry.SETITEM, SGD_UPDATE):
+        c, k = entry.last[0]
+        assert c is ctx and k.op == entry.name and k is registry.dispatch(entry, ctx)
