@@ -233,3 +233,19 @@ def test_dot_and_source_show_the_groups(backend: str, capsys) -> None:
     else:
         assert "cluster_fused" not in dot and "fused_elementwise" not in text
     assert dot == grad.to_dot(y) or _fuses(backend)
+
+
+def test_define_by_run_backward_replay_fuses(backend: str) -> None:
+    """A define-by-run graph seen again replays its traced backward as a schedule, which
+    fuses: the gradients stay the numpy reference's."""
+    xn = np.random.default_rng(4).standard_normal((16, 8)).astype(np.float32)
+    x = Variable.from_numpy_array(xn, need_grad=True)
+    for _ in range(3):
+        with grad.auto_forward():
+            y = F.sum(F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x)
+        x.grad.zero()
+        nna.reset_kernel_stats()
+        y.backward()
+        np.testing.assert_allclose(x.g, _chain_ref(xn, np.ones_like(xn))[1], **tol(F32))
+    fused = nna.kernel_stats()["by_op"].get("fused_elementwise", 0)
+    assert (fused > 0) == _fuses(backend)
