@@ -200,7 +200,8 @@ def test_mlp_static_step_launches(backend: str) -> None:
 
 def test_executor_and_held_intermediates(backend: str) -> None:
     """A bound executor fuses too and gives the static graph's values and gradients; an
-    intermediate Variable the user holds keeps its values after a fused forward."""
+    intermediate Variable the user holds keeps its values after a fused forward, one
+    nothing reads outside its group and no one held is not written."""
     x, y, xn = _chain((8, 5))
     ex = Graph(y).bind(backend, grad_req={"arg0": "write"})
     out = ex.forward()[0].numpy()
@@ -214,6 +215,14 @@ def test_executor_and_held_intermediates(backend: str) -> None:
     z = F.sum(h + xv * xv)
     z.forward()
     np.testing.assert_allclose(h.d, np.tanh(0.5 * xn + 0.1) / (1 + np.exp(-xn)), **tol(F32))
+    w = F.tanh(xv + 1.0) + 2.0  # ``xv + 1.0``: retained by nothing, held by no one
+    w.forward()
+    inner = w.parent.inputs[0].parent.inputs[0]
+    if _fuses(backend):
+        with pytest.raises(grad.GraphError, match="has no values"):
+            inner.d
+    else:
+        np.testing.assert_allclose(inner.d, xn + 1.0, **tol(F32))
 
 
 def test_dot_and_source_show_the_groups(backend: str, capsys) -> None:
