@@ -178,8 +178,9 @@ def _mlp_step() -> tuple:
 
 
 def test_mlp_static_step_launches(backend: str) -> None:
-    """The MLP step's launches: 19 unfused; on OpenCL 14 (bias + relu forward; the loss
-    gradient with its bias sum, and relu's mask with the bias sum, backward)."""
+    """The MLP step's launches: 19 unfused; on OpenCL 16 (bias + relu forward; the loss
+    gradient's sub and mul, relu's mask and mul, backward; the bias sums, on 10 and 100
+    columns, stay the backend's own reductions: below ``fuse.REDUCE_MIN``)."""
     with grad.fusion_enabled(False):
         ustep, uloss, umodel = _mlp_step()
         ustep()
@@ -191,7 +192,7 @@ def test_mlp_static_step_launches(backend: str) -> None:
     for (name, p), q in zip(model.parameters().items(), umodel.parameters().values()):
         np.testing.assert_allclose(p.d, q.d, **tol(F32), err_msg=name)
     if backend.split(":")[0] == "opencl":
-        assert (unfused, fused) == (19, 14)
+        assert (unfused, fused) == (19, 16)
     elif _fuses(backend):
         assert fused < unfused
     else:
@@ -258,3 +259,21 @@ def test_define_by_run_backward_replay_fuses(backend: str) -> None:
         np.testing.assert_allclose(x.g, _chain_ref(xn, np.ones_like(xn))[1], **tol(F32))
     fused = nna.kernel_stats()["by_op"].get("fused_elementwise", 0)
     assert (fused > 0) == _fuses(backend)
+
+
+@pytest.mark.parametrize("n", [8, 256])
+def test_a_large_reduction_joins_its_group(backend: str, n: int) -> None:
+    """On OpenCL a sum ending an elementwise chain joins its fused step where its operand
+    has ``fuse.REDUCE_MIN`` elements or more (256x256), else runs on its own."""
+    from nnarray.grad import fuse
+    xn = np.random.default_rng(5).standard_normal((n, n)).astype(np.float32)
+    x = Variable.from_numpy_array(xn)
+    y = F.sum(x * x + 1.0)
+    y.forward()
+    np.testing.assert_allclose(y.d, (xn.astype(np.float64) ** 2 + 1).sum(), rtol=1e-4)
+    ops = [st.op for st in grad.schedule_of(y).steps]
+    if backend.split(":")[0] == "opencl":
+        joins = n * n >= fuse.REDUCE_MIN
+        assert ops == (["fused_elementwise"] if joins else ["fused_elementwise", "sum"])
+    elif not _fuses(backend):
+        assert ops == ["mul", "add", "sum"]
