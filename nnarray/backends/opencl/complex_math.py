@@ -218,7 +218,9 @@ NNA_CINL C c_tanh_C(C a) {
   R cy;
   const R sx = r_sinh_C(a.x), cx = r_cosh_C(a.x), sy = sincos(a.y, &cy);
   const R q = (R)1 / (sx * sx + cy * cy);
-  const R one = copysign((R)1, a.x), tiny = (R)4 * sy * cy * exp((R)-2 * fabs(a.x));
+  // exp(-2|x|) = (2v)^2 from v = 1/(2 h^2), h = exp(|x|/2): sinh's and cosh's exp, shared
+  const R h = exp(fabs(a.x) * (R)0.5), v = (R)0.5 / (h * h);
+  const R one = copysign((R)1, a.x), tiny = (((R)16 * sy * cy) * v) * v;
   R re = sx * cx * q, im = sy * cy * q;
   const int big = (fabs(a.x) > (R)20) & isfinite(a.y);
   re = big ? one : re;
