@@ -268,11 +268,14 @@ class OpenCLDevice(Device):
              strides, shape)
 
     def synchronize(self) -> None:
-        with self.lock:
+        self.acquire()  # rather than ``with``: a benchmark step synchronizes every call
+        try:
             self.queue.finish()
             self._trim()
             if self._err_ops:
                 self._check_errors()
+        finally:
+            self.release()
 
     # -- device-side checks ---------------------------------------------------------------
     def error_buffer(self, op: str) -> Any:
