@@ -184,8 +184,9 @@ class OpenCLDevice(Device):
     # -- the pool's cache -----------------------------------------------------------------
     def _trim(self) -> None:
         """Release the pool's free blocks when they exceed ``max_cached`` bytes."""
-        pool = self.pool
-        if pool.held_blocks and pool.managed_bytes - pool.active_bytes > self.max_cached:
+        pool = self.pool  # every synchronize() asks: one read when the pool is small
+        if pool.managed_bytes > self.max_cached and pool.held_blocks and \
+                pool.managed_bytes - pool.active_bytes > self.max_cached:
             pool.free_held()
 
     def memory_stats(self) -> dict[str, int]:
