@@ -29,7 +29,6 @@ from .cltypes import CLType
 #: with the quadrant and the C99 special cases as selects, log1p/expm1 by Kahan's
 #: correction of ``log(1 + x)``/``exp(x) - 1``, sinh/cosh/asinh from exp and log1p.
 _REAL_FLOAT = """
-NNA_CINL R r_sqrt_C(R x) { return NNA_SQRT(x); }
 // |x|, |y| scaled by a power of two near 1 / max(|x|, |y|) (exact): no overflow, no division;
 // r_scale: the exponent bits of that power's inverse (operators only: pocl calls max, clamp)
 NNA_CINL uint r_scale_C(R x, R y) {
@@ -107,7 +106,6 @@ NNA_CINL R r_asinh_C(R x) {
 """
 
 _REAL_DOUBLE = """
-NNA_CINL R r_sqrt_C(R x) { return NNA_SQRT(x); }
 NNA_CINL R r_hypot_C(R x, R y) { return hypot(x, y); }
 NNA_CINL R r_logabs_C(R x, R y) { return log(hypot(x, y)); }
 NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keeps its bits
