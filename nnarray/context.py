@@ -222,18 +222,19 @@ def context_scope(ctx: Context | str) -> Iterator[Context]:
         _current.reset(token)
 
 
-#: context -> its device, for ``device_synchronize`` (a benchmark loop calls it per step:
-#: the import and the device lookup cost 0.4 us of a 6 us tiny add on OpenCL)
-_sync_devices: dict[Context, object] = {}
+#: ``id(context) -> its device``, for ``device_synchronize`` (a benchmark loop calls it
+#: per step: the import and the device lookup cost 0.4 us of a 6 us tiny add on OpenCL,
+#: the context's Python ``__hash__`` 0.1 more; contexts are interned, so ids stay theirs)
+_sync_devices: dict[int, object] = {}
 
 
 def device_synchronize(ctx: Context | str | None = None) -> None:
     """Wait for all queued work on the context's device."""
-    ctx = as_context(ctx)
-    dev = _sync_devices.get(ctx)
+    ctx = _current.get(_default) if ctx is None else as_context(ctx)
+    dev = _sync_devices.get(id(ctx))
     if dev is None:
         from . import backends
-        dev = _sync_devices[ctx] = backends.get_device(ctx.backend, ctx.device_id)
+        dev = _sync_devices[id(ctx)] = backends.get_device(ctx.backend, ctx.device_id)
     dev.synchronize()
 
 

@@ -412,13 +412,13 @@ def _handle_gone(k: int, r: Any) -> None:
 def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None,
                 tally: list | None = None) -> Any:
     """``fast(a, b, meta)``: the one- and two-operand fast path of a plain kernel ``fn``
-    of ``op`` on ``dev`` (``a`` an array of ``cls``; ``b`` one of its shape, a scalar, or
-    ``None`` for a one-operand op; one output of ``meta``). It lives here because it
-    reads the copies directly: F.add on tiny arrays is all dispatch, and these few lines
-    are most of it. A kernel may name in ``fn.small`` a ``(ufunc, limit)`` that computes
-    the result of fewer than ``limit`` elements (not 0-D) directly, skipping its own
-    allocation policy (one Python call less). Each run adds one to ``tally[0]`` (the
-    kernel's launch counter, ``Kernel.tally``)."""
+    of ``op`` on ``dev`` (``a`` an array of ``cls`` of the result's shape; ``b`` another
+    (broadcast with it), a scalar, or ``None`` for a one-operand op; one output of
+    ``meta``). It lives here because it reads the copies directly: F.add on tiny arrays
+    is all dispatch, and these few lines are most of it. A kernel may name in ``fn.small``
+    a ``(ufunc, limit)`` that computes the result of fewer than ``limit`` elements (not
+    0-D) directly, skipping its own allocation policy (one Python call less). Each run
+    adds one to ``tally[0]`` (the kernel's launch counter, ``Kernel.tally``)."""
     uf, limit = getattr(fn, "small", (None, 0))
     if tally is None:
         tally = [0]

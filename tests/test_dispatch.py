@@ -121,3 +121,41 @@ def test_setitem_and_sgd_update_dispatch_through_the_one_function(backend):
     for entry in (registry.SETITEM, SGD_UPDATE):
         c, k = entry.last[0]
         assert c is ctx and k.op == entry.name and k is registry.dispatch(entry, ctx)
+
+
+@pytest.mark.parametrize("shapes", [((4, 3), (3,)), ((3,), (4, 3)), ((4, 1), (1, 3))])
+def test_broadcast_binary_fast_path(backend, monkeypatch, shapes):
+    """``F``'s binary functions serve broadcast NdArrays from the op's meta cache: no
+    inference and no ``Op`` call after the first, ``Kernel.fast`` where the first operand
+    has the result's shape, ``Kernel.run`` otherwise; values and dtypes as numpy's."""
+    rng = np.random.default_rng(0)
+    an = rng.random(shapes[0], dtype=np.float32)
+    bn = rng.integers(-5, 5, shapes[1]).astype(np.int32)
+    with nna.context_scope(backend):
+        F.sub(_nd(an), _nd(bn))  # first call: inferred
+        inferred = _count(monkeypatch, F.sub.op, "infer")
+        calls: list = []
+        cls = type(F.sub.op)
+        call = cls.__call__
+        monkeypatch.setattr(cls, "__call__", lambda *a, **k: calls.append(a) or call(*a, **k))
+        k = registry.dispatch(F.sub.op, nna.get_current_context())
+        runs = [0, 0]
+        fast, run = k.fast, k.run  # bound to k
+
+        def counted(i, fn):
+            def f(*args):
+                runs[i] += 1
+                return fn(*args)
+            return f
+        monkeypatch.setattr(k, "fast", counted(0, fast))
+        unbound = type(k).run
+        monkeypatch.setattr(type(k), "run", lambda self, *args: counted(1, run)(*args)
+                            if self is k else unbound(self, *args))
+        for _ in range(2):
+            got = F.sub(_nd(an), _nd(bn))
+            want = an - bn
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    assert inferred == [] and calls == []
+    on_a = np.broadcast_shapes(*shapes) == shapes[0]
+    assert runs == ([2, 0] if on_a else [0, 2])

@@ -120,6 +120,43 @@ def test_inline_within_ulp_bound(name, device, monkeypatch):
         _check(name, _run(dev, f"{name}(v0)", x), x)
 
 
+def _hard_trig() -> np.ndarray:
+    """Arguments that stress the reduction of ``sin``/``cos``: the floats next to multiples
+    of pi/2 (the result's leading bits cancel) at every scale, and Muller's closest float to
+    a multiple of pi/2 (16367173 * 2^72)."""
+    k = np.unique(np.concatenate([np.arange(1, 4096), np.geomspace(4096, 1e38, 20000)]))
+    near = (k * (np.pi / 2)).astype(np.float32)
+    steps = [np.nextafter(near, np.float32(np.inf)), np.nextafter(near, np.float32(0))]
+    worst = np.float32(16367173 * 2.0 ** 72)
+    x = np.concatenate([near, *steps, [worst, np.nextafter(worst, np.float32(0))]])
+    return np.concatenate([x, -x]).astype(np.float32)
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_sin_cos_hard_arguments_and_sincos(device, monkeypatch):
+    """Near multiples of pi/2 at every scale ``sin`` and ``cos`` keep 1 ULP; ``sincos``
+    (one reduction for both, used by complex ``exp``) returns exactly what they return."""
+    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
+    import pyopencl as cl
+
+    from nnarray.backends.opencl import inline_math
+    dev = opencl.get_device(device)
+    x = np.concatenate([_hard_trig(), _sample()[::16]])
+    for name in ("sin", "cos"):
+        _check(name, _run(dev, f"{name}(v0)", x), x)
+    src = ("__kernel void k(__global const float *x, __global float *s, __global float *c)"
+           " { size_t i = get_global_id(0); float cv; s[i] = sincos(x[i], &cv); c[i] = cv; }")
+    prog = cl.Program(dev.context, inline_math.inline(src, dev)).build()
+    bufs = [cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, x.nbytes) for _ in range(3)]
+    cl.enqueue_copy(dev.queue, bufs[0], x)
+    prog.k(dev.queue, (x.size,), None, *bufs)
+    s, c = np.empty_like(x), np.empty_like(x)
+    cl.enqueue_copy(dev.queue, s, bufs[1])
+    cl.enqueue_copy(dev.queue, c, bufs[2])
+    np.testing.assert_array_equal(s, _run(dev, "sin(v0)", x))
+    np.testing.assert_array_equal(c, _run(dev, "cos(v0)", x))
+
+
 @pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "cos", "erf", "erfc", "pow"])
 def test_ops_take_inline_math_on_cpu_devices(name):
     """The functions themselves route through the hook: same bounds where inline."""

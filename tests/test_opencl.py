@@ -451,3 +451,25 @@ def test_positions_stays_inside_its_count():
     # a graph node keeps the count it was recorded with; a mask of another count must
     # neither write past the output nor show stale memory (in a child: a crash fails)
     assert _run(_POSITIONS).split() == ["[0]", "[1,", "3,", "0,", "0]"]
+
+
+def test_plans_sharing_a_kernel_set_their_own_constants():
+    """Broadcast plans of one kernel source (the same rank and inner size, other row
+    counts; a scalar operand) set their index constants only when another plan set its
+    own since: alternating them must still give each its own result."""
+    from nnarray.backends.opencl import elementwise as ew
+    rng = np.random.default_rng(3)
+    cases = [(rng.random((r, 10), dtype=np.float32), rng.random(10, dtype=np.float32))
+             for r in (64, 32, 48)]
+    with nna.context_scope("opencl:0"):
+        arrays = [on_cl(x, b) for x, b in cases]
+        for _ in range(3):
+            for (x, b), (xn, bn) in zip(arrays, cases):
+                np.testing.assert_allclose(F.add(x, b).numpy(), xn + bn, rtol=1e-6)
+                np.testing.assert_allclose((x * 3.0).numpy(), xn * 3, rtol=1e-6)
+                np.testing.assert_allclose(F.sub(b, x).numpy(), bn - xn, rtol=1e-6)
+        dev = nna.backends.get_device("opencl", 0)
+        plans = [dev.plans[("add", np.dtype(np.float32), x.shape, np.dtype(np.float32),
+                            (10,), None)] for x, _ in cases]
+    assert len({id(p.kernel) for p in plans}) == 1  # one kernel object, three plans
+    assert ew._owner[id(plans[0].kernel)] is plans[-1]

@@ -156,11 +156,13 @@ class BinaryOp(Op):
     function (cheaper to call than an object) whose fast path serves NdArrays of equal
     shape, or an NdArray and a Python scalar: F.add on tiny arrays is all dispatch, so it
     reads the result dtype from the op's meta cache under the short key (``_short_key``,
-    filled by ``out_metas``) and runs the Kernel ``registry.dispatch`` gives for the
-    operands' context through ``Kernel.fast``, skipping validation it already did once
-    (pow's kernels check its exponent's value). Dispatch is not inlined here: inlining
-    the context lookup and the op's memo saved under 1% of tiny add (2,3) f32 (1442 vs
-    1452 ns min, numpy, 3 alternating runs)."""
+    filled by ``out_metas``); broadcast NdArrays read their metas under the full key
+    (``meta_key``; pure ops only), as ``Op.out_metas`` filled it, and run through
+    ``Kernel.run`` where ``a`` is not of the result's shape. It runs the Kernel
+    ``registry.dispatch`` gives for the operands' context through ``Kernel.fast``,
+    skipping validation it already did once (pow's kernels check its exponent's value).
+    Dispatch is not inlined here: inlining the context lookup and the op's memo saved
+    under 1% of tiny add (2,3) f32 (1442 vs 1452 ns min, numpy, 3 alternating runs)."""
 
     __slots__ = ()
     elementwise = True
@@ -207,7 +209,13 @@ class BinaryOp(Op):
                     if a.shape == b.shape:
                         d = metas.get(a.dtype) if a.dtype is b.dtype else \
                             metas.get((a.dtype, b.dtype))
-                    else:
+                    else:  # a broadcast: the full key (``meta_key``), inlined
+                        m = metas.get(((a.shape, a.dtype), (b.shape, b.dtype)))
+                        if m is not None:
+                            k = dispatch(op, dispatch_context((a, b), opname))
+                            if m[0][0] == a.shape:  # ``fast`` sizes the result by a's
+                                return k.fast(a, b, m[0])
+                            return k.run((a, b), {}, m)
                         d = None
                 elif tb is float or tb is int:
                     d = metas.get((a.dtype, tb))

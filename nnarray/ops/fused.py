@@ -12,6 +12,7 @@ as that op would, intermediates in registers where they generate a kernel. Not p
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -232,9 +233,12 @@ def reduction(p: Program) -> Instr | None:
     return p.instrs[-1] if p.instrs and p.instrs[-1].op in REDUCTIONS else None
 
 
+@functools.lru_cache(maxsize=256)
 def without_reduction(p: Program) -> Program:
     """``p`` up to its reduction, returning its other outputs and then the reduced value
-    (kernels that cannot reduce in the same pass run this, then the reduction)."""
+    (kernels that cannot reduce in the same pass run this, then the reduction). Cached:
+    the kernels ask on every launch, and one program (its hash kept) avoids rebuilding and
+    rehashing the instructions each time."""
     last = p.n_inputs + len(p.instrs) - 1
     outs = tuple(r for r in p.outputs if r != last) + p.instrs[-1].args
     return Program(p.n_inputs, p.instrs[:-1], outs)

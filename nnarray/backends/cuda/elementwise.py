@@ -141,11 +141,21 @@ def complex_logical_not(generic: Callable, xp: Any) -> Callable:
     return k
 
 
-#: complex64 ``sqrt`` computed in complex128 and rounded once: CuPy's complex64 sqrt
-#: returns 0 for subnormal parts (``sqrt(1e-40+1e-40j)``, seen on an H200 with CuPy
-#: 14.2), which are normal numbers in double.
-_CSQRT = Elementwise("T a", "T b", "b = T(sqrt(complex<double>(a)));", "nna_csqrt64",
-                     ("complex64",)).declare()
+#: complex64 ``sqrt`` computed in complex128 and rounded once. CuPy's kernels flush
+#: float32 subnormals to zero, in its complex64 sqrt and in a float-to-double cast alike
+#: (``sqrt(1e-40+1e-40j)`` gave 0 on an H200 with CuPy 14.2), so the parts are widened
+#: from their bits; subnormal parts have normal square roots.
+_F2D = """
+__device__ __forceinline__ double nna_f2d(float f) {
+    unsigned int u = __float_as_uint(f);
+    if ((u & 0x7f800000u) != 0u) return (double)f;  /* normal, inf, nan: exact */
+    double m = (double)(u & 0x7fffffu) * 1.401298464324817e-45;  /* 2^-149 */
+    return (u >> 31) ? -m : m;
+}
+"""
+_CSQRT = Elementwise("T a", "T b",
+                     "b = T(sqrt(complex<double>(nna_f2d(a.real()), nna_f2d(a.imag()))));",
+                     "nna_csqrt64", ("complex64",), preamble=_F2D).declare()
 
 
 def complex_sqrt(generic: Callable, xp: Any) -> Callable:

@@ -4,7 +4,8 @@
 Each helper is defined per type with the type's name appended (``c_mul_float2``), so that
 float and double kernels may share a program; ``expression`` renames a row's calls.
 Formulas: Smith's division, ``sqrt`` by the half-angle formulas (no cancellation),
-``tanh`` bounded for large real parts, ``expm1`` with ``cos y - 1 = -2 sin^2(y/2)``.
+``tanh`` bounded for large real parts, ``expm1`` with ``cos y - 1 = -2 sin^2(y/2)``; a
+sine and cosine of one argument come from one ``sincos`` (one argument reduction).
 
 Speed: every helper is straight-line code (the special cases are selects, not branches),
 so pocl's CPU drivers vectorize a kernel across work-items. The real functions the
@@ -28,7 +29,6 @@ from .cltypes import CLType
 #: with the quadrant and the C99 special cases as selects, log1p/expm1 by Kahan's
 #: correction of ``log(1 + x)``/``exp(x) - 1``, sinh/cosh/asinh from exp and log1p.
 _REAL_FLOAT = """
-NNA_CINL R r_sqrt_C(R x) { return NNA_SQRT(x); }
 // |x|, |y| scaled by a power of two near 1 / max(|x|, |y|) (exact): no overflow, no division;
 // r_scale: the exponent bits of that power's inverse (operators only: pocl calls max, clamp)
 NNA_CINL uint r_scale_C(R x, R y) {
@@ -106,7 +106,6 @@ NNA_CINL R r_asinh_C(R x) {
 """
 
 _REAL_DOUBLE = """
-NNA_CINL R r_sqrt_C(R x) { return NNA_SQRT(x); }
 NNA_CINL R r_hypot_C(R x, R y) { return hypot(x, y); }
 NNA_CINL R r_logabs_C(R x, R y) { return log(hypot(x, y)); }
 NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keeps its bits
@@ -154,7 +153,8 @@ NNA_CINL C c_div_C(C a, C b) {  // Smith's: divide by the larger part of b
   return (C)(z ? a.x * (R)INFINITY : re, z ? a.y * (R)INFINITY : (big ? im : -im));
 }
 NNA_CINL C c_exp_C(C a) {
-  const R e = exp(a.x), c = cos(a.y), s = sin(a.y);
+  R c;
+  const R e = exp(a.x), s = sincos(a.y, &c);
   const int y0 = a.y == 0, sp = isinf(a.x) & !isfinite(a.y);
   R re = y0 ? e : e * c, im = y0 ? a.y : e * s;
   const int pos = a.x > 0;
@@ -162,8 +162,9 @@ NNA_CINL C c_exp_C(C a) {
   return (C)(sp ? spr : re, sp ? spi : im);
 }
 NNA_CINL C c_expm1_C(C a) {
-  const R h = sin(a.y * (R)0.5);
-  return (C)(r_expm1_C(a.x) * cos(a.y) - (R)2 * h * h, exp(a.x) * sin(a.y));
+  R c;
+  const R h = sin(a.y * (R)0.5), s = sincos(a.y, &c);
+  return (C)(r_expm1_C(a.x) * c - (R)2 * h * h, exp(a.x) * s);
 }
 NNA_CINL C c_log_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_atan2_C(a.y, a.x)); }
 NNA_CINL C c_log1p_C(C a) {
@@ -182,17 +183,28 @@ NNA_CINL C c_sqrt_C(C a) {  // t = sqrt((|x| + |z|) / 2), then y / 2t: no cancel
   const R re = pos ? t : o, im = copysign(pos ? o : t, a.y);
   return (C)(zero ? (R)0 : (yinf ? (R)INFINITY : re), (zero | yinf) ? a.y : im);
 }
-NNA_CINL C c_sin_C(C a) { return (C)(sin(a.x) * r_cosh_C(a.y), cos(a.x) * r_sinh_C(a.y)); }
-NNA_CINL C c_cos_C(C a) { return (C)(cos(a.x) * r_cosh_C(a.y), -sin(a.x) * r_sinh_C(a.y)); }
+NNA_CINL C c_sin_C(C a) {
+  R c;
+  const R s = sincos(a.x, &c);
+  return (C)(s * r_cosh_C(a.y), c * r_sinh_C(a.y));
+}
+NNA_CINL C c_cos_C(C a) {
+  R c;
+  const R s = sincos(a.x, &c);
+  return (C)(c * r_cosh_C(a.y), -s * r_sinh_C(a.y));
+}
 // sinh, cosh, tanh: the standard's (C99 Annex G's) special cases, as selects over the
 // formulas (the first case listed wins)
 NNA_CINL C c_sinh_C(C a) {
-  const R sx = r_sinh_C(a.x), re = sx * cos(a.y), im = r_cosh_C(a.x) * sin(a.y);
+  R cy;
+  const R sy = sincos(a.y, &cy), sx = r_sinh_C(a.x), re = sx * cy, im = r_cosh_C(a.x) * sy;
   const int y0 = a.y == 0, sp = (a.x == 0 | isinf(a.x)) & !isfinite(a.y);
   return (C)(y0 ? sx : (sp ? a.x : re), y0 ? a.y : (sp ? a.y - a.y : im));
 }
 NNA_CINL C c_cosh_C(C a) {
-  const R cx = r_cosh_C(a.x), sx = r_sinh_C(a.x), re = cx * cos(a.y), im = sx * sin(a.y);
+  R cy;
+  const R sy = sincos(a.y, &cy), cx = r_cosh_C(a.x), sx = r_sinh_C(a.x);
+  const R re = cx * cy, im = sx * sy;
   const R i0 = isfinite(a.x) ? sx * a.y : a.y, nan = a.y - a.y;
   const int y0 = a.y == 0, nf = !isfinite(a.y), z = (a.x == 0) & nf, inf = isinf(a.x) & nf;
   return (C)(y0 ? cx : (z ? nan : (inf ? fabs(a.x) : re)),
@@ -201,9 +213,12 @@ NNA_CINL C c_cosh_C(C a) {
 NNA_CINL C c_tanh_C(C a) {
   // (sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y): cosh 2x + cos 2y without the
   // cancellation near the poles (x = 0, y = pi/2 + k pi)
-  const R sx = r_sinh_C(a.x), cx = r_cosh_C(a.x), sy = sin(a.y), cy = cos(a.y);
+  R cy;
+  const R sx = r_sinh_C(a.x), cx = r_cosh_C(a.x), sy = sincos(a.y, &cy);
   const R q = (R)1 / (sx * sx + cy * cy);
-  const R one = copysign((R)1, a.x), tiny = (R)4 * sy * cy * exp((R)-2 * fabs(a.x));
+  // exp(-2|x|) = (2v)^2 from v = 1/(2 h^2), h = exp(|x|/2): sinh's and cosh's exp, shared
+  const R h = exp(fabs(a.x) * (R)0.5), v = (R)0.5 / (h * h);
+  const R one = copysign((R)1, a.x), tiny = (((R)16 * sy * cy) * v) * v;
   R re = sx * cx * q, im = sy * cy * q;
   const int big = (fabs(a.x) > (R)20) & isfinite(a.y);
   re = big ? one : re;

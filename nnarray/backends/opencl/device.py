@@ -32,6 +32,7 @@ import numpy as np
 from ...device import Device
 from ...errors import DTypeError, InvalidValueError
 from ...memory import address_space_left, cache_limit, out_of_memory, release_all
+from .hugepages import MIN_BYTES, advise
 
 #: Allocations of this many bytes or more first check the pool's cache bound.
 _BIG = 1 << 20
@@ -101,14 +102,15 @@ class OpenCLDevice(Device):
             lay = self._layouts[(shape, dtype)] = self._layout(shape, dtype)
         dt, nbytes, fields = lay
         if nbytes >= _BIG:
-            self._trim()
-        if nbytes > self._room:
-            self._make_room(shape, dt, nbytes)
-        self._room -= nbytes
-        try:
-            data = self._alloc(nbytes)
-        except Exception as e:  # pyopencl's errors; retried once after releasing caches
-            data = self._alloc_again(shape, dt, nbytes, e)
+            data = self._alloc_big(shape, dt, nbytes)
+        else:
+            if nbytes > self._room:
+                self._make_room(shape, dt, nbytes)
+            self._room -= nbytes
+            try:
+                data = self._alloc(nbytes)
+            except Exception as e:  # pyopencl's errors; retried once after releasing caches
+                data = self._alloc_again(shape, dt, nbytes, e)
         used = self.pool.active_bytes
         if used > self.peak:
             self.peak = used
@@ -121,6 +123,23 @@ class OpenCLDevice(Device):
         fields["events"] = []
         x.__dict__ = fields
         return x
+
+    def _alloc_big(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> Any:
+        """``empty_locked``'s pool block of ``_BIG`` bytes or more: the pool's cache
+        trimmed first, and a new block of a CPU device advised to use huge pages
+        (``hugepages.py``)."""
+        self._trim()
+        if nbytes > self._room:
+            self._make_room(shape, dtype, nbytes)
+        self._room -= nbytes
+        held = self.pool.managed_bytes
+        try:
+            data = self._alloc(nbytes)
+        except Exception as e:  # pyopencl's errors; retried once after releasing caches
+            data = self._alloc_again(shape, dtype, nbytes, e)
+        if self.host_memory and nbytes >= MIN_BYTES and self.pool.managed_bytes > held:
+            advise(self.queue, data)
+        return data
 
     def _make_room(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> None:
         """Raise ``OutOfMemoryError`` unless a new block of ``nbytes`` fits in the device's
@@ -165,8 +184,9 @@ class OpenCLDevice(Device):
     # -- the pool's cache -----------------------------------------------------------------
     def _trim(self) -> None:
         """Release the pool's free blocks when they exceed ``max_cached`` bytes."""
-        pool = self.pool
-        if pool.held_blocks and pool.managed_bytes - pool.active_bytes > self.max_cached:
+        pool = self.pool  # every synchronize() asks: one read when the pool is small
+        if pool.managed_bytes > self.max_cached and pool.held_blocks and \
+                pool.managed_bytes - pool.active_bytes > self.max_cached:
             pool.free_held()
 
     def memory_stats(self) -> dict[str, int]:
@@ -268,11 +288,14 @@ class OpenCLDevice(Device):
              strides, shape)
 
     def synchronize(self) -> None:
-        with self.lock:
+        self.acquire()  # rather than ``with``: a benchmark step synchronizes every call
+        try:
             self.queue.finish()
             self._trim()
             if self._err_ops:
                 self._check_errors()
+        finally:
+            self.release()
 
     # -- device-side checks ---------------------------------------------------------------
     def error_buffer(self, op: str) -> Any:

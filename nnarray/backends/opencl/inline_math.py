@@ -8,8 +8,9 @@ elementwise kernel that uses one does not vectorize (``sin`` ran 6-12x slower th
 in the style of Cephes/SLEEF: range reduction, a polynomial, selects instead of branches.
 
 - ``exp``, ``log``, ``tanh``, ``sigmoid`` compute in float (Cephes/SLEEF coefficients);
-- ``sin``, ``cos`` reduce exactly (Payne-Hanek on integers, a table of 2/pi per exponent,
-  so the whole float range is accurate) and evaluate their polynomial in double;
+- ``sin``, ``cos`` and ``sincos`` (both from one reduction) reduce ``x / pi`` exactly for
+  every float (Payne-Hanek in double, the bits of 1/pi cut by shifts: no table, no branch)
+  and evaluate one polynomial of ``sin(pi t)`` in double;
 - ``erf``, ``erfc`` and ``pow`` compute in double (``pow`` as ``exp2(y * log2|x|)`` with
   the C99 special cases), then round once to float.
 
@@ -114,11 +115,10 @@ _SIGMOID_BUILTIN = _FN + """ float nna_sigmoid(float x) {
 """
 
 
-def _two_over_pi_table() -> str:
-    """For each biased float exponent ``b``: the 96 bits of 2/pi starting at fraction bit
-    ``b - 151``, as three 32-bit words (bits above the binary point are 0)."""
-    bits = 512
-    g = bits + 64  # pi to ``g`` bits by Machin's formula, then 2/pi to ``bits`` bits
+def _inv_pi_words() -> tuple[int, ...]:
+    """The first 256 bits of the binary expansion of 1/pi as four 64-bit words (bit ``i`` of
+    the expansion, weight 2^-i, at position ``i``; the most significant bit of a word first)."""
+    g = 400  # pi to ``g`` bits by Machin's formula
 
     def atan_inv(k: int) -> int:
         total, term, n, sign = 0, (1 << g) // k, 1, 1
@@ -129,58 +129,75 @@ def _two_over_pi_table() -> str:
             sign = -sign
         return total
 
-    pi = 16 * atan_inv(5) - 4 * atan_inv(239)
-    f = (2 << (bits + g)) // pi  # floor(2/pi * 2^bits)
-    words = []
-    for b in range(256):
-        last = b - 151 + 95  # the window's least significant bit index
-        w = (f >> (bits - last)) & ((1 << 96) - 1) if last >= 0 else 0
-        words += [(w >> 64) & 0xFFFFFFFF, (w >> 32) & 0xFFFFFFFF, w & 0xFFFFFFFF]
-    rows = ", ".join(f"0x{w:08x}u" for w in words)
-    return f"__constant uint nna_2opi[768] = {{{rows}}};\n"
+    bits = (1 << (2 * g)) // (16 * atan_inv(5) - 4 * atan_inv(239))  # 1/pi * 2^g
+    return tuple((bits >> (g - 64 * j - 63)) & ((1 << 64) - 1) for j in range(4))
 
 
-_REDUCE = """
-/* |x| * 2/pi mod 4 from the 24-bit mantissa times 96 bits of 2/pi: exact for any float.
-   Returns r in [-pi/4, pi/4] (double) and the quadrant in *q. */
-static inline __attribute__((always_inline)) double nna_reduce(float a, int *q) {
-  uint ix = as_uint(a), b = ix >> 23;
-  ulong m = (ix & 0x7fffffu) | 0x800000u;
-  __constant const uint *w = nna_2opi + 3 * b;
-  ulong r = ((ulong)((uint)m * w[0]) << 32) + m * w[1] + ((m * w[2]) >> 32);
-  ulong n = (r + (1ul << 61)) >> 62;
-  *q = (int)n;
-  return (double)(long)(r - (n << 62)) * 3.4061215800865545e-19;  /* pi/2 * 2^-62 */
+#: sin(pi t) / t in z = t^2 for |t| <= 1/2 (relative error 2e-11, fit here by Lawson's
+#: iteration): one polynomial serves sin and cos, which shift t by 1/2.
+_SINPI = ("3.1415926535233494", "-5.167712762116038", "2.5501632403213903",
+          "-0.5992513301260797", "0.08204647885406796", "-0.007022163486241424")
+
+_REDPI = """
+#define NNA_M52 6755399441055744.0
+#define NNA_U2D(u) (as_double((u) | 0x4330000000000000UL) - 4503599627370496.0)
+/* x / pi + sh = K + t, |t| <= 1/2, for every float x, with no table (a gather, which pocl
+   scalarizes) and no branch: x = m 2^e; G = 2^e / pi mod 2 is the window of 1/pi's bits
+   at position p = max(e, 0), cut from the words Q by shifts into pieces of 28, 27 and 32
+   bits, whose products with m (24 bits) are exact in double (Payne-Hanek in floating
+   point). *k: the parity of K in the sign bit. */
+static inline __attribute__((always_inline)) double nna_redpi(float x, double sh, ulong *k) {
+  double d = (double)x;
+  long e = (long)((as_ulong(d) << 1) >> 53) - 1046;
+  ulong p = e < 0 ? 0UL : (ulong)e, s = p & 63UL;
+  int j = p > 63UL;
+  ulong q0 = j ? Q1 : Q0, q1 = j ? Q2 : Q1, q2 = j ? Q3 : Q2;
+  ulong hi = (q0 << s) | ((q1 >> 1) >> (63UL - s)), lo = (q1 << s) | ((q2 >> 1) >> (63UL - s));
+  double m = d * as_double((1023UL - 27UL - p) << 52);   /* x 2^-p 2^-27 */
+  double p1 = m * NNA_U2D(hi >> 36) + sh, r1 = p1 + NNA_M52, f1 = p1 - (r1 - NNA_M52);
+  double s2 = (m * 0x1p-27) * NNA_U2D((hi >> 9) & 0x7ffffffUL) + f1, r2 = s2 + NNA_M52;
+  double t = (m * 0x1p-59) * NNA_U2D(((hi & 0x1ffUL) << 23) | (lo >> 41))
+             + (s2 - (r2 - NNA_M52));
+  *k = (as_ulong(r1) + as_ulong(r2)) << 63;
+  return t;
 }
-static inline __attribute__((always_inline)) double nna_sin_d(double r, double z) {
-  return r + r * z * (-1.0 / 6 + z * (1.0 / 120 + z * (-1.0 / 5040 + z * (1.0 / 362880
-         + z * (-1.0 / 39916800)))));
-}
-static inline __attribute__((always_inline)) double nna_cos_d(double z) {
-  return 1.0 + z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320 + z * (
-         -1.0 / 3628800 + z * (1.0 / 479001600))))));
+/* (-1)^K sin(pi t) rounded to float; inf and nan reach here as nan */
+static inline __attribute__((always_inline)) float nna_sinpi_f(double t, ulong k) {
+  double z = t * t;
+  return (float)as_double(as_ulong(t * POLY) ^ k);
 }
 """
 
+
+def _redpi() -> str:
+    words = _inv_pi_words()
+    src = _REDPI.replace("POLY", _horner(_SINPI, "z"))
+    for j, w in enumerate(words):
+        src = src.replace(f"Q{j}", f"0x{w:016x}UL")
+    return src
+
+
+#: sin: t of x / pi (-0.0 keeps a zero's sign); cos x = sin(x + pi/2): t of x / pi + 1/2.
 _SIN = _FN + """ float nna_sin(float x) {
-  float a = NNA_ABS(x);
-  int q;
-  double r = nna_reduce(a, &q), z = r * r;
-  double v = (q & 1) ? nna_cos_d(z) : nna_sin_d(r, z);
-  float s = (float)((q & 2) ? -v : v);
-  s = a < 0x1p-12f ? a : s;                                   /* sin x = x; -0, subnormals */
-  s = as_float(as_uint(s) ^ NNA_SIGN(x));
-  return NNA_FINITE(x) ? s : x - x;
+  ulong k;
+  double t = nna_redpi(x, -0.0, &k);
+  return nna_sinpi_f(t, k);
 }
 """
 
 _COS = _FN + """ float nna_cos(float x) {
-  float a = NNA_ABS(x);
-  int q;
-  double r = nna_reduce(a, &q), z = r * r;
-  double v = (q & 1) ? nna_sin_d(r, z) : nna_cos_d(z);
-  float c = (float)(((q + 1) & 2) ? -v : v);
-  return NNA_FINITE(x) ? c : x - x;
+  ulong k;
+  double t = nna_redpi(x, 0.5, &k);
+  return nna_sinpi_f(t, k);
+}
+"""
+
+#: Both from one reduction (the compiler shares the window and the products).
+_SINCOS = _FN + """ float nna_sincos(float x, float *c) {
+  ulong ks, kc;
+  double ts = nna_redpi(x, -0.0, &ks), tc = nna_redpi(x, 0.5, &kc);
+  *c = nna_sinpi_f(tc, kc);
+  return nna_sinpi_f(ts, ks);
 }
 """
 
@@ -300,14 +317,15 @@ _FUNCS: dict[str, tuple[int, str, tuple[str, ...], bool]] = {
     "log": (1, _LOG, (), False),
     "tanh": (1, _TANH, ("exp",), False),
     "sigmoid": (1, _SIGMOID, ("exp",), False),
-    "sin": (1, _SIN, ("reduce",), True),
-    "cos": (1, _COS, ("reduce",), True),
+    "sin": (1, _SIN, ("redpi",), True),
+    "cos": (1, _COS, ("redpi",), True),
+    "sincos": (2, _SINCOS, ("redpi",), True),
     "erf": (1, _ERF, ("exp2_d",), True),
     "erfc": (1, _ERFC, ("exp2_d",), True),
     "pow": (2, _POW, ("exp2_d",), True),
     **{n: (2 if n == "copysign" else 1, d, (), False) for n, d in _BIT_F.items()},
 }
-_HELPERS = {"reduce": lambda: _two_over_pi_table() + _REDUCE, "exp2_d": lambda: _EXP2_D}
+_HELPERS = {"redpi": _redpi, "exp2_d": lambda: _EXP2_D}
 #: The math names of kernel expressions this module can replace (``sigmoid`` is not an
 #: OpenCL builtin: an expression may use it on every device, see ``inline``).
 NAMES = tuple(_FUNCS)
@@ -328,6 +346,8 @@ def _double(n: str) -> str:
     """The double overload of ``n``: the builtin (the bit operations' own versions)."""
     if n in _BIT_D:
         return _BIT_D[n]
+    if n == "sincos":  # the second argument is the cosine's destination
+        return f"{_FN} double nna_sincos(double a0, double *a1) {{ return sincos(a0, a1); }}\n"
     arity = _FUNCS[n][0]
     args = ", ".join(f"double a{i}" for i in range(arity))
     body = (f"return {n}({', '.join(f'a{i}' for i in range(arity))});" if n != "sigmoid" else
