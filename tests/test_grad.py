@@ -18,6 +18,13 @@ from nnarray import grad
 from nnarray.grad import GraphError, PythonFunction, Variable
 
 
+@pytest.fixture
+def unfused():
+    """Schedules built without fusion (the tests below pin the unfused steps)."""
+    with grad.fusion_enabled(False):
+        yield
+
+
 def _v(shape, need_grad=False, seed=0, dtype=np.float64):
     a = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
     return Variable.from_numpy_array(a, need_grad=need_grad)
@@ -561,7 +568,7 @@ def test_define_by_run_binary_hot_path(backend: str, monkeypatch) -> None:
     np.testing.assert_allclose(b.g, 2 * an * bn, **tol(np.float64))
 
 
-def test_generated_backward_reuses_dead_temporaries(backend: str) -> None:
+def test_generated_backward_reuses_dead_temporaries(backend: str, unfused) -> None:
     """The generated backward code writes an elementwise step's result into an operand
     no later step reads (tanh's ``1 - y*y``), and the gradients stay right, replay after
     replay, with the inputs changed in between."""

@@ -4,10 +4,19 @@ once, wherever it is launched from (eager calls, compiled schedules, generated c
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import nnarray as nna
 import nnarray.functions as F
+from nnarray import grad
 from nnarray.grad import Graph, Variable
+
+
+@pytest.fixture
+def unfused():
+    """Schedules built without fusion (the tests below pin the unfused steps)."""
+    with grad.fusion_enabled(False):
+        yield
 
 
 def _launches() -> tuple[int, dict]:
@@ -40,7 +49,7 @@ def _static_step() -> tuple[Variable, Variable, Variable]:
     return x, w, y
 
 
-def test_static_step_launch_count(backend: str) -> None:
+def test_static_step_launch_count(backend: str, unfused) -> None:
     """A static forward launches one kernel per node, generated or interpreted; the
     backward replay one per step of its schedule, the same on every replay."""
     x, w, y = _static_step()
@@ -70,7 +79,7 @@ def test_static_step_launch_count(backend: str) -> None:
     np.testing.assert_allclose(y.d, hn.sum(), rtol=1e-5)
 
 
-def test_executor_counts_like_variable_forward(backend: str) -> None:
+def test_executor_counts_like_variable_forward(backend: str, unfused) -> None:
     x, w, y = _static_step()
     ex = Graph(y).bind(backend, grad_req="null")
     ex.forward(is_train=False)

@@ -15,6 +15,13 @@ from nnarray.grad import Graph, Variable, schedule
 
 
 @pytest.fixture
+def unfused():
+    """Schedules built without fusion (the tests below pin the unfused steps)."""
+    with grad.fusion_enabled(False):
+        yield
+
+
+@pytest.fixture
 def built(monkeypatch) -> list:
     """``[(kind, [op, ...])]`` of every schedule built while the test runs."""
     seen: list = []
@@ -91,7 +98,7 @@ def test_interpreter_and_generated_code_agree(backend: str) -> None:
     assert not np.allclose(gen, ref)
 
 
-def test_describe_lists_steps_retains_and_frees(backend: str) -> None:
+def test_describe_lists_steps_retains_and_frees(backend: str, unfused) -> None:
     rng = np.random.default_rng(4)
     x, w = _mlp(rng)
     y = F.sum(F.tanh(x @ w))
@@ -109,7 +116,7 @@ def test_describe_lists_steps_retains_and_frees(backend: str) -> None:
     assert back.startswith("backward schedule") and "free" in back
 
 
-def test_a_pass_may_rewrite_the_steps(backend: str) -> None:
+def test_a_pass_may_rewrite_the_steps(backend: str, unfused) -> None:
     """``Schedule.rewrite``: a pass replacing the step list changes what runs (here: the
     last step dropped, so the output keeps its old value)."""
     rng = np.random.default_rng(5)

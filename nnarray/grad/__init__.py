@@ -5,11 +5,12 @@ The engine, by concept, each importing only what is listed before it: ``node``
 (function applications), ``variable`` (graph values, with define-by-run's per-op hot
 path for two-operand ops; reaches the engine modules through ``nnarray.late`` slots),
 ``planner``, ``schedule`` (the one step list every graph run executes: its interpreter
-and code generator), ``executor`` (plans; static forward and program replay as
-schedules), ``recording`` (graph building), ``program`` (tracing a backward pass),
-``backward``; above them graphs as objects: ``rebuild`` (nodes recorded again on new
-inputs), ``graph`` (the ``Graph`` view), ``bind`` (``Executor``), ``graph_json``
-(``docs/architecture.md``; ``lint-imports`` checks the order).
+and code generator), ``fuse`` (the fusion pass over schedules), ``executor`` (plans;
+static forward and program replay as schedules), ``recording`` (graph building),
+``program`` (tracing a backward pass), ``backward``; above them graphs as objects:
+``rebuild`` (nodes recorded again on new inputs), ``graph`` (the ``Graph`` view), ``bind``
+(``Executor``), ``graph_json`` (``docs/architecture.md``; ``lint-imports`` checks the
+order).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from . import backward, bind, executor, graph_json, node, program, recording, sc
 from .bind import Executor
 from .dot import to_dot
 from .executor import print_schedule, schedule_of
+from .fuse import fusion_enabled
 from .gradcheck import gradcheck
 from .graph import Graph, register_function
 from .modes import auto_forward, is_auto_forward, no_grad
@@ -27,5 +29,5 @@ from .python_function import PythonFunction
 from .variable import Variable
 
 __all__ = ["Executor", "Graph", "GraphError", "PythonFunction", "Variable", "auto_forward",
-           "gradcheck", "is_auto_forward", "name_scope", "no_grad", "print_schedule",
-           "register_function", "reset_names", "schedule_of", "to_dot"]
+           "fusion_enabled", "gradcheck", "is_auto_forward", "name_scope", "no_grad",
+           "print_schedule", "register_function", "reset_names", "schedule_of", "to_dot"]

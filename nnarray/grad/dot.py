@@ -8,10 +8,13 @@ from .executor import topological_many
 from .variable import Variable
 
 
-def to_dot(target: Any, name: str = "nnarray", shapes: bool = False) -> str:
+def to_dot(target: Any, name: str = "nnarray", shapes: bool = False,
+           fused: bool = False) -> str:
     """DOT text of the graph behind ``target`` (a Variable or a ``grad.Graph``):
     variables as boxes (name, shape, dtype, need_grad), functions as ellipses named
-    after their nodes; ``shapes``: every edge labelled with the shape it carries."""
+    after their nodes; ``shapes``: every edge labelled with the shape it carries;
+    ``fused``: the nodes the forward schedule under the current context runs as one
+    fused kernel drawn inside one box (``cluster_fused<k>``)."""
     from .graph import Graph
     if isinstance(target, Graph):
         roots = target.output_variables()
@@ -44,10 +47,17 @@ def to_dot(target: Any, name: str = "nnarray", shapes: bool = False) -> str:
         s = getattr(a, "shape", None)
         return f' [label="{_esc(str(s))}"]' if s is not None else ""
 
-    for i, n in enumerate(topological_many(roots)):
+    order = topological_many(roots)
+    group = _groups(order, roots) if fused else {}
+    clusters: dict[int, list[str]] = {}
+    for i, n in enumerate(order):
         f = f"f{i}"
         label = n.label if n.label == n.name else f"{n.label}\\n({n.name})"
-        lines.append(f'  {f} [shape=ellipse, label="{_esc(label)}"];')
+        decl = f'  {f} [shape=ellipse, label="{_esc(label)}"];'
+        if id(n) in group:
+            clusters.setdefault(group[id(n)], []).append("  " + decl)
+        else:
+            lines.append(decl)
         for a in n.inputs:
             lines.append(f"  {vid(a)} -> {f}{edge(a)};")
         for o in n.output_variables():
@@ -55,8 +65,31 @@ def to_dot(target: Any, name: str = "nnarray", shapes: bool = False) -> str:
     for v in roots:
         if v.parent is None:
             vid(v)
+    for k, decls in clusters.items():
+        lines += [f"  subgraph cluster_fused{k} {{",
+                  f'    label="fused_elementwise {k}"; style=rounded; color=orange;',
+                  *decls, "  }"]
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _groups(order: list, roots: list) -> dict[int, int]:
+    """``{id(node): k}``: the fused group of each node in the forward schedule of
+    ``order`` under the current context (built afresh, not run)."""
+    import weakref
+
+    from .. import context
+    from . import schedule
+    root = weakref.ref(roots[0]) if roots else None
+    s = schedule.forward(order, context.get_current_context(), True, None, root)
+    out: dict[int, int] = {}
+    k = 0
+    for st in s.steps:
+        members = getattr(st.node, "members", None)
+        if members:
+            out.update((id(m[0]), k) for m in members)
+            k += 1
+    return out
 
 
 def _esc(s: str) -> str:

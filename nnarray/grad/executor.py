@@ -17,7 +17,7 @@ from .. import context as _context
 from .. import dtypes, late
 from ..errors import GraphError
 from ..ndarray import NdArray
-from . import schedule
+from . import fuse, schedule
 from .planner import forward_releases
 from .variable import Variable
 
@@ -189,10 +189,11 @@ def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedu
     ``clear_buffer``, each intermediate freed after its last consumer)."""
     key = (ctx, clear_buffer)
     s = plan.schedules.get(key)
-    if s is None:
+    if s is None or s.fused != fuse.enabled():
         s = plan.schedules[key] = schedule.forward(plan.order, ctx, True,
                                                     plan.release if clear_buffer else None,
                                                     plan.root)
+        s.fused = fuse.enabled()
     return s
 
 
@@ -202,8 +203,9 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
     order is ``nodes`` (``more_seeds``: the output gradients of a program traced from
     several roots, after the first)."""
     s = prog.schedule
-    if s is None or s.ctx is not ctx:
+    if s is None or s.ctx is not ctx or s.fused != fuse.enabled():
         s = prog.schedule = schedule.backward(prog, ctx)
+        s.fused = fuse.enabled()
     s.replay(nodes, seed, clear_buffer, more_seeds)
 
 
@@ -221,10 +223,14 @@ def schedule_of(v: Variable, backward: bool = False) -> schedule.Schedule:
     return s
 
 
-def print_schedule(v: Variable, backward: bool = False) -> None:
+def print_schedule(v: Variable, backward: bool = False, source: bool = False) -> None:
     """Print ``schedule_of(v, backward).describe()``: the steps a run of the graph behind
-    ``v`` executes."""
-    print(schedule_of(v, backward).describe())
+    ``v`` executes; with ``source``, each fused step's program and generated kernel
+    source after it."""
+    s = schedule_of(v, backward)
+    print(s.describe())
+    if source:
+        print(s.sources())
 
 
 late.provide(__name__)  # the engine's modules below (nnarray.late)

@@ -100,8 +100,8 @@ class Schedule:
     stored in the output Variables, ``save``: what backward retains is kept) or
     ``"backward"`` (a traced program: ``prog``, gradients delivered at the end)."""
 
-    __slots__ = ("kind", "ctx", "steps", "save", "prog", "root", "_closures", "_program",
-                 "_done", "__weakref__")
+    __slots__ = ("kind", "ctx", "steps", "save", "prog", "root", "fused", "_closures",
+                 "_program", "_done", "__weakref__")
 
     def __init__(self, kind: str, ctx: Any, steps: list, save: bool = False,
                  prog: Any = None, root: Any = None) -> None:
@@ -109,6 +109,8 @@ class Schedule:
         #: A weak reference to the Variable the generated function gets as ``root`` (the
         #: graph's output: referenced by the code, it would keep its graph alive).
         self.root = root
+        #: Built while fusion was enabled (``grad.fusion_enabled``; set by its builder).
+        self.fused = False
         self._closures: Any = None
         self._program: Any = None
         self._done = False
@@ -227,10 +229,23 @@ class Schedule:
                 line += f"  free {', '.join(freed)}"
             if st.invariant:
                 line += "  [invariant]"
+            members = getattr(st.node, "members", None)
+            if members:
+                line += "  fuses " + " ".join(m[0].name for m in members)
             lines.append(line)
         gen = self.program
         lines.append("generated: " + ("yes" if gen is not None else "no (interpreted)"))
         return "\n".join(lines)
+
+    def sources(self) -> str:
+        """Each fused step's program and the kernel source generated for its device."""
+        out = []
+        for s, st in enumerate(self.steps):
+            node = st.node
+            if getattr(node, "members", None):
+                out.append(f"-- step {s}: fused_elementwise of {len(node.members)} steps\n"
+                           f"{node.program}\n{node.source()}")
+        return "\n".join(out)
 
     def __repr__(self) -> str:
         return f"<Schedule {self.kind} {len(self.steps)} steps on {self.ctx.key}>"

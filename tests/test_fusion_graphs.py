@@ -1,0 +1,279 @@
+"""Fusion in compiled graphs (``grad/fuse.py``): static forward, executors and backward
+replay run groups of elementwise steps as one ``fused_elementwise`` step on OpenCL and
+CUDA, with the values and gradients of the unfused schedules (``grad.fusion_enabled``),
+and fewer kernel launches. numpy schedules are left as they are.
+
+The row graphs put every row into one group forward and one backward, so OpenCL compiles
+few programs on a cold cache.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import tol
+from helpers import fused_rows
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray import grad
+from nnarray.grad import Graph, Variable, fusion
+from nnarray.ops.elementwise import ops as row_ops
+
+F32 = np.dtype(np.float32)
+
+
+def _fuses(backend: str) -> bool:
+    return backend.split(":")[0] in fusion.FUSING_BACKENDS
+
+
+def _fused_steps(s) -> list:
+    return [st for st in s.steps if st.op == "fused_elementwise"]
+
+
+def _row_graph(integral: bool) -> tuple[list, Variable]:
+    """Every row with a C expression on two inputs of different dtypes and shapes (and a
+    third >= 1 for ``acosh``), each result ``r * 0.5 + other``, all summed: ``(leaves,
+    total)``."""
+    g = np.random.default_rng(0)
+    if integral:
+        hs = [(g.integers(1, 20, (3, 4)) * g.choice([-1, 1], (3, 4))).astype(np.int32),
+              g.integers(1, 5, (4,)).astype(np.int64), g.integers(1, 5, (3, 1)).astype(np.int32)]
+    else:
+        hs = [g.uniform(0.1, 0.9, (3, 4)).astype(np.float32),
+              g.uniform(0.1, 0.9, (4,)).astype(np.float64),
+              g.uniform(1.5, 3.0, (3, 1)).astype(np.float32)]
+    xs = [Variable.from_numpy_array(h, need_grad=not integral) for h in hs]
+    x, y, extra = xs
+    half = 2 if integral else 0.5
+    total = None
+    for k, row in enumerate(fused_rows(integral)):
+        first, other = (x, y) if k % 2 == 0 else (y, x)
+        if row.name == "acosh":
+            first = extra
+        if row.arity == 1:
+            r = row_ops[row.name](first)
+        elif k % 3 == 2:
+            r = row_ops[row.name](first, 3 if integral else 0.75)
+        else:
+            r = row_ops[row.name](first, other)
+        term = r * half + other
+        total = term if total is None else total + term
+    return xs, F.sum(total)
+
+
+def _run_rows(integral: bool, on: bool) -> tuple[list, list, object, object]:
+    with grad.fusion_enabled(on):
+        xs, loss = _row_graph(integral)
+        loss.forward()
+        if not integral:
+            loss.backward()
+        return ([loss.d.copy()], [x.g.copy() for x in xs] if not integral else [],
+                grad.schedule_of(loss),
+                None if integral else grad.schedule_of(loss, backward=True))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value", "ignore:divide by zero")
+@pytest.mark.parametrize("integral", [False, True], ids=["float", "integer"])
+def test_every_row_fused_graph_equals_unfused(backend: str, integral: bool) -> None:
+    """Values and gradients of a graph over every row, broadcasting and mixed dtypes:
+    fused as unfused; on a fusing backend forward and backward run fused steps."""
+    vals, grads, fwd, bwd = _run_rows(integral, True)
+    want_vals, want_grads, ufwd, _ = _run_rows(integral, False)
+    for got, want in zip(vals + grads, want_vals + want_grads):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if integral:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, **tol(F32))
+    assert not _fused_steps(ufwd)
+    if _fuses(backend):
+        assert _fused_steps(fwd) and len(fwd.steps) < len(ufwd.steps)
+        assert bwd is None or _fused_steps(bwd)
+    else:
+        assert not _fused_steps(fwd) and (bwd is None or not _fused_steps(bwd))
+
+
+def _chain(shape: tuple = (64, 32)) -> tuple[Variable, Variable, np.ndarray]:
+    xn = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    x = Variable.from_numpy_array(xn, need_grad=True)
+    return x, F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x, xn
+
+
+def _chain_ref(xn: np.ndarray, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    t, s = np.tanh(0.5 * xn + 0.1), 1 / (1 + np.exp(-xn))
+    return t * s + xn * xn, dy * ((1 - t * t) * 0.5 * s + t * s * (1 - s) + 2 * xn)
+
+
+def _launches(step) -> int:
+    nna.reset_kernel_stats()
+    step()
+    return nna.kernel_stats()["count"]
+
+
+def test_chain_forward_backward_launches(backend: str) -> None:
+    """The issue's chain, forward plus backward as a static graph: on OpenCL one fused
+    kernel forward (writing what backward retains and the output) and one backward, once
+    ``2x`` (loop-invariant: it reads only the leaf) is computed; unfused 19."""
+    x, y, xn = _chain()
+    dyn = np.random.default_rng(2).standard_normal(xn.shape).astype(np.float32)
+    dy = nna.NdArray.from_numpy_array(dyn)
+
+    def step() -> None:
+        y.forward()
+        x.grad.zero()
+        y.backward(dy)
+
+    first, second = _launches(step), _launches(step)
+    want_y, want_g = _chain_ref(xn, dyn)
+    np.testing.assert_allclose(y.d, want_y, **tol(F32))
+    np.testing.assert_allclose(x.g, want_g, **tol(F32))
+    if backend.split(":")[0] == "opencl":
+        assert (first, second) == (3, 2)
+        (fwd,) = grad.schedule_of(y).steps
+        assert fwd.op == "fused_elementwise" and len(fwd.metas) == 3  # tanh, sigmoid, y
+    elif _fuses(backend):
+        assert second <= 4
+    else:
+        with grad.fusion_enabled(False):
+            x2, y2, _ = _chain()
+
+            def unfused_step() -> None:
+                y2.forward()
+                x2.grad.zero()
+                y2.backward(dy)
+            unfused_step()
+            assert second == _launches(unfused_step)  # numpy: nothing fused
+
+
+def _mlp_step() -> tuple:
+    """The benchmarks' MLP training step (``benchmarks/test_training.py``: linear, relu,
+    linear, mean squared error, SGD), smaller."""
+    from nnarray import nn, solvers
+    from nnarray.nn import initializers
+
+    class MLP(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.l1, self.l2 = nn.Linear(20, 10), nn.Linear(10, 3)
+
+        def forward(self, x: Variable) -> Variable:
+            return self.l2(F.relu(self.l1(x)))
+
+    rng = np.random.default_rng(3)
+    initializers.seed(0)  # the same weights for the fused and the unfused model
+    model = MLP()
+    x = Variable.from_numpy_array(rng.standard_normal((8, 20)).astype(np.float32))
+    t = Variable.from_numpy_array(rng.standard_normal((8, 3)).astype(np.float32))
+    loss = F.mean_squared_error(model(x), t)
+    solver = solvers.SGD(0.01)
+    solver.set_parameters(model.parameters())
+
+    def step() -> None:
+        loss.forward()
+        solver.zero_grad()
+        loss.backward()
+        solver.update()
+    return step, loss, model
+
+
+def test_mlp_static_step_launches(backend: str) -> None:
+    """The MLP step's launches: 19 unfused; on OpenCL 16 (bias + relu forward; the loss
+    gradient's sub and mul, relu's mask and mul, backward; the bias sums, on 10 and 100
+    columns, stay the backend's own reductions: below ``fuse.REDUCE_MIN``)."""
+    with grad.fusion_enabled(False):
+        ustep, uloss, umodel = _mlp_step()
+        ustep()
+        unfused = _launches(ustep)
+    step, loss, model = _mlp_step()
+    step()
+    fused = _launches(step)
+    np.testing.assert_allclose(loss.d, uloss.d, **tol(F32))
+    for (name, p), q in zip(model.parameters().items(), umodel.parameters().values()):
+        np.testing.assert_allclose(p.d, q.d, **tol(F32), err_msg=name)
+    if backend.split(":")[0] == "opencl":
+        assert (unfused, fused) == (19, 16)
+    elif _fuses(backend):
+        assert fused < unfused
+    else:
+        assert fused == unfused
+
+
+def test_executor_and_held_intermediates(backend: str) -> None:
+    """A bound executor fuses too and gives the static graph's values and gradients; an
+    intermediate Variable the user holds keeps its values after a fused forward, one
+    nothing reads outside its group and no one held is not written."""
+    x, y, xn = _chain((8, 5))
+    ex = Graph(y).bind(backend, grad_req={"arg0": "write"})
+    out = ex.forward()[0].numpy()
+    ex.backward(nna.NdArray.from_numpy_array(np.ones(xn.shape, np.float32)))
+    want_y, want_g = _chain_ref(xn, np.ones_like(xn))
+    np.testing.assert_allclose(out, want_y, **tol(F32))
+    np.testing.assert_allclose(ex.grad_dict["arg0"].numpy(), want_g, **tol(F32))
+    assert bool(_fused_steps(ex.schedule())) == _fuses(backend)
+    xv = Variable.from_numpy_array(xn)
+    h = F.tanh(0.5 * xv + 0.1) * F.sigmoid(xv)
+    z = F.sum(h + xv * xv)
+    z.forward()
+    np.testing.assert_allclose(h.d, np.tanh(0.5 * xn + 0.1) / (1 + np.exp(-xn)), **tol(F32))
+    w = F.tanh(xv + 1.0) + 2.0  # ``xv + 1.0``: retained by nothing, held by no one
+    w.forward()
+    inner = w.parent.inputs[0].parent.inputs[0]
+    if _fuses(backend):
+        with pytest.raises(grad.GraphError, match="has no values"):
+            inner.d
+    else:
+        np.testing.assert_allclose(inner.d, xn + 1.0, **tol(F32))
+
+
+def test_dot_and_source_show_the_groups(backend: str, capsys) -> None:
+    """``to_dot(..., fused=True)`` draws each group as a cluster; ``print_schedule(v,
+    source=True)`` prints each fused step's program and generated kernel."""
+    x, y, _ = _chain((4, 3))
+    y.forward()
+    dot = grad.to_dot(y, fused=True)
+    grad.print_schedule(y, source=True)
+    text = capsys.readouterr().out
+    if _fuses(backend):
+        assert "subgraph cluster_fused0" in dot and dot.count("cluster_fused") == 1
+        assert "fuses mul add tanh sigmoid mul mul add" in text
+        assert "return t4, t5, t8" in text
+        if backend.split(":")[0] == "opencl":
+            assert "__kernel" in text
+    else:
+        assert "cluster_fused" not in dot and "fused_elementwise" not in text
+    assert dot == grad.to_dot(y) or _fuses(backend)
+
+
+def test_define_by_run_backward_replay_fuses(backend: str) -> None:
+    """A define-by-run graph seen again replays its traced backward as a schedule, which
+    fuses: the gradients stay the numpy reference's."""
+    xn = np.random.default_rng(4).standard_normal((16, 8)).astype(np.float32)
+    x = Variable.from_numpy_array(xn, need_grad=True)
+    for _ in range(3):
+        with grad.auto_forward():
+            y = F.sum(F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x)
+        x.grad.zero()
+        nna.reset_kernel_stats()
+        y.backward()
+        np.testing.assert_allclose(x.g, _chain_ref(xn, np.ones_like(xn))[1], **tol(F32))
+    fused = nna.kernel_stats()["by_op"].get("fused_elementwise", 0)
+    assert (fused > 0) == _fuses(backend)
+
+
+@pytest.mark.parametrize("n", [8, 256])
+def test_a_large_reduction_joins_its_group(backend: str, n: int) -> None:
+    """On OpenCL a sum ending an elementwise chain joins its fused step where its operand
+    has ``fuse.REDUCE_MIN`` elements or more (256x256), else runs on its own."""
+    from nnarray.grad import fuse
+    xn = np.random.default_rng(5).standard_normal((n, n)).astype(np.float32)
+    x = Variable.from_numpy_array(xn)
+    y = F.sum(x * x + 1.0)
+    y.forward()
+    np.testing.assert_allclose(y.d, (xn.astype(np.float64) ** 2 + 1).sum(), rtol=1e-4)
+    ops = [st.op for st in grad.schedule_of(y).steps]
+    if backend.split(":")[0] == "opencl":
+        joins = n * n >= fuse.REDUCE_MIN
+        assert ops == (["fused_elementwise"] if joins else ["fused_elementwise", "sum"])
+    elif not _fuses(backend):
+        assert ops == ["mul", "add", "sum"]
