@@ -269,3 +269,27 @@ def test_bit_operations_exact(dtype, device):
                 same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want)
             assert same.all(), f"{name}: {x[~same][:3]} -> {got[~same][:3]}, numpy " \
                                f"{want[~same][:3]}"
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_hypot_float64_within_1_ulp(device, monkeypatch):
+    """float64 ``hypot`` (complex128 ``abs`` takes it) is inline too, scaled the same way:
+    within 1 float64 ULP of numpy's in long double, random bit patterns, normal values and
+    every pair of edges (inf beats nan, subnormals, the largest doubles)."""
+    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
+    rng = np.random.default_rng(4)
+    e = np.array(EDGES + [1e-310, 1e300, 1.7e308, 2.2250738585072014e-308, 5e-324])
+    x, y = ([rng.integers(0, 1 << 64, 1 << 18, dtype=np.uint64).view(np.float64),
+             rng.normal(0, 10, 1 << 16), f(e, e.size)] for f in (np.repeat, np.tile))
+    x, y = np.concatenate(x), np.concatenate(y)
+    got = _run(opencl.get_device(device), "hypot(v0, v1)", x, y)
+    with np.errstate(all="ignore"):
+        ref = np.hypot(x.astype(np.longdouble), y.astype(np.longdouble)).astype(np.float64)
+
+    def ordered(a):  # hypot >= 0: the bit patterns are ordered
+        return a.view(np.int64) & 0x7FFFFFFFFFFFFFFF
+    d = np.abs(ordered(got) - ordered(ref))
+    d[np.isnan(got) & np.isnan(ref)] = 0
+    d[(np.isnan(got) != np.isnan(ref)) | (np.signbit(got) & ~np.isnan(got))] = 1 << 40
+    k = int(np.argmax(d))
+    assert d[k] <= 1, f"hypot({x[k]!r}, {y[k]!r}) = {got[k]!r}, reference {ref[k]!r}"

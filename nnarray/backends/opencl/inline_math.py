@@ -1,6 +1,7 @@
 """Inline float32 math for OpenCL CPU devices: ``exp``, ``log``, ``tanh``, ``sigmoid``,
-``sin``, ``cos``, ``erf``, ``erfc`` and ``pow`` as branch-free polynomial code that the
-compiler vectorizes.
+``sin``, ``cos``, ``tan``, ``erf``, ``erfc``, ``pow``, ``hypot``, ``atan2``, ``atan``,
+``asin``, ``acos``, ``sinh``, ``cosh``, ``asinh``, ``acosh``, ``atanh``, ``log1p``,
+``expm1``, ``log2``, ``log10`` as branch-free polynomial code that the compiler vectorizes.
 
 pocl's CPU drivers call the OpenCL builtins out of line, one scalar call per element, so an
 elementwise kernel that uses one does not vectorize (``sin`` ran 6-12x slower than numpy).
@@ -12,10 +13,16 @@ in the style of Cephes/SLEEF: range reduction, a polynomial, selects instead of 
   every float (Payne-Hanek in double, the bits of 1/pi cut by shifts: no table, no branch)
   and evaluate one polynomial of ``sin(pi t)`` in double;
 - ``erf``, ``erfc`` and ``pow`` compute in double (``pow`` as ``exp2(y * log2|x|)`` with
-  the C99 special cases), then round once to float.
+  the C99 special cases), then round once to float; so do ``tan``, the inverse
+  trigonometric and the (inverse) hyperbolic functions, ``log1p``, ``expm1``, ``log2``,
+  ``log10`` (see ``_ATAN2_D`` and below); ``hypot`` scales by a power of two, in float
+  (and in double for float64).
 
 The same rewrite turns ``fabs``, ``copysign``, ``isnan``, ``isinf``, ``isfinite`` and
-``signbit`` (float and double) into exact bit operations: pocl calls those out of line too.
+``signbit`` (float and double) into exact bit operations, and ``sqrt``, ``ceil``,
+``floor``, ``trunc``, ``rint``, ``fmax``, ``fmin`` into the compiler's instructions: pocl
+calls those out of line too. The complex helpers (``complex_math``) call ``hypot``,
+``atan2``, ``sinh``... by name, so they take these definitions as well.
 
 Each is held within a few ULP of numpy (float64 rounded to float32) over the whole float32
 range by ``tests/test_inline_math.py``, which states the bounds. float64 keeps the builtins
@@ -339,6 +346,19 @@ _HYPOT = _FN + """ float nna_hypot(float x, float y) {
 }
 """
 
+#: hypot in double the same way (complex128 ``abs`` takes it): within 1 ULP of numpy.
+_HYPOT_D = _FN + """ double nna_hypot(double x, double y) {
+  const ulong ex = as_ulong(x) & 0x7ff0000000000000UL, ey = as_ulong(y) & 0x7ff0000000000000UL;
+  ulong e = ex > ey ? ex : ey;
+  e = e < 0x0010000000000000UL ? 0x0010000000000000UL
+                               : (e > 0x7fd0000000000000UL ? 0x7fd0000000000000UL : e);
+  const double s = as_double(0x7fe0000000000000UL - e), xs = x * s, ys = y * s;
+  const double h = NNA_BD(sqrt, xs * xs + ys * ys) * as_double(e);
+  const ulong m = 0x7fffffffffffffffUL, inf = 0x7ff0000000000000UL;
+  return ((as_ulong(x) & m) == inf | (as_ulong(y) & m) == inf) ? INFINITY : h;
+}
+"""
+
 _ATAN_P = ("-0.3333333333150554", "0.19999998944179312", "-0.14285614325364676",
            "0.11107539978593796", "-0.09029485250143209", "0.07137915113173796",
            "-0.040482417023995756")
@@ -532,9 +552,12 @@ def use_inline(cl_device: Any) -> bool:
 
 
 def _double(n: str) -> str:
-    """The double overload of ``n``: the builtin (the bit operations' own versions)."""
+    """The double overload of ``n``: the builtin (the bit operations' and hypot's own
+    versions)."""
     if n in _BIT_D:
         return _BIT_D[n]
+    if n == "hypot":
+        return _HYPOT_D
     if n == "sincos":  # the second argument is the cosine's destination
         return f"{_FN} double nna_sincos(double a0, double *a1) {{ return sincos(a0, a1); }}\n"
     arity = _FUNCS[n][0]
