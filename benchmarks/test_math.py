@@ -1,6 +1,6 @@
-"""Transcendental elementwise math: ``sin``, ``exp``, ``tanh`` on 2^22 float32, and the
-chain ``y = tanh(0.5x + 0.1) * sigmoid(x) + x * x`` forward plus backward on 4096x1024 as
-a static graph, against numpy by hand.
+"""Transcendental elementwise math: ``sin``, ``exp``, ``tanh``, ``sinh``, ``expm1`` on 2^22
+float32, and the chain ``y = tanh(0.5x + 0.1) * sigmoid(x) + x * x`` forward plus backward
+on 4096x1024 as a static graph, against numpy by hand.
 
 On OpenCL CPU devices these take the inline math of ``backends/opencl/inline_math.py``;
 ``NNARRAY_OPENCL_MATH=builtin`` measures the OpenCL builtins instead (docs/backends.md).
@@ -17,7 +17,7 @@ import nnarray.functions as F
 from .conftest import expect, measure, require, small
 
 CHAIN = "chain tanh(0.5x+0.1)*sigmoid(x)+x*x fwd+bwd 4096x1024 f32"
-FUNCS = ["sin", "exp", "tanh"]
+FUNCS = ["sin", "exp", "tanh", "sinh", "expm1"]
 
 
 def _group(name: str) -> str:

@@ -5,8 +5,10 @@ every 2^10-th float32 bit pattern (4M values spread over the whole range, both s
 subnormals, inf and nan), 2^20 random patterns and the special values and edges below. The
 reference is numpy in float64 (``scipy.special`` for erf, erfc) rounded to float32; the error
 is counted in ULP (distance between the float32 bit patterns, ordered), nan must match nan
-and a zero result must have the reference's sign. The bounds, stated in ``BOUNDS``, are the
-documented accuracy (docs/backends.md).
+and a zero result must have the reference's sign. Two-operand functions take the sample
+against shuffled, nearby and random patterns, and every pair of edges. The bounds, stated
+in ``BOUNDS``, are the documented accuracy (docs/backends.md): 0 for the exact ones
+(``sqrt`` and the roundings).
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from nnarray.backends import opencl
 
 #: Largest error in float32 ULP against the float64 reference rounded to float32.
 BOUNDS = {"exp": 1, "log": 1, "tanh": 1, "sigmoid": 2, "sin": 1, "cos": 1, "erf": 1,
-          "erfc": 1, "pow": 1}
+          "erfc": 1, "pow": 1, "tan": 1, "hypot": 1, "atan2": 1, "atan": 1, "asin": 1,
+          "acos": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1, "atanh": 1, "log1p": 1,
+          "expm1": 1, "log2": 1, "log10": 1, "sqrt": 0, "ceil": 0, "floor": 0, "trunc": 0,
+          "rint": 0}
+#: Two-operand functions (the others take one).
+BINARY = ("pow", "hypot", "atan2")
+#: numpy's names where they differ from OpenCL's.
+NUMPY = {"atan2": "arctan2", "atan": "arctan", "asin": "arcsin", "acos": "arccos",
+         "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh"}
 F32 = np.dtype(np.float32)
 EDGES = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e-38, 1.1754944e-38,
          -1.1754944e-38, 3.4028235e38, -3.4028235e38, 1.0, -1.0, 0.5, 2.0,
@@ -68,9 +78,7 @@ def _reference(name: str, *xs: np.ndarray) -> np.ndarray:
             return 1.0 / (1.0 + np.exp(-x[0]))
         if name in ("erf", "erfc"):
             return (erf if name == "erf" else erfc)(x[0])
-        if name == "pow":
-            return np.power(x[0], x[1])
-        return getattr(np, name)(x[0])
+        return getattr(np, NUMPY.get(name, name))(*x)
 
 
 def _run(dev, expr: str, *xs: np.ndarray) -> np.ndarray:
@@ -97,12 +105,20 @@ def _devices() -> list[int]:
     return list(range(opencl.device_count())) or [0]
 
 
-def _pow_sample() -> tuple[np.ndarray, np.ndarray]:
+def _pair_sample(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` the sample; ``y`` small powers for ``pow``, the sample's patterns shuffled and
+    values near ``x`` (hypot's and atan2's ratio near 1) otherwise; then every pair of
+    edges."""
     x = _sample()
     rng = np.random.default_rng(1)
     e = np.array(EDGES, np.float32)
-    ys = [rng.normal(0, 4, x.size), rng.integers(-40, 40, x.size),
-          rng.integers(0, 1 << 32, x.size, dtype=np.uint64).astype(np.uint32).view(np.float32)]
+    bits = rng.integers(0, 1 << 32, x.size, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    if name == "pow":
+        ys = [rng.normal(0, 4, x.size), rng.integers(-40, 40, x.size), bits]
+    else:
+        with np.errstate(all="ignore"):
+            near = x * rng.uniform(-2, 2, x.size).astype(np.float32)
+        ys = [rng.permutation(x), near, bits]
     xs = np.concatenate([x, x, x, np.repeat(e, e.size)])
     return xs, np.concatenate([y.astype(np.float32) for y in ys] + [np.tile(e, e.size)])
 
@@ -110,11 +126,16 @@ def _pow_sample() -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("device", _devices())
 @pytest.mark.parametrize("name", list(BOUNDS))
 def test_inline_within_ulp_bound(name, device, monkeypatch):
+    """Each function within its bound over the sample (binary ones over pairs, every pair
+    of edges included); the double-internal ones need fp64."""
     monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
     dev = opencl.get_device(device)
-    if name == "pow":
-        x, y = _pow_sample()
-        _check(name, _run(dev, "pow(v0, v1)", x, y), x, y)
+    from nnarray.backends.opencl.inline_math import _FUNCS
+    if not dev.fp64 and _FUNCS[name][3]:
+        pytest.skip(f"opencl:{device} has no fp64: {name} keeps the builtin")
+    if name in BINARY:
+        x, y = _pair_sample(name)
+        _check(name, _run(dev, f"{name}(v0, v1)", x, y), x, y)
     else:
         x = _sample()
         _check(name, _run(dev, f"{name}(v0)", x), x)
@@ -157,7 +178,10 @@ def test_sin_cos_hard_arguments_and_sincos(device, monkeypatch):
     np.testing.assert_array_equal(c, _run(dev, "cos(v0)", x))
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "cos", "erf", "erfc", "pow"])
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "cos", "erf", "erfc", "pow",
+                                  "tan", "hypot", "atan2", "asin", "acos", "atan", "sinh",
+                                  "cosh", "asinh", "acosh", "atanh", "log1p", "expm1", "log2",
+                                  "log10", "sqrt", "floor"])
 def test_ops_take_inline_math_on_cpu_devices(name):
     """The functions themselves route through the hook: same bounds where inline."""
     from nnarray.backends.opencl.inline_math import use_inline
@@ -167,9 +191,9 @@ def test_ops_take_inline_math_on_cpu_devices(name):
     x = _sample()[::4].copy()
     with nna.context_scope(f"opencl:{dev}"):
         a = nna.NdArray.from_numpy_array(x)
-        if name == "pow":
+        if name in BINARY:
             y = np.random.default_rng(2).normal(0, 3, x.size).astype(np.float32)
-            got = F.pow(a, nna.NdArray.from_numpy_array(y)).numpy()
+            got = getattr(F, name)(a, nna.NdArray.from_numpy_array(y)).numpy()
             _check(name, got, x, y)
         else:
             _check(name, getattr(F, name)(a).numpy(), x)
@@ -182,10 +206,11 @@ def test_float64_and_float16_keep_working():
     with nna.context_scope(f"opencl:{max(_devices())}"):
         for dt, tol in ((np.float64, 1e-14), (np.float16, 2e-3)):
             a = nna.NdArray.from_numpy_array(x.astype(dt))
-            for name in ("exp", "tanh", "sin", "cos"):
+            for name in ("exp", "tanh", "sin", "cos", "sinh", "atan", "sqrt", "floor"):
                 got = getattr(F, name)(a).numpy()
                 assert got.dtype == dt
-                ref = getattr(np, name)(x.astype(dt).astype(np.float64))
+                with np.errstate(invalid="ignore"):  # sqrt of x < 0: nan on both sides
+                    ref = getattr(np, NUMPY.get(name, name))(x.astype(dt).astype(np.float64))
                 np.testing.assert_allclose(got.astype(np.float64), ref, rtol=tol,
                                            atol=tol if dt == np.float16 else 0)
 
@@ -195,11 +220,11 @@ def test_rewrite_and_device_choice(monkeypatch):
     type and ``NNARRAY_OPENCL_MATH``; ``sigmoid`` (no builtin) is defined everywhere."""
     from nnarray.backends.opencl import inline_math
     dev = opencl.get_device(max(_devices()))
-    src = "x = exp(v0) + expm1(v0) + native_exp(v0) + log1p(v0) + sinh(v0) + atanh(v0);"
+    src = "x = exp(v0) + native_exp(v0) + my_exp(v0) + exp2(v0) + half_sqrt(v0) + sinh(v0);"
     monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
     out = inline_math.inline(src, dev)
-    assert out.endswith("x = nna_exp(v0) + expm1(v0) + native_exp(v0) + log1p(v0) + "
-                        "sinh(v0) + atanh(v0);")
+    assert out.endswith("x = nna_exp(v0) + native_exp(v0) + my_exp(v0) + exp2(v0) + "
+                        "half_sqrt(v0) + nna_sinh(v0);")
     monkeypatch.setenv("NNARRAY_OPENCL_MATH", "builtin")
     assert inline_math.inline(src, dev) == src
     assert not inline_math.use_inline(dev.cl_device)
@@ -244,3 +269,27 @@ def test_bit_operations_exact(dtype, device):
                 same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want)
             assert same.all(), f"{name}: {x[~same][:3]} -> {got[~same][:3]}, numpy " \
                                f"{want[~same][:3]}"
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_hypot_float64_within_1_ulp(device, monkeypatch):
+    """float64 ``hypot`` (complex128 ``abs`` takes it) is inline too, scaled the same way:
+    within 1 float64 ULP of numpy's in long double, random bit patterns, normal values and
+    every pair of edges (inf beats nan, subnormals, the largest doubles)."""
+    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
+    rng = np.random.default_rng(4)
+    e = np.array(EDGES + [1e-310, 1e300, 1.7e308, 2.2250738585072014e-308, 5e-324])
+    x, y = ([rng.integers(0, 1 << 64, 1 << 18, dtype=np.uint64).view(np.float64),
+             rng.normal(0, 10, 1 << 16), f(e, e.size)] for f in (np.repeat, np.tile))
+    x, y = np.concatenate(x), np.concatenate(y)
+    got = _run(opencl.get_device(device), "hypot(v0, v1)", x, y)
+    with np.errstate(all="ignore"):
+        ref = np.hypot(x.astype(np.longdouble), y.astype(np.longdouble)).astype(np.float64)
+
+    def ordered(a):  # hypot >= 0: the bit patterns are ordered
+        return a.view(np.int64) & 0x7FFFFFFFFFFFFFFF
+    d = np.abs(ordered(got) - ordered(ref))
+    d[np.isnan(got) & np.isnan(ref)] = 0
+    d[(np.isnan(got) != np.isnan(ref)) | (np.signbit(got) & ~np.isnan(got))] = 1 << 40
+    k = int(np.argmax(d))
+    assert d[k] <= 1, f"hypot({x[k]!r}, {y[k]!r}) = {got[k]!r}, reference {ref[k]!r}"

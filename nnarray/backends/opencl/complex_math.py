@@ -9,11 +9,11 @@ sine and cosine of one argument come from one ``sincos`` (one argument reduction
 
 Speed: every helper is straight-line code (the special cases are selects, not branches),
 so pocl's CPU drivers vectorize a kernel across work-items. The real functions the
-formulas need (``r_hypot``, ``r_atan2``, ``r_sinh``, ...) are, for ``float``, written here
-with operators, ``sqrt`` (the compiler's instruction) and ``exp``/``log``/``sin``/``cos``,
-which ``inline_math`` makes inline on CPU devices: pocl calls ``hypot``, ``atan2``,
-``sinh``, ``log1p`` ... out of line, one scalar call per element (complex ``abs`` ran 150x
-slower than float ``abs`` per element). ``double`` keeps the OpenCL builtins.
+formulas need (``r_hypot``, ``r_atan2``, ``r_sinh``, ...) call the builtins by name, which
+``inline_math`` replaces for ``float`` on CPU devices by its inline, branch-free versions
+(one definition for the real rows and these): pocl calls ``hypot``, ``atan2``, ``sinh``,
+``log1p`` ... out of line, one scalar call per element (complex ``abs`` ran 150x slower
+than float ``abs`` per element). ``double`` keeps the OpenCL builtins.
 """
 
 from __future__ import annotations
@@ -24,22 +24,14 @@ from ...errors import DTypeError
 from ...ops.ufuncs import BY_NAME
 from .cltypes import CLType
 
-#: Real helpers for ``float``: hypot scaled by a power of two (no overflow), atan2 by a
-#: degree-7 polynomial in ``t = s^2`` on ``s = min/max`` in [0, 1] (fit here, 1.2 ULP)
-#: with the quadrant and the C99 special cases as selects, log1p/expm1 by Kahan's
-#: correction of ``log(1 + x)``/``exp(x) - 1``, sinh/cosh/asinh from exp and log1p.
+#: Real helpers for ``float`` beyond the shared ones (``_REAL``): log|z| and the square root's
+#: modulus, on x, y scaled by a power of two (no overflow).
 _REAL_FLOAT = """
 // |x|, |y| scaled by a power of two near 1 / max(|x|, |y|) (exact): no overflow, no division;
 // r_scale: the exponent bits of that power's inverse (operators only: pocl calls max, clamp)
 NNA_CINL uint r_scale_C(R x, R y) {
   const uint ex = as_uint(x) & 0x7f800000u, ey = as_uint(y) & 0x7f800000u, e = ex > ey ? ex : ey;
   return e < 0x00800000u ? 0x00800000u : (e > 0x7e800000u ? 0x7e800000u : e);
-}
-NNA_CINL R r_hypot_C(R x, R y) {
-  const uint e = r_scale_C(x, y);
-  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s;
-  const R h = NNA_SQRT(xs * xs + ys * ys) * as_float(e);
-  return (isinf(x) | isinf(y)) ? (R)INFINITY : h;
 }
 // log |x + iy| without the square root: log(xs^2 + ys^2) / 2 + log of the scale
 NNA_CINL R r_logabs_C(R x, R y) {
@@ -57,62 +49,22 @@ NNA_CINL R r_sqrtmod_C(R x, R y) {
   const R t = NNA_SQRT((R)0.5 * fabs(xs) + (R)0.5 * h);
   return t * as_float((uint)(127 + k / 2) << 23);
 }
-NNA_CINL R r_atan2_C(R y, R x) {
-  const R ax = fabs(x), ay = fabs(y);
-  const int sw = ay > ax;
-  R s = (sw ? ax : ay) / (sw ? ay : ax);
-  s = (isinf(ax) & isinf(ay)) ? (R)1 : ((ax == 0 & ay == 0) ? (R)0 : s);
-  const R t = s * s;
-  R p = (R)0.002842324240787137f;
-  p = p * t - (R)0.016053270866510694f;
-  p = p * t + (R)0.04269873957508928f;
-  p = p * t - (R)0.07508683396658476f;
-  p = p * t + (R)0.10645598342609784f;
-  p = p * t - (R)0.14205896305644825f;
-  p = p * t + (R)0.19993145738633677f;
-  p = p * t - (R)0.33333126240776173f;
-  R r = s == (R)1 ? (R)0.785398163397448309616f : s * t * p + s;  // pi/4 rounded, not 1 ULP off
-  r = sw ? (R)1.57079632679489661923f - r : r;
-  r = signbit(x) ? (R)3.14159265358979323846f - r : r;
-  return (isnan(x) | isnan(y)) ? x + y : copysign(r, y);
-}
-NNA_CINL R r_log1p_C(R x) {
-  const R w = (R)1 + x;
-  const R r = log(w) * (x / (w - (R)1));
-  return (w == (R)1 | isinf(x)) ? (w == (R)1 ? x : w) : r;
-}
-NNA_CINL R r_expm1_C(R x) {
-  const R u = exp(x), l = log(u);
-  const R r = (u - (R)1) * (x / l);
-  return u == (R)1 ? x : ((u - (R)1 == (R)-1 | isinf(u)) ? u - (R)1 : r);
-}
-// cosh, sinh from h = exp(|x| / 2) (one exp, shared when both are used): (h/2) h -+ 1/(2h^2)
-NNA_CINL R r_cosh_C(R x) {
-  const R h = exp(fabs(x) * (R)0.5), e = h * h;
-  return ((R)0.5 * h) * h + (R)0.5 / e;
-}
-NNA_CINL R r_sinh_C(R x) {
-  const R a = fabs(x), h = exp(a * (R)0.5), e = h * h, t = a * a;
-  const R p = a + a * t * ((R)(1.0 / 6) + t * ((R)(1.0 / 120) + t * ((R)(1.0 / 5040)
-              + t * ((R)(1.0 / 362880) + t * (R)(1.0 / 39916800)))));
-  return copysign(a < (R)1 ? p : ((R)0.5 * h) * h - (R)0.5 / e, x);
-}
-NNA_CINL R r_asinh_C(R x) {
-  const R a = fabs(x);
-  const R r = a > (R)1e18 ? log(a) + (R)0.69314718055994530942f
-                          : r_log1p_C(a + a * a / ((R)1 + NNA_SQRT((R)1 + a * a)));
-  return copysign(r, x);
-}
 """
 
 _REAL_DOUBLE = """
-NNA_CINL R r_hypot_C(R x, R y) { return hypot(x, y); }
 NNA_CINL R r_logabs_C(R x, R y) { return log(hypot(x, y)); }
 NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keeps its bits
   const int tiny = (fabs(x) < 0x1p-900) & (fabs(y) < 0x1p-900);
   const R sc = tiny ? 0x1p600 : 1.0, xs = x * sc;
   return NNA_SQRT(0.5 * fabs(xs) + hypot(0.5 * xs, 0.5 * y * sc)) * (tiny ? 0x1p-300 : 1.0);
 }
+"""
+
+#: The real functions both types take by their builtin names: ``inline_math`` makes them
+#: inline, branch-free code for ``float`` on CPU devices (pocl calls ``hypot``, ``atan2``,
+#: ``sinh``... out of line, one scalar call per element).
+_REAL = """
+NNA_CINL R r_hypot_C(R x, R y) { return hypot(x, y); }
 NNA_CINL R r_atan2_C(R y, R x) { return atan2(y, x); }
 NNA_CINL R r_log1p_C(R x) { return log1p(x); }
 NNA_CINL R r_expm1_C(R x) { return expm1(x); }
@@ -296,7 +248,7 @@ def helpers(ct: CLType) -> str:
     """The helper definitions for complex type ``ct`` (guarded: a program may hold both
     a float and a double kernel, each including its own)."""
     c, r = ct.calc, ct.real
-    text = (_REAL_FLOAT if r == "float" else _REAL_DOUBLE) + _HELPERS
+    text = (_REAL_FLOAT if r == "float" else _REAL_DOUBLE) + _REAL + _HELPERS
     body = _CALL.sub(lambda m: f"{m.group(1)}_{m.group(2)}_{c}", text)
     body = re.sub(r"\bC\b", c, re.sub(r"\bR\b", r, body)).replace("NNA_SQRT(", f"NNA_SQRT_{r}(")
     return (f"#ifndef NNA_SQRT_float{_SQRT}#endif\n"

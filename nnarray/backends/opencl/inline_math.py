@@ -1,6 +1,7 @@
 """Inline float32 math for OpenCL CPU devices: ``exp``, ``log``, ``tanh``, ``sigmoid``,
-``sin``, ``cos``, ``erf``, ``erfc`` and ``pow`` as branch-free polynomial code that the
-compiler vectorizes.
+``sin``, ``cos``, ``tan``, ``erf``, ``erfc``, ``pow``, ``hypot``, ``atan2``, ``atan``,
+``asin``, ``acos``, ``sinh``, ``cosh``, ``asinh``, ``acosh``, ``atanh``, ``log1p``,
+``expm1``, ``log2``, ``log10`` as branch-free polynomial code that the compiler vectorizes.
 
 pocl's CPU drivers call the OpenCL builtins out of line, one scalar call per element, so an
 elementwise kernel that uses one does not vectorize (``sin`` ran 6-12x slower than numpy).
@@ -12,10 +13,16 @@ in the style of Cephes/SLEEF: range reduction, a polynomial, selects instead of 
   every float (Payne-Hanek in double, the bits of 1/pi cut by shifts: no table, no branch)
   and evaluate one polynomial of ``sin(pi t)`` in double;
 - ``erf``, ``erfc`` and ``pow`` compute in double (``pow`` as ``exp2(y * log2|x|)`` with
-  the C99 special cases), then round once to float.
+  the C99 special cases), then round once to float; so do ``tan``, the inverse
+  trigonometric and the (inverse) hyperbolic functions, ``log1p``, ``expm1``, ``log2``,
+  ``log10`` (see ``_ATAN2_D`` and below); ``hypot`` scales by a power of two, in float
+  (and in double for float64).
 
 The same rewrite turns ``fabs``, ``copysign``, ``isnan``, ``isinf``, ``isfinite`` and
-``signbit`` (float and double) into exact bit operations: pocl calls those out of line too.
+``signbit`` (float and double) into exact bit operations, and ``sqrt``, ``ceil``,
+``floor``, ``trunc``, ``rint``, ``fmax``, ``fmin`` into the compiler's instructions: pocl
+calls those out of line too. The complex helpers (``complex_math``) call ``hypot``,
+``atan2``, ``sinh``... by name, so they take these definitions as well.
 
 Each is held within a few ULP of numpy (float64 rounded to float32) over the whole float32
 range by ``tests/test_inline_math.py``, which states the bounds. float64 keeps the builtins
@@ -45,6 +52,14 @@ _BITS = """
 #define NNA_WITH_SIGN(a, s) as_float(as_uint(a) | (s))
 #define NNA_FINITE(x) ((as_uint(x) & 0x7fffffffu) < 0x7f800000u)
 #define NNA_ABS_D(x) as_double(as_ulong(x) & 0x7fffffffffffffffUL)
+#define NNA_INF(x) ((as_uint(x) & 0x7fffffffu) == 0x7f800000u)
+#ifdef __clang__
+#define NNA_BF(fn, v) __builtin_##fn##f(v)
+#define NNA_BD(fn, v) __builtin_##fn(v)
+#else
+#define NNA_BF(fn, v) fn(v)
+#define NNA_BD(fn, v) fn(v)
+#endif
 """
 
 _EXP = _FN + """ float nna_exp(float x) {
@@ -161,10 +176,13 @@ static inline __attribute__((always_inline)) double nna_redpi(float x, double sh
   *k = (as_ulong(r1) + as_ulong(r2)) << 63;
   return t;
 }
-/* (-1)^K sin(pi t) rounded to float; inf and nan reach here as nan */
-static inline __attribute__((always_inline)) float nna_sinpi_f(double t, ulong k) {
+/* (-1)^K sin(pi t) (in double, then rounded to float); inf and nan reach here as nan */
+static inline __attribute__((always_inline)) double nna_sinpi_d(double t, ulong k) {
   double z = t * t;
-  return (float)as_double(as_ulong(t * POLY) ^ k);
+  return as_double(as_ulong(t * POLY) ^ k);
+}
+static inline __attribute__((always_inline)) float nna_sinpi_f(double t, ulong k) {
+  return (float)nna_sinpi_d(t, k);
 }
 """
 
@@ -198,6 +216,14 @@ _SINCOS = _FN + """ float nna_sincos(float x, float *c) {
   double ts = nna_redpi(x, -0.0, &ks), tc = nna_redpi(x, 0.5, &kc);
   *c = nna_sinpi_f(tc, kc);
   return nna_sinpi_f(ts, ks);
+}
+"""
+
+#: tan: sin / cos of the two reductions, divided in double, rounded once.
+_TAN = _FN + """ float nna_tan(float x) {
+  ulong ks, kc;
+  double ts = nna_redpi(x, -0.0, &ks), tc = nna_redpi(x, 0.5, &kc);
+  return (float)(nna_sinpi_d(ts, ks) / nna_sinpi_d(tc, kc));
 }
 """
 
@@ -259,9 +285,10 @@ _ERFC = _FN + f""" float nna_erfc(float x) {{
 }}
 """
 
-_POW = _FN + """ float nna_pow(float x, float y) {
-  double ax = NNA_ABS_D((double)x);
-  long ib = as_long(ax);
+_LOG2_D = """
+/* log2 of a float's magnitude in double: -inf at 0, inf and nan pass (callers take the sign) */
+static inline __attribute__((always_inline)) double nna_log2_d(double ax) {
+  long ib = as_long(ax);   /* a float's magnitude: a normal double (or 0, inf, nan) */
   long e = (ib >> 52) - 1023;
   double m = as_double((ib & 0x000fffffffffffffL) | 0x3ff0000000000000L);  /* [1, 2) */
   int hi = m > 1.4142135623730951;
@@ -271,7 +298,24 @@ _POW = _FN + """ float nna_pow(float x, float y) {
   double l = 2.0 * s * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9
              + s2 * (1.0 / 11 + s2 * (1.0 / 13 + s2 * (1.0 / 15 + s2 * (1.0 / 17)))))))));
   double lg = (double)e + l * 1.4426950408889634;
-  lg = ax == 0.0 ? -INFINITY : (ax < INFINITY ? lg : ax);   /* inf, nan */
+  return ax == 0.0 ? -INFINITY : (ax < INFINITY ? lg : ax);   /* inf, nan */
+}
+"""
+
+#: log2, log10 of x < 0 (and -inf, nan) are nan; log10 scales log2 in double.
+_LOG2 = _FN + """ float nna_log2(float x) {
+  float r = (float)nna_log2_d((double)x);
+  return x < 0.0f ? NAN : r;
+}
+"""
+_LOG10 = _FN + """ float nna_log10(float x) {
+  float r = (float)(nna_log2_d((double)x) * 0.30102999566398119521);
+  return x < 0.0f ? NAN : r;
+}
+"""
+
+_POW = _FN + """ float nna_pow(float x, float y) {
+  double lg = nna_log2_d(NNA_ABS_D((double)x));
   double t = (double)y * lg;
   t = t > 200.0 ? 200.0 : (t < -200.0 ? -200.0 : t);
   float r = (float)nna_exp2_d(t);
@@ -285,6 +329,148 @@ _POW = _FN + """ float nna_pow(float x, float y) {
 }
 """
 
+#: Real functions that complex_math's formulas need too (complex ``abs``, ``log``, ``sin``...
+#: call them by their builtin names, so these serve both). hypot in float, scaled by a power
+#: of two (no overflow, no division); the others compute in double and round once:
+#: atan2 (atan, asin, acos through it) reduces ``s = min/max`` to ``|u| <= tan(pi/8)`` and
+#: takes a degree-6 polynomial in ``u^2`` (fit here, 3e-12 relative); log1p by Kahan's
+#: correction of ``log(1 + x)``, expm1, sinh, cosh from ``exp2``, asinh, acosh, atanh by
+#: their logarithms (series near 0, where the logarithm's argument would round).
+_HYPOT = _FN + """ float nna_hypot(float x, float y) {
+  const uint ex = as_uint(x) & 0x7f800000u, ey = as_uint(y) & 0x7f800000u;
+  uint e = ex > ey ? ex : ey;
+  e = e < 0x00800000u ? 0x00800000u : (e > 0x7e800000u ? 0x7e800000u : e);
+  const float s = as_float(0x7f000000u - e), xs = x * s, ys = y * s;
+  const float h = NNA_BF(sqrt, xs * xs + ys * ys) * as_float(e);
+  return (NNA_INF(x) | NNA_INF(y)) ? INFINITY : h;
+}
+"""
+
+#: hypot in double the same way (complex128 ``abs`` takes it): within 1 ULP of numpy.
+_HYPOT_D = _FN + """ double nna_hypot(double x, double y) {
+  const ulong ex = as_ulong(x) & 0x7ff0000000000000UL, ey = as_ulong(y) & 0x7ff0000000000000UL;
+  ulong e = ex > ey ? ex : ey;
+  e = e < 0x0010000000000000UL ? 0x0010000000000000UL
+                               : (e > 0x7fd0000000000000UL ? 0x7fd0000000000000UL : e);
+  const double s = as_double(0x7fe0000000000000UL - e), xs = x * s, ys = y * s;
+  const double h = NNA_BD(sqrt, xs * xs + ys * ys) * as_double(e);
+  const ulong m = 0x7fffffffffffffffUL, inf = 0x7ff0000000000000UL;
+  return ((as_ulong(x) & m) == inf | (as_ulong(y) & m) == inf) ? INFINITY : h;
+}
+"""
+
+_ATAN_P = ("-0.3333333333150554", "0.19999998944179312", "-0.14285614325364676",
+           "0.11107539978593796", "-0.09029485250143209", "0.07137915113173796",
+           "-0.040482417023995756")
+
+#: atan2 in double of float operands that are not nan (the quadrant from the sign bits).
+_ATAN2_D = """
+static inline __attribute__((always_inline)) double nna_atan2_d(double y, double x) {
+  const double ax = NNA_ABS_D(x), ay = NNA_ABS_D(y);
+  const int sw = ay > ax;
+  /* s = n / d in [0, 1]; the swap by masks: two selects of the pair made LLVM select a
+     {double, double} pair, which stopped pocl's vectorizer (atan2 4x slower) */
+  const ulong m = -(ulong)sw, bx = as_ulong(ax), by = as_ulong(ay);
+  const double n = as_double((bx & m) | (by & ~m)), d = as_double((by & m) | (bx & ~m));
+  /* s > tan(pi/8): atan s = pi/4 + atan u, u = (n - d) / (n + d) (exact sum, difference):
+     one division (two stopped pocl's vectorizer); equal (inf too): pi/4, 0 / 0: 0 */
+  const int eq = (ax == ay) & (n != 0.0), red = eq | (n > 0.41421356237309503 * d);
+  double u = (red ? n - d : n) / (red ? n + d : d);
+  u = (eq | (n == 0.0)) ? 0.0 : u;
+  const double t = u * u;
+  double r = (u + u * t * POLY) + (red ? 0.78539816339744831 : 0.0);
+  r = sw ? 1.5707963267948966 - r : r;
+  r = as_long(x) < 0 ? 3.1415926535897932 - r : r;
+  return as_double(as_ulong(r) | (as_ulong(y) & 0x8000000000000000UL));
+}
+""".replace("POLY", _horner(_ATAN_P, "t"))
+
+_ATAN2 = _FN + """ float nna_atan2(float y, float x) {
+  const float r = (float)nna_atan2_d((double)y, (double)x);   /* a nan y passes */
+  return x != x ? x : r;
+}
+"""
+_ATAN = _FN + """ float nna_atan(float x) {
+  return x != x ? x : (float)nna_atan2_d((double)x, 1.0);
+}
+"""
+#: asin, acos: atan2 of (x, sqrt((1 - x)(1 + x))) in double (|x| > 1, nan: a nan root).
+_ASIN = _FN + """ float nna_asin(float x) {
+  const double d = (double)x;
+  return (float)nna_atan2_d(d, NNA_BD(sqrt, (1.0 - d) * (1.0 + d)));
+}
+"""
+_ACOS = _FN + """ float nna_acos(float x) {
+  const double d = (double)x;
+  return (float)nna_atan2_d(NNA_BD(sqrt, (1.0 - d) * (1.0 + d)), d);
+}
+"""
+
+#: ln w in double for w >= 0 (a float's range; 0 gives -inf).
+_LN_D = "#define NNA_LN_D(w) (nna_log2_d(w) * 0.69314718055994531)\n"
+
+_LOG1P = _FN + """ float nna_log1p(float x) {
+  const double d = (double)x, w = 1.0 + d;
+  const float r = (float)(w == 1.0 ? d : NNA_LN_D(w) * (d / (w - 1.0)));
+  return (x < -1.0f | x != x) ? NAN : (x == INFINITY ? x : r);
+}
+"""
+
+#: 2^(x log2 e) in double, the exponent clamped to [-200, 200] (beyond: 0 or inf in float).
+_EXPD = """
+static inline __attribute__((always_inline)) double nna_expd(double d) {
+  const double t = d * 1.4426950408889634;
+  return nna_exp2_d(t > 200.0 ? 200.0 : (t < -200.0 ? -200.0 : t));
+}
+"""
+
+_EXPM1 = _FN + """ float nna_expm1(float x) {
+  const double d = (double)x;
+  const double s = d * (1.0 + d * (1.0 / 2 + d * (1.0 / 6 + d * (1.0 / 24 + d * (1.0 / 120
+                   + d * (1.0 / 720))))));   /* |x| < 2^-5 */
+  const float r = (float)(NNA_ABS_D(d) < 0x1p-5 ? s : nna_expd(d) - 1.0);
+  return x != x ? x : r;
+}
+"""
+
+_COSH = _FN + """ float nna_cosh(float x) {
+  const double e = nna_expd(NNA_ABS_D((double)x));
+  return x != x ? x : (float)(0.5 * e + 0.5 / e);
+}
+"""
+
+_SINH = _FN + """ float nna_sinh(float x) {
+  const double a = NNA_ABS_D((double)x), z = a * a, e = nna_expd(a);
+  const double p = a + a * z * (1.0 / 6 + z * (1.0 / 120 + z * (1.0 / 5040 + z * (1.0 / 362880
+                   + z * (1.0 / 39916800)))));   /* |x| < 1/2 */
+  const float r = (float)(a < 0.5 ? p : 0.5 * e - 0.5 / e);
+  return x != x ? x : NNA_WITH_SIGN(r, NNA_SIGN(x));
+}
+"""
+
+_ASINH = _FN + """ float nna_asinh(float x) {
+  const double a = NNA_ABS_D((double)x), z = a * a;
+  const double s = a * (1.0 + z * (-1.0 / 6 + z * (3.0 / 40 + z * (-15.0 / 336))));
+  const float r = (float)(a < 0x1p-8 ? s : NNA_LN_D(a + NNA_BD(sqrt, z + 1.0)));
+  return x != x ? x : NNA_WITH_SIGN(r, NNA_SIGN(x));
+}
+"""
+
+#: acosh x = log(x + sqrt(x^2 - 1)): x^2 - 1 is exact in double near 1.
+_ACOSH = _FN + """ float nna_acosh(float x) {
+  const double d = (double)x;
+  const float r = (float)NNA_LN_D(d + NNA_BD(sqrt, d * d - 1.0));
+  return x < 1.0f ? NAN : r;
+}
+"""
+
+_ATANH = _FN + """ float nna_atanh(float x) {
+  const double a = NNA_ABS_D((double)x), z = a * a;
+  const double s = a * (1.0 + z * (1.0 / 3 + z * (1.0 / 5 + z * (1.0 / 7))));
+  const float r = (float)(a < 0x1p-8 ? s : 0.5 * NNA_LN_D((1.0 + a) / (1.0 - a)));
+  return (NNA_ABS(x) > 1.0f | x != x) ? NAN : NNA_WITH_SIGN(r, NNA_SIGN(x));
+}
+"""
 
 
 def _bit_ops() -> tuple[dict[str, str], dict[str, str]]:
@@ -304,7 +490,12 @@ def _bit_ops() -> tuple[dict[str, str], dict[str, str]]:
             "fabs": f"{t} nna_fabs({t} x) {{ return as_{t}({mag}); }}",
             "copysign": f"{t} nna_copysign({t} x, {t} y) {{ return as_{t}({mag} | "
                         f"(as_{u}(y) & {sign})); }}",
+            "fmax": f"{t} nna_fmax({t} x, {t} y) {{ return (x > y || y != y) ? x : y; }}",
+            "fmin": f"{t} nna_fmin({t} x, {t} y) {{ return (x < y || y != y) ? x : y; }}",
         }
+        b = "NNA_BF" if t == "float" else "NNA_BD"  # the compiler's instructions
+        defs.update({f: f"{t} nna_{f}({t} x) {{ return {b}({f}, x); }}"
+                     for f in ("sqrt", "ceil", "floor", "trunc", "rint")})
         out[t] = {k: f"{_FN} {v}\n" for k, v in defs.items()}
     return out["float"], out["double"]
 
@@ -320,12 +511,30 @@ _FUNCS: dict[str, tuple[int, str, tuple[str, ...], bool]] = {
     "sin": (1, _SIN, ("redpi",), True),
     "cos": (1, _COS, ("redpi",), True),
     "sincos": (2, _SINCOS, ("redpi",), True),
+    "tan": (1, _TAN, ("redpi",), True),
     "erf": (1, _ERF, ("exp2_d",), True),
     "erfc": (1, _ERFC, ("exp2_d",), True),
-    "pow": (2, _POW, ("exp2_d",), True),
-    **{n: (2 if n == "copysign" else 1, d, (), False) for n, d in _BIT_F.items()},
+    "pow": (2, _POW, ("exp2_d", "log2_d"), True),
+    "log2": (1, _LOG2, ("log2_d",), True),
+    "log10": (1, _LOG10, ("log2_d",), True),
+    "hypot": (2, _HYPOT, (), False),
+    "atan2": (2, _ATAN2, ("atan2_d",), True),
+    "atan": (1, _ATAN, ("atan2_d",), True),
+    "asin": (1, _ASIN, ("atan2_d",), True),
+    "acos": (1, _ACOS, ("atan2_d",), True),
+    "log1p": (1, _LOG1P, ("log2_d",), True),
+    "expm1": (1, _EXPM1, ("expd",), True),
+    "cosh": (1, _COSH, ("expd",), True),
+    "sinh": (1, _SINH, ("expd",), True),
+    "asinh": (1, _ASINH, ("log2_d",), True),
+    "acosh": (1, _ACOSH, ("log2_d",), True),
+    "atanh": (1, _ATANH, ("log2_d",), True),
+    **{n: (2 if n in ("copysign", "fmax", "fmin") else 1, d, (), False)
+       for n, d in _BIT_F.items()},
 }
-_HELPERS = {"redpi": _redpi, "exp2_d": lambda: _EXP2_D}
+_HELPERS = {"redpi": _redpi, "exp2_d": lambda: _EXP2_D, "expd": lambda: _EXPD,
+            "log2_d": lambda: _LOG2_D + _LN_D, "atan2_d": lambda: _ATAN2_D}
+_HELPER_USES = {"expd": ("exp2_d",)}  # (``_HELPERS`` lists a helper after its uses)
 #: The math names of kernel expressions this module can replace (``sigmoid`` is not an
 #: OpenCL builtin: an expression may use it on every device, see ``inline``).
 NAMES = tuple(_FUNCS)
@@ -343,9 +552,12 @@ def use_inline(cl_device: Any) -> bool:
 
 
 def _double(n: str) -> str:
-    """The double overload of ``n``: the builtin (the bit operations' own versions)."""
+    """The double overload of ``n``: the builtin (the bit operations' and hypot's own
+    versions)."""
     if n in _BIT_D:
         return _BIT_D[n]
+    if n == "hypot":
+        return _HYPOT_D
     if n == "sincos":  # the second argument is the cosine's destination
         return f"{_FN} double nna_sincos(double a0, double *a1) {{ return sincos(a0, a1); }}\n"
     arity = _FUNCS[n][0]
@@ -360,12 +572,16 @@ def _definitions(names: set[str], doubles: bool, inline: bool) -> str:
     """The definitions of ``names`` (before them, what they use): float inline (the builtin
     form of ``sigmoid`` unless ``inline``), double through the builtins."""
     out: list[str] = []
-    if inline:
-        for n in NAMES:
-            if n in names:
-                out += [d for d in _FUNCS[n][2] if d not in names and d not in out]
-        out = [_FUNCS[d][1] if d in _FUNCS else _cache.setdefault(d, _HELPERS[d]())
-               for d in out]
+    if inline:  # what they use, transitively (``_FUNCS`` lists a function after its uses)
+        used, todo = set(), list(names)
+        while todo:
+            n = todo.pop()
+            for d in _FUNCS[n][2] if n in _FUNCS else _HELPER_USES.get(n, ()):
+                if d not in used:
+                    used.add(d)
+                    todo.append(d)
+        out = [_cache.setdefault(d, _HELPERS[d]()) for d in _HELPERS if d in used]
+        out += [_FUNCS[d][1] for d in NAMES if d in used - names]
     for n in NAMES:
         if n in names:
             out.append(_FUNCS[n][1] if inline else _SIGMOID_BUILTIN)
