@@ -22,10 +22,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
+#: Seconds between writing the rank's last words and aborting: MPICH's launcher kills the
+#: job on an abort and drops what it has not yet read from the ranks' pipes (under load a
+#: flushed line was lost: a CI run saw an abort with no output at all).
+FORWARD_S = 0.5
 _installed: list[Callable[..., Any]] = []
 #: What the ranks are doing together now (innermost last): leaving it is a failure.
 _regions: list[str] = []
@@ -50,6 +55,7 @@ def install(rank: int, size: int, abort: Callable[[int], Any]) -> None:
             sys.stderr.write("".join(traceback.format_exception(etype, value, tb)))
             sys.stderr.write(message(rank, size, etype, value) + "\n")
             sys.stderr.flush()
+            time.sleep(FORWARD_S)
         finally:
             abort(1)
 
@@ -63,6 +69,7 @@ def install(rank: int, size: int, abort: Callable[[int], Any]) -> None:
             sys.stderr.write(f"nnarray.distributed: rank {rank} of {size} called {how}"
                              f"{during}; aborting all {size} ranks\n")
             sys.stderr.flush()
+            time.sleep(FORWARD_S)
         finally:
             abort(status if isinstance(status, int) and status != 0 else 1)
 
