@@ -96,10 +96,14 @@ NNA_CINL C c_scale_C(C a, R k) { return (C)(a.x * k, a.y * k); }
 NNA_CINL C c_sel_C(int c, C a, C b) { return (C)(c ? a.x : b.x, c ? a.y : b.y); }
 NNA_CINL R c_abs_C(C a) { return r_hypot_C(a.x, a.y); }
 NNA_CINL C c_mul_C(C a, C b) { return (C)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+// x where the mask m is all ones, else y: bit operations, not a select (selects of a pair's
+// two parts made LLVM select the pair, a vector, which stops pocl's vectorizer)
+NNA_CINL R r_pick_C(U m, R x, R y) { return as_R((as_U(x) & m) | (as_U(y) & ~m)); }
 NNA_CINL C c_div_C(C a, C b) {  // Smith's: divide by the larger part of b
   const int big = fabs(b.x) >= fabs(b.y);
-  const R p = big ? b.x : b.y, s = big ? b.y : b.x, r = s / p, d = p + s * r;
-  const R u = big ? a.x : a.y, w = big ? a.y : a.x;
+  const U m = (U)0 - (U)big;
+  const R p = r_pick_C(m, b.x, b.y), s = r_pick_C(m, b.y, b.x), r = s / p, d = p + s * r;
+  const R u = r_pick_C(m, a.x, a.y), w = r_pick_C(m, a.y, a.x);
   const R q = (R)1 / d, re = (u + w * r) * q, im = (w - u * r) * q;  // 1/d: one division
   const int z = big & (b.x == 0);  // b == 0: a.x / 0, a.y / 0
   return (C)(z ? a.x * (R)INFINITY : re, z ? a.y * (R)INFINITY : (big ? im : -im));
@@ -238,8 +242,10 @@ NNA_CINL C c_sign_C(C a) {
 #: Ops whose complex64 kernels load and store two floats per element (``cltypes._C64``):
 #: the vectorizer then takes 8 lanes, not 4. pocl, 2^20 elements, one core: abs 0.55 ->
 #: 0.33 ms, sign 1.08 -> 0.70, sqrt 2.1 -> 1.2, tanh 9.4 -> 6.7, tan 8.9 -> 6.7, atan and
-#: atanh 15 -> 12.5; others did not vectorize that way (log 4.5 -> 33, divide 1 -> 7).
-PAIR_IO = frozenset({"abs", "complex_abs", "sign", "sqrt", "tanh", "tan", "atan", "atanh"})
+#: atanh 15 -> 12.5, div 1.0 -> 0.73 (its pairs picked by masks, ``r_pick``); others did not
+#: vectorize that way (log 4.5 -> 33, exp 5 -> 13).
+PAIR_IO = frozenset({"abs", "complex_abs", "sign", "sqrt", "tanh", "tan", "atan", "atanh",
+                     "div"})
 
 #: Rows whose complex expression is an operator on ``float2``: a vector instruction, which
 #: keeps pocl from vectorizing the kernel (see ``cltypes._C64``); these spell it per part.
@@ -256,7 +262,10 @@ def helpers(ct: CLType) -> str:
     c, r = ct.calc, ct.real
     text = (_REAL_FLOAT if r == "float" else _REAL_DOUBLE) + _REAL + _HELPERS
     body = _CALL.sub(lambda m: f"{m.group(1)}_{m.group(2)}_{c}", text)
-    body = re.sub(r"\bC\b", c, re.sub(r"\bR\b", r, body)).replace("NNA_SQRT(", f"NNA_SQRT_{r}(")
+    u = "uint" if r == "float" else "ulong"
+    body = re.sub(r"\bC\b", c, re.sub(r"\bR\b", r, re.sub(r"\bU\b", u, body)))
+    body = body.replace("NNA_SQRT(", f"NNA_SQRT_{r}(").replace("as_R(", f"as_{r}(") \
+        .replace("as_U(", f"as_{u}(")
     return (f"#ifndef NNA_SQRT_float{_SQRT}#endif\n"
             f"#ifndef NNA_COMPLEX_{c}\n#define NNA_COMPLEX_{c}\n{body}#endif\n")
 
