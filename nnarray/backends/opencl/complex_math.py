@@ -239,13 +239,15 @@ NNA_CINL C c_sign_C(C a) {
 }
 """
 
-#: Ops whose complex64 kernels load and store two floats per element (``cltypes._C64``):
-#: the vectorizer then takes 8 lanes, not 4. pocl, 2^20 elements, one core: abs 0.55 ->
-#: 0.33 ms, sign 1.08 -> 0.70, sqrt 2.1 -> 1.2, tanh 9.4 -> 6.7, tan 8.9 -> 6.7, atan and
-#: atanh 15 -> 12.5, div 1.0 -> 0.73 (its pairs picked by masks, ``r_pick``); others did not
-#: vectorize that way (log 4.5 -> 33, exp 5 -> 13).
-PAIR_IO = frozenset({"abs", "complex_abs", "sign", "sqrt", "tanh", "tan", "atan", "atanh",
-                     "div"})
+#: Ops whose complex kernels load and store each element as its two parts, by compute type
+#: (``cltypes._PAIRS``). pocl, 2^20 elements, one core: complex64 then vectorizes 8 lanes,
+#: not 4: abs 0.55 -> 0.35 ms, sign 1.08 -> 0.71, sqrt 2.1 -> 1.17, tanh 9.4 -> 6.6, tan
+#: 8.9 -> 6.7, atan and atanh 15 -> 12.5, div 1.0 -> 0.73 (its pairs picked by masks,
+#: ``r_pick``); others did not vectorize that way (log 4.5 -> 33, exp 5 -> 13). complex128
+#: abs vectorizes at all (2.7 -> 1.0 ms); its others did not (the double builtins).
+PAIR_IO = {"float2": frozenset({"abs", "complex_abs", "sign", "sqrt", "tanh", "tan", "atan",
+                                "atanh", "div"}),
+           "double2": frozenset({"abs", "complex_abs"})}
 
 #: Rows whose complex expression is an operator on ``float2``: a vector instruction, which
 #: keeps pocl from vectorizing the kernel (see ``cltypes._C64``); these spell it per part.

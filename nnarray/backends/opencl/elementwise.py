@@ -262,7 +262,7 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
 
     def kernel_of(whole: bool) -> Any:
         src = source(expr, operands, out_t, rank, idx, helpers, rows, whole, steps, last,
-                     op in PAIR_IO)
+                     any(op in PAIR_IO.get(c.calc, ()) for c in cts))
         return dev.programs.kernel(inline(src, dev), "map")  # inline: math
     kernel = kernel_of(whole or split)
     tail = kernel_of(False) if split else None
