@@ -31,6 +31,8 @@ from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
 from .complex_math import PAIR_IO
 from .complex_math import expression as complex_expression
+from .complex_trig import TrigPlan, fast, fix_source
+from .complex_trig import eligible as trig_eligible
 from .device import OpenCLDevice, _by_queue, device_of
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
 from .inline_math import inline
@@ -231,7 +233,7 @@ def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType
 
 
 def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
-         shape: tuple[int, ...], out_dtype: np.dtype, helpers: str = "") -> Plan:
+         shape: tuple[int, ...], out_dtype: np.dtype, helpers: str = "") -> Plan | TrigPlan:
     """Build the launch plan of ``expr`` over operands ``xs`` (arrays or scalars)."""
     out_t = cltype(out_dtype)
     for t in {out_t.dtype, *(c.dtype for c in cts)}:
@@ -260,10 +262,11 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     steps = [st[-1] for st in strides] if rows and not pair else None
     last = dims[-1] if rank >= 2 and (pair or not rows) else None
 
-    def kernel_of(whole: bool) -> Any:
-        src = source(expr, operands, out_t, rank, idx, helpers, rows, whole, steps, last,
-                     any(op in PAIR_IO.get(c.calc, ()) for c in cts))
-        return dev.programs.kernel(inline(src, dev), "map")  # inline: math
+    pairs = any(op in PAIR_IO.get(c.calc, ()) for c in cts)
+
+    def kernel_of(whole: bool, trig: bool = False) -> Any:
+        src = source(expr, operands, out_t, rank, idx, helpers, rows, whole, steps, last, pairs)
+        return dev.programs.kernel(inline(fast(src) if trig else src, dev), "map")  # math
     kernel = kernel_of(whole or split)
     tail = kernel_of(False) if split else None
     consts: list = []
@@ -273,8 +276,14 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     scalars = [None if type(x) is _Array else ct.scalar for x, ct in zip(xs, cts)]
     for k in (kernel, tail) if split else (kernel,):
         typed(k, [None] + [s if s is None else s(0) for s in scalars] + consts)
-    return Plan(kernel, n, shape, out_dtype, scalars, consts,
-                (length, n // length) if rows else None, tail)
+    p = Plan(kernel, n, shape, out_dtype, scalars, consts,
+             (length, n // length) if rows else None, tail)
+    if idx == "int" and trig_eligible(dev, op, operands, rank):  # see complex_trig
+        fix = dev.programs.kernel(inline(fix_source(expr, operands[0][1], out_t, helpers, pairs),
+                                         dev), "fix")
+        quick = typed(kernel_of(True, trig=True), [None, None])
+        return TrigPlan(Plan(quick, n, shape, out_dtype, scalars, consts), p, fix, n)
+    return p
 
 
 def _key(x: Any) -> Any:
