@@ -30,8 +30,8 @@ from ...errors import DTypeError
 from ...ops.ufuncs import BY_NAME
 from .cltypes import CLType
 
-#: Real helpers for ``float`` beyond the shared ones (``_REAL``): log|z| and the square root's
-#: modulus, on x, y scaled by a power of two (no overflow).
+#: Real helpers for ``float`` beyond the shared ones (``_REAL``): log|z|, the square root's
+#: modulus and the sign, on x, y scaled by a power of two (no overflow).
 _REAL_FLOAT = """
 // |x|, |y| scaled by a power of two near 1 / max(|x|, |y|) (exact): no overflow, no division;
 // r_scale: the exponent bits of that power's inverse (operators only: pocl calls max, clamp)
@@ -54,6 +54,17 @@ NNA_CINL R r_sqrtmod_C(R x, R y) {
   const R h = (isinf(x) | isinf(y)) ? (R)INFINITY : NNA_SQRT(xs * xs + ys * ys);
   const R t = NNA_SQRT((R)0.5 * fabs(xs) + (R)0.5 * h);
   return t * as_float((uint)(127 + k / 2) << 23);
+}
+// x / |z| and y / |z| (*im) as xs / |zs|, ys / |zs| on x, y scaled as above (a subnormal z's
+// modulus no longer rounds, nor its inverse overflow); 0 for 0, (x 0, y 0) where a part
+// is infinite (as x / |z|)
+NNA_CINL R r_sign_C(R x, R y, R *im) {
+  const uint e = r_scale_C(x, y);
+  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s;
+  const R q = (R)1 / NNA_SQRT(xs * xs + ys * ys);
+  const int inf = isinf(x) | isinf(y), zero = (x == 0) & (y == 0);
+  *im = zero ? (R)0 : (inf ? y * (R)0 : ys * q);
+  return zero ? (R)0 : (inf ? x * (R)0 : xs * q);
 }
 // sinh x, cosh x (*c) and 1 / e^|x| (*ie) from one float exp, h = e^(|x|/2): e^|x| / 2 as
 // (h / 2) h stays finite where cosh does (e^|x| itself overflows past 88.7); the series
@@ -79,6 +90,11 @@ NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keep
   const int tiny = (fabs(x) < 0x1p-900) & (fabs(y) < 0x1p-900);
   const R sc = tiny ? 0x1p600 : 1.0, xs = x * sc;
   return NNA_SQRT(0.5 * fabs(xs) + hypot(0.5 * xs, 0.5 * y * sc)) * (tiny ? 0x1p-300 : 1.0);
+}
+NNA_CINL R r_sign_C(R x, R y, R *im) {
+  const R r = hypot(x, y), q = (R)1 / r;
+  *im = r == 0 ? (R)0 : y * q;
+  return r == 0 ? (R)0 : x * q;
 }
 """
 
@@ -256,8 +272,9 @@ NNA_CINL C c_acos_C(C z) {
 }
 NNA_CINL C c_atan_C(C z) { const C t = c_atanh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
 NNA_CINL C c_sign_C(C a) {
-  const R r = r_hypot_C(a.x, a.y), q = (R)1 / r, x = a.x * q, y = a.y * q;
-  return (C)(r == 0 ? (R)0 : x, r == 0 ? (R)0 : y);
+  R im;
+  const R re = r_sign_C(a.x, a.y, &im);
+  return (C)(re, im);
 }
 """
 
