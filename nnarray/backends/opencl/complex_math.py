@@ -283,11 +283,13 @@ NNA_CINL C c_sign_C(C a) {
 #: not 4: abs 0.55 -> 0.35 ms, sign 1.08 -> 0.71, sqrt 2.1 -> 1.17, tanh 9.4 -> 6.6, tan
 #: 8.9 -> 6.7, atan and atanh 15 -> 12.5, div 1.0 -> 0.73 (its pairs picked by masks,
 #: ``r_pick``), exp 5.1 -> 4.7 (see its ``y - y``), with ``complex_trig``'s fast path sin,
-#: cos, sinh, cosh 4.2 -> 2.9, expm1 8.1 -> 6.5; others did not vectorize that way (log
-#: 4.5 -> 33, pow 14 -> 58). complex128
+#: cos, sinh, cosh 4.2 -> 2.9, expm1 8.1 -> 6.5, log 4.7 -> 4.3, log2 and log10 5.7 -> 4.1
+#: (atan2's |y| by a select, see ``inline_math``); others did not vectorize that way (log1p
+#: 8 -> 43, pow 14 -> 58). complex128
 #: abs vectorizes at all (2.7 -> 1.0 ms); its others did not (the double builtins).
 PAIR_IO = {"float2": frozenset({"abs", "complex_abs", "sign", "sqrt", "tanh", "tan", "atan",
-                                "atanh", "div", "exp", "sin", "cos", "sinh", "cosh", "expm1"}),
+                                "atanh", "div", "exp", "sin", "cos", "sinh", "cosh", "expm1",
+                                "log", "log2", "log10"}),
            "double2": frozenset({"abs", "complex_abs"})}
 
 #: Rows whose complex expression is an operator on ``float2``: a vector instruction, which

@@ -390,7 +390,9 @@ _ATAN_P = ("-0.3333333333150554", "0.19999998944179312", "-0.14285614325364676",
 #: atan2 in double of float operands that are not nan (the quadrant from the sign bits).
 _ATAN2_D = """
 static inline __attribute__((always_inline)) double nna_atan2_d(double y, double x) {
-  const double ax = NNA_ABS_D(x), ay = NNA_ABS_D(y);
+  /* |y| by a select, |x| by a mask: two like operations on a complex number's parts were
+     paired into one vector operation, which stopped pocl's vectorizer (complex log) */
+  const double ax = NNA_ABS_D(x), ay = y < 0.0 ? -y : y;
   const int sw = ay > ax;
   /* s = n / d in [0, 1]; the swap by masks: two selects of the pair made LLVM select a
      {double, double} pair, which stopped pocl's vectorizer (atan2 4x slower) */
