@@ -11,7 +11,8 @@ in the style of Cephes/SLEEF: range reduction, a polynomial, selects instead of 
 - ``exp``, ``log``, ``tanh``, ``sigmoid`` compute in float (Cephes/SLEEF coefficients);
 - ``sin``, ``cos`` and ``sincos`` (both from one reduction) reduce ``x / pi`` exactly for
   every float (Payne-Hanek in double, the bits of 1/pi cut by shifts: no table, no branch)
-  and evaluate one polynomial of ``sin(pi t)`` in double;
+  and evaluate one polynomial of ``sin(pi t)`` in double; ``sincos_fast`` (complex64
+  functions, ``complex_trig``) reduces by Cody-Waite, exact for |x| <= 2^20 only;
 - ``erf``, ``erfc`` and ``pow`` compute in double (``pow`` as ``exp2(y * log2|x|)`` with
   the C99 special cases), then round once to float; so do ``tan``, the inverse
   trigonometric and the (inverse) hyperbolic functions, ``log1p``, ``expm1``, ``log2``,
