@@ -305,7 +305,8 @@ class OpenCLDevice(Device):
         self.acquire()  # rather than ``with``: a benchmark step synchronizes every call
         try:
             self.queue.finish()
-            self._trim()
+            if self.pool.managed_bytes > self.max_cached:  # ``_trim``'s first test inline
+                self._trim()
             if self._err_ops:
                 self._check_errors()
         finally:
