@@ -416,7 +416,7 @@ def _register_unary(name: str) -> None:
 
     @register_kernel(name, "opencl")
     def kernel(x, out=None):
-        dev = device_of(x)
+        dev = _by_queue[id(x.queue)]  # ``device_of``, inline
         key = (name, x.dtype, x.shape, None if out is None else out.dtype)
         p = dev.plans.get(key)
         if p is None:
