@@ -272,3 +272,18 @@ def test_recompute_mode_is_checked() -> None:
     with pytest.raises(ValueError, match="recompute must be one of"):
         with grad.fusion_enabled(True, recompute="some"):
             pass
+
+
+def test_backward_over_data_saved_otherwise_raises(backend: str) -> None:
+    """A backward expecting saved data a forward left to be recomputed (its plan lost the
+    record: here cleared by hand) raises ``GraphError`` naming the node, before any
+    gradient is delivered."""
+    xn = _x((8, 4))
+    x, y = _chain(xn)
+    y.forward()
+    if grad.schedule_of(y).recompute is None:
+        return  # nothing left to backward (numpy)
+    grad.executor.plan_of(y).recompute = None
+    with pytest.raises(grad.GraphError, match="holds no saved data"):
+        y.backward(nna.NdArray.from_numpy_array(np.ones_like(xn)))
+    assert np.all(x.g == 0)

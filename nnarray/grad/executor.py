@@ -218,7 +218,16 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
     if s is None or s.ctx is not ctx or s.fused != fuse.mode():
         s = prog.schedule = schedule.backward(prog, ctx)
         s.fused = fuse.mode()
-    s.replay(nodes, seed, clear_buffer, more_seeds)
+    try:
+        s.replay(nodes, seed, clear_buffer, more_seeds)
+    except (IndexError, TypeError, AttributeError) as e:
+        n = recompute.unsaved(prog, nodes)
+        if n is None:
+            raise
+        raise GraphError(f"backward: {n.label} ({n.name}) holds no saved data where this "
+                         "graph's last forward saved it: a forward of a part of the graph "
+                         "since left it to be recomputed; run forward() on this output "
+                         "again") from e
 
 
 def schedule_of(v: Variable, backward: bool = False) -> schedule.Schedule:

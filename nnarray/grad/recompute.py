@@ -156,6 +156,17 @@ def _derive(prog: Any, nodes: list, r: Recomputed) -> Any:
     return d
 
 
+def unsaved(prog: Any, nodes: list) -> Any:
+    """The first node a (derived) program reads saved data of that it does not hold
+    (another forward over it saved less since), else ``None``."""
+    for _, k, i in prog.binds:
+        n = nodes[k]
+        saved, j = (n.saved_inputs, i) if i >= 0 else (n.saved_outputs, -1 - i)
+        if saved is None or len(saved) <= j or saved[j] is None:
+            return n
+    return None
+
+
 def _again(n: Any, k: int, key: Any, made: dict) -> Node:
     """Forward node ``n`` (position ``k``) recorded again on the program's values: its
     inputs from ``made`` (by ``key``), its outputs added there."""
