@@ -77,21 +77,29 @@ def chain_by_hand(x: np.ndarray, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 @pytest.mark.benchmark(group=CHAIN)
-def test_chain_nnarray_static(benchmark, backend):
+@pytest.mark.parametrize("recompute", ["auto", "all"])
+def test_chain_nnarray_static(benchmark, backend, recompute):
+    """The static graph; ``all``: backward recomputes ``tanh`` and ``sigmoid`` from
+    ``x`` instead of the forward saving them, on any device that fuses (``auto``, the
+    default, does so on GPUs only: docs/graphs.md *Recomputation in backward*)."""
     grad = require("nnarray.grad", "Variable")
+    if recompute == "all" and backend.name.split(":")[0] not in ("opencl", "cuda"):
+        pytest.skip("recomputation needs fusion (OpenCL, CUDA)")
     xn, dyn = _chain_inputs(benchmark)
-    x = grad.Variable.from_numpy_array(xn, need_grad=True)
-    dy = nna.NdArray.from_numpy_array(dyn)
-    y = F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x
+    with grad.fusion_enabled(grad.fuse.enabled(), recompute=recompute):
+        x = grad.Variable.from_numpy_array(xn, need_grad=True)
+        dy = nna.NdArray.from_numpy_array(dyn)
+        y = F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x
 
-    def step():
-        y.forward()
-        x.grad.zero()
-        y.backward(dy)
-        return y, x.grad
+        def step():
+            y.forward()
+            x.grad.zero()
+            y.backward(dy)
+            return y, x.grad
 
-    measure(benchmark, backend, step, variant="static graph",
-            check=expect(*chain_by_hand(xn, dyn), rtol=1e-4, atol=1e-5))
+        measure(benchmark, backend, step,
+                variant="static graph" + (" · recompute all" if recompute == "all" else ""),
+                check=expect(*chain_by_hand(xn, dyn), rtol=1e-4, atol=1e-5))
 
 
 @pytest.mark.benchmark(group=CHAIN)

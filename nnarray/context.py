@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from . import late
 from .errors import BackendError, DeviceMismatchError
@@ -99,6 +99,9 @@ def _from_environment() -> Context:
 
 _default = _from_environment()
 _current: contextvars.ContextVar[Context] = contextvars.ContextVar("nnarray_context")
+#: ``scope_var.get(None)``: the innermost ``context_scope``'s Context, else ``None``; what
+#: ``dispatch_context`` answers first (the elementwise fast paths read it inline).
+scope_var = _current
 
 #: Whether the user chose a default context (``NNARRAY_CONTEXT``, ``set_default_context``).
 _chosen = bool(os.environ.get("NNARRAY_CONTEXT", "").strip())
@@ -222,20 +225,21 @@ def context_scope(ctx: Context | str) -> Iterator[Context]:
         _current.reset(token)
 
 
-#: ``id(context) -> its device``, for ``device_synchronize`` (a benchmark loop calls it
-#: per step: the import and the device lookup cost 0.4 us of a 6 us tiny add on OpenCL,
-#: the context's Python ``__hash__`` 0.1 more; contexts are interned, so ids stay theirs)
-_sync_devices: dict[int, object] = {}
+#: ``id(context) -> its device's bound synchronize``, for ``device_synchronize`` (a
+#: benchmark loop calls it per step: the import and the device lookup cost 0.4 us of a 6
+#: us tiny add on OpenCL, the context's Python ``__hash__`` 0.1 more; contexts are
+#: interned, so ids stay theirs)
+_sync_fns: dict[int, Callable[[], None]] = {}
 
 
 def device_synchronize(ctx: Context | str | None = None) -> None:
     """Wait for all queued work on the context's device."""
     ctx = _current.get(_default) if ctx is None else as_context(ctx)
-    dev = _sync_devices.get(id(ctx))
-    if dev is None:
+    sync = _sync_fns.get(id(ctx))
+    if sync is None:
         from . import backends
-        dev = _sync_devices[id(ctx)] = backends.get_device(ctx.backend, ctx.device_id)
-    dev.synchronize()
+        sync = _sync_fns[id(ctx)] = backends.get_device(ctx.backend, ctx.device_id).synchronize
+    sync()
 
 
 late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

@@ -26,6 +26,9 @@ class Device:
     #: The DLPack device type naming this device in ``__dlpack_device__`` where its
     #: buffers have no DLPack form (``None``: ``dlpack_types[0]``, else kDLCPU).
     dlpack_kind: int | None = None
+    #: Its buffers are host memory (a CPU device): its elementwise kernels are bound by
+    #: compute rather than memory (what a fused backward recomputes follows it).
+    host_memory: bool = False
 
     def __init__(self, device_id: int = 0) -> None:
         self.device_id = device_id

@@ -433,11 +433,11 @@ def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None,
                 y = b._copies.get(dev)
                 if y is None:
                     y = b._sync(dev, False)
-                r = uf(x, y) if x.size < limit and meta[0] else fn(x, y)
+                r = uf(x, y) if limit and x.size < limit and meta[0] else fn(x, y)
             elif b is None:
-                r = uf(x) if x.size < limit and meta[0] else fn(x)
+                r = uf(x) if limit and x.size < limit and meta[0] else fn(x)
             else:
-                r = uf(x, b) if x.size < limit and meta[0] else fn(x, b)
+                r = uf(x, b) if limit and x.size < limit and meta[0] else fn(x, b)
         except OutOfMemoryError as e:
             raise naming(op, e) from e
         except MemoryError as e:  # the array library's own (CuPy's OutOfMemoryError)

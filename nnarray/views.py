@@ -275,16 +275,22 @@ def _basic(i: Any, key: Any, shape: tuple[int, ...]) -> Any:
                          f"{key!r} (shape {shape})") from None
 
 
+#: numpy >= 2.1: ``reshape(copy=False)`` refuses to copy
+_RESHAPE_COPY = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+
+
 def reshape(a: Any, shape: tuple[int, ...]) -> Any | None:
     """``a`` reshaped to ``shape`` (already checked) as a view, or ``None`` where numpy
     would copy (the layout does not allow it)."""
     def fn(p: np.ndarray) -> np.ndarray:
-        q = p.view()
+        if _RESHAPE_COPY:  # raises ValueError where a copy would be needed
+            return np.reshape(p, shape, copy=False)
+        q = p.view()  # numpy 2.0 (setting ``shape`` is deprecated from 2.5)
         q.shape = shape  # raises AttributeError where a copy would be needed
         return q
     try:
         return derive(a, fn)
-    except AttributeError:
+    except (AttributeError, ValueError):
         return None
 
 

@@ -5,7 +5,8 @@ The engine, by concept, each importing only what is listed before it: ``node``
 (function applications), ``variable`` (graph values, with define-by-run's per-op hot
 path for two-operand ops; reaches the engine modules through ``nnarray.late`` slots),
 ``planner``, ``schedule`` (the one step list every graph run executes: its interpreter
-and code generator), ``fuse`` (the fusion pass over schedules), ``executor`` (plans;
+and code generator), ``recompute`` (what a fused forward leaves to backward to compute
+again), ``fuse`` (the fusion pass over schedules), ``executor`` (plans;
 static forward and program replay as schedules), ``recording`` (graph building),
 ``program`` (tracing a backward pass), ``backward``; above them graphs as objects:
 ``rebuild`` (nodes recorded again on new inputs), ``graph`` (the ``Graph`` view), ``bind``
@@ -19,7 +20,7 @@ from ..errors import GraphError
 from . import backward, bind, executor, graph_json, node, program, recording, schedule, variable  # noqa: F401
 from .bind import Executor
 from .dot import to_dot
-from .executor import print_schedule, schedule_of
+from .executor import print_schedule, saved_arrays, schedule_of
 from .fuse import fusion_enabled
 from .gradcheck import gradcheck
 from .graph import Graph, register_function
@@ -30,4 +31,5 @@ from .variable import Variable
 
 __all__ = ["Executor", "Graph", "GraphError", "PythonFunction", "Variable", "auto_forward",
            "fusion_enabled", "gradcheck", "is_auto_forward", "name_scope", "no_grad",
-           "print_schedule", "register_function", "reset_names", "schedule_of", "to_dot"]
+           "print_schedule", "register_function", "reset_names", "saved_arrays", "schedule_of",
+           "to_dot"]

@@ -89,7 +89,7 @@ def _run(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool,
         else:
             prog = _cached_program(root, plan)
     if prog is not None:
-        executor.replay(prog, plan.order, g, ctx, clear_buffer)
+        executor.replay(prog, plan.order, g, ctx, clear_buffer, (), plan.recompute)
         root._grad = g
         if clear_buffer:
             for n in plan.order:

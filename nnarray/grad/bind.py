@@ -198,7 +198,8 @@ class Executor:
                     g.zero()
                 v._grad = g
         try:
-            replay(prog, self._order, seeds[0], self.ctx, True, seeds[1:])
+            replay(prog, self._order, seeds[0], self.ctx, True, seeds[1:],
+                   self._runs[True][2].recompute)
         finally:
             for v, old in kept:
                 v._grad = old

@@ -17,7 +17,7 @@ from .. import context as _context
 from .. import dtypes, late
 from ..errors import GraphError
 from ..ndarray import NdArray
-from . import fuse, schedule
+from . import fuse, recompute, schedule
 from .planner import forward_releases
 from .variable import Variable
 
@@ -35,7 +35,7 @@ class Plan:
     """Everything about one output's graph that does not change between iterations."""
 
     __slots__ = ("generation", "root", "order", "_release", "bwd", "program", "schedules",
-                 "leaves", "__weakref__")
+                 "leaves", "recompute", "__weakref__")
 
     def __init__(self, root: Variable) -> None:
         self.generation = _generation
@@ -47,6 +47,9 @@ class Plan:
         #: ``{(context, clear_buffer): forward Schedule}``
         self.schedules: dict = {}
         self.leaves: Any = None  # [(leaf, shape)] checked before each static forward
+        #: What the last forward run left to backward to recompute (its schedule's
+        #: ``recompute``): the replay derives its program for it.
+        self.recompute: Any = None
 
     @property
     def release(self) -> list:
@@ -166,7 +169,11 @@ def _checked_leaves(order: list) -> list:
 def plan_of(root: Variable) -> Plan:
     p = root._plan
     if p is None or p.generation != _generation:
-        p = root._plan = Plan(root)
+        old, p = p, Plan(root)
+        root._plan = p
+        if old is not None and len(old.order) == len(p.order) and \
+                all(a is b for a, b in zip(old.order, p.order)):
+            p.recompute = old.recompute  # what its nodes saved when it last ran
     return p
 
 
@@ -181,7 +188,9 @@ def forward(root: Variable, clear_buffer: bool = False) -> None:
             raise GraphError(f"forward: an input of the graph changed shape from {shape} to "
                              f"{v.shape} (reset_shape) after the graph was built; build the "
                              "graph again, or bind the new shape with grad.Graph(...).bind")
-    forward_schedule(plan, _context.get_current_context(), clear_buffer).run(root)
+    s = forward_schedule(plan, _context.get_current_context(), clear_buffer)
+    s.run(root)
+    plan.recompute = s.recompute
 
 
 def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedule.Schedule:
@@ -189,24 +198,36 @@ def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedu
     ``clear_buffer``, each intermediate freed after its last consumer)."""
     key = (ctx, clear_buffer)
     s = plan.schedules.get(key)
-    if s is None or s.fused != fuse.enabled():
+    if s is None or s.fused != fuse.mode():
         s = plan.schedules[key] = schedule.forward(plan.order, ctx, True,
                                                     plan.release if clear_buffer else None,
                                                     plan.root)
-        s.fused = fuse.enabled()
+        s.fused = fuse.mode()
     return s
 
 
 def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
-           more_seeds: Any = ()) -> None:
+           more_seeds: Any = (), recomputed: Any = None) -> None:
     """Run a traced program, as its schedule for ``ctx``, on the graph whose forward
     order is ``nodes`` (``more_seeds``: the output gradients of a program traced from
-    several roots, after the first)."""
+    several roots, after the first; ``recomputed``: what the forward that ran left to
+    backward to recompute, its ``Schedule.recompute``)."""
+    if recomputed is not None:
+        prog = recompute.derive(prog, nodes, recomputed)
     s = prog.schedule
-    if s is None or s.ctx is not ctx or s.fused != fuse.enabled():
+    if s is None or s.ctx is not ctx or s.fused != fuse.mode():
         s = prog.schedule = schedule.backward(prog, ctx)
-        s.fused = fuse.enabled()
-    s.replay(nodes, seed, clear_buffer, more_seeds)
+        s.fused = fuse.mode()
+    try:
+        s.replay(nodes, seed, clear_buffer, more_seeds)
+    except (IndexError, TypeError, AttributeError) as e:
+        n = recompute.unsaved(prog, nodes)
+        if n is None:
+            raise
+        raise GraphError(f"backward: {n.label} ({n.name}) holds no saved data where this "
+                         "graph's last forward saved it: a forward of a part of the graph "
+                         "since left it to be recomputed; run forward() on this output "
+                         "again") from e
 
 
 def schedule_of(v: Variable, backward: bool = False) -> schedule.Schedule:
@@ -216,11 +237,25 @@ def schedule_of(v: Variable, backward: bool = False) -> schedule.Schedule:
     plan = plan_of(v)
     if not backward:
         return forward_schedule(plan, _context.get_current_context())
-    s = plan.program.schedule if plan.program is not None else None
+    prog = plan.program
+    if prog is not None and plan.recompute is not None:
+        prog = prog.derived.get(plan.recompute)
+    s = prog.schedule if prog is not None else None
     if s is None:
         raise GraphError("schedule_of: no backward program of this graph ran yet (call "
                          "backward() on it first)")
     return s
+
+
+def saved_arrays(v: Variable) -> list[NdArray]:
+    """The distinct arrays the graph behind ``v`` keeps for its backward pass now (what
+    its nodes saved when it last ran forward; less where backward recomputes values)."""
+    out: dict[int, NdArray] = {}
+    for n in plan_of(v).order:
+        for d in (*(n.saved_inputs or ()), *(n.saved_outputs or ())):
+            if isinstance(d, NdArray):
+                out.setdefault(id(d), d)
+    return list(out.values())
 
 
 def print_schedule(v: Variable, backward: bool = False, source: bool = False) -> None:

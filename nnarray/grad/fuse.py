@@ -7,11 +7,19 @@ every traced backward replay get it) hands a schedule's steps to the pure groupi
 values that must be written (``materialize``: the graph's outputs, what a backward rule
 retains, what a step outside the group reads, a backward program's gradients, an
 intermediate Variable a user holds). The rest stay in registers and their Variables get
-no data. Only devices whose backend generates kernels fuse (``fusion.FUSING_BACKENDS``):
-on numpy the schedule is left as it is.
+no data. A forward that saves for backward first leaves to backward the retained values
+it can recompute (``recompute.py``): those are no longer written either, and backward's
+first group computes them again from what is saved instead. Only devices whose backend
+generates kernels fuse (``fusion.FUSING_BACKENDS``): on numpy the schedule is left as it
+is.
 
 ``fusion_enabled(False)`` (a context manager; ``NNARRAY_FUSION=0`` in the environment)
-builds schedules without it, for comparisons.
+builds schedules without it, for comparisons. What backward recomputes follows
+``fusion_enabled(recompute=...)`` (``NNARRAY_RECOMPUTE``): ``"auto"`` (the default) any
+cheap value on a device whose memory is not the host's (a GPU: memory bounds its
+elementwise kernels), only values computed by arithmetic on one whose memory is (a CPU:
+there ``tanh`` or ``exp`` computed again costs more than the memory traffic it saves);
+``"all"`` any cheap value everywhere; ``"off"`` none.
 """
 
 from __future__ import annotations
@@ -28,10 +36,13 @@ import numpy as np
 from ..ndarray import NdArray
 from ..ops.fused import Meta, evaluate_types, fused_elementwise, reduction
 from ..registry import dispatch
-from . import fusion, schedule
+from . import fusion, recompute, schedule
 from .variable import Variable
 
-_state = {"on": os.environ.get("NNARRAY_FUSION", "1") not in ("0", "", "off")}
+RECOMPUTE = ("auto", "all", "off")
+_env = os.environ.get("NNARRAY_RECOMPUTE", "auto")
+_state = {"on": os.environ.get("NNARRAY_FUSION", "1") not in ("0", "", "off"),
+          "recompute": "off" if _env in ("0", "") else _env if _env in RECOMPUTE else "auto"}
 _PY_SCALARS = (bool, int, float)
 
 
@@ -40,17 +51,38 @@ def enabled() -> bool:
     return _state["on"]
 
 
+def mode() -> tuple[bool, str]:
+    """What schedules built now depend on: whether they fuse, what backward recomputes
+    (a schedule built under another mode is built again)."""
+    return _state["on"], _state["recompute"]
+
+
 @contextmanager
-def fusion_enabled(on: bool = True) -> Iterator[None]:
-    """Build the schedules of graphs run inside with (``on``) or without fusion; a
-    schedule built before keeps how it was built, except a static graph's and a traced
-    backward's, which are built again when this differs (``Variable.forward``,
+def fusion_enabled(on: bool = True, recompute: str | None = None) -> Iterator[None]:
+    """Build the schedules of graphs run inside with (``on``) or without fusion, and
+    with what backward ``recompute``s (``"auto"``, ``"all"``, ``"off"``; ``None``: as
+    before); a schedule built before keeps how it was built, except a static graph's and
+    a traced backward's, which are built again when this differs (``Variable.forward``,
     ``backward``)."""
-    prev, _state["on"] = _state["on"], bool(on)
+    if recompute is not None and recompute not in RECOMPUTE:
+        raise ValueError(f"fusion_enabled: recompute must be one of {RECOMPUTE}, "
+                         f"got {recompute!r}")
+    prev = dict(_state)
+    _state["on"] = bool(on)
+    if recompute is not None:
+        _state["recompute"] = recompute
     try:
         yield
     finally:
-        _state["on"] = prev
+        _state.update(prev)
+
+
+def _recomputable(step: fusion.Step) -> bool:
+    """Whether backward may compute ``step`` again (``fusion_enabled(recompute=...)``)."""
+    if not fusion.fusable(step) or _state["recompute"] == "off":
+        return False
+    return _state["recompute"] == "all" or fusion.arithmetic(step) or \
+        not getattr(step.device, "host_memory", False)
 
 
 class FusedNode:
@@ -131,13 +163,24 @@ class FusedNode:
 # -- the pass -------------------------------------------------------------------------------
 def fuse(sched: Any) -> None:
     """Replace each fusable group of ``sched``'s steps by one fused step (nothing on a
-    backend that does not fuse, or while ``fusion_enabled(False)``)."""
+    backend that does not fuse, or while ``fusion_enabled(False)``); a forward that saves
+    for backward leaves to backward what it can recompute (``recompute.plan``)."""
     if not enabled() or sched.ctx.backend not in fusion.FUSING_BACKENDS:
         return
     steps = sched.steps
     vals: dict[int, Any] = {}
     desc = [_describe(st, sched.ctx, vals) for st in steps]
-    groups = fusion.groups(desc, _materialize(sched, vals), can_reduce=_reduces)
+    if sched.kind == "backward":
+        groups = fusion.groups(desc, _results(sched), can_reduce=_reduces)
+    else:
+        written = _written(sched, vals)
+        retained = _retained(steps)
+        groups = fusion.groups(desc, written | retained, can_reduce=_reduces)
+        if sched.save and groups and _state["recompute"] != "off":
+            sched.recompute = recompute.plan(steps, desc, groups, retained, written,
+                                             _recomputable)
+            if sched.recompute is not None:
+                groups = fusion.groups(desc, written | _retained(steps), can_reduce=_reduces)
     if not groups:
         return
     made = {}
@@ -196,25 +239,30 @@ def _describe(st: Any, ctx: Any, vals: dict) -> fusion.Step:
                        tuple(st.metas), dev, dict(st.attrs or {}))
 
 
-def _materialize(sched: Any, vals: dict) -> set:
-    """The value ids a fused step must write whatever reads them."""
+def _results(sched: Any) -> set:
+    """The value ids a backward schedule's fused steps must write: its gradients."""
+    prog = sched.prog
+    return {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter}
+
+
+def _retained(steps: list) -> set:
+    """The ids of the values (arrays) a forward's steps retain for backward."""
     keep: set = set()
-    if sched.kind == "backward":
-        prog = sched.prog
-        keep |= {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter}
-        return keep
-    root = sched.root() if sched.root is not None else None
-    if root is not None:
-        keep.add(id(root))
-    freed = set()
-    for st in sched.steps:
-        freed.update(id(a) for a in st.free if not isinstance(a, int))
+    for st in steps:
         if st.retain is not None:
             ri, ro = st.retain
-            keep.update(id(st.inputs[i]) for i in ri)
+            keep.update(id(st.inputs[i]) for i in ri
+                        if isinstance(st.inputs[i], (Variable, NdArray)))
             keep.update(id(st.outs[j]()) for j in ro if st.outs[j]() is not None)
-    keep |= _held(sched, vals, freed)
     return keep
+
+
+def _written(sched: Any, vals: dict) -> set:
+    """The value ids a forward's fused steps must write whatever reads them: the graph's
+    output and the Variables held outside it."""
+    root = sched.root() if sched.root is not None else None
+    freed = {id(a) for st in sched.steps for a in st.free if not isinstance(a, int)}
+    return ({id(root)} if root is not None else set()) | _held(sched, vals, freed)
 
 
 def _held(sched: Any, vals: dict, freed: set) -> set:

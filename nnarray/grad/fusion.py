@@ -7,7 +7,9 @@ returns the maximal groups, each with its ``fused_elementwise`` program (``ops.f
 its external inputs and the values it must write. The caller replaces a group's steps by
 one ``fused_elementwise`` step at ``Group.position`` (its last step's place).
 ``recompute(steps, retained)`` says which values a forward keeps for backward are better
-recomputed by backward (its steps run again at backward's head and fuse there).
+recomputed by backward (its steps run again at backward's head and fuse there);
+``arithmetic(step)`` whether a step calls no math function (what is cheap to recompute
+where compute, not memory, bounds an elementwise kernel: a CPU).
 
 Rules:
 
@@ -30,6 +32,7 @@ Rules:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,6 +115,26 @@ def fusable(step: Step) -> bool:
     if row is None or row.c is None or len(step.inputs) != row.arity:
         return False
     return not (step.op == "pow" and np.dtype(step.metas[0][1]).kind != "f")
+
+
+#: Calls in a C expression that cost about as much as arithmetic.
+CHEAP_CALLS = frozenset({"max", "min", "fmax", "fmin", "fabs", "abs", "copysign", "isnan",
+                         "isinf", "isfinite", "signbit", "floor", "ceil", "trunc", "rint",
+                         "round", "select"})
+_CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
+
+
+def arithmetic(step: Step) -> bool:
+    """Whether fusable ``step`` computes with arithmetic alone: a cast, broadcast,
+    ``where``, or a row whose C expression calls nothing but ``CHEAP_CALLS`` (``add``,
+    ``mul``, ``maximum`` are; ``tanh``, ``sigmoid``, ``exp``, ``sqrt``, ``pow`` are not)."""
+    if step.op in (_fused.CAST, _fused.BROADCAST, _fused.WHERE):
+        return True
+    row = BY_NAME.get(step.op)
+    c = None if row is None else row.c
+    if callable(c):
+        c = c(np.dtype(step.metas[0][1]))
+    return isinstance(c, str) and set(_CALL.findall(c)) <= CHEAP_CALLS
 
 
 def reducible(step: Step) -> bool:
@@ -253,24 +276,33 @@ class Recompute:
 
 
 def recompute(steps: Sequence[Step], retained: Collection[Hashable], max_steps: int = 16,
-              can_fuse: Callable[[Step], bool] = fusable) -> Recompute:
+              can_fuse: Callable[[Step], bool] = fusable,
+              only: Collection[Hashable] | None = None) -> Recompute:
     """Which ``retained`` values (kept by a forward ``steps`` for backward) are cheaper
-    recomputed: each one that fusable steps on its device, of its shape, compute from
-    values not made that way, in at most ``max_steps`` steps. Taken only when keeping
-    their sources instead keeps no more values than ``retained`` (the chain's ``t`` and
-    ``s`` become its ``x``); otherwise nothing is."""
+    recomputed: each one (of ``only``, if given) that fusable steps on its device, of its
+    shape, compute from values not made that way, in at most ``max_steps`` steps, and that
+    no other such value needs as a source. Taken only when keeping their sources instead
+    keeps no more values than ``retained`` (the chain's ``t`` and ``s`` become its
+    ``x``); otherwise nothing is."""
     producer = {v: k for k, s in enumerate(steps) for v in s.outputs}
-    values, cone_all, needs = set(), set(), set()
+    cones = {}
     for v in retained:
-        cone, srcs = _cone(steps, producer, v, can_fuse, max_steps)
-        if cone:
-            values.add(v)
-            cone_all |= cone
-            needs |= srcs
-    kept = (set(retained) - values) | needs
-    if not values or len(kept) > len(set(retained)):
+        if only is None or v in only:
+            cone, srcs = _cone(steps, producer, v, can_fuse, max_steps)
+            if cone:
+                cones[v] = (cone, srcs)
+    while True:  # a value another one is recomputed from stays kept
+        needs = set().union(*(s for _, s in cones.values()))
+        clash = needs & cones.keys()
+        if not clash:
+            break
+        for v in clash:
+            del cones[v]
+    kept = (set(retained) - cones.keys()) | needs
+    if not cones or len(kept) > len(set(retained)):
         return Recompute(frozenset(), (), frozenset())
-    return Recompute(frozenset(values), tuple(sorted(cone_all)), frozenset(needs))
+    steps_ = set().union(*(c for c, _ in cones.values()))
+    return Recompute(frozenset(cones), tuple(sorted(steps_)), frozenset(needs))
 
 
 def _cone(steps: Sequence[Step], producer: dict, v: Hashable, can_fuse: Callable,

@@ -27,6 +27,15 @@ from ..registry import dispatch
 from .modes import SAVED
 
 
+class _Meta:
+    """A value's shape and dtype, as ``Program.proxy`` reads them."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype: Any) -> None:
+        self.shape, self.dtype = shape, dtype
+
+
 class RuleContext:
     """What a backward rule sees (``ops/backward.py``): ``inputs`` / ``outputs`` are the
     retained values (``None`` where not retained), ``args`` the graph inputs, ``attrs``,
@@ -216,13 +225,14 @@ class Node:
         if gy is None:
             return None
         rule = self.checked_rule()
-        retained = [None] * len(self.inputs) if self.saved_inputs else ()
-        for i in rule.retained_inputs(self.attrs):
+        ri = rule.retained_inputs(self.attrs)
+        retained = [None] * len(self.inputs) if ri else ()
+        for i in ri:
             a = self.inputs[i]
             retained[i] = program.proxy(index, i, a) if isinstance(a, (GraphValue, NdArray)) else a
         outs = [None] * len(self.out_metas) if rule.outputs else ()
-        for j in rule.outputs:
-            outs[j] = program.proxy(index, -1 - j, self.saved_outputs[j])
+        for j in rule.outputs:  # (not saved where the forward left it to be recomputed)
+            outs[j] = program.proxy(index, -1 - j, _Meta(*self.out_metas[j]))
         ctx = RuleContext(retained, outs, self.inputs, self.attrs, need, self.in_meta)
         return rule.fn(ctx, gy)
 

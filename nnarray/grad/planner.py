@@ -39,6 +39,17 @@ def releases(steps: Sequence, releasable: Callable[[Any], bool]) -> list[list]:
     return rel
 
 
+def program_releases(steps: Sequence, binds: Iterable, results: set) -> list[list]:
+    """Per step of a traced backward program: the program Variables (not the gradients
+    it returns, ``results``) it reads for the last time, then the forward node indices
+    whose saved data was bound (``binds``: ``(proxy, node index, slot)``) to them."""
+    bound = {id(v): k for v, k, _ in binds}
+    rel = releases(steps, lambda a: isinstance(a, Variable) and id(a) not in results)
+    for r in rel:
+        r += [bound[id(a)] for a in r if id(a) in bound]
+    return rel
+
+
 def forward_releases(order: Sequence, outputs: Iterable[Variable]) -> list[list]:
     """Per node of a forward ``order``: the intermediate Variables (not ``outputs``, not
     leaves) whose last consumer it is."""

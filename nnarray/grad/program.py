@@ -15,7 +15,7 @@ from .. import functions as F
 from ..ndarray import NdArray
 from ..ops.elementwise import BinaryOp
 from . import modes
-from .planner import releases
+from .planner import program_releases
 from .recording import tape
 from .variable import Variable, _make
 
@@ -25,7 +25,7 @@ class Program:
 
     __slots__ = ("seed", "more_seeds", "binds", "checks", "steps", "leaves", "inter", "release",
                  "inv_proxies", "inv_last", "inv_steps", "schedule", "relocatable",
-                 "__weakref__")
+                 "derived", "held", "__weakref__")
 
     def __init__(self, root: Variable, more_roots: Any = ()) -> None:
         # Forward nodes are named by their index in the plan's order, variables by
@@ -43,6 +43,10 @@ class Program:
         self.inv_last: list[Any] = []
         self.inv_steps: list[tuple[int, Variable, frozenset]] = []
         self.schedule: Any = None  # its Schedule for the context it last replayed in
+        #: ``{recompute.Recomputed: Program}``: this program for forwards that saved less
+        #: (``recompute.derive``); ``held``: the Variables a derived program made.
+        self.derived: dict = {}
+        self.held: list = []
 
     def proxy(self, k: int, i: int, like: Any) -> Variable:
         """A variable bound at replay to node ``k``'s saved input ``i`` (output ``-1-i``)."""
@@ -166,8 +170,4 @@ def _plan_invariants(prog: Program, nodes: list) -> None:
 
 def _plan_release(prog: Program, results: set) -> None:
     """Per step, the program variables (and bound nodes) whose last reader it is."""
-    bound = {id(v): k for v, k, _ in prog.binds}
-    rel = releases(prog.steps, lambda a: isinstance(a, Variable) and id(a) not in results)
-    for r in rel:
-        r += [bound[id(a)] for a in r if id(a) in bound]
-    prog.release = rel
+    prog.release = program_releases(prog.steps, prog.binds, results)

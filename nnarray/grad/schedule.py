@@ -100,7 +100,7 @@ class Schedule:
     stored in the output Variables, ``save``: what backward retains is kept) or
     ``"backward"`` (a traced program: ``prog``, gradients delivered at the end)."""
 
-    __slots__ = ("kind", "ctx", "steps", "save", "prog", "root", "fused", "_closures",
+    __slots__ = ("kind", "ctx", "steps", "save", "prog", "root", "fused", "recompute", "_closures",
                  "_program", "_done", "__weakref__")
 
     def __init__(self, kind: str, ctx: Any, steps: list, save: bool = False,
@@ -109,8 +109,12 @@ class Schedule:
         #: A weak reference to the Variable the generated function gets as ``root`` (the
         #: graph's output: referenced by the code, it would keep its graph alive).
         self.root = root
-        #: Built while fusion was enabled (``grad.fusion_enabled``; set by its builder).
-        self.fused = False
+        #: ``fuse.mode()`` when it was built (``grad.fusion_enabled``; set by its
+        #: builder): whether it fused, what it left to backward to recompute.
+        self.fused: Any = False
+        #: A forward's ``recompute.Recomputed``: what it leaves to backward to compute
+        #: again rather than saving it (set by the fusion pass; ``None``: nothing).
+        self.recompute: Any = None
         self._closures: Any = None
         self._program: Any = None
         self._done = False
@@ -233,6 +237,8 @@ class Schedule:
             if members:
                 line += "  fuses " + " ".join(m[0].name for m in members)
             lines.append(line)
+        if self.recompute is not None:
+            lines.append(f"not saved: {self.recompute}")
         gen = self.program
         lines.append("generated: " + ("yes" if gen is not None else "no (interpreted)"))
         return "\n".join(lines)

@@ -99,29 +99,31 @@ class OpenCLDevice(Device):
         """``empty`` for a caller that holds ``lock``."""
         lay = self._layouts.get((shape, dtype))
         if lay is None:
-            lay = self._layouts[(shape, dtype)] = self._layout(shape, dtype)
-        dt, nbytes, fields = lay
+            lay = self.layout(shape, dtype)
+        return self.new_locked(lay)
+
+    def new_locked(self, layout: tuple) -> Any:
+        """A new array of ``layout`` (``layout()``: kernels' launch plans keep theirs), for
+        a caller that holds ``lock``. The array is an instance of the layout's subclass of
+        ``pyopencl.array.Array`` whose class attributes are every attribute but
+        ``base_data`` and ``events`` (see ``layout``)."""
+        cls, nbytes = layout
         if nbytes >= _BIG:
-            data = self._alloc_big(shape, dt, nbytes)
+            data = self._alloc_big(cls.shape, cls.dtype, nbytes)
         else:
             if nbytes > self._room:
-                self._make_room(shape, dt, nbytes)
+                self._make_room(cls.shape, cls.dtype, nbytes)
             self._room -= nbytes
             try:
                 data = self._alloc(nbytes)
             except Exception as e:  # pyopencl's errors; retried once after releasing caches
-                data = self._alloc_again(shape, dt, nbytes, e)
+                data = self._alloc_again(cls.shape, cls.dtype, nbytes, e)
         used = self.pool.active_bytes
         if used > self.peak:
             self.peak = used
-        # The array's attributes are the layout's, copied from one array that pyopencl's
-        # constructor made (``_layout``): 0.3 us, where even its ``_fast`` path takes 0.8
-        # (and its checked path ~15 us); on a tiny op that is a tenth of the launch.
-        x = _new(self._array)
-        fields = fields.copy()
-        fields["base_data"] = data
-        fields["events"] = []
-        x.__dict__ = fields
+        x = _new(cls)
+        x.base_data = data
+        x.events = []
         return x
 
     def _alloc_big(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> Any:
@@ -206,18 +208,30 @@ class OpenCLDevice(Device):
         """Bytes of free blocks the pool holds (with the rounding of blocks in use)."""
         return self.pool.managed_bytes - self.pool.active_bytes if self.pool.held_blocks else 0
 
-    def _layout(self, shape: tuple[int, ...], dtype: Any) -> tuple:
-        """(dtype, padded bytes, the attributes of an array of this layout but its
-        ``base_data`` and ``events``), from an array that pyopencl's constructor made, so
-        that whatever attributes its version sets are there."""
+    def layout(self, shape: tuple[int, ...], dtype: Any) -> tuple:
+        """(array class, padded bytes) of C-contiguous arrays of ``shape`` and ``dtype``
+        here, made once per layout. The class subclasses ``pyopencl.array.Array`` (every
+        pyopencl routine takes its arrays) and holds as class attributes the attributes
+        that pyopencl's constructor gave one array of this layout, all but ``base_data``
+        and ``events``, whatever its version sets; ``new_locked`` sets only those two.
+        Made and freed, such an array costs 0.2 us on pocl's CPU, one with its own copy
+        of the attributes 0.45 us and pyopencl's ``_fast`` constructor 0.8 (its checked
+        path ~15 us): on a tiny op that is a tenth of the launch."""
         dt = np.dtype(dtype)
+        lay = self._layouts.get((shape, dt))
+        if lay is not None:
+            return lay
         size, strides = _layout(shape, dt.itemsize)
         x = self._array(None, shape, dt, allocator=self.pool, data=_NO_BUFFER,
                         strides=strides, _fast=True, _size=size, _context=self.context,
                         _queue=self.queue)
         fields = dict(x.__dict__)
         del fields["base_data"], fields["events"]
-        return dt, -(-max(size, 1) // self._pad) * self._pad * dt.itemsize, fields
+        fields["__module__"] = self._array.__module__
+        cls = type(self._array.__name__, (self._array,), fields)
+        lay = self._layouts[(shape, dt)] = self._layouts[(shape, dtype)] = (
+            cls, -(-max(size, 1) // self._pad) * self._pad * dt.itemsize)
+        return lay
 
     def full(self, shape: tuple[int, ...], dtype: np.dtype, value: Any) -> Any:
         import pyopencl as cl
@@ -291,7 +305,8 @@ class OpenCLDevice(Device):
         self.acquire()  # rather than ``with``: a benchmark step synchronizes every call
         try:
             self.queue.finish()
-            self._trim()
+            if self.pool.managed_bytes > self.max_cached:  # ``_trim``'s first test inline
+                self._trim()
             if self._err_ops:
                 self._check_errors()
         finally:

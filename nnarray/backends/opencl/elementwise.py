@@ -66,16 +66,17 @@ class Plan:
     (kernels are shared by source) set its own since (``_owner``): pocl copies the
     arguments at each enqueue, so those left as they are stay valid."""
 
-    __slots__ = ("kernel", "n", "shape", "dtype", "scalars", "consts", "grid", "local",
-                 "arrays", "tail", "slots", "packed")
+    __slots__ = ("kernel", "n", "shape", "dtype", "layout", "scalars", "consts", "grid",
+                 "local", "arrays", "tail", "slots", "packed")
 
     def __init__(self, kernel: Any, n: int, shape: tuple[int, ...], dtype: np.dtype,
-                 scalars: list, consts: list, rows: tuple[int, int] | None = None,
-                 tail: Any = None) -> None:
+                 layout: tuple, scalars: list, consts: list,
+                 rows: tuple[int, int] | None = None, tail: Any = None) -> None:
         self.kernel = kernel
         self.n = n
         self.shape = shape
         self.dtype = dtype
+        self.layout = layout  #: the output's (``OpenCLDevice.layout``)
         self.scalars = scalars  #: per operand: None (array) or the numpy scalar type
         self.consts = consts
         if rows is None:
@@ -110,7 +111,7 @@ class Plan:
         dev.acquire()
         try:
             if out is None:
-                out = dev.empty_locked(self.shape, self.dtype)
+                out = dev.new_locked(self.layout)
             if not self.n:
                 return out
             k = self.kernel
@@ -238,7 +239,7 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     out_t = cltype(out_dtype)
     for t in {out_t.dtype, *(c.dtype for c in cts)}:
         dev.check_dtype(t, op)
-    arrays = [x for x in xs if type(x) is _Array]
+    arrays = [x for x in xs if isinstance(x, _Array)]
     n = 1
     for s in shape:
         n *= s
@@ -250,7 +251,7 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
         if not dims:
             dims, strides = (1,), [(0,) for _ in arrays]
         idx = index_type(span(dims, strides))
-    operands = [(type(x) is _Array, cltype(x.dtype) if type(x) is _Array else ct, ct)
+    operands = [(isinstance(x, _Array), cltype(x.dtype) if isinstance(x, _Array) else ct, ct)
                 for x, ct in zip(xs, cts)]
     # rows: of the innermost dimension, or of the last two where the innermost is short
     # (its size then a constant, ``last``)
@@ -273,25 +274,26 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     if rank:
         t = np.int32 if idx == "int" else np.int64
         consts = [t(n)] + (index_args(dims, strides, idx) if rank > 1 or arrays else [])
-    scalars = [None if type(x) is _Array else ct.scalar for x, ct in zip(xs, cts)]
+    scalars = [None if isinstance(x, _Array) else ct.scalar for x, ct in zip(xs, cts)]
     for k in (kernel, tail) if split else (kernel,):
         typed(k, [None] + [s if s is None else s(0) for s in scalars] + consts)
-    p = Plan(kernel, n, shape, out_dtype, scalars, consts,
+    layout = dev.layout(shape, out_dtype)
+    p = Plan(kernel, n, shape, out_dtype, layout, scalars, consts,
              (length, n // length) if rows else None, tail)
     if idx == "int" and trig_eligible(dev, op, operands, rank):  # see complex_trig
         fix = dev.programs.kernel(inline(fix_source(expr, operands[0][1], out_t, helpers, pairs),
                                          dev), "fix")
         quick = typed(kernel_of(True, trig=True), [None, None])
-        return TrigPlan(Plan(quick, n, shape, out_dtype, scalars, consts), p, fix, n)
+        return TrigPlan(Plan(quick, n, shape, out_dtype, layout, scalars, consts), p, fix, n)
     return p
 
 
 def _key(x: Any) -> Any:
-    return (x.dtype, x.shape) if type(x) is _Array else type(x)
+    return (x.dtype, x.shape) if isinstance(x, _Array) else type(x)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
-    return x.shape if type(x) is _Array else ()
+    return x.shape if isinstance(x, _Array) else ()
 
 
 def broadcast_shape(*xs: Any) -> tuple[int, ...]:
@@ -385,11 +387,11 @@ def _register_binary(name: str) -> None:
     def kernel(a, b, out=None):
         xs = (a, b)
         od = None if out is None else out.dtype
-        if type(a) is _Array and type(b) is _Array:  # the hot path: no helper calls
+        if isinstance(a, _Array) and isinstance(b, _Array):  # the hot path: no helper calls
             dev = _by_queue[id(a.queue)]
             key = (name, a.dtype, a.shape, b.dtype, b.shape, od)
         else:
-            dev = device_of(a if type(a) is _Array else b)
+            dev = device_of(a if isinstance(a, _Array) else b)
             key = (name, _key(a), _key(b), od)
         p = dev.plans.get(key)
         if p is None:
@@ -428,7 +430,7 @@ def _register_unary(name: str) -> None:
 
     @register_kernel(name, "opencl")
     def kernel(x, out=None):
-        dev = device_of(x)
+        dev = _by_queue[id(x.queue)]  # ``device_of``, inline
         key = (name, x.dtype, x.shape, None if out is None else out.dtype)
         p = dev.plans.get(key)
         if p is None:

@@ -217,7 +217,7 @@ def source(program: Program, metas: tuple) -> str:
 
 
 class _Plan:
-    """One launch shape of a program's kernel: outputs' metas and the index arguments."""
+    """One launch shape of a program's kernel: outputs' layouts and the index arguments."""
 
     __slots__ = ("kernel", "n", "outs", "consts", "grid", "local")
 
@@ -230,7 +230,7 @@ class _Plan:
             dev.check_dtype(d, "fused_elementwise")
         self.kernel = dev.programs.kernel(inline(src, dev), "fused")
         self.n = math.prod(shape)
-        self.outs = [(shape, d) for d in out_dtypes]
+        self.outs = [dev.layout(shape, d) for d in out_dtypes]  # ``new_locked``'s
         t = np.int32 if idx == "int" else np.int64
         self.consts = [t(self.n), *index_args(dims, strides, idx)] if rank else []
         typed(self.kernel, [None] * (len(self.outs) + len(metas)) + self.consts)
@@ -244,7 +244,7 @@ class _Plan:
     def run(self, dev: OpenCLDevice, xs: tuple) -> list:
         dev.acquire()
         try:
-            outs = [dev.empty_locked(s, d) for s, d in self.outs]
+            outs = [dev.new_locked(lay) for lay in self.outs]
             if self.n:
                 self.kernel.set_args(*[o.base_data for o in outs],
                                      *[x.base_data for x in xs], *self.consts)

@@ -25,7 +25,7 @@ def value_types(op: str, out: Any, value: Any) -> tuple:
     ``out``; both dtypes checked against the device."""
     dev = device_of(out)
     xt = cltype(out.dtype)
-    is_arr = type(value) is cla.Array
+    is_arr = isinstance(value, cla.Array)
     vt = cltype(value.dtype) if is_arr else xt
     for t in (xt.dtype, vt.dtype):
         dev.check_dtype(t, op)
