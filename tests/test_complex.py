@@ -118,12 +118,18 @@ def test_elementwise(backend, name, dtype):
 
 
 #: Arguments where a careless formula cancels: tanh near its poles (x ~ 0, y ~ pi/2),
-#: asinh/asin near 0, sqrt of subnormal and huge parts (complex64).
+#: asinh/asin near 0, sqrt of subnormal and huge parts, sign of subnormal ones (complex64);
+#: or overflows: cosh and sinh of a part in (88.7, 89.4), finite in float32 though e^|x| is not.
 _HARD = {
     "tanh": [0.003359507 - 1.5731691j, -0.0009938359 + 1.5699778j, 1.5707964j, 1e-30 + 1e-30j],
     "asinh": [-0.000321233 + 0.00039864302j, 0.0010652739 - 0.0003730138j, 1e-20 + 1e-21j],
     "asin": [0.0010036945 + 0.00045998266j, -0.000321233 + 0.00039864302j],
     "sqrt": [1.4e-45, 1e-40 + 1e-40j, -1.4e-45j, 3e38 + 3e38j, -3e38 + 1j, 2.5e-38 + 1e-45j],
+    "sign": [1e-40j, 1e-40 + 1e-40j, -2e-39 + 0j],
+    "cosh": [89.2 - 0.5j, -88.9 + 3j, 0.3 + 1j],
+    "sinh": [89.3 + 0.2j, -89.0 - 2j, 0.3 + 1j],
+    "sin": [1 + 89.1j, -2 - 88.8j],
+    "cos": [0.5 + 89.2j, 3 - 88.9j],
 }
 
 

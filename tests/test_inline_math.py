@@ -293,3 +293,31 @@ def test_hypot_float64_within_1_ulp(device, monkeypatch):
     d[(np.isnan(got) != np.isnan(ref)) | (np.signbit(got) & ~np.isnan(got))] = 1 << 40
     k = int(np.argmax(d))
     assert d[k] <= 1, f"hypot({x[k]!r}, {y[k]!r}) = {got[k]!r}, reference {ref[k]!r}"
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_sincos_fast_within_its_bound(device, monkeypatch):
+    """``sincos_fast`` (complex64 functions' fast path, ``complex_trig``): within 2 ULP for
+    |x| <= ``FAST_TRIG_BOUND``, near multiples of pi/2 too."""
+    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
+    import pyopencl as cl
+
+    from nnarray.backends.opencl import inline_math
+    dev = opencl.get_device(device)
+    if not dev.fp64:
+        pytest.skip(f"opencl:{device} has no fp64: no fast path")
+    x = np.concatenate([_hard_trig(), _sample()])
+    x = x[np.abs(x) <= inline_math.FAST_TRIG_BOUND]
+    src = ("__kernel void k(__global const float *x, __global float *s, __global float *c)"
+           " { size_t i = get_global_id(0); float cv; s[i] = sincos_fast(x[i], &cv);"
+           " c[i] = cv; }")
+    prog = cl.Program(dev.context, inline_math.inline(src, dev)).build()
+    bufs = [cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, x.nbytes) for _ in range(3)]
+    cl.enqueue_copy(dev.queue, bufs[0], x)
+    prog.k(dev.queue, (x.size,), None, *bufs)
+    for name, buf in (("sin", bufs[1]), ("cos", bufs[2])):
+        got = np.empty_like(x)
+        cl.enqueue_copy(dev.queue, got, buf)
+        d = _ulp(got, _reference(name, x))
+        k = int(np.argmax(d))
+        assert d[k] <= 2, f"fast {name}({x[k]!r}) = {got[k]!r}: {d[k]} ULP"

@@ -42,18 +42,23 @@ class CLType:
     def is_bool(self) -> bool:
         return self.dtype.kind == "b"
 
-    def load(self, ptr: str, idx: str) -> str:
-        """Expression reading element ``idx`` of ``ptr`` as the compute type."""
+    def load(self, ptr: str, idx: str, pairs: bool = False) -> str:
+        """Expression reading element ``idx`` of ``ptr`` as the compute type; ``pairs``: a
+        complex element as its two parts (see ``_PAIRS``)."""
         if self.storage == "half":
             return f"vload_half({idx}, {ptr})"
-        if self.storage == "float2":  # see _C64
+        if pairs and self.is_complex:
+            return f"NNA_PAIR_LOAD({self.real}, {ptr}, {idx})"
+        if self.storage == "float2":
             return f"nna_c64_load((__global const ulong*)({ptr}), {idx})"
         return f"{ptr}[{idx}]"
 
-    def store(self, ptr: str, idx: str, value: str) -> str:
+    def store(self, ptr: str, idx: str, value: str, pairs: bool = False) -> str:
         """Statement writing ``value`` (already of the compute type) to ``ptr[idx]``."""
         if self.storage == "half":
             return f"vstore_half_rte({value}, {idx}, {ptr});"
+        if pairs and self.is_complex:
+            return f"NNA_PAIR_STORE({self.real}, {ptr}, {idx}, {value});"
         if self.storage == "float2":
             return f"nna_c64_store((__global ulong*)({ptr}), {idx}, {value});"
         return f"{ptr}[{idx}] = {value};"
@@ -136,6 +141,22 @@ inline void nna_c64_store(__global ulong* p, long i, float2 v) {
 #endif
 """
 
+#: Or a complex element moves as its two parts (``load(..., pairs=True)``): the 64-bit type
+#: halves the vector width the vectorizer picks for complex64 (4 lanes, not float's 8), and
+#: a ``double2`` load is of vector type. The parts keep full width for the functions in
+#: ``complex_math.PAIR_IO`` but stop vectorization of others (complex64 ``log`` and ``exp``
+#: 5-7x slower), hence the choice per function. Macros: the index keeps its type (an int
+#: index passed as a function's long stopped the vectorizer recognizing the addresses).
+_PAIRS = """#ifndef NNA_PAIR_IO
+#define NNA_PAIR_IO
+#define NNA_PAIR_LOAD(R, p, i) ((R##2)(((__global const R*)(p))[2 * (i)], \\
+                                       ((__global const R*)(p))[2 * (i) + 1]))
+#define NNA_PAIR_STORE(R, p, i, v) do { const R##2 nna_v_ = (v); \\
+  ((__global R*)(p))[2 * (i)] = nna_v_.x; ((__global R*)(p))[2 * (i) + 1] = nna_v_.y; \\
+} while (0)
+#endif
+"""
+
 
 def header(*types: CLType) -> str:
     """What a source needs before its kernels for ``types``: the fp64 pragma, the
@@ -145,6 +166,8 @@ def header(*types: CLType) -> str:
         out += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
     if any(t.storage == "float2" for t in types):
         out += _C64
+    if any(t.is_complex for t in types):
+        out += _PAIRS
     return out
 
 

@@ -9,11 +9,17 @@ sine and cosine of one argument come from one ``sincos`` (one argument reduction
 
 Speed: every helper is straight-line code (the special cases are selects, not branches),
 so pocl's CPU drivers vectorize a kernel across work-items. The real functions the
-formulas need (``r_hypot``, ``r_atan2``, ``r_sinh``, ...) call the builtins by name, which
-``inline_math`` replaces for ``float`` on CPU devices by its inline, branch-free versions
-(one definition for the real rows and these): pocl calls ``hypot``, ``atan2``, ``sinh``,
+formulas need (``r_hypot``, ``r_atan2``, ``r_log1p``, ...) call the builtins by name,
+which ``inline_math`` replaces for ``float`` on CPU devices by its inline, branch-free
+versions (one definition for the real rows and these): pocl calls ``hypot``, ``atan2``,
 ``log1p`` ... out of line, one scalar call per element (complex ``abs`` ran 150x slower
-than float ``abs`` per element). ``double`` keeps the OpenCL builtins.
+than float ``abs`` per element). ``double`` keeps the OpenCL builtins. ``sinh`` and
+``cosh`` of a part come together from one float ``exp`` (``r_sinhcosh``; the builtins for
+``double``): complex64 ``tanh`` 5.4 -> 3.3 ms per 2^20 on one pocl core.
+
+The complex64 kernels of some functions load each element as two floats, not one 64-bit
+integer (``PAIR_IO``); those with a ``sincos`` inside take a fast reduction with a fix-up
+launch on CPU devices (``complex_trig``).
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ from ...errors import DTypeError
 from ...ops.ufuncs import BY_NAME
 from .cltypes import CLType
 
-#: Real helpers for ``float`` beyond the shared ones (``_REAL``): log|z| and the square root's
-#: modulus, on x, y scaled by a power of two (no overflow).
+#: Real helpers for ``float`` beyond the shared ones (``_REAL``): log|z|, the square root's
+#: modulus and the sign, on x, y scaled by a power of two (no overflow).
 _REAL_FLOAT = """
 // |x|, |y| scaled by a power of two near 1 / max(|x|, |y|) (exact): no overflow, no division;
 // r_scale: the exponent bits of that power's inverse (operators only: pocl calls max, clamp)
@@ -49,14 +55,46 @@ NNA_CINL R r_sqrtmod_C(R x, R y) {
   const R t = NNA_SQRT((R)0.5 * fabs(xs) + (R)0.5 * h);
   return t * as_float((uint)(127 + k / 2) << 23);
 }
+// x / |z| and y / |z| (*im) as xs / |zs|, ys / |zs| on x, y scaled as above (a subnormal z's
+// modulus no longer rounds, nor its inverse overflow); 0 for 0, (x 0, y 0) where a part
+// is infinite (as x / |z|)
+NNA_CINL R r_sign_C(R x, R y, R *im) {
+  const uint e = r_scale_C(x, y);
+  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s;
+  const R q = (R)1 / NNA_SQRT(xs * xs + ys * ys);
+  const int inf = isinf(x) | isinf(y), zero = (x == 0) & (y == 0);
+  *im = zero ? (R)0 : (inf ? y * (R)0 : ys * q);
+  return zero ? (R)0 : (inf ? x * (R)0 : xs * q);
+}
+// sinh x, cosh x (*c) and 1 / e^|x| (*ie) from one float exp, h = e^(|x|/2): e^|x| / 2 as
+// (h / 2) h stays finite where cosh does (e^|x| itself overflows past 88.7); the series
+// below |x| = 1/2 (e - 1/e would cancel); within 3 ULP
+NNA_CINL R r_sinhcosh_C(R x, R *c, R *ie) {
+  const R a = fabs(x), h = exp((R)0.5 * a), e2 = ((R)0.5 * h) * h, i = (R)1 / (h * h);
+  const R z = a * a;
+  const R p = a + a * z * ((R)(1.0 / 6) + z * ((R)(1.0 / 120) + z * (R)(1.0 / 5040)));
+  *c = e2 + (R)0.5 * i;
+  *ie = i;
+  return copysign(a < (R)0.5 ? p : e2 - (R)0.5 * i, x);
+}
 """
 
 _REAL_DOUBLE = """
+NNA_CINL R r_sinhcosh_C(R x, R *c, R *ie) {
+  *c = cosh(x);
+  *ie = exp(-fabs(x));
+  return sinh(x);
+}
 NNA_CINL R r_logabs_C(R x, R y) { return log(hypot(x, y)); }
 NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keeps its bits
   const int tiny = (fabs(x) < 0x1p-900) & (fabs(y) < 0x1p-900);
   const R sc = tiny ? 0x1p600 : 1.0, xs = x * sc;
   return NNA_SQRT(0.5 * fabs(xs) + hypot(0.5 * xs, 0.5 * y * sc)) * (tiny ? 0x1p-300 : 1.0);
+}
+NNA_CINL R r_sign_C(R x, R y, R *im) {
+  const R r = hypot(x, y), q = (R)1 / r;
+  *im = r == 0 ? (R)0 : y * q;
+  return r == 0 ? (R)0 : x * q;
 }
 """
 
@@ -68,8 +106,6 @@ NNA_CINL R r_hypot_C(R x, R y) { return hypot(x, y); }
 NNA_CINL R r_atan2_C(R y, R x) { return atan2(y, x); }
 NNA_CINL R r_log1p_C(R x) { return log1p(x); }
 NNA_CINL R r_expm1_C(R x) { return expm1(x); }
-NNA_CINL R r_cosh_C(R x) { return cosh(x); }
-NNA_CINL R r_sinh_C(R x) { return sinh(x); }
 NNA_CINL R r_asinh_C(R x) { return asinh(x); }
 """
 
@@ -96,10 +132,14 @@ NNA_CINL C c_scale_C(C a, R k) { return (C)(a.x * k, a.y * k); }
 NNA_CINL C c_sel_C(int c, C a, C b) { return (C)(c ? a.x : b.x, c ? a.y : b.y); }
 NNA_CINL R c_abs_C(C a) { return r_hypot_C(a.x, a.y); }
 NNA_CINL C c_mul_C(C a, C b) { return (C)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+// x where the mask m is all ones, else y: bit operations, not a select (selects of a pair's
+// two parts made LLVM select the pair, a vector, which stops pocl's vectorizer)
+NNA_CINL R r_pick_C(U m, R x, R y) { return as_R((as_U(x) & m) | (as_U(y) & ~m)); }
 NNA_CINL C c_div_C(C a, C b) {  // Smith's: divide by the larger part of b
   const int big = fabs(b.x) >= fabs(b.y);
-  const R p = big ? b.x : b.y, s = big ? b.y : b.x, r = s / p, d = p + s * r;
-  const R u = big ? a.x : a.y, w = big ? a.y : a.x;
+  const U m = (U)0 - (U)big;
+  const R p = r_pick_C(m, b.x, b.y), s = r_pick_C(m, b.y, b.x), r = s / p, d = p + s * r;
+  const R u = r_pick_C(m, a.x, a.y), w = r_pick_C(m, a.y, a.x);
   const R q = (R)1 / d, re = (u + w * r) * q, im = (w - u * r) * q;  // 1/d: one division
   const int z = big & (b.x == 0);  // b == 0: a.x / 0, a.y / 0
   return (C)(z ? a.x * (R)INFINITY : re, z ? a.y * (R)INFINITY : (big ? im : -im));
@@ -107,7 +147,9 @@ NNA_CINL C c_div_C(C a, C b) {  // Smith's: divide by the larger part of b
 NNA_CINL C c_exp_C(C a) {
   R c;
   const R e = exp(a.x), s = sincos(a.y, &c);
-  const int y0 = a.y == 0, sp = isinf(a.x) & !isfinite(a.y);
+  // y - y: nan where y is not finite (a test unlike isinf(x)'s: like tests of the two parts
+  // made LLVM test the pair as a vector, which stops pocl's vectorizer)
+  const int y0 = a.y == 0, sp = isinf(a.x) & (a.y - a.y != a.y - a.y);
   R re = y0 ? e : e * c, im = y0 ? a.y : e * s;
   const int pos = a.x > 0;
   const R spr = pos ? a.x : (R)0, spi = pos ? a.y - a.y : (R)0;
@@ -136,26 +178,26 @@ NNA_CINL C c_sqrt_C(C a) {  // t = sqrt((|x| + |z|) / 2), then y / 2t: no cancel
   return (C)(zero ? (R)0 : (yinf ? (R)INFINITY : re), (zero | yinf) ? a.y : im);
 }
 NNA_CINL C c_sin_C(C a) {
-  R c;
-  const R s = sincos(a.x, &c);
-  return (C)(s * r_cosh_C(a.y), c * r_sinh_C(a.y));
+  R c, ch, ie;
+  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie);
+  return (C)(s * ch, c * sh);
 }
 NNA_CINL C c_cos_C(C a) {
-  R c;
-  const R s = sincos(a.x, &c);
-  return (C)(c * r_cosh_C(a.y), -s * r_sinh_C(a.y));
+  R c, ch, ie;
+  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie);
+  return (C)(c * ch, -s * sh);
 }
 // sinh, cosh, tanh: the standard's (C99 Annex G's) special cases, as selects over the
 // formulas (the first case listed wins)
 NNA_CINL C c_sinh_C(C a) {
-  R cy;
-  const R sy = sincos(a.y, &cy), sx = r_sinh_C(a.x), re = sx * cy, im = r_cosh_C(a.x) * sy;
+  R cy, cx, ie;
+  const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie), re = sx * cy, im = cx * sy;
   const int y0 = a.y == 0, sp = (a.x == 0 | isinf(a.x)) & !isfinite(a.y);
   return (C)(y0 ? sx : (sp ? a.x : re), y0 ? a.y : (sp ? a.y - a.y : im));
 }
 NNA_CINL C c_cosh_C(C a) {
-  R cy;
-  const R sy = sincos(a.y, &cy), cx = r_cosh_C(a.x), sx = r_sinh_C(a.x);
+  R cy, cx, ie;
+  const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie);
   const R re = cx * cy, im = sx * sy;
   const R i0 = isfinite(a.x) ? sx * a.y : a.y, nan = a.y - a.y;
   const int y0 = a.y == 0, nf = !isfinite(a.y), z = (a.x == 0) & nf, inf = isinf(a.x) & nf;
@@ -165,12 +207,12 @@ NNA_CINL C c_cosh_C(C a) {
 NNA_CINL C c_tanh_C(C a) {
   // (sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y): cosh 2x + cos 2y without the
   // cancellation near the poles (x = 0, y = pi/2 + k pi)
-  R cy;
-  const R sx = r_sinh_C(a.x), cx = r_cosh_C(a.x), sy = sincos(a.y, &cy);
+  R cy, cx, v;
+  const R sx = r_sinhcosh_C(a.x, &cx, &v), sy = sincos(a.y, &cy);
   const R q = (R)1 / (sx * sx + cy * cy);
-  // exp(-2|x|) = (2v)^2 from v = 1/(2 h^2), h = exp(|x|/2): sinh's and cosh's exp, shared
-  const R h = exp(fabs(a.x) * (R)0.5), v = (R)0.5 / (h * h);
-  const R one = copysign((R)1, a.x), tiny = (((R)16 * sy * cy) * v) * v;
+  // past |x| = 20: 4 sin y cos y exp(-2|x|), from v = exp(-|x|) (0 past 88.7, where
+  // the product is below the least subnormal anyway)
+  const R one = copysign((R)1, a.x), tiny = (((R)4 * sy * cy) * v) * v;
   R re = sx * cx * q, im = sy * cy * q;
   const int big = (fabs(a.x) > (R)20) & isfinite(a.y);
   re = big ? one : re;
@@ -230,10 +272,25 @@ NNA_CINL C c_acos_C(C z) {
 }
 NNA_CINL C c_atan_C(C z) { const C t = c_atanh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
 NNA_CINL C c_sign_C(C a) {
-  const R r = r_hypot_C(a.x, a.y), q = (R)1 / r, x = a.x * q, y = a.y * q;
-  return (C)(r == 0 ? (R)0 : x, r == 0 ? (R)0 : y);
+  R im;
+  const R re = r_sign_C(a.x, a.y, &im);
+  return (C)(re, im);
 }
 """
+
+#: Ops whose complex kernels load and store each element as its two parts, by compute type
+#: (``cltypes._PAIRS``). pocl, 2^20 elements, one core: complex64 then vectorizes 8 lanes,
+#: not 4: abs 0.55 -> 0.35 ms, sign 1.08 -> 0.71, sqrt 2.1 -> 1.17, tanh 9.4 -> 6.6, tan
+#: 8.9 -> 6.7, atan and atanh 15 -> 12.5, div 1.0 -> 0.73 (its pairs picked by masks,
+#: ``r_pick``), exp 5.1 -> 4.7 (see its ``y - y``), with ``complex_trig``'s fast path sin,
+#: cos, sinh, cosh 4.2 -> 2.9, expm1 8.1 -> 6.5, log 4.7 -> 4.3, log2 and log10 5.7 -> 4.1
+#: (atan2's |y| by a select, see ``inline_math``); others did not vectorize that way (log1p
+#: 8 -> 43, pow 14 -> 58). complex128
+#: abs vectorizes at all (2.7 -> 1.0 ms); its others did not (the double builtins).
+PAIR_IO = {"float2": frozenset({"abs", "complex_abs", "sign", "sqrt", "tanh", "tan", "atan",
+                                "atanh", "div", "exp", "sin", "cos", "sinh", "cosh", "expm1",
+                                "log", "log2", "log10"}),
+           "double2": frozenset({"abs", "complex_abs"})}
 
 #: Rows whose complex expression is an operator on ``float2``: a vector instruction, which
 #: keeps pocl from vectorizing the kernel (see ``cltypes._C64``); these spell it per part.
@@ -250,7 +307,10 @@ def helpers(ct: CLType) -> str:
     c, r = ct.calc, ct.real
     text = (_REAL_FLOAT if r == "float" else _REAL_DOUBLE) + _REAL + _HELPERS
     body = _CALL.sub(lambda m: f"{m.group(1)}_{m.group(2)}_{c}", text)
-    body = re.sub(r"\bC\b", c, re.sub(r"\bR\b", r, body)).replace("NNA_SQRT(", f"NNA_SQRT_{r}(")
+    u = "uint" if r == "float" else "ulong"
+    body = re.sub(r"\bC\b", c, re.sub(r"\bR\b", r, re.sub(r"\bU\b", u, body)))
+    body = body.replace("NNA_SQRT(", f"NNA_SQRT_{r}(").replace("as_R(", f"as_{r}(") \
+        .replace("as_U(", f"as_{u}(")
     return (f"#ifndef NNA_SQRT_float{_SQRT}#endif\n"
             f"#ifndef NNA_COMPLEX_{c}\n#define NNA_COMPLEX_{c}\n{body}#endif\n")
 

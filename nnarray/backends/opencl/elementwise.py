@@ -29,7 +29,10 @@ from ...ops.elementwise import binary_dtype, unary_dtype
 from ...ops.ufuncs import BY_NAME
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
+from .complex_math import PAIR_IO
 from .complex_math import expression as complex_expression
+from .complex_trig import TrigPlan, fast, fix_source
+from .complex_trig import eligible as trig_eligible
 from .device import OpenCLDevice, _by_queue, device_of
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
 from .inline_math import inline
@@ -187,14 +190,16 @@ def row_width(length: int) -> int:
 
 def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType, rank: int,
            idx: str, helpers: str = "", rows: bool = False, whole: bool = False,
-           inner_steps: list[int] | None = None, last_size: int | None = None) -> str:
+           inner_steps: list[int] | None = None, last_size: int | None = None,
+           pairs: bool = False) -> str:
     """Kernel ``map``: ``out[i] = expr(v0, v1, ...)``; operand ``k`` is ``(is_array, its
     type, the type it is converted to as v{k})``; rank 0 means all arrays contiguous;
     ``rows``: a 2-D launch over (innermost index, row); ``whole``: its work-group width
     divides the row, so no bounds check (the check's early return stops pocl vectorizing:
     (1024, 1024) + (1024,) 560 us with it, 97 without; numpy 200); ``inner_steps``: the
     array operands' innermost strides, ``last_size``: the innermost size as a constant,
-    where a row is the last two dimensions (both as ``offsets_code`` takes them)."""
+    where a row is the last two dimensions (both as ``offsets_code`` takes them); ``pairs``:
+    complex64 moves as two floats (``cltypes.CLType.load``)."""
     n_arr = sum(1 for a, _, _ in operands if a)
     params = [f"__global {out_t.storage}* out"]
     loads = []
@@ -203,7 +208,7 @@ def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType
         if is_arr:
             params.append(f"__global const {t.storage}* restrict a{k}")
             pos = "i" if rank == 0 else f"o{j}"
-            loads.append(f"const {ct.calc} v{k} = {convert(t.load(f'a{k}', pos), t, ct)};")
+            loads.append(f"const {ct.calc} v{k} = {convert(t.load(f'a{k}', pos, pairs), t, ct)};")
             j += 1
         else:
             params.append(f"const {ct.calc} v{k}")
@@ -225,11 +230,11 @@ def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType
         body += ["if (i >= n) return;", offsets_code(rank, n_arr, idx, last_size=last_size)]
     types = [out_t] + [t for _, t, _ in operands] + [ct for _, _, ct in operands]
     return (header(*types) + helpers + "__kernel void map(" + ", ".join(params) + ") {\n    "
-            + "\n    ".join(body + loads + [out_t.store("out", "i", expr)]) + "\n}\n")
+            + "\n    ".join(body + loads + [out_t.store("out", "i", expr, pairs)]) + "\n}\n")
 
 
 def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
-         shape: tuple[int, ...], out_dtype: np.dtype, helpers: str = "") -> Plan:
+         shape: tuple[int, ...], out_dtype: np.dtype, helpers: str = "") -> Plan | TrigPlan:
     """Build the launch plan of ``expr`` over operands ``xs`` (arrays or scalars)."""
     out_t = cltype(out_dtype)
     for t in {out_t.dtype, *(c.dtype for c in cts)}:
@@ -258,9 +263,11 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     steps = [st[-1] for st in strides] if rows and not pair else None
     last = dims[-1] if rank >= 2 and (pair or not rows) else None
 
-    def kernel_of(whole: bool) -> Any:
-        src = source(expr, operands, out_t, rank, idx, helpers, rows, whole, steps, last)
-        return dev.programs.kernel(inline(src, dev), "map")  # inline: math
+    pairs = any(op in PAIR_IO.get(c.calc, ()) for c in cts)
+
+    def kernel_of(whole: bool, trig: bool = False) -> Any:
+        src = source(expr, operands, out_t, rank, idx, helpers, rows, whole, steps, last, pairs)
+        return dev.programs.kernel(inline(fast(src) if trig else src, dev), "map")  # math
     kernel = kernel_of(whole or split)
     tail = kernel_of(False) if split else None
     consts: list = []
@@ -270,8 +277,15 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     scalars = [None if isinstance(x, _Array) else ct.scalar for x, ct in zip(xs, cts)]
     for k in (kernel, tail) if split else (kernel,):
         typed(k, [None] + [s if s is None else s(0) for s in scalars] + consts)
-    return Plan(kernel, n, shape, out_dtype, dev.layout(shape, out_dtype), scalars, consts,
-                (length, n // length) if rows else None, tail)
+    layout = dev.layout(shape, out_dtype)
+    p = Plan(kernel, n, shape, out_dtype, layout, scalars, consts,
+             (length, n // length) if rows else None, tail)
+    if idx == "int" and trig_eligible(dev, op, operands, rank):  # see complex_trig
+        fix = dev.programs.kernel(inline(fix_source(expr, operands[0][1], out_t, helpers, pairs),
+                                         dev), "fix")
+        quick = typed(kernel_of(True, trig=True), [None, None])
+        return TrigPlan(Plan(quick, n, shape, out_dtype, layout, scalars, consts), p, fix, n)
+    return p
 
 
 def _key(x: Any) -> Any:
