@@ -80,6 +80,19 @@ except OSError:
 """
 
 
+def child_env(*paths: object, base: dict | None = None, **env: str) -> dict[str, str]:
+    """The environment for a child interpreter that imports this checkout: ``base``
+    (default ``os.environ``) with ``env`` set, and the repository root (then ``paths``)
+    put before any ``PYTHONPATH`` already there, which may be where pyopencl or CuPy
+    live."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    e = dict(os.environ if base is None else base, **env)
+    e["PYTHONPATH"] = os.pathsep.join([root, *map(str, paths)] +
+                                      [q for q in [e.get("PYTHONPATH", "")] if q])
+    return e
+
+
 def peak_rss(code: str, path) -> tuple[str, int]:
     """Run ``code`` in a fresh interpreter (``path`` bound to ``str(path)``); return what
     it raised (``"<Type> <message>"``, or ``"returned"``) and its peak RSS in MiB."""
@@ -89,7 +102,7 @@ def peak_rss(code: str, path) -> tuple[str, int]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, "-c", _PEAK, str(path), code], cwd=root,
                        capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": root})
+                       env=child_env())
     assert r.returncode == 0, r.stderr[-2000:]
     *_, outcome, peak = r.stdout.strip().splitlines()
     return outcome, int(peak)

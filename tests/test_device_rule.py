@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import child_env
 
 import nnarray as nna
 import nnarray.functions as F
@@ -212,7 +213,7 @@ def test_default_device_from_the_environment_and_set_default_context(backend):
         "print(sorted({a.device.key for a in (nna.zeros(2), nna.arange(2))}))\n"
         f"nna.set_default_context('{backend}')\n"
         "print(sorted({a.device.key for a in (nna.zeros(2), nna.arange(2), nna.eye(1))}))\n")
-    env = dict(os.environ, NNARRAY_CONTEXT=backend, PYTHONPATH=ROOT)
+    env = child_env(NNARRAY_CONTEXT=backend)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=600, cwd=ROOT)
     assert out.returncode == 0, out.stderr

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import child_env
 
 import nnarray as nna
 from nnarray import distributed as dist
@@ -36,10 +37,8 @@ LAUNCHER_VARS = world.LAUNCHER_VARS
 
 def _env() -> dict[str, str]:
     env = world.launch_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
-    env["OPENBLAS_NUM_THREADS"] = "1"  # two ranks on two cores: no spinning BLAS threads
-    return env
+    # two ranks on two cores: no spinning BLAS threads
+    return child_env(base=env, OPENBLAS_NUM_THREADS="1")
 
 
 def _run(cmd: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, float]:

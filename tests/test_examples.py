@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import needs
+from helpers import child_env
 
 import nnarray as nna
 
@@ -23,7 +23,7 @@ BACKENDS = ["numpy", "opencl"]
 def env() -> dict:
     """The examples import this checkout; one BLAS thread each (2-core CI, busy machines:
     threaded BLAS under contention is many times slower)."""
-    e = dict(os.environ, PYTHONPATH=str(ROOT))
+    e = child_env()
     e.setdefault("OPENBLAS_NUM_THREADS", "1")
     e.setdefault("OMP_NUM_THREADS", "1")
     return e

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import needs
+from helpers import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = ("import numpy as np, nnarray as nna, nnarray.functions as F\n"
@@ -21,8 +22,8 @@ CODE = ("import numpy as np, nnarray as nna, nnarray.functions as F\n"
 def _run(cache: Path, **env: str) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if k not in ("NNARRAY_DEBUG",
                                                             "PYOPENCL_COMPILER_OUTPUT")}
-    e.update(PYTHONPATH=str(ROOT), NNARRAY_OPENCL_CACHE_DIR=str(cache),
-             NNARRAY_OPENCL_DEVICES="0", **env)
+    e = child_env(base=e, NNARRAY_OPENCL_CACHE_DIR=str(cache), NNARRAY_OPENCL_DEVICES="0",
+                  **env)
     return subprocess.run([sys.executable, "-c", CODE], cwd=ROOT, env=e, capture_output=True,
                           text=True, timeout=300)
 
@@ -56,8 +57,8 @@ def test_debug_shows_build_logs(tmp_path):
     def run(cache, **env):
         e = {k: v for k, v in os.environ.items() if k not in ("NNARRAY_DEBUG",
                                                                 "PYOPENCL_COMPILER_OUTPUT")}
-        e.update(PYTHONPATH=str(ROOT), NNARRAY_OPENCL_CACHE_DIR=str(cache),
-                 NNARRAY_OPENCL_DEVICES="0", **env)
+        e = child_env(base=e, NNARRAY_OPENCL_CACHE_DIR=str(cache), NNARRAY_OPENCL_DEVICES="0",
+                      **env)
         return subprocess.run([sys.executable, "-c", WARN], cwd=ROOT, env=e,
                               capture_output=True, text=True, timeout=300)
     r = run(tmp_path, NNARRAY_DEBUG="1")

@@ -9,13 +9,13 @@ process, so a crash fails the test rather than the run.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import child_env
 
 import nnarray as nna
 from nnarray import functions as F
@@ -29,8 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _child(code: str, *args: str, stdin: str | None = None) -> str:
     """The stdout of ``code`` run by a new interpreter (from the repository root) on
     ``stdin``; the test fails unless it exits normally."""
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests'}",
-               OPENBLAS_NUM_THREADS="1")
+    env = child_env(ROOT / "tests", OPENBLAS_NUM_THREADS="1")
     p = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, input=stdin,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, f"the child exited with {p.returncode}:\n{p.stderr[-3000:]}"
