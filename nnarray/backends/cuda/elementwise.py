@@ -169,6 +169,35 @@ def complex_sqrt(generic: Callable, xp: Any) -> Callable:
     return k
 
 
+#: complex64 ``sign`` of a finite number with a subnormal part, in double from the parts'
+#: bits (CuPy's kernel flushed them: ``sign(1e-40j)`` gave 0 on an H200 with CuPy 14.2);
+#: every other element keeps CuPy's result ``r`` (its special cases pass the standard's).
+_CSIGN = Elementwise(
+    "T a, T r", "T b",
+    "const float p = a.real(), q = a.imag();"
+    " const unsigned int u = __float_as_uint(p), v = __float_as_uint(q);"
+    " const bool tiny = ((u & 0x7f800000u) == 0u && (u & 0x7fffffu) != 0u)"
+    " || ((v & 0x7f800000u) == 0u && (v & 0x7fffffu) != 0u);"
+    " const bool finite = (u & 0x7f800000u) != 0x7f800000u && (v & 0x7f800000u) != 0x7f800000u;"
+    " if (tiny && finite) { const double x = nna_f2d(p) * 18446744073709551616.0,"
+    " y = nna_f2d(q) * 18446744073709551616.0; const double h = hypot(x, y);"
+    " b = T((float)(x / h), (float)(y / h)); } else { b = r; }",
+    "nna_csign64", ("complex64",), preamble=_F2D).declare()
+
+
+def complex_sign(generic: Callable, xp: Any) -> Callable:
+    """``sign`` with complex64 operands: CuPy's, then ``_CSIGN`` redoes the elements with
+    a subnormal part (a second launch, on complex64 only)."""
+    kern = _CSIGN.build(xp)
+
+    def k(x, out=None):
+        if x.dtype != np.complex64:
+            return generic(x) if out is None else generic(x, out=out)
+        r = generic(x)
+        return kern(x, r) if out is None else kern(x, r, out)
+    return k
+
+
 def _row_body(name: str, calc: str, dtypes: tuple[str, ...]) -> Elementwise:
     """Row ``name``'s C expression as a CuPy kernel body computing in ``calc`` (float16 in
     float arithmetic), for inputs of ``dtypes``."""
@@ -210,6 +239,7 @@ def register_elementwise(xp: Any) -> None:
         register(name)(integer_identity(getattr(xp, name), xp))
     register("logical_not")(complex_logical_not(registered()["logical_not"], xp))
     register("sqrt")(complex_sqrt(registered()["sqrt"], xp))
+    register("sign")(complex_sign(registered()["sign"], xp))
 
     for name in ROW_KERNELS:
         register(name)(_row_kernel(name, xp))
