@@ -19,9 +19,9 @@ import numpy as np
 from . import views
 from .device import Device
 from .errors import OutOfMemoryError
-from .memory import naming, retry_kernel
+from .memory import naming
 from .ndarray import NdArray
-from .synced import fast_runner
+from .synced import fast_runner, retry_run
 from .views import View
 
 #: Check every kernel's output against the inferred shape and dtype (tests enable it).
@@ -118,8 +118,7 @@ class Kernel:
         except OutOfMemoryError as e:
             raise naming(self.op, e) from e
         except MemoryError as e:  # the array library's own (CuPy's OutOfMemoryError)
-            out = retry_kernel(self.op, dev.key, metas[0], e, lambda: self.fn(
-                *[x.native(dev) if type(x) is NdArray else x for x in inputs], **attrs))
+            out = retry_run(self.op, self.fn, dev, NdArray, metas[0], e, inputs, attrs)
         if len(metas) == 1:
             if DEBUG:
                 self.check(out, metas[0])
