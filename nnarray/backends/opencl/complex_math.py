@@ -34,10 +34,14 @@ from .cltypes import CLType
 #: modulus and the sign, on x, y scaled by a power of two (no overflow).
 _REAL_FLOAT = """
 // |x|, |y| scaled by a power of two near 1 / max(|x|, |y|) (exact): no overflow, no division;
-// r_scale: the exponent bits of that power's inverse (operators only: pocl calls max, clamp)
+// r_scale: the exponent bits of that power's inverse, at most 2^126 (an infinite part's
+// scale stays finite). Operators only (pocl calls max, clamp), and no max of the two
+// parts' like masks: LLVM's SLP pass paired those as a two-lane reduction, which stops
+// pocl's vectorizer; |y|'s bits above x's exponent mean y's exponent is the larger
 NNA_CINL uint r_scale_C(R x, R y) {
-  const uint ex = as_uint(x) & 0x7f800000u, ey = as_uint(y) & 0x7f800000u, e = ex > ey ? ex : ey;
-  return e < 0x00800000u ? 0x00800000u : (e > 0x7e800000u ? 0x7e800000u : e);
+  const uint ex = as_uint(x) & 0x7f800000u, ay = as_uint(y) & 0x7fffffffu;
+  const uint e = ay > ex ? (ay & 0x7f800000u) : ex;
+  return e > 0x7e800000u ? 0x7e800000u : e;
 }
 // log |x + iy| without the square root: log(xs^2 + ys^2) / 2 + log of the scale
 NNA_CINL R r_logabs_C(R x, R y) {
@@ -47,24 +51,28 @@ NNA_CINL R r_logabs_C(R x, R y) {
               + (R)(int)((e >> 23) - 127u) * (R)0.693147180559945309417f;
   return (isinf(x) | isinf(y)) ? (R)INFINITY : l;
 }
-// sqrt((|x| + |x + iy|) / 2) on x, y scaled by an even power of two near 1 / max(|x|, |y|)
+// sqrt((|x| + |x + iy|) / 2) on x, y scaled by an even power of two 2^-k near
+// 1 / max(|x|, |y|), k + 128 from the exponent bits alone (kb = (k + 128) << 23); |z| as
+// max(|zs|, |xs|) (an infinite x with a NaN y gives inf, as the standard's sqrt wants)
 NNA_CINL R r_sqrtmod_C(R x, R y) {
-  const int k = ((int)(r_scale_C(x, y) >> 23) - 127) & ~1;
-  const R s = as_float((uint)(127 - k) << 23), xs = x * s, ys = y * s;
-  const R h = (isinf(x) | isinf(y)) ? (R)INFINITY : NNA_SQRT(xs * xs + ys * ys);
-  const R t = NNA_SQRT((R)0.5 * fabs(xs) + (R)0.5 * h);
-  return t * as_float((uint)(127 + k / 2) << 23);
+  const uint kb0 = (r_scale_C(x, y) + 0x00800000u) & 0xff000000u;
+  const uint kb = kb0 < 0x01000000u ? 0x01000000u : kb0;  // both parts subnormal: k = -126
+  const R s = as_float(0x7f800000u - kb), xs = x * s, ys = y * s, ax = fabs(xs);
+  const R hs = NNA_SQRT(xs * xs + ys * ys), h = hs > ax ? hs : ax;
+  return NNA_SQRT((R)0.5 * ax + (R)0.5 * h) * as_float(0x1f800000u + (kb >> 1));
 }
 // x / |z| and y / |z| (*im) as xs / |zs|, ys / |zs| on x, y scaled as above (a subnormal z's
-// modulus no longer rounds, nor its inverse overflow); 0 for 0, (x 0, y 0) where a part
-// is infinite (as x / |z|)
+// modulus no longer rounds, nor its inverse overflow); 0 for 0; where a part is infinite,
+// 1 / |zs| is 0, so (x 0, y 0) as x / |z| gives. One select (zero), no isinf tests
 NNA_CINL R r_sign_C(R x, R y, R *im) {
   const uint e = r_scale_C(x, y);
-  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s;
-  const R q = (R)1 / NNA_SQRT(xs * xs + ys * ys);
-  const int inf = isinf(x) | isinf(y), zero = (x == 0) & (y == 0);
-  *im = zero ? (R)0 : (inf ? y * (R)0 : ys * q);
-  return zero ? (R)0 : (inf ? x * (R)0 : xs * q);
+  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s, m = xs * xs + ys * ys;
+  const R q = (R)1 / NNA_SQRT(m);
+  // z = 0 gives 0 (m of a nonzero z scaled >= 2^-46): a select for one part and a mask for
+  // the other (two like selects were paired into a vector one, stopping pocl's vectorizer)
+  const int zero = m == 0;
+  *im = as_float(as_uint(ys * q) & (zero ? 0u : ~0u));
+  return zero ? (R)0 : xs * q;
 }
 // sinh x, cosh x (*c) and 1 / e^|x| (*ie) from one float exp, h = e^(|x|/2): e^|x| / 2 as
 // (h / 2) h stays finite where cosh does (e^|x| itself overflows past 88.7); the series
@@ -172,10 +180,14 @@ NNA_CINL C c_log1p_C(C a) {
 NNA_CINL C c_log2_C(C a) { return c_scale_C(c_log_C(a), (R)1.44269504088896340736); }
 NNA_CINL C c_log10_C(C a) { return c_scale_C(c_log_C(a), (R)0.43429448190325182765); }
 NNA_CINL C c_sqrt_C(C a) {  // t = sqrt((|x| + |z|) / 2), then y / 2t: no cancellation
-  const R t = r_sqrtmod_C(a.x, a.y), o = fabs(a.y) / ((R)2 * t);
-  const int pos = a.x >= 0, zero = (a.x == 0) & (a.y == 0), yinf = isinf(a.y);
+  // t of a nonzero z >= 2^-75 (float), 2^-538 (double): the max only turns z = 0's 0 / 0
+  // into 0 (the least normal first: a NaN t stays NaN)
+  const R lo = sizeof(R) == 8 ? (R)2.2250738585072014e-308 : (R)1.17549435e-38f;
+  const R t = r_sqrtmod_C(a.x, a.y), tm = lo > t ? lo : t;
+  const R o = fabs(a.y) / ((R)2 * tm);
+  const int pos = a.x >= 0, yinf = isinf(a.y);
   const R re = pos ? t : o, im = copysign(pos ? o : t, a.y);
-  return (C)(zero ? (R)0 : (yinf ? (R)INFINITY : re), (zero | yinf) ? a.y : im);
+  return (C)(yinf ? (R)INFINITY : re, yinf ? a.y : im);
 }
 NNA_CINL C c_sin_C(C a) {
   R c, ch, ie;
