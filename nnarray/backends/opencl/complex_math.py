@@ -76,6 +76,31 @@ NNA_CINL R r_sign_C(R x, R y, R *im) {
   *im = as_float(as_uint(ys * q) & (zero ? 0u : ~0u));
   return zero ? (R)0 : xs * q;
 }
+// arg(x + iy) = atan2(y, x) in float for log (the shared atan2 computes in double: its
+// double division and polynomial were half of complex log's time): s = min/max of |x|, |y|
+// (swapped by masks), reduced past tan(pi/8) to u = (n - d) / (n + d), Cephes' atanf
+// polynomial (2e-7 relative on |u| <= tan(pi/8)); within 3 ULP. Equal parts (inf too):
+// pi/4; 0 / 0: 0; a nan x or y: nan. On x, y scaled as log|z|'s (the same code, merged):
+// n + d would overflow past 1.7e38
+NNA_CINL R r_arg_C(R y, R x) {
+  const R s = as_float(0x7f000000u - r_scale_C(x, y)), xs = x * s, ys = y * s;
+  const R ax = fabs(xs), ay = ys < 0 ? -ys : ys;  // unlike operations (see atan2's)
+  const int sw = ay > ax;
+  const uint m = (uint)0 - (uint)sw, bx = as_uint(ax), by = as_uint(ay);
+  const R n = as_float((bx & m) | (by & ~m)), d = as_float((by & m) | (bx & ~m));
+  const int eq = (ax == ay) & (n != 0), red = eq | (n > (R)0.414213562373095049f * d);
+  R u = (red ? n - d : n) / (red ? n + d : d);
+  u = (eq | (n == 0)) ? (R)0 : u;
+  const R t = u * u;
+  const R p = (((8.05374449538e-2f * t - 1.38776856032e-1f) * t + 1.99777106478e-1f) * t
+               - 3.33329491539e-1f) * t;
+  // pi/4, pi/2, pi as a float plus its rounding error (hi + lo): each step's error alone
+  R r = (red ? 7.85398185e-1f : (R)0) + (u + (u * p + (red ? -2.18556949e-8f : (R)0)));
+  r = sw ? (1.57079637f - r) - 4.37113900e-8f : r;
+  r = as_int(x) < 0 ? (3.14159274f - r) - 8.74227801e-8f : r;
+  r = as_float(as_uint(r) | (as_uint(y) & 0x80000000u));
+  return x != x ? x : r;
+}
 // sinh x, cosh x (*c) and 1 / e^|x| (*ie) from one float exp, h = e^(|x|/2): e^|x| / 2 as
 // (h / 2) h stays finite where cosh does (e^|x| itself overflows past 88.7); the series
 // below |x| = 1/2 (e - 1/e would cancel); within 3 ULP
@@ -101,6 +126,7 @@ NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keep
   const R sc = tiny ? 0x1p600 : 1.0, xs = x * sc;
   return NNA_SQRT(0.5 * fabs(xs) + hypot(0.5 * xs, 0.5 * y * sc)) * (tiny ? 0x1p-300 : 1.0);
 }
+NNA_CINL R r_arg_C(R y, R x) { return atan2(y, x); }
 NNA_CINL R r_sign_C(R x, R y, R *im) {
   const R r = hypot(x, y), q = (R)1 / r;
   *im = r == 0 ? (R)0 : y * q;
@@ -170,12 +196,14 @@ NNA_CINL C c_expm1_C(C a) {
   const R h = sin(a.y * (R)0.5), s = sincos(a.y, &c);
   return (C)(r_expm1_C(a.x) * c - (R)2 * h * h, exp(a.x) * s);
 }
-NNA_CINL C c_log_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_atan2_C(a.y, a.x)); }
+NNA_CINL C c_log_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_arg_C(a.y, a.x)); }
+// log with the shared atan2 (log1p takes that atan2 anyway: one call, merged)
+NNA_CINL C c_loga_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_atan2_C(a.y, a.x)); }
 NNA_CINL C c_log1p_C(C a) {
   const R t = r_atan2_C(a.y, (R)1 + a.x);
   const R nr = (R)0.5 * r_log1p_C(a.x * ((R)2 + a.x) + a.y * a.y);
   const int far = (fabs(a.x) > (R)0.5) | (fabs(a.y) > (R)0.5);
-  const C l = c_log_C((C)((R)1 + a.x, a.y));
+  const C l = c_loga_C((C)((R)1 + a.x, a.y));
   const int inf = isinf(a.x) | isinf(a.y);
   return (C)(inf ? (R)INFINITY : (far ? l.x : nr), (far & !inf) ? l.y : t);
 }
