@@ -34,10 +34,14 @@ from .cltypes import CLType
 #: modulus and the sign, on x, y scaled by a power of two (no overflow).
 _REAL_FLOAT = """
 // |x|, |y| scaled by a power of two near 1 / max(|x|, |y|) (exact): no overflow, no division;
-// r_scale: the exponent bits of that power's inverse (operators only: pocl calls max, clamp)
+// r_scale: the exponent bits of that power's inverse, at most 2^126 (an infinite part's
+// scale stays finite). Operators only (pocl calls max, clamp), and no max of the two
+// parts' like masks: LLVM's SLP pass paired those as a two-lane reduction, which stops
+// pocl's vectorizer; |y|'s bits above x's exponent mean y's exponent is the larger
 NNA_CINL uint r_scale_C(R x, R y) {
-  const uint ex = as_uint(x) & 0x7f800000u, ey = as_uint(y) & 0x7f800000u, e = ex > ey ? ex : ey;
-  return e < 0x00800000u ? 0x00800000u : (e > 0x7e800000u ? 0x7e800000u : e);
+  const uint ex = as_uint(x) & 0x7f800000u, ay = as_uint(y) & 0x7fffffffu;
+  const uint e = ay > ex ? (ay & 0x7f800000u) : ex;
+  return e > 0x7e800000u ? 0x7e800000u : e;
 }
 // log |x + iy| without the square root: log(xs^2 + ys^2) / 2 + log of the scale
 NNA_CINL R r_logabs_C(R x, R y) {
@@ -48,23 +52,54 @@ NNA_CINL R r_logabs_C(R x, R y) {
   return (isinf(x) | isinf(y)) ? (R)INFINITY : l;
 }
 // sqrt((|x| + |x + iy|) / 2) on x, y scaled by an even power of two near 1 / max(|x|, |y|)
+// (the scale at most 2^126: both parts subnormal). Tried: |z| as max(|zs|, |xs|) for the
+// isinf tests, k from the exponent bits alone: no faster, and complex acosh stopped
+// vectorizing (15 -> 75 ms per 2^20)
 NNA_CINL R r_sqrtmod_C(R x, R y) {
-  const int k = ((int)(r_scale_C(x, y) >> 23) - 127) & ~1;
+  const uint e = r_scale_C(x, y);
+  const int k = ((int)((e < 0x00800000u ? 0x00800000u : e) >> 23) - 127) & ~1;
   const R s = as_float((uint)(127 - k) << 23), xs = x * s, ys = y * s;
   const R h = (isinf(x) | isinf(y)) ? (R)INFINITY : NNA_SQRT(xs * xs + ys * ys);
   const R t = NNA_SQRT((R)0.5 * fabs(xs) + (R)0.5 * h);
   return t * as_float((uint)(127 + k / 2) << 23);
 }
 // x / |z| and y / |z| (*im) as xs / |zs|, ys / |zs| on x, y scaled as above (a subnormal z's
-// modulus no longer rounds, nor its inverse overflow); 0 for 0, (x 0, y 0) where a part
-// is infinite (as x / |z|)
+// modulus no longer rounds, nor its inverse overflow); 0 for 0; where a part is infinite,
+// 1 / |zs| is 0, so (x 0, y 0) as x / |z| gives. One select (zero), no isinf tests
 NNA_CINL R r_sign_C(R x, R y, R *im) {
   const uint e = r_scale_C(x, y);
-  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s;
-  const R q = (R)1 / NNA_SQRT(xs * xs + ys * ys);
-  const int inf = isinf(x) | isinf(y), zero = (x == 0) & (y == 0);
-  *im = zero ? (R)0 : (inf ? y * (R)0 : ys * q);
-  return zero ? (R)0 : (inf ? x * (R)0 : xs * q);
+  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s, m = xs * xs + ys * ys;
+  const R q = (R)1 / NNA_SQRT(m);
+  // z = 0 gives 0 (m of a nonzero z scaled >= 2^-46): a select for one part and a mask for
+  // the other (two like selects were paired into a vector one, stopping pocl's vectorizer)
+  const int zero = m == 0;
+  *im = as_float(as_uint(ys * q) & (zero ? 0u : ~0u));
+  return zero ? (R)0 : xs * q;
+}
+// arg(x + iy) = atan2(y, x) in float for log (the shared atan2 computes in double: its
+// double division and polynomial were half of complex log's time): s = min/max of |x|, |y|
+// (swapped by masks), reduced past tan(pi/8) to u = (n - d) / (n + d), Cephes' atanf
+// polynomial (2e-7 relative on |u| <= tan(pi/8)); within 3 ULP. Equal parts (inf too):
+// pi/4; 0 / 0: 0; a nan x or y: nan. On x, y scaled as log|z|'s (the same code, merged):
+// n + d would overflow past 1.7e38
+NNA_CINL R r_arg_C(R y, R x) {
+  const R s = as_float(0x7f000000u - r_scale_C(x, y)), xs = x * s, ys = y * s;
+  const R ax = fabs(xs), ay = ys < 0 ? -ys : ys;  // unlike operations (see atan2's)
+  const int sw = ay > ax;
+  const uint m = (uint)0 - (uint)sw, bx = as_uint(ax), by = as_uint(ay);
+  const R n = as_float((bx & m) | (by & ~m)), d = as_float((by & m) | (bx & ~m));
+  const int eq = (ax == ay) & (n != 0), red = eq | (n > (R)0.414213562373095049f * d);
+  R u = (red ? n - d : n) / (red ? n + d : d);
+  u = (eq | (n == 0)) ? (R)0 : u;
+  const R t = u * u;
+  const R p = (((8.05374449538e-2f * t - 1.38776856032e-1f) * t + 1.99777106478e-1f) * t
+               - 3.33329491539e-1f) * t;
+  // pi/4, pi/2, pi as a float plus its rounding error (hi + lo): each step's error alone
+  R r = (red ? 7.85398185e-1f : (R)0) + (u + (u * p + (red ? -2.18556949e-8f : (R)0)));
+  r = sw ? (1.57079637f - r) - 4.37113900e-8f : r;
+  r = as_int(x) < 0 ? (3.14159274f - r) - 8.74227801e-8f : r;
+  r = as_float(as_uint(r) | (as_uint(y) & 0x80000000u));
+  return x != x ? x : r;
 }
 // sinh x, cosh x (*c) and 1 / e^|x| (*ie) from one float exp, h = e^(|x|/2): e^|x| / 2 as
 // (h / 2) h stays finite where cosh does (e^|x| itself overflows past 88.7); the series
@@ -91,6 +126,7 @@ NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keep
   const R sc = tiny ? 0x1p600 : 1.0, xs = x * sc;
   return NNA_SQRT(0.5 * fabs(xs) + hypot(0.5 * xs, 0.5 * y * sc)) * (tiny ? 0x1p-300 : 1.0);
 }
+NNA_CINL R r_arg_C(R y, R x) { return atan2(y, x); }
 NNA_CINL R r_sign_C(R x, R y, R *im) {
   const R r = hypot(x, y), q = (R)1 / r;
   *im = r == 0 ? (R)0 : y * q;
@@ -160,22 +196,28 @@ NNA_CINL C c_expm1_C(C a) {
   const R h = sin(a.y * (R)0.5), s = sincos(a.y, &c);
   return (C)(r_expm1_C(a.x) * c - (R)2 * h * h, exp(a.x) * s);
 }
-NNA_CINL C c_log_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_atan2_C(a.y, a.x)); }
+NNA_CINL C c_log_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_arg_C(a.y, a.x)); }
+// log with the shared atan2 (log1p takes that atan2 anyway: one call, merged)
+NNA_CINL C c_loga_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_atan2_C(a.y, a.x)); }
 NNA_CINL C c_log1p_C(C a) {
   const R t = r_atan2_C(a.y, (R)1 + a.x);
   const R nr = (R)0.5 * r_log1p_C(a.x * ((R)2 + a.x) + a.y * a.y);
   const int far = (fabs(a.x) > (R)0.5) | (fabs(a.y) > (R)0.5);
-  const C l = c_log_C((C)((R)1 + a.x, a.y));
+  const C l = c_loga_C((C)((R)1 + a.x, a.y));
   const int inf = isinf(a.x) | isinf(a.y);
   return (C)(inf ? (R)INFINITY : (far ? l.x : nr), (far & !inf) ? l.y : t);
 }
 NNA_CINL C c_log2_C(C a) { return c_scale_C(c_log_C(a), (R)1.44269504088896340736); }
 NNA_CINL C c_log10_C(C a) { return c_scale_C(c_log_C(a), (R)0.43429448190325182765); }
 NNA_CINL C c_sqrt_C(C a) {  // t = sqrt((|x| + |z|) / 2), then y / 2t: no cancellation
-  const R t = r_sqrtmod_C(a.x, a.y), o = fabs(a.y) / ((R)2 * t);
-  const int pos = a.x >= 0, zero = (a.x == 0) & (a.y == 0), yinf = isinf(a.y);
+  // t of a nonzero z >= 2^-75 (float), 2^-538 (double): the max only turns z = 0's 0 / 0
+  // into 0 (the least normal first: a NaN t stays NaN)
+  const R lo = sizeof(R) == 8 ? (R)2.2250738585072014e-308 : (R)1.17549435e-38f;
+  const R t = r_sqrtmod_C(a.x, a.y), tm = lo > t ? lo : t;
+  const R o = fabs(a.y) / ((R)2 * tm);
+  const int pos = a.x >= 0, yinf = isinf(a.y);
   const R re = pos ? t : o, im = copysign(pos ? o : t, a.y);
-  return (C)(zero ? (R)0 : (yinf ? (R)INFINITY : re), (zero | yinf) ? a.y : im);
+  return (C)(yinf ? (R)INFINITY : re, yinf ? a.y : im);
 }
 NNA_CINL C c_sin_C(C a) {
   R c, ch, ie;
