@@ -48,6 +48,12 @@ class Recomputed:
     steps: tuple[int, ...]
     needs: tuple[tuple[int, int], ...]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.values, self.steps, self.needs)))
+
+    def __hash__(self) -> int:  # each backward looks its program up by the record
+        return self._hash  # type: ignore[attr-defined]
+
     def __str__(self) -> str:
         return (f"backward recomputes outputs {list(self.values)} by nodes "
                 f"{list(self.steps)} from the saved slots {list(self.needs)}")
