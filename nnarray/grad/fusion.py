@@ -153,11 +153,7 @@ def groups(steps: Sequence[Step], materialize: Collection[Hashable],
     """The maximal fused groups of ``steps`` (in schedule order). ``materialize``: the
     value ids that must be written whatever reads them."""
     producer = {v: k for k, s in enumerate(steps) for v in s.outputs}
-    readers: dict[Hashable, list[int]] = {}
-    for k, s in enumerate(steps):
-        for x in s.inputs:
-            if not isinstance(x, Const):
-                readers.setdefault(x, []).append(k)
+    readers = readers_of(steps)
     group_of: dict[int, frozenset[int]] = {}
     closed: set[frozenset[int]] = set()  # ended by a reduction
 
@@ -195,6 +191,16 @@ def groups(steps: Sequence[Step], materialize: Collection[Hashable],
     made = (_group(steps, sorted(g), materialize, readers)
             for g in dict.fromkeys(group_of.values()) if len(g) >= 2)
     return sorted((g for g in made if g is not None), key=lambda g: g.position)
+
+
+def readers_of(steps: Sequence[Step]) -> dict[Hashable, list[int]]:
+    """``{value: [index of each step reading it]}`` (constants aside)."""
+    readers: dict[Hashable, list[int]] = {}
+    for k, s in enumerate(steps):
+        for x in s.inputs:
+            if not isinstance(x, Const):
+                readers.setdefault(x, []).append(k)
+    return readers
 
 
 def _key(steps: Sequence[Step], g: frozenset[int]) -> tuple:

@@ -48,6 +48,12 @@ class Recomputed:
     steps: tuple[int, ...]
     needs: tuple[tuple[int, int], ...]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.values, self.steps, self.needs)))
+
+    def __hash__(self) -> int:  # each backward looks its program up by the record
+        return self._hash  # type: ignore[attr-defined]
+
     def __str__(self) -> str:
         return (f"backward recomputes outputs {list(self.values)} by nodes "
                 f"{list(self.steps)} from the saved slots {list(self.needs)}")
@@ -64,12 +70,9 @@ def plan(steps: Sequence[Any], desc: Sequence[fusion.Step], groups: Sequence[fus
     ``can_recompute``: which (fusable) steps backward may run again."""
     group_of = {j: set(g.steps) for g in groups for j in g.steps}
     producer = {v: (k, j) for k, s in enumerate(desc) for j, v in enumerate(s.outputs)}
-    readers: dict[Hashable, set[int]] = {}
-    for k, s in enumerate(desc):
-        for x in s.inputs:
-            readers.setdefault(x, set()).add(k)
+    readers = fusion.readers_of(desc)
     only = {v for v in retained if v not in written and v in producer and
-            readers.get(v, set()) <= group_of.get(producer[v][0], set())}
+            set(readers.get(v, ())) <= group_of.get(producer[v][0], set())}
     r = fusion.recompute(desc, retained, can_fuse=can_recompute, only=only)
     if not r.values:
         return None
