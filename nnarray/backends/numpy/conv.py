@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...ops.conv import out_size
 from ...ops.pooling import lowest
 from ...registry import backend_kernels, register_kernel
 from . import reduction  # noqa: F401  (registers the kernels called here, im2col's too)
@@ -17,10 +18,6 @@ _k = backend_kernels("numpy")
 _im2col: Callable = _k["im2col"]
 _max: Callable = _k["max"]
 _mean: Callable = _k["mean"]
-
-
-def _out(size: int, k: int, s: int, p: int, d: int) -> int:
-    return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
 
 @register_kernel("conv2d", "numpy")
@@ -36,8 +33,8 @@ def conv2d(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None, stride: tu
     else:
         y = np.matmul(W.reshape(groups, o // groups, ckk),
                       cols.reshape(n, groups, ckk, cols.shape[2]))
-    y = y.reshape(n, o, _out(h, kh, stride[0], pad[0], dilation[0]),
-                  _out(w, kw, stride[1], pad[1], dilation[1]))
+    y = y.reshape(n, o, out_size("conv2d", h, kh, stride[0], pad[0], dilation[0], "height"),
+                  out_size("conv2d", w, kw, stride[1], pad[1], dilation[1], "width"))
     if b is None:
         return y
     b = b.reshape(1, o, 1, 1)
@@ -50,8 +47,10 @@ def _pooling(reduce: Callable, is_max: bool) -> Callable:
         cols = _im2col(x.reshape(math.prod(x.shape[:-2]), 1, h, w), kernel, stride, pad,
                        (1, 1), lowest(x.dtype) if is_max else 0.0)
         y = reduce(cols, (1,), True)
-        return y.reshape(x.shape[:-2] + (_out(h, kernel[0], stride[0], pad[0], 1),
-                                          _out(w, kernel[1], stride[1], pad[1], 1)))
+        return y.reshape(x.shape[:-2] + (out_size("pool", h, kernel[0], stride[0], pad[0], 1,
+                                                  "height"),
+                                         out_size("pool", w, kernel[1], stride[1], pad[1], 1,
+                                                  "width")))
     return pool
 
 
