@@ -13,6 +13,7 @@ per (op, operand dtypes and shapes, output dtype) on the device.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -188,6 +189,17 @@ def row_width(length: int) -> int:
     return LOCAL if length >= LOCAL else _ROW_MIN
 
 
+def index_layout(arrays: Any, shape: tuple[int, ...]) -> tuple[int, tuple, list, str]:
+    """(rank, coalesced dims, the ``arrays``' strides, index type) of a launch over
+    ``shape`` (``arrays``: anything with a ``shape``); rank 0: all of that shape."""
+    if all(x.shape == shape for x in arrays):
+        return 0, (), [], index_type(math.prod(shape))
+    dims, strides = coalesce(shape, [broadcast_strides(x.shape, shape) for x in arrays])
+    if not dims:
+        dims, strides = (1,), [(0,) for _ in arrays]
+    return len(dims), dims, strides, index_type(span(dims, strides))
+
+
 class Rows(NamedTuple):
     """How a broadcast launches (``plan`` and the fused kernels alike): ``length`` > 0:
     2-D over rows of that length (the innermost dimension, or the last two where the
@@ -273,17 +285,8 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     for t in {out_t.dtype, *(c.dtype for c in cts)}:
         dev.check_dtype(t, op)
     arrays = [x for x in xs if isinstance(x, _Array)]
-    n = 1
-    for s in shape:
-        n *= s
-    if all(x.shape == shape for x in arrays):
-        rank, dims, strides, idx = 0, (), [], index_type(n)
-    else:
-        dims, strides = coalesce(shape, [broadcast_strides(x.shape, shape) for x in arrays])
-        rank = max(len(dims), 1)
-        if not dims:
-            dims, strides = (1,), [(0,) for _ in arrays]
-        idx = index_type(span(dims, strides))
+    n = math.prod(shape)
+    rank, dims, strides, idx = index_layout(arrays, shape)
     operands = [(isinstance(x, _Array), cltype(x.dtype) if isinstance(x, _Array) else ct, ct)
                 for x, ct in zip(xs, cts)]
     # rows: of the innermost dimension, or of the last two where the innermost is short

@@ -44,10 +44,10 @@ from ...ops.fused import (
     without_reduction,
 )
 from ...registry import register_kernel
-from .cltypes import CLType, cltype, convert, header, index_type
+from .cltypes import CLType, cltype, convert, header
 from .device import OpenCLDevice, device_of
-from .elementwise import Rows, expression, row_lines, row_width, rows_of
-from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
+from .elementwise import Rows, expression, index_layout, row_lines, row_width, rows_of
+from .indexing import index_args, index_params, offsets_code
 from .inline_math import inline
 from .programs import LOCAL, typed
 from .reduction import Load, reduce
@@ -134,18 +134,6 @@ class _Gen:
         return convert(_V.sub(lambda m: v, expr), ct, out)
 
 
-def _layout(metas: tuple, shape: tuple[int, ...]) -> tuple[int, tuple, list, str]:
-    """(rank, coalesced dims, input strides, index type); rank 0: all inputs contiguous
-    of the program's shape."""
-    n = math.prod(shape)
-    if all(m.shape == shape for m in metas):
-        return 0, (), [], index_type(n)
-    dims, strides = coalesce(shape, [broadcast_strides(m.shape, shape) for m in metas])
-    if not dims:
-        dims, strides = (1,), [(0,) for _ in metas]
-    return len(dims), dims, strides, index_type(span(dims, strides))
-
-
 _FLAT = Rows()
 
 
@@ -180,7 +168,7 @@ def source(program: Program, metas: tuple) -> str:
     each), as compiled before the inline math rewrite."""
     metas = tuple(Meta(tuple(s), np.dtype(d)) for s, d in metas)
     shape = tuple(np.broadcast_shapes(*(m.shape for m in metas)))
-    rank, dims, strides, idx = _layout(metas, shape)
+    rank, dims, strides, idx = index_layout(metas, shape)
     return _source(program, metas, rank, idx, rows_of(rank, dims, strides))[0]
 
 
@@ -191,7 +179,7 @@ class _Plan:
 
     def __init__(self, dev: OpenCLDevice, p: Program, metas: tuple) -> None:
         shape = tuple(np.broadcast_shapes(*(m.shape for m in metas)))
-        rank, dims, strides, idx = _layout(metas, shape)
+        rank, dims, strides, idx = index_layout(metas, shape)
         rows = rows_of(rank, dims, strides)
         src, out_dtypes = _source(p, metas, rank, idx, rows)
         for d in {*out_dtypes, *(m.dtype for m in metas)}:
