@@ -158,15 +158,20 @@ _CSQRT = Elementwise("T a", "T b",
                      "nna_csqrt64", ("complex64",), preamble=_F2D).declare()
 
 
-def complex_sqrt(generic: Callable, xp: Any) -> Callable:
-    """``sqrt`` with complex64 operands through ``_CSQRT``; the rest as ``generic``."""
-    kern = _CSQRT.build(xp)
-
+def _complex64_through(generic: Callable, kern: Callable, redo: bool = False) -> Callable:
+    """``generic``, with complex64 operands through ``kern``: ``kern(x)``, or with ``redo``
+    ``kern(x, generic(x))`` (a second launch over ``generic``'s result)."""
     def k(x, out=None):
         if x.dtype != np.complex64:
             return generic(x) if out is None else generic(x, out=out)
-        return kern(x) if out is None else kern(x, out)
+        args = (x, generic(x)) if redo else (x,)
+        return kern(*args) if out is None else kern(*args, out)
     return k
+
+
+def complex_sqrt(generic: Callable, xp: Any) -> Callable:
+    """``sqrt`` with complex64 operands through ``_CSQRT``; the rest as ``generic``."""
+    return _complex64_through(generic, _CSQRT.build(xp))
 
 
 #: complex64 ``sign`` of a finite number with a subnormal part, in double from the parts'
@@ -188,14 +193,7 @@ _CSIGN = Elementwise(
 def complex_sign(generic: Callable, xp: Any) -> Callable:
     """``sign`` with complex64 operands: CuPy's, then ``_CSIGN`` redoes the elements with
     a subnormal part (a second launch, on complex64 only)."""
-    kern = _CSIGN.build(xp)
-
-    def k(x, out=None):
-        if x.dtype != np.complex64:
-            return generic(x) if out is None else generic(x, out=out)
-        r = generic(x)
-        return kern(x, r) if out is None else kern(x, r, out)
-    return k
+    return _complex64_through(generic, _CSIGN.build(xp), redo=True)
 
 
 def _row_body(name: str, calc: str, dtypes: tuple[str, ...]) -> Elementwise:

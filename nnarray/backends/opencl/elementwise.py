@@ -13,9 +13,10 @@ per (op, operand dtypes and shapes, output dtype) on the device.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -188,6 +189,57 @@ def row_width(length: int) -> int:
     return LOCAL if length >= LOCAL else _ROW_MIN
 
 
+def index_layout(arrays: Any, shape: tuple[int, ...]) -> tuple[int, tuple, list, str]:
+    """(rank, coalesced dims, the ``arrays``' strides, index type) of a launch over
+    ``shape`` (``arrays``: anything with a ``shape``); rank 0: all of that shape."""
+    if all(x.shape == shape for x in arrays):
+        return 0, (), [], index_type(math.prod(shape))
+    dims, strides = coalesce(shape, [broadcast_strides(x.shape, shape) for x in arrays])
+    if not dims:
+        dims, strides = (1,), [(0,) for _ in arrays]
+    return len(dims), dims, strides, index_type(span(dims, strides))
+
+
+class Rows(NamedTuple):
+    """How a broadcast launches (``plan`` and the fused kernels alike): ``length`` > 0:
+    2-D over rows of that length (the innermost dimension, or the last two where the
+    innermost is short), ``whole``: the work-group width divides it (no bounds
+    check); ``steps``: the inputs' innermost strides (constants 0 and 1 vectorize);
+    ``last``: the innermost size as a constant (its division vectorizes; given with
+    ``length`` where a row is the last two dimensions)."""
+
+    length: int = 0
+    whole: bool = False
+    steps: Any = None
+    last: Any = None
+
+
+def rows_of(rank: int, dims: tuple, strides: list) -> Rows:
+    """The launch of coalesced ``dims`` and operand ``strides`` (``Rows``)."""
+    if rank < 2:
+        return Rows()
+    pair = dims[-1] < _ROW_MIN <= dims[-2] * dims[-1]
+    if not pair and dims[-1] < _ROW_MIN:
+        return Rows(last=dims[-1])
+    length = dims[-1] * dims[-2] if pair else dims[-1]
+    return Rows(length, length % row_width(length) == 0,
+                None if pair else [st[-1] for st in strides], dims[-1] if pair else None)
+
+
+def row_lines(rank: int, n_arr: int, idx: str, whole: bool, inner_steps: list[int] | None,
+              last_size: int | None) -> list[str]:
+    """A 2-D launch's index code: work-item (c, row), ``i`` and the operands' offsets;
+    the row is the last two dimensions where ``last_size`` is given (see ``source``)."""
+    # the row's length: the innermost size, or the last two sizes' product
+    last = f"d{rank - 1}" if not last_size else \
+        f"({last_size} * d{rank - 2})" if rank > 2 else "n"
+    return [f"const {idx} c = get_global_id(0), row = get_global_id(1);",
+            "" if whole else f"if (c >= {last}) return;",
+            f"const {idx} i = row * {last} + c;",
+            offsets_code(rank, n_arr, idx, "row", inner="c", inner_steps=inner_steps,
+                         last_size=last_size)]
+
+
 def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType, rank: int,
            idx: str, helpers: str = "", rows: bool = False, whole: bool = False,
            inner_steps: list[int] | None = None, last_size: int | None = None,
@@ -214,15 +266,8 @@ def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType
             params.append(f"const {ct.calc} v{k}")
     body = [f"const {idx} i = get_global_id(0);"]
     if rows:
-        # the row's length: the innermost size, or the last two sizes' product
-        last = f"d{rank - 1}" if not last_size else \
-            f"({last_size} * d{rank - 2})" if rank > 2 else "n"
         params += [f"const {idx} n", index_params(rank, n_arr, idx)]
-        body = [f"const {idx} c = get_global_id(0), row = get_global_id(1);",
-                "" if whole else f"if (c >= {last}) return;",
-                f"const {idx} i = row * {last} + c;",
-                offsets_code(rank, n_arr, idx, "row", inner="c", inner_steps=inner_steps,
-                             last_size=last_size)]
+        body = row_lines(rank, n_arr, idx, whole, inner_steps, last_size)
     elif rank:
         params.append(f"const {idx} n")
         if rank > 1 or n_arr:
@@ -240,28 +285,15 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     for t in {out_t.dtype, *(c.dtype for c in cts)}:
         dev.check_dtype(t, op)
     arrays = [x for x in xs if isinstance(x, _Array)]
-    n = 1
-    for s in shape:
-        n *= s
-    if all(x.shape == shape for x in arrays):
-        rank, dims, strides, idx = 0, (), [], index_type(n)
-    else:
-        dims, strides = coalesce(shape, [broadcast_strides(x.shape, shape) for x in arrays])
-        rank = max(len(dims), 1)
-        if not dims:
-            dims, strides = (1,), [(0,) for _ in arrays]
-        idx = index_type(span(dims, strides))
+    n = math.prod(shape)
+    rank, dims, strides, idx = index_layout(arrays, shape)
     operands = [(isinstance(x, _Array), cltype(x.dtype) if isinstance(x, _Array) else ct, ct)
                 for x, ct in zip(xs, cts)]
     # rows: of the innermost dimension, or of the last two where the innermost is short
     # (its size then a constant, ``last``)
-    pair = rank >= 2 and dims[-1] < _ROW_MIN <= dims[-2] * dims[-1]
-    rows = rank >= 2 and dims[-1] >= _ROW_MIN or pair
-    length = dims[-1] * dims[-2] if pair else dims[-1] if rows else 0
-    whole = rows and length % row_width(length) == 0
+    length, whole, steps, last = rows_of(rank, dims, strides)
+    rows = length > 0
     split = rows and not whole and n >= _SPLIT
-    steps = [st[-1] for st in strides] if rows and not pair else None
-    last = dims[-1] if rank >= 2 and (pair or not rows) else None
 
     pairs = any(op in PAIR_IO.get(c.calc, ()) for c in cts)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -44,11 +44,10 @@ from ...ops.fused import (
     without_reduction,
 )
 from ...registry import register_kernel
-from .cltypes import CLType, cltype, convert, header, index_type
+from .cltypes import CLType, cltype, convert, header
 from .device import OpenCLDevice, device_of
-from .elementwise import _ROW_MIN as ROW_MIN
-from .elementwise import expression, row_width
-from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
+from .elementwise import Rows, expression, index_layout, row_lines, row_width, rows_of
+from .indexing import index_args, index_params, offsets_code
 from .inline_math import inline
 from .programs import LOCAL, typed
 from .reduction import Load, reduce
@@ -135,47 +134,10 @@ class _Gen:
         return convert(_V.sub(lambda m: v, expr), ct, out)
 
 
-def _layout(metas: tuple, shape: tuple[int, ...]) -> tuple[int, tuple, list, str]:
-    """(rank, coalesced dims, input strides, index type); rank 0: all inputs contiguous
-    of the program's shape."""
-    n = math.prod(shape)
-    if all(m.shape == shape for m in metas):
-        return 0, (), [], index_type(n)
-    dims, strides = coalesce(shape, [broadcast_strides(m.shape, shape) for m in metas])
-    if not dims:
-        dims, strides = (1,), [(0,) for _ in metas]
-    return len(dims), dims, strides, index_type(span(dims, strides))
+_FLAT = Rows()
 
 
-class _Rows(NamedTuple):
-    """How a broadcast program launches, as ``elementwise.plan`` decides: ``length`` > 0:
-    2-D over rows of that length (the innermost dimension, or the last two where the
-    innermost is short: ``pair``), ``whole``: the work-group width divides it (no bounds
-    check); ``steps``: the inputs' innermost strides (constants 0 and 1 vectorize);
-    ``last``: the innermost size as a constant (its division vectorizes)."""
-
-    length: int = 0
-    pair: bool = False
-    whole: bool = False
-    steps: Any = None
-    last: Any = None
-
-
-_FLAT = _Rows()
-
-
-def _launch(rank: int, dims: tuple, strides: list) -> _Rows:
-    if rank < 2:
-        return _Rows()
-    pair = dims[-1] < ROW_MIN <= dims[-2] * dims[-1]
-    if not pair and dims[-1] < ROW_MIN:
-        return _Rows(last=dims[-1])
-    length = dims[-1] * dims[-2] if pair else dims[-1]
-    return _Rows(length, pair, length % row_width(length) == 0,
-                 None if pair else [st[-1] for st in strides], dims[-1] if pair else None)
-
-
-def _source(p: Program, metas: tuple, rank: int, idx: str, rows: _Rows = _FLAT
+def _source(p: Program, metas: tuple, rank: int, idx: str, rows: Rows = _FLAT
             ) -> tuple[str, list[np.dtype]]:
     g = _Gen(p, metas)
     outs = [cltype(g.vals[r].dtype) for r in p.outputs]
@@ -187,13 +149,7 @@ def _source(p: Program, metas: tuple, rank: int, idx: str, rows: _Rows = _FLAT
         params += [f"const {idx} n", index_params(rank, len(ins), idx)]
         body += ["if (i >= n) return;", offsets_code(rank, len(ins), idx, last_size=rows.last)]
     if rows.length:  # as elementwise.source: (index in the row, row)
-        last = f"d{rank - 1}" if not rows.pair else \
-            f"({rows.last} * d{rank - 2})" if rank > 2 else "n"
-        body = [f"const {idx} c = get_global_id(0), row = get_global_id(1);",
-                "" if rows.whole else f"if (c >= {last}) return;",
-                f"const {idx} i = row * {last} + c;",
-                offsets_code(rank, len(ins), idx, "row", inner="c", inner_steps=rows.steps,
-                             last_size=rows.last)]
+        body = row_lines(rank, len(ins), idx, rows.whole, rows.steps, rows.last)
     body += [f"const {t.calc} x{k} = {t.load(f'in{k}', f'o{k}' if rank else 'i')};"
              for k, t in enumerate(ins)]
     live = p.live()
@@ -212,8 +168,8 @@ def source(program: Program, metas: tuple) -> str:
     each), as compiled before the inline math rewrite."""
     metas = tuple(Meta(tuple(s), np.dtype(d)) for s, d in metas)
     shape = tuple(np.broadcast_shapes(*(m.shape for m in metas)))
-    rank, dims, strides, idx = _layout(metas, shape)
-    return _source(program, metas, rank, idx, _launch(rank, dims, strides))[0]
+    rank, dims, strides, idx = index_layout(metas, shape)
+    return _source(program, metas, rank, idx, rows_of(rank, dims, strides))[0]
 
 
 class _Plan:
@@ -223,8 +179,8 @@ class _Plan:
 
     def __init__(self, dev: OpenCLDevice, p: Program, metas: tuple) -> None:
         shape = tuple(np.broadcast_shapes(*(m.shape for m in metas)))
-        rank, dims, strides, idx = _layout(metas, shape)
-        rows = _launch(rank, dims, strides)
+        rank, dims, strides, idx = index_layout(metas, shape)
+        rows = rows_of(rank, dims, strides)
         src, out_dtypes = _source(p, metas, rank, idx, rows)
         for d in {*out_dtypes, *(m.dtype for m in metas)}:
             dev.check_dtype(d, "fused_elementwise")
