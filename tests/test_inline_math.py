@@ -297,7 +297,7 @@ def test_hypot_float64_within_1_ulp(device, monkeypatch):
 
 @pytest.mark.parametrize("device", _devices())
 def test_sincos_fast_within_its_bound(device, monkeypatch):
-    """``sincos_fast`` (complex64 functions' fast path, ``complex_trig``): within 2 ULP for
+    """``sincos_fast`` (complex64 functions' fast path, ``complex_fast``): within 2 ULP for
     |x| <= ``FAST_TRIG_BOUND``, near multiples of pi/2 too."""
     monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
     import pyopencl as cl

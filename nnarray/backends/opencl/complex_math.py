@@ -18,8 +18,9 @@ than float ``abs`` per element). ``double`` keeps the OpenCL builtins. ``sinh`` 
 ``double``): complex64 ``tanh`` 5.4 -> 3.3 ms per 2^20 on one pocl core.
 
 The complex64 kernels of some functions load each element as two floats, not one 64-bit
-integer (``PAIR_IO``); those with a ``sincos`` inside take a fast reduction with a fix-up
-launch on CPU devices (``complex_trig``).
+integer (``PAIR_IO``); those with a ``sincos`` inside, ``sign`` and ``sqrt`` take a fast
+path on CPU devices, exact within a range, and redo the elements outside it
+(``complex_fast``).
 """
 
 from __future__ import annotations
@@ -75,6 +76,20 @@ NNA_CINL R r_sign_C(R x, R y, R *im) {
   const int zero = m == 0;
   *im = as_float(as_uint(ys * q) & (zero ? 0u : ~0u));
   return zero ? (R)0 : xs * q;
+}
+// sign and sqrt unscaled, exact for x^2 + y^2 in [2^-100, 2^100] only (then a subnormal
+// part's square is negligible): complex_fast's near path, which redoes the others with
+// c_sign and c_sqrt. Bit operations for |x| and the sign (the builtins' tests of NaN and
+// infinity cost complex64 sqrt 25% more on pocl)
+NNA_CINL C c_sign_near_C(C a) {
+  const R q = (R)1 / NNA_SQRT(a.x * a.x + a.y * a.y);
+  return (C)(a.x * q, a.y * q);
+}
+NNA_CINL C c_sqrt_near_C(C a) {
+  const R ax = as_float(as_uint(a.x) & 0x7fffffffu), ay = as_float(as_uint(a.y) & 0x7fffffffu);
+  const R t = NNA_SQRT((R)0.5 * ax + (R)0.5 * NNA_SQRT(a.x * a.x + a.y * a.y));
+  const R o = ay / ((R)2 * t), im = a.x >= 0 ? o : t;
+  return (C)(a.x >= 0 ? t : o, as_float(as_uint(im) | (as_uint(a.y) & 0x80000000u)));
 }
 // arg(x + iy) = atan2(y, x) in float for log (the shared atan2 computes in double: its
 // double division and polynomial were half of complex log's time): s = min/max of |x|, |y|
@@ -324,7 +339,7 @@ NNA_CINL C c_sign_C(C a) {
 #: (``cltypes._PAIRS``). pocl, 2^20 elements, one core: complex64 then vectorizes 8 lanes,
 #: not 4: abs 0.55 -> 0.35 ms, sign 1.08 -> 0.71, sqrt 2.1 -> 1.17, tanh 9.4 -> 6.6, tan
 #: 8.9 -> 6.7, atan and atanh 15 -> 12.5, div 1.0 -> 0.73 (its pairs picked by masks,
-#: ``r_pick``), exp 5.1 -> 4.7 (see its ``y - y``), with ``complex_trig``'s fast path sin,
+#: ``r_pick``), exp 5.1 -> 4.7 (see its ``y - y``), with ``complex_fast``'s fast path sin,
 #: cos, sinh, cosh 4.2 -> 2.9, expm1 8.1 -> 6.5, log 4.7 -> 4.3, log2 and log10 5.7 -> 4.1
 #: (atan2's |y| by a select, see ``inline_math``); others did not vectorize that way (log1p
 #: 8 -> 43, pow 14 -> 58). complex128

@@ -30,10 +30,11 @@ from ...ops.elementwise import binary_dtype, unary_dtype
 from ...ops.ufuncs import BY_NAME
 from ...registry import register_kernel
 from .cltypes import CLType, cltype, convert, header, index_type
+from .complex_fast import FastPlan, items
+from .complex_fast import eligible as fast_eligible
+from .complex_fast import source as fast_source
 from .complex_math import PAIR_IO
 from .complex_math import expression as complex_expression
-from .complex_trig import TrigPlan, fast, fix_source
-from .complex_trig import eligible as trig_eligible
 from .device import OpenCLDevice, _by_queue, device_of
 from .indexing import broadcast_strides, coalesce, index_args, index_params, offsets_code, span
 from .inline_math import inline
@@ -279,7 +280,7 @@ def source(expr: str, operands: list[tuple[bool, CLType, CLType]], out_t: CLType
 
 
 def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
-         shape: tuple[int, ...], out_dtype: np.dtype, helpers: str = "") -> Plan | TrigPlan:
+         shape: tuple[int, ...], out_dtype: np.dtype, helpers: str = "") -> Plan | FastPlan:
     """Build the launch plan of ``expr`` over operands ``xs`` (arrays or scalars)."""
     out_t = cltype(out_dtype)
     for t in {out_t.dtype, *(c.dtype for c in cts)}:
@@ -297,9 +298,9 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
 
     pairs = any(op in PAIR_IO.get(c.calc, ()) for c in cts)
 
-    def kernel_of(whole: bool, trig: bool = False) -> Any:
+    def kernel_of(whole: bool) -> Any:
         src = source(expr, operands, out_t, rank, idx, helpers, rows, whole, steps, last, pairs)
-        return dev.programs.kernel(inline(fast(src) if trig else src, dev), "map")  # math
+        return dev.programs.kernel(inline(src, dev), "map")  # math
     kernel = kernel_of(whole or split)
     tail = kernel_of(False) if split else None
     consts: list = []
@@ -312,11 +313,12 @@ def plan(dev: OpenCLDevice, op: str, expr: str, xs: tuple, cts: list[CLType],
     layout = dev.layout(shape, out_dtype)
     p = Plan(kernel, n, shape, out_dtype, layout, scalars, consts,
              (length, n // length) if rows else None, tail)
-    if idx == "int" and trig_eligible(dev, op, operands, rank):  # see complex_trig
-        fix = dev.programs.kernel(inline(fix_source(expr, operands[0][1], out_t, helpers, pairs),
-                                         dev), "fix")
-        quick = typed(kernel_of(True, trig=True), [None, None])
-        return TrigPlan(Plan(quick, n, shape, out_dtype, layout, scalars, consts), p, fix, n)
+    if idx == "int" and fast_eligible(dev, op, operands, rank):  # see complex_fast
+        src = fast_source(op, expr, operands[0][1], out_t, helpers, pairs)
+        chunked = typed(dev.programs.kernel(inline(src, dev), "map"), [None, None, np.int32(0)])
+        # one work-item per chunk: the plan's n counts work-items, n itself goes as a constant
+        return FastPlan(Plan(chunked, items(n), shape, out_dtype, layout, scalars,
+                             [np.int32(n)]), p)
     return p
 
 

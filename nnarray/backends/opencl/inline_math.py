@@ -12,7 +12,7 @@ in the style of Cephes/SLEEF: range reduction, a polynomial, selects instead of 
 - ``sin``, ``cos`` and ``sincos`` (both from one reduction) reduce ``x / pi`` exactly for
   every float (Payne-Hanek in double, the bits of 1/pi cut by shifts: no table, no branch)
   and evaluate one polynomial of ``sin(pi t)`` in double; ``sincos_fast`` (complex64
-  functions, ``complex_trig``) reduces by Cody-Waite, exact for |x| <= 2^20 only;
+  functions, ``complex_fast``) reduces by Cody-Waite, exact for |x| <= 2^20 only;
 - ``erf``, ``erfc`` and ``pow`` compute in double (``pow`` as ``exp2(y * log2|x|)`` with
   the C99 special cases), then round once to float; so do ``tan``, the inverse
   trigonometric and the (inverse) hyperbolic functions, ``log1p``, ``expm1``, ``log2``,
@@ -221,7 +221,7 @@ _SINCOS = _FN + """ float nna_sincos(float x, float *c) {
 """
 
 #: ``sincos`` for |x| <= ``FAST_TRIG_BOUND`` only (complex64 functions on CPU devices, see
-#: ``complex_trig``, redo the elements past it with ``sincos``): x - K pi/2 by Cody-Waite in
+#: ``complex_fast``, redo the elements past it with ``sincos``): x - K pi/2 by Cody-Waite in
 #: double (pi/2 in parts of 33, 33 and 53 bits: K < 2^20 times each part is exact), then
 #: Cephes' float polynomials of sin and cos on [-pi/4, pi/4], swapped and signed by K mod 4.
 #: Within 2 ULP; about half the exact reduction's time.

@@ -1,0 +1,132 @@
+"""complex64 functions with a fast path on CPU devices: one kernel computes each chunk of
+elements by a formula exact only within a range, and redoes with the exact expression the
+rare elements outside it.
+
+Two fast paths (``FLAVORS``):
+
+- ``trig`` (``exp``, ``expm1``, ``sin``, ``cos``, ``tan``, ``sinh``, ``cosh``, ``tanh``):
+  a copy of the complex helpers (``complex_math``) with ``sincos_fast`` for ``sincos``.
+  The exact ``sincos`` (``inline_math``) reduces every float by Payne-Hanek, about two
+  thirds of complex ``exp``'s time; Cody-Waite's reduction is exact for parts up to
+  ``FAST_TRIG_BOUND``.
+- ``near`` (``sign``, ``sqrt``): no scaling. The exact helpers scale x and y by a power of
+  two so that x^2 + y^2 neither overflows nor rounds away, and test for zero, NaN and
+  infinity: 40% of ``sign``'s time, 45% of ``sqrt``'s. Unscaled (``c_sign_near``,
+  ``c_sqrt_near``), both are exact while x^2 + y^2 lies in [2^-100, 2^100].
+
+One work-item per ``CHUNK`` elements: a first loop computes the fast expression and ORs the
+range test over the chunk (LLVM's loop vectorizer takes both); only a chunk with an
+element out of range, or the last partial chunk, runs a second loop, the exact expression
+for those elements. One launch and one pass over memory: the fix-up launch this replaced
+read the input again (pocl pthread, 2^20 elements: ``exp`` 1.11 -> 0.98 ms; ``sign`` 0.34
+-> 0.24, ``sqrt`` 0.65 -> 0.38, which had no fast path). Contiguous operands only (the
+others keep the exact kernel), and never in place: the second loop reads the input after
+the first wrote the output, so an output in the input's buffer takes the exact kernel.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from .cltypes import CLType, header
+from .inline_math import FAST_TRIG_BOUND, use_inline
+
+#: Elements per work-item.
+CHUNK = 64
+#: The complex64 helpers' names (and their guard), which ``_trig``'s copy renames.
+_NAMES = re.compile(r"\b(NNA_COMPLEX_float2|[cr]_\w+_float2)\b")
+
+
+def _trig(helpers: str, expr: str) -> tuple[str, str]:
+    """A copy of the helpers with ``sincos_fast`` for ``sincos``, under names ending
+    ``_fast``, and ``expr`` calling it."""
+    copy = re.sub(r"\bsincos\s*\(", "sincos_fast(", helpers)
+    return _NAMES.sub(r"\1_fast", copy), _NAMES.sub(r"\1_fast", expr)
+
+
+def _near(helpers: str, expr: str) -> tuple[str, str]:
+    """``expr`` calling the unscaled ``c_sign_near``/``c_sqrt_near`` (``complex_math``;
+    their own helpers, without the exact ones' tests of zero, NaN and infinity, which cost
+    ``sqrt`` 25% more)."""
+    return "", re.sub(r"\bc_(sign|sqrt)_float2\(", r"c_\1_near_float2(", expr)
+
+
+#: ``FAST_TRIG_BOUND``'s bits: |x| <= it as integers, false for NaN
+_BOUND_BITS = int(np.float32(FAST_TRIG_BOUND).view(np.uint32))
+#: flavor -> (its fast helpers and expression from the exact ones, the range test on ``v0``
+#: within which they are exact)
+FLAVORS = {
+    "trig": (_trig, f"((as_uint(v0.x) & 0x7fffffffu) <= {_BOUND_BITS:#x}u)"
+                    f" & ((as_uint(v0.y) & 0x7fffffffu) <= {_BOUND_BITS:#x}u)"),
+    "near": (_near, "((v0.x * v0.x + v0.y * v0.y) >= 0x1p-100f)"
+                    " & ((v0.x * v0.x + v0.y * v0.y) <= 0x1p100f)"),
+}
+#: The unary rows with a fast path, and its flavor.
+FAST = {**dict.fromkeys(("exp", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh"), "trig"),
+        "sign": "near", "sqrt": "near"}
+
+_KERNEL = """__kernel void map(__global {out}* out, __global const {inp}* restrict a0,
+                  const int n) {{
+    const int i0 = get_global_id(0) * {chunk};
+    if (i0 >= n) return;
+    int far = n - i0 < {chunk};
+    if (!far) {{
+        for (int j = 0; j < {chunk}; j++) {{
+            const float2 v0 = {load};
+            far |= !({ok});
+            {fast}
+        }}
+        if (!far) return;
+    }}
+    const int m = n - i0 < {chunk} ? n - i0 : {chunk};
+    for (int j = 0; j < m; j++) {{
+        const float2 v0 = {load};
+        if (m < {chunk} || !({ok})) {exact}
+    }}
+}}
+"""
+
+
+def eligible(dev: Any, op: str, operands: list, rank: int) -> bool:
+    """Whether ``op``'s plan takes the fast path: a contiguous complex64 operand of a row in
+    ``FAST``, on a device with the inline math (CPU devices: a work-item's loop over its
+    chunk would not coalesce on a GPU) and fp64 (the exact ``sincos``)."""
+    return (op in FAST and rank == 0 and len(operands) == 1 and operands[0][0]
+            and operands[0][1].calc == operands[0][2].calc == "float2"
+            and dev.fp64 and use_inline(dev.cl_device))
+
+
+def source(op: str, expr: str, t: CLType, out_t: CLType, helpers: str, pairs: bool) -> str:
+    """The chunked kernel ``map(out, a0, n)`` of ``op`` (``expr`` on ``v0``, calling
+    ``helpers``)."""
+    make, ok = FLAVORS[FAST[op]]
+    fast_helpers, fast_expr = make(helpers, expr)
+    idx = "i0 + j"
+    return header(t, out_t) + helpers + fast_helpers + _KERNEL.format(
+        out=out_t.storage, inp=t.storage, chunk=CHUNK, load=t.load("a0", idx, pairs), ok=ok,
+        fast=out_t.store("out", idx, fast_expr, pairs),
+        exact=out_t.store("out", idx, expr, pairs))
+
+
+def items(n: int) -> int:
+    """Work-items for ``n`` elements."""
+    return -(-n // CHUNK)
+
+
+class FastPlan:
+    """The chunked kernel's plan (one work-item per chunk) and the exact plan, for calls
+    in place."""
+
+    __slots__ = ("fast", "exact")
+
+    def __init__(self, fast_plan: Any, exact: Any) -> None:
+        self.fast, self.exact = fast_plan, exact
+
+    def run(self, dev: Any, xs: tuple, out: Any = None) -> Any:
+        if out is not None and out.base_data.int_ptr == xs[0].base_data.int_ptr:
+            return self.exact.run(dev, xs, out)
+        return self.fast.run(dev, xs, out)
+
