@@ -17,8 +17,10 @@ _TRIG = ["exp", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh"]
 _NEAR = ["sign", "sqrt"]
 #: The part each function takes the sine and cosine of (``tan`` goes through ``tanh``).
 _TRIG_PART = {"sin": "re", "cos": "re", "tan": "re"}
-_N = 64 * 21 + 13  # chunks of 64 and a partial one
+_N = 128 * 10 + 77  # chunks of 128 (and of 64) and a partial one
 _SPECIAL = [5, 70, 71]
+#: In the unscaled range, with zero parts (``sign`` and ``sqrt`` inputs).
+_ZEROS = [9, 10, 11, 12, 13, 14, 15]
 
 
 def _trig_inputs(rng, far: np.ndarray, idx: np.ndarray, name: str) -> np.ndarray:
@@ -31,14 +33,15 @@ def _trig_inputs(rng, far: np.ndarray, idx: np.ndarray, name: str) -> np.ndarray
 
 
 def _near_inputs(rng, far: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Moderate values, some with |z|^2 far outside [2^-100, 2^100]: subnormal, tiny or huge
-    parts, and zeros of both signs."""
+    """Moderate values, some with |z| past the unscaled range (about 2e-19 to 9e18): subnormal,
+    tiny or huge parts. In range: zeros of both signs, parts that are zero or whose square is
+    subnormal."""
     z = (rng.standard_normal(_N) + 1j * rng.standard_normal(_N)) * 3
-    z[idx] *= 10.0 ** np.where(rng.random(idx.size) < 0.5, rng.uniform(-44, -33, idx.size),
-                               rng.uniform(32, 37, idx.size))
+    z[idx] *= 10.0 ** np.where(rng.random(idx.size) < 0.5, rng.uniform(-44, -21, idx.size),
+                               rng.uniform(22, 37, idx.size))
     z[-3:] = [1e-40 + 0j, 3e37 - 1j, -1e-20 + 2e-21j]
-    z[[9, 10]] = [0, complex(-0.0, -0.0)]
-    far[[9, 10]] = True
+    z[_ZEROS] = [0, complex(-0.0, -0.0), complex(0.0, -0.0), -3 + 0j, complex(-0.0, 2),
+                 1 + 1e-30j, -1e-30 + 1e-18j]
     return z
 
 
@@ -47,7 +50,8 @@ def _inputs(name: str) -> tuple[np.ndarray, np.ndarray]:
     partial chunk)."""
     rng = np.random.default_rng(7)
     far = np.zeros(_N, bool)
-    idx = rng.choice(np.arange(20, _N - 20), 30, replace=False)
+    idx = rng.choice(np.setdiff1d(np.arange(20, _N - 20), [256, 768]), 30, replace=False)
+    idx = np.concatenate([idx, [256, 768]])  # a chunk's first element (which skips its fast loop)
     far[idx] = True
     far[-3:] = True  # the partial chunk
     z = _near_inputs(rng, far, idx) if name in _NEAR else _trig_inputs(rng, far, idx, name)
@@ -73,6 +77,9 @@ def test_out_of_range_and_non_finite_match_the_exact_path(backend, name):
         exact = _in_place(backend, name, z)
         want = getattr(np, name)(z.astype(np.complex128))
     np.testing.assert_array_equal(got[far], exact[far])
+    if name in _NEAR:  # zero parts keep the exact path's signs
+        pair = got[_ZEROS].view(np.float32), exact[_ZEROS].view(np.float32)
+        np.testing.assert_array_equal(np.signbit(pair[0]), np.signbit(pair[1]))
     np.testing.assert_allclose(got[~far], exact[~far], rtol=1e-6, atol=1e-30)
     fin = np.isfinite(want) & ~np.isin(np.arange(_N), _SPECIAL)
     if backend == "numpy" and name == "sign":  # numpy's own complex64 sign of a subnormal
