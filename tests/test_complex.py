@@ -119,11 +119,15 @@ def test_elementwise(backend, name, dtype):
 
 #: Arguments where a careless formula cancels: tanh near its poles (x ~ 0, y ~ pi/2),
 #: asinh/asin near 0, sqrt of subnormal and huge parts, sign of subnormal ones (complex64);
-#: or overflows: cosh and sinh of a part in (88.7, 89.4), finite in float32 though e^|x| is not.
+#: or overflows: cosh and sinh of a part in (88.7, 89.4), finite in float32 though e^|x| is not;
+#: asinh, asin and acos past |z| = 7e12, where |z|^3 is not (in float32), or 6e102 (float64).
 _HARD = {
     "tanh": [0.003359507 - 1.5731691j, -0.0009938359 + 1.5699778j, 1.5707964j, 1e-30 + 1e-30j],
-    "asinh": [-0.000321233 + 0.00039864302j, 0.0010652739 - 0.0003730138j, 1e-20 + 1e-21j],
-    "asin": [0.0010036945 + 0.00045998266j, -0.000321233 + 0.00039864302j],
+    "asinh": [-0.000321233 + 0.00039864302j, 0.0010652739 - 0.0003730138j, 1e-20 + 1e-21j,
+              5.5e12 + 5.5e12j, -3e16 + 2e5j, 1e5 - 2e5j],
+    "asin": [0.0010036945 + 0.00045998266j, -0.000321233 + 0.00039864302j, 1 + 7e12j,
+             -9e15 - 1j],
+    "acos": [1 + 7e12j, 3e14 - 2e14j],
     "sqrt": [1.4e-45, 1e-40 + 1e-40j, -1.4e-45j, 3e38 + 3e38j, -3e38 + 1j, 2.5e-38 + 1e-45j],
     "sign": [1e-40j, 1e-40 + 1e-40j, -2e-39 + 0j],
     "cosh": [89.2 - 0.5j, -88.9 + 3j, 0.3 + 1j],
@@ -142,6 +146,15 @@ def test_elementwise_relative_accuracy(backend, name, dtype):
     want = getattr(np, _NP.get(name, name))(x.astype(np.complex128))
     err = np.abs(got - want) / np.abs(want)
     assert err.max() < (2e-6 if dtype == np.complex64 else 1e-13), (x, got, want)
+
+
+def test_asinh_acos_past_the_cube_root_of_the_largest_double(backend):
+    """complex128 asinh and acos where |z|^3 overflows float64 (|z| > 5.6e102)."""
+    z = np.array([2e103 + 1e103j, -1e150 + 3j, 1 - 1e200j])
+    for name in ("asinh", "acos"):
+        got = np.asarray(getattr(nna, name)(nna.asarray(z)))
+        np.testing.assert_allclose(got, getattr(np, _NP.get(name, name))(z), rtol=1e-13,
+                                   err_msg=name)
 
 
 def test_branch_cuts_and_special_values(backend):
