@@ -120,7 +120,8 @@ def test_elementwise(backend, name, dtype):
 #: Arguments where a careless formula cancels: tanh near its poles (x ~ 0, y ~ pi/2),
 #: asinh/asin near 0, sqrt of subnormal and huge parts, sign of subnormal ones (complex64);
 #: or overflows: cosh and sinh of a part in (88.7, 89.4), finite in float32 though e^|x| is not;
-#: asinh, asin and acos past |z| = 7e12, where |z|^3 is not (in float32), or 6e102 (float64).
+#: asinh, asin and acos past |z| = 7e12, where |z|^3 is not (in float32), or 6e102 (float64);
+#: acosh past half the largest float, where z + sqrt(z + 1) sqrt(z - 1) is not.
 _HARD = {
     "tanh": [0.003359507 - 1.5731691j, -0.0009938359 + 1.5699778j, 1.5707964j, 1e-30 + 1e-30j],
     "asinh": [-0.000321233 + 0.00039864302j, 0.0010652739 - 0.0003730138j, 1e-20 + 1e-21j,
@@ -128,6 +129,7 @@ _HARD = {
     "asin": [0.0010036945 + 0.00045998266j, -0.000321233 + 0.00039864302j, 1 + 7e12j,
              -9e15 - 1j],
     "acos": [1 + 7e12j, 3e14 - 2e14j],
+    "acosh": [2.4447141e38 - 3.4e13j, -4e-27 - 1.9992087e38j, -3e38 + 1e38j, 2 + 1e-8j],
     "sqrt": [1.4e-45, 1e-40 + 1e-40j, -1.4e-45j, 3e38 + 3e38j, -3e38 + 1j, 2.5e-38 + 1e-45j],
     "sign": [1e-40j, 1e-40 + 1e-40j, -2e-39 + 0j],
     "cosh": [89.2 - 0.5j, -88.9 + 3j, 0.3 + 1j],
@@ -148,10 +150,11 @@ def test_elementwise_relative_accuracy(backend, name, dtype):
     assert err.max() < (2e-6 if dtype == np.complex64 else 1e-13), (x, got, want)
 
 
-def test_asinh_acos_past_the_cube_root_of_the_largest_double(backend):
-    """complex128 asinh and acos where |z|^3 overflows float64 (|z| > 5.6e102)."""
-    z = np.array([2e103 + 1e103j, -1e150 + 3j, 1 - 1e200j])
-    for name in ("asinh", "acos"):
+def test_inverse_functions_of_huge_complex128(backend):
+    """complex128 asinh and acos where |z|^3 overflows float64 (|z| > 5.6e102), acosh where
+    2|z| does."""
+    z = np.array([2e103 + 1e103j, -1e150 + 3j, 1 - 1e200j, 1.5e308 + 1j, -1e308 - 1e308j])
+    for name in ("asinh", "acos", "acosh"):
         got = np.asarray(getattr(nna, name)(nna.asarray(z)))
         np.testing.assert_allclose(got, getattr(np, _NP.get(name, name))(z), rtol=1e-13,
                                    err_msg=name)

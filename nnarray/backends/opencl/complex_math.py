@@ -313,8 +313,16 @@ NNA_CINL C c_asinh_C(C z) {
   return (C)(y0 ? r_asinh_C(z.x) : (neg ? -re : re), y0 ? z.y : (neg ? -l.y : l.y));
 }
 NNA_CINL C c_acosh_C(C z) {
-  const C r = c_log_C(c_add_C(z, c_mul_C(c_sqrt_C(c_add_C(z, (C)((R)1, (R)-0.0))),
-                                         c_sqrt_C(c_sub_C(z, (C)((R)1, (R)0))))));
+  // z + sqrt(z + 1) sqrt(z - 1) ~ 2z overflows for |z| past half the largest number (acosh
+  // of 2.4e38 was inf): there, the log of half of it, plus log 2 (scaled only there: near
+  // z = 1, adding log 2 back would cancel)
+  const R big = sizeof(R) == 8 ? (R)1e300 : (R)1e37;
+  const int far = (fabs(z.x) > big) | (fabs(z.y) > big);
+  const R h = far ? (R)0.5 : (R)1;
+  C r = c_log_C(c_add_C(c_scale_C(z, h),
+                        c_scale_C(c_mul_C(c_sqrt_C(c_add_C(z, (C)((R)1, (R)-0.0))),
+                                          c_sqrt_C(c_sub_C(z, (C)((R)1, (R)0)))), h)));
+  r.x += far ? (R)0.69314718055994530942 : (R)0;
   const R ii = (isnan(z.x) | isnan(z.y)) ? (R)NAN : r_atan2_C(z.y, z.x);
   const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y);
   return (C)(inf ? (R)INFINITY : (zn ? z.y : r.x),
