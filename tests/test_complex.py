@@ -119,7 +119,8 @@ def test_elementwise(backend, name, dtype):
 
 #: Arguments where a careless formula cancels: tanh near its poles (x ~ 0, y ~ pi/2),
 #: asinh/asin near 0, sqrt of subnormal and huge parts, sign of subnormal ones (complex64);
-#: or overflows: cosh and sinh of a part in (88.7, 89.4), finite in float32 though e^|x| is not;
+#: or overflows: cosh and sinh of a part in (88.7, 89.4), finite in float32 though e^|x| is not,
+#: and exp, sin, cos... whose result is finite though cosh or e^x of a part is not;
 #: asinh, asin and acos past |z| = 7e12, where |z|^3 is not (in float32), or 6e102 (float64);
 #: acosh past half the largest float, where z + sqrt(z + 1) sqrt(z - 1) is not.
 _HARD = {
@@ -132,10 +133,11 @@ _HARD = {
     "acosh": [2.4447141e38 - 3.4e13j, -4e-27 - 1.9992087e38j, -3e38 + 1e38j, 2 + 1e-8j],
     "sqrt": [1.4e-45, 1e-40 + 1e-40j, -1.4e-45j, 3e38 + 3e38j, -3e38 + 1j, 2.5e-38 + 1e-45j],
     "sign": [1e-40j, 1e-40 + 1e-40j, -2e-39 + 0j],
-    "cosh": [89.2 - 0.5j, -88.9 + 3j, 0.3 + 1j],
-    "sinh": [89.3 + 0.2j, -89.0 - 2j, 0.3 + 1j],
-    "sin": [1 + 89.1j, -2 - 88.8j],
-    "cos": [0.5 + 89.2j, 3 - 88.9j],
+    "cosh": [89.2 - 0.5j, -88.9 + 3j, 0.3 + 1j, 89.69898 + 2.401466j],
+    "sinh": [89.3 + 0.2j, -89.0 - 2j, 0.3 + 1j, -89.51757 + 26.193184j],
+    "sin": [1 + 89.1j, -2 - 88.8j, 1158.6057 + 89.603905j],
+    "cos": [0.5 + 89.2j, 3 - 88.9j, -1.0893378 - 89.533455j],
+    "exp": [88.768166 + 0.36560676j, 88.96076 - 275.62836j],
 }
 
 
@@ -158,6 +160,21 @@ def test_inverse_functions_of_huge_complex128(backend):
         got = np.asarray(getattr(nna, name)(nna.asarray(z)))
         np.testing.assert_allclose(got, getattr(np, _NP.get(name, name))(z), rtol=1e-13,
                                    err_msg=name)
+
+
+def test_exponentials_near_the_largest_double(backend):
+    """complex128 exp, sinh, cosh, sin, cos, expm1 finite where e^x of a part overflows but the
+    result does not."""
+    z = np.array([709.5 + 0.4j, 709.9 - 2.5j, -710.1 + 1j])
+    # numpy's own complex expm1 overflows there (the numpy backend is numpy)
+    for name in ("exp", "sinh", "cosh") + (("expm1",) if backend != "numpy" else ()):
+        x = z[:2] if "exp" in name else z
+        got = np.asarray(getattr(nna, name)(nna.asarray(x)))
+        want = np.exp(x) - 1 if name == "expm1" else getattr(np, name)(x)
+        np.testing.assert_allclose(got, want, rtol=1e-13, err_msg=name)
+    for name in ("sin", "cos"):
+        got = np.asarray(getattr(nna, name)(nna.asarray(1j * z)))
+        np.testing.assert_allclose(got, getattr(np, name)(1j * z), rtol=1e-13, err_msg=name)
 
 
 def test_branch_cuts_and_special_values(backend):

@@ -47,9 +47,10 @@ _NAMES = re.compile(r"\b(NNA_COMPLEX_float2|[cr]_\w+_float2)\b")
 
 
 def _trig(helpers: str, expr: str) -> tuple[str, str]:
-    """A copy of the helpers with ``sincos_fast`` for ``sincos``, under names ending
-    ``_fast``, and ``expr`` calling it."""
-    copy = re.sub(r"\bsincos\s*\(", "sincos_fast(", helpers)
+    """A copy of the helpers with ``sincos_fast`` for ``sincos`` and without the scaling
+    past e^88 (``_HUGE`` keeps such parts out), under names ending ``_fast``, and ``expr``
+    calling it."""
+    copy = re.sub(r"\bsincos\s*\(", "sincos_fast(", helpers).replace("NNA_HUGE(", "NNA_NOT_HUGE(")
     return _NAMES.sub(r"\1_fast", copy), _NAMES.sub(r"\1_fast", expr)
 
 
@@ -75,6 +76,21 @@ FLAVORS = {
 #: The unary rows with a fast path, and its flavor.
 FAST = {**dict.fromkeys(("exp", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh"), "trig"),
         "sign": "near", "sqrt": "near"}
+_88 = "0x42b00000u"  # 88.0f's bits
+#: Per row, the part whose e^|x| the fast copy must not overflow (``NNA_NOT_HUGE``): no
+#: bigger than 88 (``exp``: no bigger, small ones underflow to 0 as they should)
+_HUGE = {"exp": "(v0.x <= 88.0f)", "expm1": "(v0.x <= 88.0f)",
+         "sinh": f"((as_uint(v0.x) & 0x7fffffffu) <= {_88})",
+         "cosh": f"((as_uint(v0.x) & 0x7fffffffu) <= {_88})",
+         "sin": f"((as_uint(v0.y) & 0x7fffffffu) <= {_88})",
+         "cos": f"((as_uint(v0.y) & 0x7fffffffu) <= {_88})"}
+
+
+def range_test(op: str) -> str:
+    """The test on ``v0`` within which ``op``'s fast expression is exact."""
+    ok = FLAVORS[FAST[op]][1]
+    return f"({ok}) & {_HUGE[op]}" if op in _HUGE else ok
+
 
 _KERNEL = """__kernel void map(__global {out}* out, __global const {inp}* restrict a0,
                   const int n) {{
@@ -115,8 +131,8 @@ def eligible(dev: Any, op: str, operands: list, rank: int) -> bool:
 def source(op: str, expr: str, t: CLType, out_t: CLType, helpers: str, pairs: bool) -> str:
     """The chunked kernel ``map(out, a0, n)`` of ``op`` (``expr`` on ``v0``, calling
     ``helpers``)."""
-    make, ok = FLAVORS[FAST[op]]
-    fast_helpers, fast_expr = make(helpers, expr)
+    fast_helpers, fast_expr = FLAVORS[FAST[op]][0](helpers, expr)
+    ok = range_test(op)
     idx = "i0 + j"
     return header(t, out_t) + helpers + fast_helpers + _KERNEL.format(
         out=out_t.storage, inp=t.storage, chunk=CHUNK, load=t.load("a0", idx, pairs), ok=ok,

@@ -119,10 +119,14 @@ NNA_CINL R r_arg_C(R y, R x) {
   return x != x ? x : r;
 }
 // sinh x, cosh x (*c) and 1 / e^|x| (*ie) from one float exp, h = e^(|x|/2): e^|x| / 2 as
-// (h / 2) h stays finite where cosh does (e^|x| itself overflows past 88.7); the series
-// below |x| = 1/2 (e - 1/e would cancel); within 3 ULP
-NNA_CINL R r_sinhcosh_C(R x, R *c, R *ie) {
-  const R a = fabs(x), h = exp((R)0.5 * a), e2 = ((R)0.5 * h) * h, i = (R)1 / (h * h);
+// (h / 2) h; the series below |x| = 1/2 (e - 1/e would cancel); within 3 ULP. Past |x| =
+// 88, sinh and cosh come scaled by 2^-64 and *up = 2^64 (else 1): a product with a sine
+// or cosine, times *up, is finite wherever it is finite exactly (sin(1158 + 89.6i) was inf)
+NNA_CINL R r_sinhcosh_C(R x, R *c, R *ie, R *up) {
+  const R a = fabs(x), h = exp((R)0.5 * a), i = (R)1 / (h * h);
+  const int big = NNA_HUGE(a, (R)88);
+  const R e2 = (((R)0.5 * h) * (big ? (R)0x1p-64f : (R)1)) * h;
+  *up = big ? (R)0x1p64f : (R)1;
   const R z = a * a;
   const R p = a + a * z * ((R)(1.0 / 6) + z * ((R)(1.0 / 120) + z * (R)(1.0 / 5040)));
   *c = e2 + (R)0.5 * i;
@@ -132,10 +136,13 @@ NNA_CINL R r_sinhcosh_C(R x, R *c, R *ie) {
 """
 
 _REAL_DOUBLE = """
-NNA_CINL R r_sinhcosh_C(R x, R *c, R *ie) {
-  *c = cosh(x);
+NNA_CINL R r_sinhcosh_C(R x, R *c, R *ie, R *up) {  // scaled past |x| = 709, as float's
+  const int big = fabs(x) > 709.0;
+  const R h = exp(0.5 * fabs(x)), e2 = ((0.5 * h) * 0x1p-512) * h;
+  *c = big ? e2 : cosh(x);
   *ie = exp(-fabs(x));
-  return sinh(x);
+  *up = big ? 0x1p512 : 1.0;
+  return big ? copysign(e2, x) : sinh(x);
 }
 NNA_CINL R r_logabs_C(R x, R y) { return log(hypot(x, y)); }
 NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keeps its bits
@@ -165,6 +172,10 @@ NNA_CINL R r_asinh_C(R x) { return asinh(x); }
 #: ``sqrt`` as the compiler's instruction where it is clang (pocl calls ``sqrt`` out of line).
 _SQRT = """
 #define NNA_CINL static inline __attribute__((always_inline))
+// x past t, where e^x overflows: the exact helpers then scale (complex_fast's fast copies
+// take NNA_NOT_HUGE, their range test keeps such parts out)
+#define NNA_HUGE(x, t) ((x) > (t))
+#define NNA_NOT_HUGE(x, t) 0
 #ifdef __clang__
 #define NNA_SQRT_float(v) __builtin_sqrtf(v)
 #define NNA_SQRT_double(v) __builtin_sqrt(v)
@@ -198,20 +209,25 @@ NNA_CINL C c_div_C(C a, C b) {  // Smith's: divide by the larger part of b
   return (C)(z ? a.x * (R)INFINITY : re, z ? a.y * (R)INFINITY : (big ? im : -im));
 }
 NNA_CINL C c_exp_C(C a) {
+  // past e^88 (e^709), e^x cos y as (e^(x/2) cos y) e^(x/2): finite wherever it is exactly
+  // (exp(88.77 + 0.37i) was inf)
   R c;
-  const R e = exp(a.x), s = sincos(a.y, &c);
+  const int big = NNA_HUGE(a.x, (R)(sizeof(R) == 8 ? 709 : 88));
+  const R e = exp(big ? (R)0.5 * a.x : a.x), e2 = big ? e : (R)1, s = sincos(a.y, &c);
   // y - y: nan where y is not finite (a test unlike isinf(x)'s: like tests of the two parts
   // made LLVM test the pair as a vector, which stops pocl's vectorizer)
   const int y0 = a.y == 0, sp = isinf(a.x) & (a.y - a.y != a.y - a.y);
-  R re = y0 ? e : e * c, im = y0 ? a.y : e * s;
+  R re = y0 ? e * e2 : (e * c) * e2, im = y0 ? a.y : (e * s) * e2;
   const int pos = a.x > 0;
   const R spr = pos ? a.x : (R)0, spi = pos ? a.y - a.y : (R)0;
   return (C)(sp ? spr : re, sp ? spi : im);
 }
-NNA_CINL C c_expm1_C(C a) {
+NNA_CINL C c_expm1_C(C a) {  // past e^88 (e^709) as exp's
   R c;
+  const int big = NNA_HUGE(a.x, (R)(sizeof(R) == 8 ? 709 : 88));
   const R h = sin(a.y * (R)0.5), s = sincos(a.y, &c);
-  return (C)(r_expm1_C(a.x) * c - (R)2 * h * h, exp(a.x) * s);
+  const R e = exp(big ? (R)0.5 * a.x : a.x), e2 = big ? e : (R)1;
+  return (C)(big ? (e * c) * e2 : r_expm1_C(a.x) * c - (R)2 * h * h, (e * s) * e2);
 }
 NNA_CINL C c_log_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_arg_C(a.y, a.x)); }
 // log with the shared atan2 (log1p takes that atan2 anyway: one call, merged)
@@ -237,37 +253,38 @@ NNA_CINL C c_sqrt_C(C a) {  // t = sqrt((|x| + |z|) / 2), then y / 2t: no cancel
   return (C)(yinf ? (R)INFINITY : re, yinf ? a.y : im);
 }
 NNA_CINL C c_sin_C(C a) {
-  R c, ch, ie;
-  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie);
-  return (C)(s * ch, c * sh);
+  R c, ch, ie, up;
+  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie, &up);
+  return (C)((s * ch) * up, (c * sh) * up);
 }
 NNA_CINL C c_cos_C(C a) {
-  R c, ch, ie;
-  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie);
-  return (C)(c * ch, -s * sh);
+  R c, ch, ie, up;
+  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie, &up);
+  return (C)((c * ch) * up, (-s * sh) * up);
 }
 // sinh, cosh, tanh: the standard's (C99 Annex G's) special cases, as selects over the
 // formulas (the first case listed wins)
 NNA_CINL C c_sinh_C(C a) {
-  R cy, cx, ie;
-  const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie), re = sx * cy, im = cx * sy;
+  R cy, cx, ie, up;
+  const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie, &up);
+  const R re = (sx * cy) * up, im = (cx * sy) * up;
   const int y0 = a.y == 0, sp = (a.x == 0 | isinf(a.x)) & !isfinite(a.y);
-  return (C)(y0 ? sx : (sp ? a.x : re), y0 ? a.y : (sp ? a.y - a.y : im));
+  return (C)(y0 ? sx * up : (sp ? a.x : re), y0 ? a.y : (sp ? a.y - a.y : im));
 }
 NNA_CINL C c_cosh_C(C a) {
-  R cy, cx, ie;
-  const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie);
-  const R re = cx * cy, im = sx * sy;
-  const R i0 = isfinite(a.x) ? sx * a.y : a.y, nan = a.y - a.y;
+  R cy, cx, ie, up;
+  const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie, &up);
+  const R re = (cx * cy) * up, im = (sx * sy) * up;
+  const R i0 = isfinite(a.x) ? (sx * a.y) * up : a.y, nan = a.y - a.y;
   const int y0 = a.y == 0, nf = !isfinite(a.y), z = (a.x == 0) & nf, inf = isinf(a.x) & nf;
-  return (C)(y0 ? cx : (z ? nan : (inf ? fabs(a.x) : re)),
+  return (C)(y0 ? cx * up : (z ? nan : (inf ? fabs(a.x) : re)),
              y0 ? i0 : (z ? (R)0 : (inf ? nan : im)));
 }
 NNA_CINL C c_tanh_C(C a) {
   // (sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y): cosh 2x + cos 2y without the
   // cancellation near the poles (x = 0, y = pi/2 + k pi)
-  R cy, cx, v;
-  const R sx = r_sinhcosh_C(a.x, &cx, &v), sy = sincos(a.y, &cy);
+  R cy, cx, v, up;  // up: |x| past 88 takes the big case below
+  const R sx = r_sinhcosh_C(a.x, &cx, &v, &up), sy = sincos(a.y, &cy);
   const R q = (R)1 / (sx * sx + cy * cy);
   // past |x| = 20: 4 sin y cos y exp(-2|x|), from v = exp(-|x|) (0 past 88.7, where
   // the product is below the least subnormal anyway)
