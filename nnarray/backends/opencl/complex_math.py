@@ -336,9 +336,10 @@ NNA_CINL C c_acosh_C(C z) {
   const R big = sizeof(R) == 8 ? (R)1e300 : (R)1e37;
   const int far = (fabs(z.x) > big) | (fabs(z.y) > big);
   const R h = far ? (R)0.5 : (R)1;
+  // (halved inside the square roots: their product's parts square |z|'s square roots)
   C r = c_log_C(c_add_C(c_scale_C(z, h),
-                        c_scale_C(c_mul_C(c_sqrt_C(c_add_C(z, (C)((R)1, (R)-0.0))),
-                                          c_sqrt_C(c_sub_C(z, (C)((R)1, (R)0)))), h)));
+                        c_mul_C(c_sqrt_C(c_scale_C(c_add_C(z, (C)((R)1, (R)-0.0)), h)),
+                                c_sqrt_C(c_scale_C(c_sub_C(z, (C)((R)1, (R)0)), h)))));
   r.x += far ? (R)0.69314718055994530942 : (R)0;
   const R ii = (isnan(z.x) | isnan(z.y)) ? (R)NAN : r_atan2_C(z.y, z.x);
   const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y);
