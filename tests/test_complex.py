@@ -178,6 +178,20 @@ def test_exponentials_near_the_largest_double(backend):
         np.testing.assert_allclose(got, getattr(np, name)(1j * z), rtol=1e-13, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_log_real_part_near_the_unit_circle(backend, dtype):
+    """log|z| near |z| = 1 to a few ULP of itself, not of |log z| (numpy's complex64 keeps
+    it; rounding x^2 + y^2 first left 1e-7 / (|z| - 1) of it)."""
+    rng = np.random.default_rng(3)
+    th = rng.uniform(-np.pi, np.pi, 4096)
+    r = 1 + rng.choice([-1, 1], 4096) * 10.0 ** rng.uniform(-6, -1, 4096)
+    z = (r * np.exp(1j * th)).astype(dtype)
+    want = np.log(z.astype(np.complex128)).real
+    got = np.asarray(nna.log(nna.asarray(z))).real.astype(np.float64)
+    tol = 1e-6 if dtype == np.complex64 else 1e-13
+    assert (np.abs(got - want) / np.abs(want)).max() < tol
+
+
 def test_branch_cuts_and_special_values(backend):
     """Signed zeros pick the side of a branch cut; infinities and NaNs as the standard says."""
     z = np.array([3 + 0j, complex(3, -0.0), -3 + 0j, 2j, complex(-0.0, 2), 0.5 + 0j])
