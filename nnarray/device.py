@@ -8,6 +8,7 @@ gathered copy, through ``alias``/``strided``/``gather``/``scatter`` below.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -128,3 +129,23 @@ class Device:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.key}>"
+
+
+#: Held while a backend makes a device or probes its platform (``made_once``); re-entrant:
+#: making an OpenCL device probes the platform first.
+_making = threading.RLock()
+
+
+def made_once(cache: dict, key: Any, make: Callable[[], Any]) -> Any:
+    """``cache[key]``, made by ``make()`` on a miss once across threads (the hit is one
+    lookup). Threads that touch a device first at the same time must get one object: each
+    made its own ``OpenCLDevice`` of ``opencl:1`` (its own queue, lock and pool on the one
+    context), one thread's ops ran on several of them, and a copy between two raced the
+    reuse of a freed temporary's buffer: wrong results on pocl's pthread driver."""
+    v = cache.get(key)
+    if v is None:
+        with _making:
+            v = cache.get(key)
+            if v is None:
+                v = cache[key] = make()
+    return v

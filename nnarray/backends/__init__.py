@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import late
-from ..device import Device
+from ..device import Device, made_once
 from ..errors import BackendError, BackendUnavailableError
 
 _names: list[str] = sorted((m.name for m in pkgutil.iter_modules(__path__)
@@ -72,6 +72,10 @@ def get_device(name: str, device_id: int = 0) -> Device:
     dev = _devices.get((name, device_id))
     if dev is not None:
         return dev
+    return made_once(_devices, (name, device_id), lambda: _make_device(name, device_id))
+
+
+def _make_device(name: str, device_id: int) -> Device:
     m = module(name)
     reason = m.why_unavailable()
     if reason is not None:
@@ -80,7 +84,7 @@ def get_device(name: str, device_id: int = 0) -> Device:
     if not 0 <= device_id < n:
         raise BackendUnavailableError(
             f"{name}:{device_id}: no such device ({name} has {n} device(s))")
-    dev = _devices[(name, device_id)] = m.get_device(device_id)
+    dev = m.get_device(device_id)
     _context.device_created(name)
     return dev
 

@@ -5,6 +5,7 @@ Importing this package does not import CuPy; ``why_unavailable()`` does, once.
 
 from __future__ import annotations
 
+from ...device import made_once
 from .probe import why_unavailable
 
 #: DLPack device types whose tensors this backend adopts (``CudaDevice.dlpack_types``).
@@ -29,10 +30,13 @@ def device_count() -> int:
 def get_device(device_id: int):
     """The ``CudaDevice`` for ``device_id`` (one object per GPU)."""
     dev = _devices.get(device_id)
-    if dev is None:
-        from .device import CudaDevice
-        dev = _devices[device_id] = CudaDevice(device_id)
-    return dev
+    return dev if dev is not None else made_once(_devices, device_id,
+                                                 lambda: _make_device(device_id))
+
+
+def _make_device(device_id: int):
+    from .device import CudaDevice
+    return CudaDevice(device_id)
 
 
 def describe_devices() -> list[str]:

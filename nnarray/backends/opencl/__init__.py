@@ -9,18 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...device import made_once
+
 __all__ = ["build_stats", "describe_devices", "device_count", "get_device", "load_kernels",
            "skipped_devices", "why_unavailable"]
 
-_discovery: list[Any] = []
+_discovery: dict[None, Any] = {}  # the one ``Discovery``, under the key ``None``
 _devices: dict[int, Any] = {}
 
 
 def _found() -> Any:
-    if not _discovery:
-        from .device import Discovery
-        _discovery.append(Discovery())
-    return _discovery[0]
+    d = _discovery.get(None)
+    return d if d is not None else made_once(_discovery, None, _discover)
+
+
+def _discover() -> Any:
+    from .device import Discovery
+    return Discovery()
 
 
 def why_unavailable() -> str | None:
@@ -36,11 +41,14 @@ def device_count() -> int:
 def get_device(device_id: int) -> Any:
     """The ``OpenCLDevice`` for ``opencl:device_id`` (one object per device)."""
     dev = _devices.get(device_id)
-    if dev is None:
-        from .device import OpenCLDevice
-        cl_device, ctx = _found().devices[device_id]
-        dev = _devices[device_id] = OpenCLDevice(device_id, cl_device, ctx)
-    return dev
+    return dev if dev is not None else made_once(_devices, device_id,
+                                                 lambda: _make_device(device_id))
+
+
+def _make_device(device_id: int) -> Any:
+    from .device import OpenCLDevice
+    cl_device, ctx = _found().devices[device_id]
+    return OpenCLDevice(device_id, cl_device, ctx)
 
 
 def describe_devices() -> list[str]:

@@ -268,13 +268,18 @@ class OpenCLDevice(Device):
         return isinstance(src, OpenCLDevice) and src.context == self.context
 
     def copy_from(self, src: Device, x: Any, out: Any = None) -> Any:
-        """Device-to-device copy within one context."""
+        """Device-to-device copy within one context, finished when it returns: ``x``'s
+        buffer is ``src``'s, whose queue orders nothing with this one. A pending copy read
+        it after its owner freed it and ``src``'s pool gave it to a new array, written on
+        ``src``'s queue (pocl's pthread driver runs queues concurrently): it copied
+        another array's data."""
         if out is None:
             out = self.empty(x.shape, x.dtype)
         if x.size:
             src.synchronize()
             with self.lock:
-                self._copy(self.queue, out.base_data, x.base_data, byte_count=x.nbytes)
+                self._copy(self.queue, out.base_data, x.base_data,
+                           byte_count=x.nbytes).wait()
         return out
 
     # -- views (offsets and strides in elements; see nnarray.views) -------------------------
