@@ -11,9 +11,9 @@ Two fast paths (``FLAVORS``):
   ``FAST_TRIG_BOUND``.
 - ``near`` (``sign``, ``sqrt``): no scaling. The exact helpers scale x and y by a power of
   two so that x^2 + y^2 neither overflows nor rounds away, and test for NaN and infinity.
-  Unscaled (``c_sign_near``,
-  ``c_sqrt_near``), both are exact for z = 0 and while x^2 + y^2 lies in [2^-124, 2^127],
-  i.e. for |z| from about 2e-19 to 9e18.
+  Unscaled (``c_sign_near``, ``c_sqrt_near``), both are exact while x^2 + y^2 lies in
+  [2^-124, 2^127], i.e. for |z| from about 2e-19 to 9e18; z = 0 gets its value written
+  over theirs (``_ZERO_FIX``).
 
 One work-item per ``CHUNK`` elements: a first loop computes the fast expression and ORs the
 range test over the chunk (LLVM's loop vectorizer takes both); only a chunk with an
@@ -22,10 +22,10 @@ for the whole chunk (a test per element there would not vectorize: the separate 
 launch this replaced took 14.5 ms per 2^20 for ``exp`` with every element out of range,
 now 2.3 ms). A chunk whose first element is out of range skips the first loop: on data all
 out of range (|z| < 2e-19, say), the fast formulas would stall on subnormal results, 3.5x
-the exact kernel's time; with the skip, 1.35-1.45x. One launch and one pass over memory.
-Benchmark (pocl pthread, 2^20 complex64, min per call): ``sign`` 343 -> 298-303 us,
-``sqrt`` 647 -> 436-442 us (the same function on 2^21 float32: 143-150, 223-230 us);
-``exp`` 1083 -> 1089-1098 us. Contiguous operands only (the others keep the exact
+the exact kernel's time; with the skip, 1.2-1.3x. One launch and one pass over memory.
+Benchmark (pocl pthread, 2^20 complex64, min per call, quiet machine): ``sign`` 344-347 ->
+265 us, ``sqrt`` 644-646 -> 420-435 us (the same function on 2^21 float32: 138-149,
+218-244 us); ``exp`` 1080 -> 1090 us. Contiguous operands only (the others keep the exact
 kernel), and never in place: the second loop reads the input after the first wrote the
 output, so an output in the input's buffer takes the exact kernel.
 """
@@ -68,11 +68,18 @@ FLAVORS = {
     "trig": (_trig, f"((as_uint(v0.x) & 0x7fffffffu) <= {_BOUND_BITS:#x}u)"
                     f" & ((as_uint(v0.y) & 0x7fffffffu) <= {_BOUND_BITS:#x}u)"),
     # x^2 + y^2 as the helpers compute it (one value): finite, and normal enough that a
-    # subnormal part's square is negligible; or z = 0
+    # subnormal part's square is negligible. z = 0 fails it (see _ZERO_FIX)
     "near": (_near, "((v0.x * v0.x + v0.y * v0.y) <= 0x1p127f)"
-                    " & (((v0.x * v0.x + v0.y * v0.y) >= 0x1p-124f)"
-                    " | ((v0.x == 0) & (v0.y == 0)))"),
+                    " & ((v0.x * v0.x + v0.y * v0.y) >= 0x1p-124f)"),
 }
+_ZERO = "((v0.x == 0) & (v0.y == 0))"
+#: Rows whose fast expression gets z = 0 wrong (0 / 0), and zero's value: written over the
+#: fast results (``_ZERO_FIX``). Zero as a second clause of the range test, and handled
+#: in the helpers, cost ``sign`` 15% and ``sqrt`` 8% on every element.
+_ZERO_VALUE = {"sign": "(float2)(0.0f, 0.0f)", "sqrt": "(float2)(0.0f, v0.y)"}
+#: r0 where the mask k is set, else z0, by parts (a select of the pair does not vectorize)
+_MERGE = ("(float2)(as_float((as_uint(r0.x) & k) | (as_uint(z0.x) & ~k)),"
+          " as_float((as_uint(r0.y) & k) | (as_uint(z0.y) & ~k)))")
 #: The unary rows with a fast path, and its flavor.
 FAST = {**dict.fromkeys(("exp", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh"), "trig"),
         "sign": "near", "sqrt": "near"}
@@ -101,7 +108,7 @@ _KERNEL = """__kernel void map(__global {out}* out, __global const {inp}* restri
     if (!far) {{  // the first element out of range: the whole chunk likely is (see above)
         const int j = 0;
         const float2 v0 = {load};
-        far = !({ok});
+        far = !(({ok}) | {zero});
     }}
     if (!far) {{
         for (int j = 0; j < {chunk}; j++) {{
@@ -110,12 +117,27 @@ _KERNEL = """__kernel void map(__global {out}* out, __global const {inp}* restri
             {fast}
         }}
         if (!far) return;
-    }}
+{fix}    }}
     for (int j = 0; j < m; j++) {{
         const float2 v0 = {load};
         {exact}
     }}
 }}
+"""
+
+
+#: Zero's value over the fast results, one vectorized loop (read back, merge, write); the
+#: exact loop runs only where an element out of range is not zero. Masked or zero-padded
+#: data: ``sign`` 1.3x the exact kernel's time where every chunk holds a zero, not 2.3x.
+_ZERO_FIX = """        int hard = 0;
+        for (int j = 0; j < {chunk}; j++) {{
+            const float2 v0 = {load}, r0 = {reload}, z0 = {value};
+            const int zero = {zero};
+            hard |= !(({ok}) | zero);
+            const uint k = zero ? 0u : ~0u;
+            {store}
+        }}
+        if (!hard) return;
 """
 
 
@@ -134,9 +156,16 @@ def source(op: str, expr: str, t: CLType, out_t: CLType, helpers: str, pairs: bo
     fast_helpers, fast_expr = FLAVORS[FAST[op]][0](helpers, expr)
     ok = range_test(op)
     idx = "i0 + j"
+    load = t.load("a0", idx, pairs)
+    value, fix, zero = _ZERO_VALUE.get(op), "", "0"
+    if value is not None:
+        zero = _ZERO
+        fix = _ZERO_FIX.format(chunk=CHUNK, load=load, reload=out_t.load("out", idx, pairs),
+                               value=value, zero=zero, ok=ok,
+                               store=out_t.store("out", idx, _MERGE, pairs))
     return header(t, out_t) + helpers + fast_helpers + _KERNEL.format(
-        out=out_t.storage, inp=t.storage, chunk=CHUNK, load=t.load("a0", idx, pairs), ok=ok,
-        fast=out_t.store("out", idx, fast_expr, pairs),
+        out=out_t.storage, inp=t.storage, chunk=CHUNK, load=load, ok=ok, zero=zero,
+        fast=out_t.store("out", idx, fast_expr, pairs), fix=fix,
         exact=out_t.store("out", idx, expr, pairs))
 
 

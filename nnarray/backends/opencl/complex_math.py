@@ -84,20 +84,18 @@ NNA_CINL R r_sign_C(R x, R y, R *im) {
   *im = as_float(as_uint(ys * q) & (zero ? 0u : ~0u));
   return zero ? (R)0 : xs * q;
 }
-// sign and sqrt unscaled, exact for z = 0 and for x^2 + y^2 in [2^-124, 2^127] only (then a
-// subnormal part's square is negligible): complex_fast's near path, which redoes the others
-// with c_sign and c_sqrt. Zero as those give it (the same select and mask); bit operations
-// for |x| and the sign (the builtins' tests of NaN and infinity cost sqrt 25% more)
+// sign and sqrt unscaled, exact for x^2 + y^2 in [2^-124, 2^127] only (then a subnormal
+// part's square is negligible): complex_fast's near path, which writes z = 0's value
+// itself (here 0 / 0) and redoes the others with c_sign and c_sqrt. Bit operations for |x|
+// and the sign (the builtins' tests of NaN and infinity cost sqrt 25% more)
 NNA_CINL C c_sign_near_C(C a) {
-  const R m = a.x * a.x + a.y * a.y, q = (R)1 / NNA_SQRT(m);
-  const int zero = m == 0;
-  return (C)(zero ? (R)0 : a.x * q, as_float(as_uint(a.y * q) & (zero ? 0u : ~0u)));
+  const R q = (R)1 / NNA_SQRT(a.x * a.x + a.y * a.y);
+  return (C)(a.x * q, a.y * q);
 }
 NNA_CINL C c_sqrt_near_C(C a) {
   const R ax = as_float(as_uint(a.x) & 0x7fffffffu), ay = as_float(as_uint(a.y) & 0x7fffffffu);
   const R t = NNA_SQRT((R)0.5 * ax + (R)0.5 * NNA_SQRT(a.x * a.x + a.y * a.y));
-  const R tm = (R)1.17549435e-38f > t ? (R)1.17549435e-38f : t;  // z = 0: 0 / 2tm = 0
-  const R o = ay / ((R)2 * tm), im = a.x >= 0 ? o : t;
+  const R o = ay / ((R)2 * t), im = a.x >= 0 ? o : t;
   return (C)(a.x >= 0 ? t : o, as_float(as_uint(im) | (as_uint(a.y) & 0x80000000u)));
 }
 // arg(x + iy) = atan2(y, x) in float for log (the shared atan2 computes in double: its
