@@ -44,17 +44,21 @@ NNA_CINL uint r_scale_C(R x, R y) {
   const uint e = ay > ex ? (ay & 0x7f800000u) : ex;
   return e > 0x7e800000u ? 0x7e800000u : e;
 }
-// log |x + iy| without the square root: log(xs^2 + ys^2) / 2 + log of the scale, the scale
-// 1 for parts in [2^-63, 2^62] (else log 2 added back would cancel log|z| near |z| = 1:
-// 2e-5 relative at 0.9988), and xs^2 + ys^2 exact in double as a float hi + lo, log(hi) +
-// lo / hi: rounded to float first, it lost log|z|'s digits near |z| = 1 (numpy's complex64
-// keeps them)
+// r_scale for log|z| and arg z: 1.0's bits for parts in [2^-63, 2^62], whose squares and
+// sums neither overflow nor underflow (a scale there added log 2 back to a log near
+// -log 2: 2e-5 of log|z| lost at |z| = 0.9988)
+NNA_CINL uint r_logscale_C(R x, R y) {
+  const uint e = r_scale_C(x, y);
+  return (e >= 0x20000000u) & (e <= 0x5e800000u) ? 0x3f800000u : e;
+}
+// log |x + iy| without the square root: log(xs^2 + ys^2) / 2 + log of the scale, the sum
+// as hi + lo (lo its rounding error, exact in double), log(hi) + lo / hi: rounded to float
+// first, it lost log|z|'s digits near |z| = 1 (numpy's complex64 keeps them)
 NNA_CINL R r_logabs_C(R x, R y) {
-  const uint e0 = r_scale_C(x, y);
-  const uint e = (e0 >= 0x20000000u) & (e0 <= 0x5e800000u) ? 0x3f800000u : e0;
-  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s;
-  const double xd = xs, yd = ys, sd = xd * xd + yd * yd;
-  const R hi = (R)sd, lo = (R)(sd - (double)hi);
+  const uint e = r_logscale_C(x, y);
+  const R s = as_float(0x7f000000u - e), xs = x * s, ys = y * s, hi = xs * xs + ys * ys;
+  const double xd = xs, yd = ys;
+  const R lo = (R)((xd * xd + yd * yd) - (double)hi);
   const R l = (R)0.5 * (log(hi) + lo / hi)
               + (R)(int)((e >> 23) - 127u) * (R)0.693147180559945309417f;
   return (isinf(x) | isinf(y)) ? (R)INFINITY : l;
@@ -105,7 +109,7 @@ NNA_CINL C c_sqrt_near_C(C a) {
 // pi/4; 0 / 0: 0; a nan x or y: nan. On x, y scaled as log|z|'s (the same code, merged):
 // n + d would overflow past 1.7e38
 NNA_CINL R r_arg_C(R y, R x) {
-  const R s = as_float(0x7f000000u - r_scale_C(x, y)), xs = x * s, ys = y * s;
+  const R s = as_float(0x7f000000u - r_logscale_C(x, y)), xs = x * s, ys = y * s;
   const R ax = fabs(xs), ay = ys < 0 ? -ys : ys;  // unlike operations (see atan2's)
   const int sw = ay > ax;
   const uint m = (uint)0 - (uint)sw, bx = as_uint(ax), by = as_uint(ay);
