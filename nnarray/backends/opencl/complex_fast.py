@@ -47,10 +47,12 @@ _NAMES = re.compile(r"\b(NNA_COMPLEX_float2|[cr]_\w+_float2)\b")
 
 
 def _trig(helpers: str, expr: str) -> tuple[str, str]:
-    """A copy of the helpers with ``sincos_fast`` for ``sincos`` and without the scaling
-    past e^88 (``_HUGE`` keeps such parts out), under names ending ``_fast``, and ``expr``
-    calling it."""
-    copy = re.sub(r"\bsincos\s*\(", "sincos_fast(", helpers).replace("NNA_HUGE(", "NNA_NOT_HUGE(")
+    """A copy of the helpers with ``sincos_fast`` for ``sincos``, without the scaling past
+    e^88 (``_HUGE`` keeps such parts out) nor the special cases of zero, infinite and NaN
+    parts (the range test admits finite parts; the formulas give a zero part's values),
+    under names ending ``_fast``, and ``expr`` calling it."""
+    copy = re.sub(r"\bsincos\s*\(", "sincos_fast(", helpers)
+    copy = copy.replace("NNA_HUGE(", "NNA_NOT_HUGE(").replace("NNA_SPECIAL(", "NNA_NOT_SPECIAL(")
     return _NAMES.sub(r"\1_fast", copy), _NAMES.sub(r"\1_fast", expr)
 
 

@@ -203,6 +203,11 @@ _SQRT = """
 // take NNA_NOT_HUGE, their range test keeps such parts out)
 #define NNA_HUGE(x, t) ((x) > (t))
 #define NNA_NOT_HUGE(x, t) 0
+// a special case (a part zero, infinite or NaN) the general formula gets wrong or need not
+// take: complex_fast's fast copies, whose range test admits finite parts only and whose
+// formulas give a zero part's results, take NNA_NOT_SPECIAL (exp 1.09 -> 0.97 ms per 2^20)
+#define NNA_SPECIAL(c) (c)
+#define NNA_NOT_SPECIAL(c) 0
 #ifdef __clang__
 #define NNA_SQRT_float(v) __builtin_sqrtf(v)
 #define NNA_SQRT_double(v) __builtin_sqrt(v)
@@ -243,7 +248,7 @@ NNA_CINL C c_exp_C(C a) {
   const R e = exp(big ? (R)0.5 * a.x : a.x), e2 = big ? e : (R)1, s = sincos(a.y, &c);
   // y - y: nan where y is not finite (a test unlike isinf(x)'s: like tests of the two parts
   // made LLVM test the pair as a vector, which stops pocl's vectorizer)
-  const int y0 = a.y == 0, sp = isinf(a.x) & (a.y - a.y != a.y - a.y);
+  const int y0 = NNA_SPECIAL(a.y == 0), sp = NNA_SPECIAL(isinf(a.x) & (a.y - a.y != a.y - a.y));
   R re = y0 ? e * e2 : (e * c) * e2, im = y0 ? a.y : (e * s) * e2;
   const int pos = a.x > 0;
   const R spr = pos ? a.x : (R)0, spi = pos ? a.y - a.y : (R)0;
@@ -297,7 +302,7 @@ NNA_CINL C c_sinh_C(C a) {
   R cy, cx, ie, up;
   const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie, &up);
   const R re = (sx * cy) * up, im = (cx * sy) * up;
-  const int y0 = a.y == 0, sp = (a.x == 0 | isinf(a.x)) & !isfinite(a.y);
+  const int y0 = NNA_SPECIAL(a.y == 0), sp = NNA_SPECIAL((a.x == 0 | isinf(a.x)) & !isfinite(a.y));
   return (C)(y0 ? sx * up : (sp ? a.x : re), y0 ? a.y : (sp ? a.y - a.y : im));
 }
 NNA_CINL C c_cosh_C(C a) {
@@ -305,7 +310,8 @@ NNA_CINL C c_cosh_C(C a) {
   const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie, &up);
   const R re = (cx * cy) * up, im = (sx * sy) * up;
   const R i0 = isfinite(a.x) ? (sx * a.y) * up : a.y, nan = a.y - a.y;
-  const int y0 = a.y == 0, nf = !isfinite(a.y), z = (a.x == 0) & nf, inf = isinf(a.x) & nf;
+  const int y0 = NNA_SPECIAL(a.y == 0), nf = NNA_SPECIAL(!isfinite(a.y));
+  const int z = (a.x == 0) & nf, inf = isinf(a.x) & nf;
   return (C)(y0 ? cx * up : (z ? nan : (inf ? fabs(a.x) : re)),
              y0 ? i0 : (z ? (R)0 : (inf ? nan : im)));
 }
@@ -322,13 +328,13 @@ NNA_CINL C c_tanh_C(C a) {
   const int big = (fabs(a.x) > (R)20) & isfinite(a.y);
   re = big ? one : re;
   im = big ? tiny : im;
-  const int keep = isnan(a.x) & (a.y == 0);
+  const int keep = NNA_SPECIAL(isnan(a.x) & (a.y == 0));
   re = keep ? a.x : re;
   im = keep ? a.y : im;
-  const int nf = (a.x == 0) & !isfinite(a.y);
+  const int nf = NNA_SPECIAL((a.x == 0) & !isfinite(a.y));
   re = nf ? a.x : re;
   im = nf ? a.y - a.y : im;
-  const int inf = isinf(a.x);
+  const int inf = NNA_SPECIAL(isinf(a.x));
   return (C)(inf ? one : re, inf ? copysign((R)0, a.y) : im);
 }
 NNA_CINL C c_tan_C(C a) { const C t = c_tanh_C((C)(-a.y, a.x)); return (C)(t.y, -t.x); }
