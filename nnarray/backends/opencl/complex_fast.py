@@ -34,7 +34,8 @@ takes the exact kernel.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,7 +50,7 @@ _NAMES = re.compile(r"\b(NNA_COMPLEX_float2|[cr]_\w+_float2)\b")
 
 def _trig(helpers: str, expr: str) -> tuple[str, str]:
     """A copy of the helpers with ``sincos_fast`` for ``sincos``, without the scaling past
-    e^88 (``_HUGE`` keeps such parts out) nor the special cases of zero, infinite and NaN
+    e^88 (``Row.also`` keeps such parts out) nor the special cases of zero, infinite and NaN
     parts (the range test admits finite parts; the formulas give a zero part's values),
     under names ending ``_fast``, and ``expr`` calling it."""
     copy = re.sub(r"\bsincos\s*\(", "sincos_fast(", helpers)
@@ -63,43 +64,58 @@ def _near(helpers: str, expr: str) -> tuple[str, str]:
     return "", re.sub(r"\bc_(sign|sqrt)_float2\(", r"c_\1_near_float2(", expr)
 
 
-#: ``FAST_TRIG_BOUND``'s bits: |x| <= it as integers, false for NaN
-_BOUND_BITS = int(np.float32(FAST_TRIG_BOUND).view(np.uint32))
-#: flavor -> (its fast helpers and expression from the exact ones, the range test on ``v0``
-#: within which they are exact)
+def _abs_at_most(part: str, bound: float) -> str:
+    """|v0.part| <= ``bound`` as integers on the bits (false for NaN)."""
+    bits = int(np.float32(bound).view(np.uint32))
+    return f"((as_uint(v0.{part}) & 0x7fffffffu) <= {bits:#x}u)"
+
+
+class Flavor(NamedTuple):
+    """A fast path: its helpers and expression from the exact ones (``make``) and the range
+    test on ``v0`` within which they are exact (``ok``)."""
+
+    make: Callable[[str, str], tuple[str, str]]
+    ok: str
+
+
 FLAVORS = {
-    "trig": (_trig, f"((as_uint(v0.x) & 0x7fffffffu) <= {_BOUND_BITS:#x}u)"
-                    f" & ((as_uint(v0.y) & 0x7fffffffu) <= {_BOUND_BITS:#x}u)"),
+    "trig": Flavor(_trig, f"{_abs_at_most('x', FAST_TRIG_BOUND)}"
+                          f" & {_abs_at_most('y', FAST_TRIG_BOUND)}"),
     # x^2 + y^2 as the helpers compute it (one value): finite, and normal enough that a
     # subnormal part's square is negligible. z = 0 fails it (see _ZERO_FIX)
-    "near": (_near, "((v0.x * v0.x + v0.y * v0.y) <= 0x1p127f)"
-                    " & ((v0.x * v0.x + v0.y * v0.y) >= 0x1p-124f)"),
+    "near": Flavor(_near, "((v0.x * v0.x + v0.y * v0.y) <= 0x1p127f)"
+                          " & ((v0.x * v0.x + v0.y * v0.y) >= 0x1p-124f)"),
 }
+
+
+class Row(NamedTuple):
+    """A unary row's fast path: its flavor; ``also``, a further range test (the part whose
+    e^|x| the trigonometric copy must not overflow, ``NNA_NOT_HUGE``: at most 88); ``zero``,
+    z = 0's value where the fast expression gets it wrong (0 / 0), written over its result
+    (``_ZERO_FIX``: zero as a clause of the range test, and handled in the helpers, cost
+    ``sign`` 15% and ``sqrt`` 8% on every element)."""
+
+    flavor: str
+    also: str = ""
+    zero: str = ""
+
+
+_EXP_PART = "(v0.x <= 88.0f)"  # e^x: no bigger; small ones underflow to 0 as they should
+#: The unary rows with a fast path.
+FAST = {"exp": Row("trig", _EXP_PART), "expm1": Row("trig", _EXP_PART),
+        "sinh": Row("trig", _abs_at_most("x", 88)), "cosh": Row("trig", _abs_at_most("x", 88)),
+        "sin": Row("trig", _abs_at_most("y", 88)), "cos": Row("trig", _abs_at_most("y", 88)),
+        "tan": Row("trig"), "tanh": Row("trig"),
+        "sign": Row("near", zero="(float2)(0.0f, 0.0f)"),
+        "sqrt": Row("near", zero="(float2)(0.0f, v0.y)")}
 _ZERO = "((v0.x == 0) & (v0.y == 0))"
-#: Rows whose fast expression gets z = 0 wrong (0 / 0), and zero's value: written over the
-#: fast results (``_ZERO_FIX``). Zero as a second clause of the range test, and handled
-#: in the helpers, cost ``sign`` 15% and ``sqrt`` 8% on every element.
-_ZERO_VALUE = {"sign": "(float2)(0.0f, 0.0f)", "sqrt": "(float2)(0.0f, v0.y)"}
-#: r0 where the mask k is set, else z0, by parts (a select of the pair does not vectorize)
-_MERGE = ("(float2)(as_float((as_uint(r0.x) & k) | (as_uint(z0.x) & ~k)),"
-          " as_float((as_uint(r0.y) & k) | (as_uint(z0.y) & ~k)))")
-#: The unary rows with a fast path, and its flavor.
-FAST = {**dict.fromkeys(("exp", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh"), "trig"),
-        "sign": "near", "sqrt": "near"}
-_88 = "0x42b00000u"  # 88.0f's bits
-#: Per row, the part whose e^|x| the fast copy must not overflow (``NNA_NOT_HUGE``): no
-#: bigger than 88 (``exp``: no bigger, small ones underflow to 0 as they should)
-_HUGE = {"exp": "(v0.x <= 88.0f)", "expm1": "(v0.x <= 88.0f)",
-         "sinh": f"((as_uint(v0.x) & 0x7fffffffu) <= {_88})",
-         "cosh": f"((as_uint(v0.x) & 0x7fffffffu) <= {_88})",
-         "sin": f"((as_uint(v0.y) & 0x7fffffffu) <= {_88})",
-         "cos": f"((as_uint(v0.y) & 0x7fffffffu) <= {_88})"}
 
 
 def range_test(op: str) -> str:
     """The test on ``v0`` within which ``op``'s fast expression is exact."""
-    ok = FLAVORS[FAST[op]][1]
-    return f"({ok}) & {_HUGE[op]}" if op in _HUGE else ok
+    row = FAST[op]
+    ok = FLAVORS[row.flavor].ok
+    return f"({ok}) & {row.also}" if row.also else ok
 
 
 _KERNEL = """__kernel void map(__global {out}* out, __global const {inp}* restrict a0,
@@ -137,7 +153,7 @@ _ZERO_FIX = """        int hard = 0;
             const float2 v0 = {load}, r0 = {reload}, z0 = {value};
             const int zero = {zero};
             hard |= !(({ok}) | zero);
-            const uint k = zero ? 0u : ~0u;
+            const uint k = zero ? 0u : ~0u;  // r_pick: a select of the pair would not vectorize
             {store}
         }}
         if (!hard) return;
@@ -156,16 +172,17 @@ def eligible(dev: Any, op: str, operands: list, rank: int) -> bool:
 def source(op: str, expr: str, t: CLType, out_t: CLType, helpers: str, pairs: bool) -> str:
     """The chunked kernel ``map(out, a0, n)`` of ``op`` (``expr`` on ``v0``, calling
     ``helpers``)."""
-    fast_helpers, fast_expr = FLAVORS[FAST[op]][0](helpers, expr)
+    row = FAST[op]
+    fast_helpers, fast_expr = FLAVORS[row.flavor].make(helpers, expr)
     ok = range_test(op)
     idx = "i0 + j"
     load = t.load("a0", idx, pairs)
-    value, fix, zero = _ZERO_VALUE.get(op), "", "0"
-    if value is not None:
-        zero = _ZERO
+    zero, fix = _ZERO if row.zero else "0", ""
+    if row.zero:
+        merged = "(float2)(r_pick_float2(k, r0.x, z0.x), r_pick_float2(k, r0.y, z0.y))"
         fix = _ZERO_FIX.format(chunk=CHUNK, load=load, reload=out_t.load("out", idx, pairs),
-                               value=value, zero=zero, ok=ok,
-                               store=out_t.store("out", idx, _MERGE, pairs))
+                               value=row.zero, zero=zero, ok=ok,
+                               store=out_t.store("out", idx, merged, pairs))
     return header(t, out_t) + helpers + fast_helpers + _KERNEL.format(
         out=out_t.storage, inp=t.storage, chunk=CHUNK, load=load, ok=ok, zero=zero,
         fast=out_t.store("out", idx, fast_expr, pairs), fix=fix,
