@@ -641,24 +641,26 @@ def test_define_by_run_loop_reuses_traced_backward(backend: str) -> None:
             w -= w.grad * 0.5
 
 
-def test_backward_raises_where_torch_does():
+def test_backward_default_seeds_ones_for_any_shape():
+    """nnabla's rule (the seeds depend on it): ``backward()`` seeds ones whatever the
+    output's shape; it still raises when no need_grad leaf lies behind the output."""
     x = grad.Variable.from_numpy_array(np.ones((2, 3), np.float32), need_grad=True)
     c = grad.Variable.from_numpy_array(np.ones((2, 3), np.float32))
     with grad.auto_forward():
         y = x * 2.0
         s = F.sum(y)
         k = F.sum(c * 2.0)
-    with pytest.raises(nna.GraphError, match=r"shape \(2, 3\); a gradient can be implied only"):
-        y.backward()
     with pytest.raises(nna.GraphError, match="no need_grad leaf"):
         k.backward()
     with pytest.raises(nna.GraphError, match="no need_grad leaf"):
         c.backward(1)
     assert not x.g.any()  # nothing ran
-    y.backward(1, retain_graph=True)  # an explicit seed of ones is fine (s reuses y's graph)
+    y.backward(retain_graph=True)  # implied ones on a (2, 3) output, as nnabla
+    np.testing.assert_array_equal(x.g, np.full((2, 3), 2.0))
     s.backward()
     np.testing.assert_array_equal(x.g, np.full((2, 3), 4.0))
-    with grad.auto_forward():  # one element: implied, as torch
-        one = F.reshape(x[0, :1] * 1.0, (1, 1))
-    one.backward()
-    assert x.g[0, 0] == 5.0
+    with grad.auto_forward():
+        z = x * 3.0
+    z.g = np.arange(6, dtype=np.float32).reshape(2, 3)
+    z.backward(None)  # None: the output's own .g
+    np.testing.assert_array_equal(x.g, 4.0 + 3.0 * np.arange(6).reshape(2, 3))

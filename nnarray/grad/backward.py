@@ -23,23 +23,19 @@ from ..errors import GraphError, ShapeError
 from ..ndarray import NdArray, full
 from . import executor
 from .program import trace
-from .variable import IMPLICIT, Variable
+from .variable import Variable
 
 _FLOATS = dtypes.INEXACT
 _stamps = itertools.count(1)
 
 
-def backward(root: Variable, grad: Any = IMPLICIT, clear_buffer: bool = False,
+def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False,
              retain_graph: bool = False) -> None:
     """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf, on the
-    device the forward ran on (``root``'s), whatever scope is current now. A
-    define-by-run graph is freed afterwards unless ``retain_graph`` (``free_graph``)."""
-    if grad is IMPLICIT:
-        if root.size != 1:
-            raise GraphError(f"backward: the output has shape {root.shape}; a gradient can "
-                             "be implied only for a one-element output: pass grad= "
-                             "explicitly (backward(1) seeds ones)")
-        grad = 1
+    device the forward ran on (``root``'s), whatever scope is current now. nnabla's rule:
+    the default ``grad=1`` seeds ones for an output of any shape (torch would demand a
+    one-element output); ``None`` seeds the output's own ``.grad``. A define-by-run graph
+    is freed afterwards unless ``retain_graph`` (``free_graph``)."""
     if not root._need_grad:
         _require_grad_leaf(root)
     base = _context.get_current_context()

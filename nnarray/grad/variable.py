@@ -28,15 +28,6 @@ _recording: Any = late.bind(__name__, "_recording", "nnarray.grad.recording")
 _pickling: Any = late.bind(__name__, "_pickling", "nnarray.pickling")
 
 
-class _Implicit:
-    """``backward()``'s default seed: 1, for outputs of one element only (as torch)."""
-
-    def __repr__(self) -> str:
-        return "1"
-
-
-IMPLICIT: Any = _Implicit()
-
 _new = object.__new__
 _wref = weakref.ref
 _mode = modes.mode
@@ -200,12 +191,13 @@ class Variable(GraphValue, ArrayOperators):
         """Run the graph up to this variable (static mode)."""
         _executor.forward(self, clear_buffer)
 
-    def backward(self, grad: Any = IMPLICIT, clear_buffer: bool = False,
+    def backward(self, grad: Any = 1, clear_buffer: bool = False,
                  retain_graph: bool = False) -> None:
         """Accumulate gradients of this variable (seeded with ``grad``; ``None``: the
-        current ``.grad``) into every ``need_grad`` leaf's ``.grad``. Omitted, ``grad`` is
-        1 and the variable must have one element; with no ``need_grad`` leaf behind it
-        this raises ``GraphError`` (as torch does). A define-by-run graph's saved data
+        current ``.grad``) into every ``need_grad`` leaf's ``.grad``. nnabla's rule: the
+        default ``grad=1`` seeds ones whatever the output's shape (torch instead demands
+        a one-element output); with no ``need_grad`` leaf behind it this raises
+        ``GraphError``. A define-by-run graph's saved data
         and inner references are freed afterwards (a second backward raises
         ``GraphError``) unless ``retain_graph``; a static graph keeps them."""
         _backward.backward(self, grad, clear_buffer, retain_graph)
