@@ -48,11 +48,73 @@ def test_sgd_matches_reference(backend):
 
 def test_momentum_matches_reference(backend):
     w = run(solvers.Momentum(0.1, 0.9), 3)
-    ref, v = W0.astype(np.float64), 0.0
+    ref, b = W0.astype(np.float64), 0.0
     for g in GRADS:
-        v = 0.9 * v - 0.1 * g
-        ref = ref + v
+        b = 0.9 * b + g
+        ref = ref - 0.1 * b
     np.testing.assert_allclose(host(w.data), ref, rtol=1e-6)
+
+
+def _torch_schedules(torch):
+    """(name, nnarray schedule maker, torch scheduler maker) for every schedule."""
+    lr_s = torch.optim.lr_scheduler
+
+    def warm(o):  # linear warmup over 3 steps, then a cosine over 5 to 0.01
+        return lr_s.SequentialLR(o, [lr_s.LinearLR(o, 1 / 3, 1.0, total_iters=2),
+                                     lr_s.CosineAnnealingLR(o, 5, eta_min=0.01)], [3])
+    return [("none", lambda s: None, lambda o: None),
+            ("step", lambda s: solvers.StepSchedule(s, 2, 0.1), lambda o: lr_s.StepLR(o, 2, 0.1)),
+            ("cosine", lambda s: solvers.CosineSchedule(s, 8, min_lr=0.01),
+             lambda o: lr_s.CosineAnnealingLR(o, 8, eta_min=0.01)),
+            ("warmup", lambda s: solvers.CosineSchedule(s, 8, warmup_steps=3, min_lr=0.01),
+             warm)]
+
+
+@pytest.mark.parametrize("schedule", ["none", "step", "cosine", "warmup"])
+@pytest.mark.parametrize("kw", [{}, {"weight_decay": 0.05}, {"nesterov": True}],
+                         ids=["plain", "decay", "nesterov"])
+@pytest.mark.parametrize("make", [lambda lr, **kw: solvers.Momentum(lr, 0.9, **kw),
+                                  lambda lr, **kw: solvers.SGD(lr, momentum=0.9, **kw)],
+                         ids=["Momentum", "SGD"])
+def test_momentum_matches_torch_under_every_schedule(backend, schedule, kw, make):
+    """Issue 42: with nnabla's ``v = m v - lr g; w += v`` a schedule's rate change
+    reached the weights through the velocity, and ``StepSchedule(2, 0.1)`` against
+    ``StepLR`` differed by up to 0.47 after 6 steps; torch's ``b = m b + g; w -= lr b``
+    now gives torch's weights, step for step, with every schedule."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle of this test")
+    name, ours, theirs = next(t for t in _torch_schedules(torch) if t[0] == schedule)
+    rng = np.random.default_rng(7)
+    grads = [rng.standard_normal(W0.shape).astype(np.float32) * 3 for _ in range(8)]
+    opt = make(1.0, **kw)
+    w = param()
+    opt.set_parameters({"w": w})
+    sched = ours(opt)
+    tw = torch.tensor(W0.copy(), requires_grad=True)
+    topt = torch.optim.SGD([tw], lr=1.0, momentum=0.9, **kw)
+    tsched = theirs(topt)
+    for g in grads:
+        w.grad.data = g
+        w.grad.get_data("rw")
+        opt.update()
+        tw.grad = torch.tensor(g)
+        topt.step()
+        for s in (sched, tsched):
+            if s is not None:
+                s.step()
+        assert opt.lr == pytest.approx(topt.param_groups[0]["lr"], rel=1e-12)
+        np.testing.assert_allclose(host(w.data), tw.detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert w.data.head == f"{backend}:0"
+
+
+def test_momentum_refuses_a_checkpoint_of_the_earlier_velocity(tmp_path):
+    """A state file saved by the earlier formula ('w/v' = -lr times torch's buffer) is
+    refused, naming the conversion, rather than loaded with the wrong sign."""
+    opt = solvers.Momentum(0.1)
+    opt.set_parameters({"w": param()})
+    np.savez(tmp_path / "old.npz", **{"w/v": -0.1 * W0, "t": np.array(3, np.int64)})
+    with pytest.raises(nn.CheckpointError, match=r"momentum_buffer' = -v / lr"):
+        opt.load_states(tmp_path / "old.npz")
+    assert opt.t == 0
 
 
 def test_adam_matches_reference_with_bias_correction(backend):
@@ -97,7 +159,7 @@ def test_set_parameters_validates_and_takes_module_parameters():
         solvers.Adam(beta1=1.0)
     opt = solvers.Momentum(0.1)
     opt.set_parameters(nn.Linear(3, 2).parameters())
-    assert list(opt.params) == ["W", "b"] and opt.states["b"]["v"].shape == (2,)
+    assert list(opt.params) == ["W", "b"] and opt.states["b"]["momentum_buffer"].shape == (2,)
 
 
 def test_updates_move_nothing_between_devices(backend):
