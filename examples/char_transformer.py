@@ -96,7 +96,7 @@ def sample(model: CharTransformer, prompt: np.ndarray, n: int, rng) -> list[int]
 
 
 def main() -> int:
-    ap = _cli.parser(__doc__.splitlines()[0])
+    ap = _cli.parser(__doc__)
     ap.add_argument("--steps", type=int, default=300, help="training steps")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--context", type=int, default=32, help="characters per sequence")

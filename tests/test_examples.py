@@ -119,6 +119,17 @@ def test_examples_take_any_context_string():
     assert p.returncode == 0 and "training iterations per stage" in p.stdout
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")
+                                         if "_cli.parser(" in p.read_text()))
+def test_example_help_gives_the_whole_first_paragraph(name):
+    """Issue 42: ``mxnet_symbol.py --help`` cut its description at the docstring's first
+    line, mid-sentence; each example's ``--help`` gives its first paragraph whole."""
+    doc = re.search(r'"""(.*?)"""', (EXAMPLES / name).read_text(), re.S).group(1)
+    want = " ".join(doc.strip().split("\n\n")[0].split())
+    out = run(str(EXAMPLES / name), "--help", timeout=600)
+    assert want.endswith(".") and want in " ".join(out.split()), (want, out)
+
+
 def _readme() -> str:
     return (ROOT / "README.md").read_text()
 
