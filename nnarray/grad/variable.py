@@ -189,6 +189,10 @@ class Variable(GraphValue, ArrayOperators):
                   self._need_grad if need_grad is None else bool(need_grad))
         return v
 
+    def detach(self) -> Variable:
+        """torch's ``detach``: ``unlinked(need_grad=False)``, a leaf sharing the data."""
+        return self.unlinked(need_grad=False)
+
     def reset_shape(self, shape: Sequence[int], force: bool = False) -> None:
         """Give the variable a new shape; its data and grad are reallocated."""
         shape = normalize_shape(shape, "Variable.reset_shape")
