@@ -72,6 +72,26 @@ def test_named_parameters_follow_torch():
     assert [k for k, _ in ours.named_parameters(prefix="net")][0] == "net.scale"
 
 
+def test_module_zero_grad_takes_set_to_none(backend):
+    """``model.zero_grad(set_to_none=...)``: either way the next backward gives torch's
+    fresh gradient (not one accumulated onto the last)."""
+    lin = nn.Linear(3, 2, rng=np.random.default_rng(1))
+    tlin = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        tlin.weight.copy_(torch.tensor(lin.W.d.T))
+        tlin.bias.copy_(torch.tensor(lin.b.d))
+    x = _x((4, 3), 2)
+    for set_to_none in (True, False, True):
+        lin.zero_grad(set_to_none=set_to_none)
+        tlin.zero_grad(set_to_none=set_to_none)
+        with grad.auto_forward():
+            y = lin(grad.Variable.from_numpy_array(x))
+            loss = F.sum(y * y)
+        loss.backward()
+        (tlin(torch.tensor(x)) ** 2).sum().backward()
+        np.testing.assert_allclose(lin.W.g, tlin.weight.grad.numpy().T, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("name", ["ReLU", "Tanh", "Sigmoid", "GELU"])
 def test_activation_modules_match_torch(backend, name):
     x = _x((3, 5), 1)

@@ -145,8 +145,10 @@ class Module:
         """Evaluation mode (dropout off, batch norm uses running statistics)."""
         return self.train(False)
 
-    def zero_grad(self) -> None:
-        """Zero every parameter's gradient (lazily: no allocation, no transfer)."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Zero every parameter's gradient (lazily: no allocation, no transfer).
+        ``set_to_none`` is torch's argument, accepted either way (a lazily zeroed
+        gradient is what the next backward overwrites, as torch's ``None``)."""
         for p in self.parameters().values():
             g = p.grad
             if g is not None:
