@@ -21,10 +21,17 @@ def _context(spec: str) -> str:
     return str(ctx)
 
 
-def parser(description: str) -> argparse.ArgumentParser:
-    """An argument parser with ``--backend`` (any context string, default numpy)."""
+def summary(doc: str) -> str:
+    """The first paragraph of a module docstring, on one line (``--help``'s description:
+    a first line alone can stop mid-sentence)."""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """An argument parser with ``--backend`` (any context string, default numpy),
+    described by ``doc``'s first paragraph (pass the example's ``__doc__``)."""
     ap = argparse.ArgumentParser(
-        description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        description=summary(doc), formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--backend", default="numpy", type=_context, metavar="BACKEND[:N]",
                     help="where to run: a context string such as numpy, opencl, opencl:1, "
                          f"cuda:0 (registered backends: {', '.join(nna.backends.registered())})")

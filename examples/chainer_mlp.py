@@ -142,7 +142,7 @@ def stage5_trainer(seed: int, iters: int, lr: float, progress: bool = True) -> f
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _cli.parser(__doc__.splitlines()[0])
+    ap = _cli.parser(__doc__)
     ap.add_argument("--iters", type=int, default=300,
                     help="training iterations per stage")
     ap.add_argument("--lr", type=float, default=0.01, help="SGD learning rate")

@@ -35,22 +35,19 @@ def make_text(n_sentences: int, seed: int) -> str:
                     range(n_sentences))
 
 
-def linear(x, layer: nn.Linear):
-    """``x @ W + b`` over the last axis (``nn.Linear`` flattens its input)."""
-    return F.matmul(x, layer.W) + layer.b
-
-
 class Block(nn.Module):
     """Pre-norm transformer block: causal self-attention and a GELU MLP, each residual."""
 
     def __init__(self, dim: int, heads: int) -> None:
         self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.attn = nn.MultiheadAttention(dim, heads, causal=True)
-        self.fc1, self.fc2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+        # base_axis=-1: over the last axis, as torch's Linear (the default flattens)
+        self.fc1 = nn.Linear(dim, 4 * dim, base_axis=-1)
+        self.fc2 = nn.Linear(4 * dim, dim, base_axis=-1)
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
-        return x + linear(F.gelu(linear(self.ln2(x), self.fc1)), self.fc2)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
 class CharTransformer(nn.Module):
@@ -63,13 +60,13 @@ class CharTransformer(nn.Module):
         self.pos = nn.Embedding(context, dim, w_init=nn.initializers.Normal(0.02))
         self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
         self.ln = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, vocab)
+        self.head = nn.Linear(dim, vocab, base_axis=-1)
 
     def forward(self, idx):
         x = self.tok(idx) + self.pos.W[:idx.shape[1]]
         for block in self.blocks:
             x = block(x)
-        return linear(self.ln(x), self.head)
+        return self.head(self.ln(x))
 
 
 def lm_loss(logits, targets):
@@ -99,7 +96,7 @@ def sample(model: CharTransformer, prompt: np.ndarray, n: int, rng) -> list[int]
 
 
 def main() -> int:
-    ap = _cli.parser(__doc__.splitlines()[0])
+    ap = _cli.parser(__doc__)
     ap.add_argument("--steps", type=int, default=300, help="training steps")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--context", type=int, default=32, help="characters per sequence")

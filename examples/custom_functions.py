@@ -159,7 +159,7 @@ def check_shake_shake(rng) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _cli.parser(__doc__.splitlines()[0])
+    ap = _cli.parser(__doc__)
     ap.add_argument("--seed", type=int, default=0, help="seed of the test inputs")
     args = ap.parse_args(argv)
     if _cli.unavailable(args.backend):

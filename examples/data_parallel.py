@@ -26,7 +26,7 @@ from nnarray.training import Trainer, shard
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _cli.parser(__doc__.splitlines()[0])
+    ap = _cli.parser(__doc__)
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=64, help="global batch (all ranks)")
     ap.add_argument("--lr", type=float, default=2e-3)

@@ -46,7 +46,7 @@ def make_model(rng: np.random.Generator) -> nn.Sequential:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _cli.parser(__doc__.splitlines()[0])
+    ap = _cli.parser(__doc__)
     ap.add_argument("--epochs", type=int, default=12, help="passes over the training set")
     ap.add_argument("--batch-size", type=int, default=32, help="images per iteration")
     ap.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate")

@@ -208,7 +208,7 @@ def memory(ctx: str) -> None:
 
 
 def main() -> int:
-    ap = _cli.parser(__doc__.splitlines()[0])
+    ap = _cli.parser(__doc__)
     ap.set_defaults(backend=None)
     args = ap.parse_args()
     ctxs = [args.backend] if args.backend else \

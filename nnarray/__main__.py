@@ -2,7 +2,8 @@
 
 Timings are the median of ``--repeats`` runs after a warm-up (a single run swings many
 times over on a loaded machine), with the host's BLAS/OpenMP thread settings printed
-beside them: compare backends only on a quiet machine.
+beside them: compare backends only on a quiet machine. On a loaded host with the BLAS's
+threads unlimited, a note says that numpy's timings suffer (``OPENBLAS_NUM_THREADS=1``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,33 @@ def _threads() -> str:
         pass
     parts = [f"{os.cpu_count()} CPUs", *pools, *(env or ["no *_NUM_THREADS set"])]
     return ", ".join(parts)
+
+
+#: The variables that limit the host BLAS's threads.
+_BLAS_LIMITS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def busy_host_note(load: float | None = None, cpus: int | None = None,
+                   env: dict | None = None) -> str | None:
+    """A warning when the host is loaded (1-minute load average at least half its CPUs,
+    and at least 1) and nothing limits the BLAS's threads: OpenBLAS's threads spin waiting
+    for cores that other work holds, and the small products nnarray issues gain nothing
+    from them (README, *The numpy backend's BLAS threads*)."""
+    env = os.environ if env is None else env
+    if any(k in env for k in _BLAS_LIMITS):
+        return None
+    cpus = (os.cpu_count() or 1) if cpus is None else cpus
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # not on this platform
+            return None
+    if load < max(1.0, cpus / 2):
+        return None
+    return (f"note: this host is busy (load {load:.1f} on {cpus} CPUs) and nothing limits "
+            "the BLAS's threads: numpy's timings can be several times slower than with "
+            "OPENBLAS_NUM_THREADS=1 (set it before Python starts; its threads spin for "
+            "cores others hold and nnarray's small products gain nothing from them)")
 
 
 def _median_ms(fn, repeats: int, per: int = 1) -> tuple[float, float, float]:
@@ -163,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         usable = args.backend
     print(f"\nTimings: median of {args.repeats} runs after a warm-up (min, max beside it); "
           f"host threads: {_threads()}")
+    note = busy_host_note()
+    if note:
+        print(note)
     print("\nImperative demo: softmax(relu(x @ W + b)) and cross-entropy, 256x512 @ 512x256")
     for name in usable:
         demo(name, np.random.default_rng(0), args.repeats)  # the same data on every backend

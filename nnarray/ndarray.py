@@ -266,6 +266,40 @@ class NdArray(SyncedArray, ArrayOperators):
         with context_scope(ctx):
             return F.cast(self, self.dtype)  # a new array on ctx, copied there
 
+    def to(self, device: Context | str | Any = None, dtype: Any = None, *,
+           copy: bool = False) -> NdArray:
+        """torch's ``to``: this array on ``device`` (``to_device``) with ``dtype``
+        (``astype``); itself where it is already current there in that dtype (unless
+        ``copy``). A first argument that is not a context or a string is the dtype."""
+        if device is not None and not isinstance(device, (Context, str)):
+            if dtype is not None:
+                raise TypeError(f"NdArray.to: device must be a context or a string, got "
+                                f"{type(device).__name__}")
+            device, dtype = None, device
+        out = self
+        if device is not None and (copy or as_context(device).key != self.head):
+            out = out.to_device(device)
+        if dtype is not None and dtypes.normalize(dtype, "NdArray.to") != out.dtype:
+            with context_scope(dispatch_into(out, (out,), "to")):
+                out = out.astype(dtype)
+        elif copy and out is self:
+            out = out.copy()
+        return out
+
+    def detach(self) -> NdArray:
+        """torch's ``detach``: an NdArray records no graph, so a view of the whole array
+        (sharing its storage, as torch's result does)."""
+        return views.getitem(self, ...)
+
+    def view(self, *shape: Any) -> NdArray:
+        """torch's ``view``: ``x`` with a new shape sharing its storage; ``ValueError``
+        where that needs a copy (``reshape()`` copies there)."""
+        try:
+            return self.reshape(*shape, copy=False)
+        except ValueError as e:
+            raise ValueError(f"view: {e}; reshape() copies where a view is impossible") \
+                from None
+
     def copy(self) -> NdArray:
         """A new array with the same contents."""
         return F.cast(self, self.dtype)

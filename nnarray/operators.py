@@ -148,6 +148,21 @@ class ArrayOperators:
             axis = tuple(i for i, s in enumerate(self.shape) if s == 1)
         return _xp.squeeze(self, axis)
 
+    def unsqueeze(self, dim: int) -> Any:
+        """torch's ``unsqueeze``: a length-1 axis inserted at ``dim`` (``-1``: last, as
+        ``dim + ndim + 1``); an NdArray's result is a view, a Variable's a graph node."""
+        nd = self.ndim
+        if not isinstance(dim, int) or isinstance(dim, bool) or not -nd - 1 <= dim <= nd:
+            raise IndexError(f"unsqueeze: dim {dim!r} is out of range [{-nd - 1}, {nd}] "
+                             f"for shape {self.shape}")
+        d = dim + nd + 1 if dim < 0 else dim
+        return self[(slice(None),) * d + (None,)]
+
+    def view(self, *shape: Any) -> Any:
+        """torch's ``view``: ``reshape`` (an NdArray's is a view or raises; a Variable's
+        a graph node)."""
+        return self.reshape(*shape)
+
     def clip(self, min: Any = None, max: Any = None, out: Any = None,  # noqa: A002
              **numpy_kw: Any) -> Any:
         """``x`` limited to ``[min, max]`` (``nnarray.clip``)."""

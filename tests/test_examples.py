@@ -104,6 +104,27 @@ def test_python_m_nnarray_help_prints_usage_only():
     assert "Training demo" not in out
 
 
+def test_busy_host_note_names_openblas_threads(monkeypatch, capsys):
+    """Issue 42: OpenBLAS's default threads made numpy runs several times slower on a busy
+    2-core host and nothing said so; ``python -m nnarray`` now prints a note when the
+    load is at least half the CPUs (and 1) and no ``*_NUM_THREADS`` limits the BLAS."""
+    from nnarray.__main__ import busy_host_note, main
+    note = busy_host_note(1.5, 2, {})
+    assert note and "load 1.5 on 2 CPUs" in note and "OPENBLAS_NUM_THREADS=1" in note
+    assert busy_host_note(0.9, 2, {}) is None and busy_host_note(15.0, 32, {}) is None
+    assert busy_host_note(16.0, 32, {}) is not None
+    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        assert busy_host_note(4.0, 2, {k: "1"}) is None
+    monkeypatch.setattr("os.getloadavg", lambda: (8.0, 8.0, 8.0))
+    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(k, raising=False)
+    assert main(["--backend", "numpy", "--repeats", "1", "--iters", "1"]) == 0
+    assert "note: this host is busy (load 8.0" in capsys.readouterr().out
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert main(["--backend", "numpy", "--repeats", "1", "--iters", "1"]) == 0
+    assert "host is busy" not in capsys.readouterr().out
+
+
 def test_examples_take_any_context_string():
     """``--backend`` takes ``backend:N``; a device that does not exist is reported."""
     needs("opencl")
@@ -117,6 +138,17 @@ def test_examples_take_any_context_string():
     p = subprocess.run([sys.executable, str(EXAMPLES / "chainer_mlp.py"), "--help"],
                        cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "training iterations per stage" in p.stdout
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")
+                                         if "_cli.parser(" in p.read_text()))
+def test_example_help_gives_the_whole_first_paragraph(name):
+    """Issue 42: ``mxnet_symbol.py --help`` cut its description at the docstring's first
+    line, mid-sentence; each example's ``--help`` gives its first paragraph whole."""
+    doc = re.search(r'"""(.*?)"""', (EXAMPLES / name).read_text(), re.S).group(1)
+    want = " ".join(doc.strip().split("\n\n")[0].split())
+    out = run(str(EXAMPLES / name), "--help", timeout=600)
+    assert want.endswith(".") and want in " ".join(out.split()), (want, out)
 
 
 def _readme() -> str:

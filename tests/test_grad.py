@@ -120,6 +120,53 @@ def test_unrun_static_value_raises_naming_forward(backend: str) -> None:
     assert Variable((2,)).d.shape == (2,)  # a leaf reads its (zero) data as before
 
 
+_VALUE_READS = {
+    "float": float, "int": int, "item": lambda v: v.item(), "bool": bool,
+    "format": lambda v: f"{v:.4f}", "round": lambda v: round(v, 3),
+    "tolist": lambda v: v.tolist(), "np.asarray": lambda v: np.asarray(v)[()],
+    "data.numpy": lambda v: v.data.numpy()[()], "d": lambda v: v.d[()],
+}
+
+
+@pytest.mark.parametrize("read", sorted(_VALUE_READS))
+def test_every_value_read_of_an_unrun_output_raises(backend: str, read: str) -> None:
+    """Issue 42: ``float(loss)``, ``loss.item()``, ``f"{loss:.4f}"``, ``np.asarray``,
+    ``loss.data.numpy()``, ``bool(loss < 1)`` read 0 before ``forward()``; every read
+    now raises the ``GraphError`` ``.d`` raises, ``repr`` shows the shape, and after
+    ``forward()`` each read gives numpy's (nothing was allocated as zeros)."""
+    fn = _VALUE_READS[read]
+    a = Variable.from_numpy_array(np.array([[0.5, 1, 1.5], [2, -1, 0.25]], np.float32))
+    loss = F.sum(a * a) * 0.5  # exact in float32 whatever the summation order
+    small = loss < 1  # a comparison node: bool() of it must not read False
+    for v in (loss, small):
+        with pytest.raises(GraphError, match=r"has not run.*forward\(\).*auto_forward"):
+            fn(v)
+        assert repr(v).startswith("Variable(shape=()")
+    small.forward()
+    want = np.float32(0.5) * np.sum(a.d * a.d)
+    assert want > 1
+    ref = {"d": lambda x: x[()], "data.numpy": lambda x: x[()],
+           "round": lambda x: round(x[()], 3)}.get(read, fn)
+    assert fn(loss) == ref(np.asarray(want))
+    if read != "round":  # numpy's bool has no round()
+        assert fn(small) == ref(np.asarray(want < 1))
+
+
+def test_unrun_buffers_still_allocate_for_the_forward() -> None:
+    """What writes an output before its graph runs keeps working: ``.d = v`` and
+    ``unlinked()`` (nnabla's pattern: the unlinked leaf sees the later forward)."""
+    a = _v((3,), seed=5)
+    y = F.exp(a)
+    u = y.unlinked()
+    z = F.sum(u * 2.0)
+    y.forward()
+    z.forward()
+    np.testing.assert_allclose(z.d, 2 * np.sum(np.exp(a.d)), rtol=1e-6)
+    w = a + 1.0
+    w.d = 7.0
+    np.testing.assert_array_equal(w.d, 7.0)
+
+
 def test_forward_clear_buffer_frees_unneeded_intermediates() -> None:
     x = _v((3, 3), need_grad=True)
     h1 = x + 1.0  # add retains nothing: freed once its consumer ran

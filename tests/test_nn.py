@@ -107,6 +107,58 @@ def test_linear_shapes_device_and_forward(backend):
     assert list(nn.Linear(5, 3, bias=False).parameters()) == ["W"]
 
 
+@pytest.mark.parametrize("shape,base_axis,bias", [
+    ((2, 1, 8), -1, True), ((2, 3, 4, 8), -1, False), ((8,), -1, True), ((5, 8), -1, True),
+    ((2, 8), 1, True), ((2, 2, 4), 1, True), ((3, 2, 2, 2), 1, False), ((2, 3, 2, 4), 2, True),
+    ((2, 2, 2), 0, True)])
+def test_linear_base_axis_matches_torch_linear(backend, shape, base_axis, bias):
+    """Issue 42: ``Linear(8, 3)`` flattened a (2, 1, 8) input to (2, 3) with no way to ask
+    for torch's last axis: ``base_axis=-1`` applies it there (torch's
+    ``F.linear``), the default 1 flattens as nnabla, any ``base_axis`` keeps
+    ``x.shape[:base_axis]``; values and gradients against torch."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle of this test")
+    lin = nn.Linear(8, 3, bias=bias, rng=np.random.default_rng(2), base_axis=base_axis)
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    ax = base_axis % len(shape) if base_axis < 0 else base_axis
+    W, b = (torch.tensor(host(p), requires_grad=True) if p is not None else None
+            for p in (lin.W.data, lin.b.data if bias else None))
+    tx = torch.tensor(x, requires_grad=True)
+    ty = torch.nn.functional.linear(tx.reshape(shape[:ax] + (-1,)), W.T, b)
+    xv = grad.Variable.from_numpy_array(x, need_grad=True)
+    with grad.auto_forward():
+        y = lin(xv)
+    assert y.shape == tuple(ty.shape) == shape[:ax] + (3,)
+    np.testing.assert_allclose(y.d, ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    gy = np.random.default_rng(4).standard_normal(y.shape).astype(np.float32)
+    for p in lin.parameters().values():
+        p.grad.zero()
+    y.backward(gy)
+    ty.backward(torch.tensor(gy))
+    np.testing.assert_allclose(xv.g, tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(lin.W.g, W.grad.numpy(), rtol=1e-5, atol=1e-5)
+    if bias:
+        np.testing.assert_allclose(lin.b.g, b.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_linear_refuses_another_flattened_size_naming_in_features(backend):
+    """The flattened size must be ``in_features``: the error names both shapes, and
+    the last-axis ``base_axis=-1`` where that is what the input fits."""
+    x = nna.asarray(np.ones((2, 2, 4), np.float32))
+    with pytest.raises(nna.ShapeError, match=r"Linear\(4, 3\): input of shape \(2, 2, 4\) "
+                       r"flattens from base_axis=1 to \(2, 4\) = 8 features, but in_features "
+                       r"is 4 \(base_axis=-1"):
+        nn.Linear(4, 3)(x)
+    with pytest.raises(nna.ShapeError, match=r"base_axis=-1 to \(4,\) = 4 .* in_features is 8$"):
+        nn.Linear(8, 3, base_axis=-1)(x)
+    with pytest.raises(nna.ShapeError, match="base_axis 4 is out of range for an input of "
+                       r"shape \(2, 2, 4\)"):
+        nn.Linear(4, 3, base_axis=4)(x)
+    with pytest.raises(TypeError, match="base_axis must be an int"):
+        nn.Linear(4, 3, base_axis=1.0)
+    assert nn.Linear(8, 3)(x).shape == (2, 3)  # flattened to 8: nnabla's convention
+    assert "base_axis=-1" in repr(nn.Linear(8, 3, base_axis=-1))
+
+
 def _conv_ref(x, W, b, stride, pad):
     """Direct numpy convolution in float64 (independent of F.conv2d)."""
     n, _, h, w = x.shape

@@ -48,11 +48,73 @@ def test_sgd_matches_reference(backend):
 
 def test_momentum_matches_reference(backend):
     w = run(solvers.Momentum(0.1, 0.9), 3)
-    ref, v = W0.astype(np.float64), 0.0
+    ref, b = W0.astype(np.float64), 0.0
     for g in GRADS:
-        v = 0.9 * v - 0.1 * g
-        ref = ref + v
+        b = 0.9 * b + g
+        ref = ref - 0.1 * b
     np.testing.assert_allclose(host(w.data), ref, rtol=1e-6)
+
+
+def _torch_schedules(torch):
+    """(name, nnarray schedule maker, torch scheduler maker) for every schedule."""
+    lr_s = torch.optim.lr_scheduler
+
+    def warm(o):  # linear warmup over 3 steps, then a cosine over 5 to 0.01
+        return lr_s.SequentialLR(o, [lr_s.LinearLR(o, 1 / 3, 1.0, total_iters=2),
+                                     lr_s.CosineAnnealingLR(o, 5, eta_min=0.01)], [3])
+    return [("none", lambda s: None, lambda o: None),
+            ("step", lambda s: solvers.StepSchedule(s, 2, 0.1), lambda o: lr_s.StepLR(o, 2, 0.1)),
+            ("cosine", lambda s: solvers.CosineSchedule(s, 8, min_lr=0.01),
+             lambda o: lr_s.CosineAnnealingLR(o, 8, eta_min=0.01)),
+            ("warmup", lambda s: solvers.CosineSchedule(s, 8, warmup_steps=3, min_lr=0.01),
+             warm)]
+
+
+@pytest.mark.parametrize("schedule", ["none", "step", "cosine", "warmup"])
+@pytest.mark.parametrize("kw", [{}, {"weight_decay": 0.05}, {"nesterov": True}],
+                         ids=["plain", "decay", "nesterov"])
+@pytest.mark.parametrize("make", [lambda lr, **kw: solvers.Momentum(lr, 0.9, **kw),
+                                  lambda lr, **kw: solvers.SGD(lr, momentum=0.9, **kw)],
+                         ids=["Momentum", "SGD"])
+def test_momentum_matches_torch_under_every_schedule(backend, schedule, kw, make):
+    """Issue 42: with nnabla's ``v = m v - lr g; w += v`` a schedule's rate change
+    reached the weights through the velocity, and ``StepSchedule(2, 0.1)`` against
+    ``StepLR`` differed by up to 0.47 after 6 steps; torch's ``b = m b + g; w -= lr b``
+    now gives torch's weights, step for step, with every schedule."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle of this test")
+    name, ours, theirs = next(t for t in _torch_schedules(torch) if t[0] == schedule)
+    rng = np.random.default_rng(7)
+    grads = [rng.standard_normal(W0.shape).astype(np.float32) * 3 for _ in range(8)]
+    opt = make(1.0, **kw)
+    w = param()
+    opt.set_parameters({"w": w})
+    sched = ours(opt)
+    tw = torch.tensor(W0.copy(), requires_grad=True)
+    topt = torch.optim.SGD([tw], lr=1.0, momentum=0.9, **kw)
+    tsched = theirs(topt)
+    for g in grads:
+        w.grad.data = g
+        w.grad.get_data("rw")
+        opt.update()
+        tw.grad = torch.tensor(g)
+        topt.step()
+        for s in (sched, tsched):
+            if s is not None:
+                s.step()
+        assert opt.lr == pytest.approx(topt.param_groups[0]["lr"], rel=1e-12)
+        np.testing.assert_allclose(host(w.data), tw.detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert w.data.head == f"{backend}:0"
+
+
+def test_momentum_refuses_a_checkpoint_of_the_earlier_velocity(tmp_path):
+    """A state file saved by the earlier formula ('w/v' = -lr times torch's buffer) is
+    refused, naming the conversion, rather than loaded with the wrong sign."""
+    opt = solvers.Momentum(0.1)
+    opt.set_parameters({"w": param()})
+    np.savez(tmp_path / "old.npz", **{"w/v": -0.1 * W0, "t": np.array(3, np.int64)})
+    with pytest.raises(nn.CheckpointError, match=r"momentum_buffer' = -v / lr"):
+        opt.load_states(tmp_path / "old.npz")
+    assert opt.t == 0
 
 
 def test_adam_matches_reference_with_bias_correction(backend):
@@ -97,7 +159,7 @@ def test_set_parameters_validates_and_takes_module_parameters():
         solvers.Adam(beta1=1.0)
     opt = solvers.Momentum(0.1)
     opt.set_parameters(nn.Linear(3, 2).parameters())
-    assert list(opt.params) == ["W", "b"] and opt.states["b"]["v"].shape == (2,)
+    assert list(opt.params) == ["W", "b"] and opt.states["b"]["momentum_buffer"].shape == (2,)
 
 
 def test_updates_move_nothing_between_devices(backend):
@@ -267,3 +329,145 @@ def test_step_schedule_multiplies_every_step_size():
     sched = solvers.StepSchedule(opt, step_size=2, gamma=0.5)
     assert [opt.lr] + [sched.step() for _ in range(5)] == [1, 1, 0.5, 0.5, 0.25, 0.25]
     assert sched.lr == opt.lr == 0.25
+
+
+# -- torch's names (issue 42 item 6) --------------------------------------------------------
+def _pair(torch, n=2, seed=11):
+    """``n`` nnarray parameters and torch copies of them."""
+    rng = np.random.default_rng(seed)
+    vals = [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(n)]
+    return [param(v) for v in vals], [torch.tensor(v, requires_grad=True) for v in vals]
+
+
+def _feed(ours, theirs, g):
+    for w, tw, gi in zip(ours, theirs, g):
+        w.grad.data = gi
+        w.grad.get_data("rw")
+        tw.grad = __import__("torch").tensor(gi)
+
+
+def _grads(k, n=2):
+    rng = np.random.default_rng(100 + k)
+    return [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(n)]
+
+
+def _close(ours, theirs):
+    for w, tw in zip(ours, theirs):
+        np.testing.assert_allclose(host(w.data), tw.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["Adam", "AdamW"])
+def test_adam_takes_torch_betas_and_weight_decay(backend, kind):
+    """``Adam(betas=(b1, b2), weight_decay=)`` is torch's Adam (weight decay an L2 term
+    added to the gradient); ``AdamW(betas=)`` torch's decoupled AdamW."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle of this test")
+    ours, theirs = _pair(torch)
+    opt = getattr(solvers, kind)(ours, lr=0.05, betas=(0.8, 0.99), weight_decay=0.1)
+    topt = getattr(torch.optim, kind)(theirs, lr=0.05, betas=(0.8, 0.99), weight_decay=0.1)
+    assert (opt.beta1, opt.beta2) == (0.8, 0.99)
+    for k in range(4):
+        _feed(ours, theirs, _grads(k))
+        opt.step()
+        topt.step()
+        _close(ours, theirs)
+    with pytest.raises(ValueError, match="betas=.* or beta1/beta2, not both"):
+        getattr(solvers, kind)(0.1, 0.9, betas=(0.8, 0.9))
+    with pytest.raises(ValueError, match="betas must be a pair"):
+        getattr(solvers, kind)(betas=0.9)
+
+
+def test_step_closure_and_zero_grad_as_torch(backend):
+    """``step()`` is ``update()``; ``step(closure)`` calls the closure first and returns its
+    loss; ``zero_grad(set_to_none=...)`` leaves gradients that the next backward writes
+    afresh: a training loop written with torch's names gives torch's weights."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle of this test")
+    ours, theirs = _pair(torch, 1)
+    x = np.random.default_rng(5).standard_normal((4, 3)).astype(np.float32)
+    opt = solvers.SGD(ours, lr=0.1, momentum=0.5)
+    topt = torch.optim.SGD(theirs, lr=0.1, momentum=0.5)
+    xv = grad.Variable.from_numpy_array(x)
+    for set_to_none in (True, False, True):
+        def closure():
+            opt.zero_grad(set_to_none=set_to_none)
+            with grad.auto_forward():
+                loss = F.sum(F.tanh(F.matmul(xv, ours[0])))
+            loss.backward()
+            return loss
+
+        def tclosure():
+            topt.zero_grad(set_to_none=set_to_none)
+            loss = torch.tanh(torch.tensor(x) @ theirs[0]).sum()
+            loss.backward()
+            return loss
+        loss, tloss = opt.step(closure), topt.step(tclosure)
+        assert float(loss) == pytest.approx(tloss.item(), rel=1e-5)
+        _close(ours, theirs)
+    assert opt.t == 3
+
+
+def test_param_groups_have_their_own_rates_as_torch(backend):
+    """torch's groups: ``SGD([{"params": a}, {"params": b, "lr": ...}], lr=...)``, each
+    group at its rate; writing ``group["lr"]`` changes the next update; a schedule scales
+    every group from its own base rate (``StepLR``'s rule)."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle of this test")
+    ours, theirs = _pair(torch)
+    opt = solvers.SGD([{"params": {"a": ours[0]}}, {"params": [ours[1]], "lr": 0.5}],
+                      lr=0.1, momentum=0.9)
+    topt = torch.optim.SGD([{"params": [theirs[0]]}, {"params": [theirs[1]], "lr": 0.5}],
+                           lr=0.1, momentum=0.9)
+    assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
+    assert list(opt.params) == ["0.a", "1.0"] and opt.param_groups[1]["params"][0] is ours[1]
+    sched = solvers.StepSchedule(opt, 2, 0.5)
+    tsched = torch.optim.lr_scheduler.StepLR(topt, 2, 0.5)
+    for k in range(8):
+        if k == 5:  # by hand, the schedules no longer stepped (ours would set it again)
+            sched = tsched = None
+            for g, tg in zip(opt.param_groups, topt.param_groups):
+                g["lr"] = tg["lr"] = g["lr"] * 3
+        _feed(ours, theirs, _grads(k))
+        opt.step()
+        topt.step()
+        if sched is not None:
+            sched.step()
+            tsched.step()
+        assert [g["lr"] for g in opt.param_groups] == \
+            pytest.approx([g["lr"] for g in topt.param_groups], rel=1e-12)
+        _close(ours, theirs)
+    assert opt.lr == opt.param_groups[0]["lr"]
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        solvers.SGD([{"params": [ours[0]]}, {"params": [ours[0]]}], lr=0.1)
+    with pytest.raises(ValueError, match="'lr' only .*'momentum'"):
+        solvers.SGD([{"params": [ours[0]], "momentum": 0.9}], lr=0.1)
+
+
+def test_state_dict_round_trip_continues_as_torch(backend):
+    """``load_state_dict(state_dict())`` into a fresh solver continues as the original
+    and as torch's (whose layout it follows, with names for indices); a state_dict of
+    other parameters is refused before anything changes."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle of this test")
+    ours, theirs = _pair(torch)
+    opt = solvers.Adam({"a": ours[0], "b": ours[1]}, lr=0.05)
+    topt = torch.optim.Adam(theirs, lr=0.05)
+    for k in range(2):
+        _feed(ours, theirs, _grads(k))
+        opt.step()
+        topt.step()
+    sd = opt.state_dict()
+    assert set(sd) == {"state", "param_groups", "t"} and sd["t"] == 2
+    assert sd["param_groups"] == [{"lr": 0.05, "params": ["a", "b"]}]
+    assert set(sd["state"]["a"]) == {"m", "v"}
+    fresh = solvers.Adam({"a": ours[0], "b": ours[1]}, lr=0.5)
+    fresh.load_state_dict(sd)
+    tfresh = torch.optim.Adam(theirs, lr=0.5)
+    tfresh.load_state_dict(topt.state_dict())
+    assert fresh.t == 2 and fresh.lr == 0.05
+    for k in range(2, 4):
+        _feed(ours, theirs, _grads(k))
+        fresh.step()
+        tfresh.step()
+        _close(ours, theirs)
+    other = solvers.Adam({"a": ours[0]}, lr=0.5)
+    with pytest.raises(nn.CheckpointError, match=r"parameter groups .* differ.*unexpected "
+                       r"states \['b/m', 'b/v'\]"):
+        other.load_state_dict(sd)
+    assert other.t == 0 and other.lr == 0.5

@@ -139,6 +139,8 @@ class PyNode(Node):
     def run(self, ctx: Any = None, save: bool = True) -> None:
         """Static-mode forward: ``forward_impl``, keeping every input and output."""
         outs = self._outputs()
+        for o in outs:  # the buffers forward_impl writes (an un-run output reads none)
+            o._buffer()
         with modes.no_grad():
             self.function.forward_impl(list(self.inputs), outs)
         self.save_all(outs)

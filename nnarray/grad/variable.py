@@ -102,7 +102,20 @@ class Variable(GraphValue, ArrayOperators):
     # -- data and gradient -----------------------------------------------------------
     @property
     def data(self) -> NdArray:
-        """The values (an NdArray, shared)."""
+        """The values (an NdArray, shared). A static function output whose graph has not
+        run (or whose data ``forward(clear_buffer=True)`` freed) has none: reading them
+        here, and so through ``float()``, ``item()``, ``format()``, ``bool()``,
+        ``np.asarray()`` and every other value read, raises ``GraphError``."""
+        d = self._data
+        if d is None:
+            if self._parent is not None:
+                raise _unrun(self)
+            d = self._data = NdArray(self.shape, self.dtype)
+        return d
+
+    def _buffer(self) -> NdArray:
+        """``data``, allocated where it has none yet (a buffer the graph's forward writes
+        into: ``.d = v``, ``unlinked()``, a ``PythonFunction``'s outputs)."""
         d = self._data
         if d is None:
             d = self._data = NdArray(self.shape, self.dtype)
@@ -133,11 +146,7 @@ class Variable(GraphValue, ArrayOperators):
         through this view while the data is saved for a backward pass (a snapshot taken
         here is compared when the backward pass checks its saved data). A function's
         output whose graph has not run raises ``GraphError``."""
-        nd = self._data
-        if nd is None:
-            if self._parent is not None:
-                raise _unrun(self)
-            nd = self.data
+        nd = self.data
         a = nd.host_handle()
         s = nd._snap
         if s is not None and (s is SAVED or s[0] != nd.version):
@@ -146,7 +155,7 @@ class Variable(GraphValue, ArrayOperators):
 
     @d.setter
     def d(self, value: Any) -> None:
-        self.data.data = value
+        self._buffer().data = value
 
     @property
     def g(self) -> np.ndarray:
@@ -176,9 +185,13 @@ class Variable(GraphValue, ArrayOperators):
 
     def unlinked(self, need_grad: bool | None = None) -> Variable:
         """A leaf sharing this variable's data and grad, cut from the graph."""
-        v = _make(self.shape, self.dtype, self.data, self._grad,
+        v = _make(self.shape, self.dtype, self._buffer(), self._grad,
                   self._need_grad if need_grad is None else bool(need_grad))
         return v
+
+    def detach(self) -> Variable:
+        """torch's ``detach``: ``unlinked(need_grad=False)``, a leaf sharing the data."""
+        return self.unlinked(need_grad=False)
 
     def reset_shape(self, shape: Sequence[int], force: bool = False) -> None:
         """Give the variable a new shape; its data and grad are reallocated."""
@@ -398,7 +411,8 @@ def _unrun(v: Variable) -> GraphError:
     """The error for reading the values of a static output whose graph never ran."""
     n = v.name
     return GraphError(
-        f"Variable.d: {n} (shape {v.shape}) has no values: it was recorded in static mode "
+        f"Variable {n} (shape {v.shape}) has no values to read (.d, .data, float(), item(), "
+        f"format(), bool(), np.asarray()): it was recorded in static mode "
         f"and its graph has not run (or forward(clear_buffer=True) freed it); call "
         f".forward() on it (or on the loss it feeds) first, or build the graph under "
         f"grad.auto_forward() to compute as you call")

@@ -22,6 +22,7 @@ from ..grad import modes as _modes
 from ..ndarray import NdArray
 from . import parameter as _p
 from . import serialization as _io
+from .parameters import Parameters
 
 
 def _eager_call(args: tuple, kwargs: dict) -> bool:
@@ -113,10 +114,20 @@ class Module:
                 out[f"{prefix}.{name}" if prefix else name] = a
         return out
 
-    def parameters(self) -> dict[str, Any]:
-        """Ordered ``{dotted_name: Variable}`` of the trainable (``need_grad``) Variables."""
-        return {k: v for k, v in self.named_arrays().items()
-                if isinstance(v, grad.Variable) and v.need_grad}
+    def parameters(self) -> Parameters:
+        """Ordered ``{dotted_name: Variable}`` of the trainable (``need_grad``) Variables
+        (nnabla's dict, not torch's iterator of tensors: iterating gives names, which
+        say so when used as parameters; see ``named_parameters()``)."""
+        return Parameters((k, v) for k, v in self.named_arrays().items()
+                          if isinstance(v, grad.Variable) and v.need_grad)
+
+    def named_parameters(self, prefix: str = "",
+                         recurse: bool = True) -> Iterator[tuple[str, Any]]:
+        """torch's ``(name, parameter)`` pairs: those of ``parameters()`` (only this
+        module's own with ``recurse=False``), each name after ``prefix + "."``."""
+        for k, v in self.parameters().items():
+            if recurse or "." not in k:
+                yield (f"{prefix}.{k}" if prefix else k), v
 
     def state(self) -> dict[str, Any]:
         """The non-trainable arrays (running statistics and the like)."""
@@ -134,8 +145,10 @@ class Module:
         """Evaluation mode (dropout off, batch norm uses running statistics)."""
         return self.train(False)
 
-    def zero_grad(self) -> None:
-        """Zero every parameter's gradient (lazily: no allocation, no transfer)."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Zero every parameter's gradient (lazily: no allocation, no transfer).
+        ``set_to_none`` is torch's argument, accepted either way (a lazily zeroed
+        gradient is what the next backward overwrites, as torch's ``None``)."""
         for p in self.parameters().values():
             g = p.grad
             if g is not None:

@@ -9,27 +9,34 @@ from .solver import Solver
 
 
 class Schedule:
-    """Base: ``lr_at(k)`` is the rate for the update after ``k`` steps; the solver's rate
-    at construction is the base rate and the rate becomes ``lr_at(0)`` at once."""
+    """Base: ``lr_at(k, base)`` is the rate for the update after ``k`` steps from the base
+    rate ``base``; each parameter group's rate at construction is its base rate (as
+    torch's schedulers: ``base_lr`` is the first group's) and every group's rate becomes
+    ``lr_at(0, base)`` at once."""
 
     def __init__(self, solver: Solver) -> None:
         if not isinstance(solver, Solver):
             raise TypeError(f"{type(self).__name__}: expected a Solver, got "
                             f"{type(solver).__name__}")
         self.solver = solver
-        self.base_lr = solver.learning_rate()
+        self.base_lrs = [float(g["lr"]) for g in solver.param_groups]
+        self.base_lr = self.base_lrs[0]
         self.steps = 0
-        solver.set_learning_rate(self.lr_at(0))
+        self._set(0)
 
-    def lr_at(self, k: int) -> float:
+    def lr_at(self, k: int, base: float | None = None) -> float:
         raise NotImplementedError
 
     def step(self) -> float:
-        """Advance one step; returns (and sets) the new rate."""
+        """Advance one step; returns the new rate (the first group's) and sets every
+        group's."""
         self.steps += 1
-        lr = self.lr_at(self.steps)
-        self.solver.set_learning_rate(lr)
-        return lr
+        return self._set(self.steps)
+
+    def _set(self, k: int) -> float:
+        for g, base in zip(self.solver.param_groups, self.base_lrs):
+            g["lr"] = self.lr_at(k, base)
+        return self.solver.learning_rate()
 
     @property
     def lr(self) -> float:
@@ -52,11 +59,12 @@ class CosineSchedule(Schedule):
                              f"warmup_steps={warmup_steps}, min_lr={min_lr}")
         super().__init__(solver)
 
-    def lr_at(self, k: int) -> float:
+    def lr_at(self, k: int, base: float | None = None) -> float:
+        base = self.base_lr if base is None else base
         if k < self.warmup:
-            return self.base_lr * (k + 1) / self.warmup
+            return base * (k + 1) / self.warmup
         frac = min(k - self.warmup, self.total - self.warmup) / (self.total - self.warmup)
-        return self.min_lr + (self.base_lr - self.min_lr) * (1 + math.cos(math.pi * frac)) / 2
+        return self.min_lr + (base - self.min_lr) * (1 + math.cos(math.pi * frac)) / 2
 
 
 class StepSchedule(Schedule):
@@ -69,5 +77,5 @@ class StepSchedule(Schedule):
                              f"step_size={step_size}, gamma={gamma}")
         super().__init__(solver)
 
-    def lr_at(self, k: int) -> float:
-        return self.base_lr * self.gamma ** (k // self.step_size)
+    def lr_at(self, k: int, base: float | None = None) -> float:
+        return (self.base_lr if base is None else base) * self.gamma ** (k // self.step_size)

@@ -23,23 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import grad
 from ..context import Context, context_scope, get_current_context
 from ..ndarray import NdArray, zeros
 from ..nn import parameter as _p
 from ..nn import serialization as _io
-
-
-def _as_dict(params: Mapping[str, Any] | Iterable[Any]) -> dict[str, Any]:
-    if isinstance(params, Mapping):
-        items = dict(params)
-    else:
-        items = {str(i): p for i, p in enumerate(params)}
-    for name, p in items.items():
-        if not isinstance(p, grad.Variable):
-            raise TypeError(f"set_parameters: {name!r} is a {type(p).__name__}, expected a "
-                            "grad.Variable")
-    return items
+from ..nn.module import _assign, _value
+from . import groups as _groups
 
 
 def _signatures(items: dict[str, Any]) -> list[tuple]:
@@ -66,9 +55,10 @@ def _takes_params(init: Any) -> Any:
 
 
 class Solver(ABC):
-    """Base class: ``set_parameters``, ``zero_grad``, ``weight_decay``, ``update``,
-    ``save_states``/``load_states``. Subclasses name their state (``state_names``) and
-    implement ``update_one``."""
+    """Base class: ``set_parameters``, ``zero_grad``, ``weight_decay``, ``update`` (torch's
+    ``step``), ``save_states``/``load_states``, ``state_dict``/``load_state_dict`` and
+    torch's ``param_groups``. Subclasses name their state (``state_names``) and implement
+    ``update_one``, which reads the rate of the group being updated as ``self.lr``."""
 
     state_names: tuple[str, ...] = ()
 
@@ -80,34 +70,64 @@ class Solver(ABC):
     def __init__(self, lr: float, *, comm: Any = None) -> None:
         if lr < 0:
             raise ValueError(f"{type(self).__name__}: lr must be >= 0, got {lr}")
-        self.lr = float(lr)
+        #: torch's groups: ``{"params": [Variable, ...], "lr": rate}``; writing a group's
+        #: ``"lr"`` changes its next update
+        self.param_groups: list[dict[str, Any]] = [{"params": [], "lr": float(lr)}]
+        self._names: list[list[str]] = [[]]  # each group's parameter names
+        self._active: float | None = None  # the rate of the group being updated
         self.comm = comm
         self.t = 0
         self.params: dict[str, Any] = {}
         self.states: dict[str, dict[str, NdArray]] = {}
         self._contexts: dict[str, Context] = {}
 
+    @property
+    def lr(self) -> float:
+        """The learning rate: the first group's (during an update, the group's own);
+        setting it sets every group's."""
+        return self.param_groups[0]["lr"] if self._active is None else self._active
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        for g in self.param_groups:
+            g["lr"] = float(value)
+
     def set_parameters(self, params: Mapping[str, Any] | Iterable[Any]) -> None:
-        """Take ``{name: Variable}`` (e.g. ``module.parameters()``) or a sequence of
-        Variables; new parameters get fresh state, known ones keep theirs.
+        """Take ``{name: Variable}`` (e.g. ``module.parameters()``), a sequence of
+        Variables, or torch's list of groups ``[{"params": ..., "lr": ...}, ...]`` (each
+        parameter then named ``"<group>.<name>"``, each group at its own ``lr``: default
+        the solver's); new parameters get fresh state, known ones keep theirs.
 
         With ``comm`` of several ranks: a parameter list that differs across ranks
         (names, shapes, dtypes) raises ``DistributedError`` on every rank; else every
         rank's parameters become rank 0's."""
-        items = _as_dict(params)
+        name = type(self).__name__
+        if _groups.is_group_list(params):
+            items, groups, names = _groups.split(name, list(params), self.lr)
+        else:
+            items = _groups.named(params)
+            if list(items) == list(self.params) and \
+                    all(p is self.params[k] for k, p in items.items()):
+                groups, names = self.param_groups, self._names  # the same: groups kept
+            else:
+                groups = [{"params": list(items.values()), "lr": self.lr}]
+                names = [list(items)]
         if self._distributed:
             from ..distributed import checks
             checks.same_everywhere(self.comm, _signatures(items), "solver parameters")
             self.comm.broadcast([p.data for p in items.values()], root=0)
         old, self.params, self.states = self.states, items, {}
+        self.param_groups, self._names = groups, names
         for k, p in items.items():
             st = old.get(k)
             if st is None or any(a.shape != p.shape for a in st.values()):
                 st = {s: zeros(p.shape, p.data.dtype) for s in self.state_names}
             self.states[k] = st
 
-    def zero_grad(self) -> None:
-        """Zero every parameter's gradient (lazily)."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Zero every parameter's gradient (lazily). ``set_to_none`` is torch's
+        argument, accepted either way: a gradient zeroed here allocates nothing, and the
+        next backward writes it as torch's does a ``None`` one."""
         for p in self.params.values():
             p.grad.zero()
 
@@ -131,7 +151,8 @@ class Solver(ABC):
 
     def update(self) -> None:
         """One optimization step for every parameter with a gradient (averaged over the
-        ranks first when the solver has a ``comm``), each on its parameter's device."""
+        ranks first when the solver has a ``comm``), each on its parameter's device and
+        at its group's rate."""
         if not self.params:
             raise RuntimeError(f"{type(self).__name__}.update: no parameters; call "
                                "set_parameters(model.parameters()) first or pass them: "
@@ -139,12 +160,29 @@ class Solver(ABC):
         self.t += 1
         if self._distributed:
             self.comm.all_reduce([p.grad for p in self._trainable()], op="mean")
+        try:
+            for group, names in zip(self.param_groups, self._names):
+                self._active = float(group["lr"])
+                self._update_names(names)
+        finally:
+            self._active = None
+
+    def step(self, closure: Any = None) -> Any:
+        """torch's name for ``update()``; ``closure`` (torch's: re-evaluates the model
+        and returns the loss) is called first and its loss returned."""
+        loss = closure() if closure is not None else None
+        self.update()
+        return loss
+
+    def _update_names(self, names: list[str]) -> None:
+        """Update the parameters ``names`` (one group), each on its device."""
         cur = get_current_context()
         key = cur.key
-        states = self.states
+        states, params = self.states, self.params
         here: list = []  # the usual case: data and gradient written on the current device
         elsewhere: dict[Any, list] | None = None
-        for name, p in self.params.items():
+        for name in names:
+            p = params[name]
             if p.need_grad:
                 g, data = p.grad, p.data
                 ctx = None if data.head == key and g.head in (key, None) else \
@@ -172,10 +210,62 @@ class Solver(ABC):
         """Update the parameter data ``w`` in place from its gradient ``g``."""
 
     def learning_rate(self) -> float:
+        """The first group's rate."""
         return self.lr
 
     def set_learning_rate(self, lr: float) -> None:
+        """Set every group's rate."""
         self.lr = float(lr)
+
+    # -- torch's state_dict ----------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """torch's layout, with parameter names for torch's indices: ``{"state": {name:
+        {state name: NdArray}}, "param_groups": [{"lr": rate, "params": [names]}],
+        "t": steps}``; the state arrays themselves (not copies), as torch's."""
+        return {"state": {k: dict(st) for k, st in self.states.items()},
+                "param_groups": [{"lr": g["lr"], "params": list(n)}
+                                 for g, n in zip(self.param_groups, self._names)],
+                "t": self.t}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Copy a ``state_dict()`` of a solver of the same parameters and groups into
+        this one's state arrays (on their devices), rates and step count; everything is
+        checked first (``nn.CheckpointError`` listing each problem)."""
+        problems = self._state_dict_problems(state_dict)
+        if problems:
+            raise _io.CheckpointError(f"{type(self).__name__}.load_state_dict: "
+                                      + "; ".join(problems))
+        for k, st in self.states.items():
+            for s, a in st.items():
+                _assign(a, _value(state_dict["state"][k][s]))
+        for g, saved in zip(self.param_groups, state_dict["param_groups"]):
+            g["lr"] = float(saved["lr"])
+        self.t = int(state_dict["t"])
+
+    def _state_dict_problems(self, sd: Any) -> list[str]:
+        if not isinstance(sd, Mapping) or set(sd) != {"state", "param_groups", "t"}:
+            return ["expected a solver state_dict() with keys 'state', 'param_groups' and "
+                    f"'t', got {sorted(sd) if isinstance(sd, Mapping) else type(sd).__name__}"]
+        problems = []
+        groups = list(sd["param_groups"])
+        if [list(g.get("params", ())) for g in groups] != self._names:
+            problems.append(f"parameter groups {[g.get('params') for g in groups]} differ "
+                            f"from this solver's {self._names}")
+        for k, st in self.states.items():
+            saved = sd["state"].get(k, {})
+            for s, a in st.items():
+                if s not in saved:
+                    problems.append(f"missing state {k}/{s}")
+                    continue
+                v = _value(saved[s])
+                if tuple(v.shape) != a.shape or v.dtype != a.dtype:
+                    problems.append(f"state {k}/{s} is {tuple(v.shape)} {v.dtype}, expected "
+                                    f"{a.shape} {a.dtype}")
+        extra = [f"{k}/{s}" for k, st in sd["state"].items() for s in st
+                 if s not in self.states.get(k, {})]
+        if extra:
+            problems.append(f"unexpected states {extra}")
+        return problems
 
     # -- state checkpoints -------------------------------------------------------------
     def save_states(self, path: str | os.PathLike) -> None:
