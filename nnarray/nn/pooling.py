@@ -9,8 +9,19 @@ from .module import Module
 
 
 class _Pool2d(Module):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+    """``pad`` is nnabla's name (API.md), ``padding`` torch's; one of them (default 0)."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, pad: Any = None, *,
+                 padding: Any = None) -> None:
+        if pad is not None and padding is not None:
+            raise ValueError(f"{type(self).__name__}: give pad={pad!r} or padding={padding!r} "
+                             "(torch's name), not both")
+        p = padding if pad is None else pad
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, 0 if p is None else p
+
+    @property
+    def pad(self) -> Any:
+        return self.padding
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
