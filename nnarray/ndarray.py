@@ -63,8 +63,9 @@ class NdArray(SyncedArray, ArrayOperators):
     def _set_shape(self, shape: Any) -> None:
         """numpy's in-place reshape ``x.shape = s``: the same storage under ``s`` (``-1``
         accepted) where no copy is needed, else an error before anything changes: another
-        size is a ``ShapeError``, a view whose layout needs a copy for ``s`` an
-        ``AttributeShapeError`` (also numpy's ``AttributeError``)."""
+        size is a ``ShapeError``; a view whose layout needs a copy for ``s``, or an array
+        a graph holds (``pin_shape``), an ``AttributeShapeError`` (also numpy's
+        ``AttributeError``)."""
         old = self._shape
         try:
             ((new, _),) = _shape_ops.reshape.infer((self,), {"shape": shape})
@@ -73,6 +74,12 @@ class NdArray(SyncedArray, ArrayOperators):
                              f"shape {old} ({e}); reshape() makes a new array") from None
         if new == old:
             return
+        if self.shape_pinned:
+            raise AttributeShapeError(
+                f"NdArray.shape: cannot reshape an array of shape {old} to {new} in place: "
+                f"a graph keeps its shape (a Variable's data or gradient, or a static "
+                f"graph's constant); reset_shape() or reshape() the Variable, or reshape() "
+                f"a copy")
         if views.of(self) is None:
             self.reshape_storage(new)
             return

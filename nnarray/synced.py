@@ -47,7 +47,7 @@ class SyncedArray:
     """
 
     __slots__ = ("_shape", "_dtype", "_copies", "_stale", "_head", "_fill", "_version",
-                 "_snap", "__weakref__")
+                 "_snap", "_pinned", "__weakref__")
 
     @classmethod
     def _wrap(cls, x: Any, dev: Device, meta: tuple) -> Any:
@@ -99,6 +99,19 @@ class SyncedArray:
         self._stale = None
         self._shape = shape
         self._version += 1
+
+    def pin_shape(self) -> Any:
+        """Refuse in-place reshapes from now on (``shape_pinned``): a graph holds the
+        array with its shape (a Variable's data or gradient, a bound executor's
+        argument, a static graph's constant). Returns the array."""
+        self._pinned = True
+        return self
+
+    @property
+    def shape_pinned(self) -> bool:
+        """Whether ``pin_shape`` was called (the slot is set only then: no cost to
+        arrays that never meet a Variable)."""
+        return getattr(self, "_pinned", False)
 
     def take_view(self, other: Any) -> None:
         """Make this view ``other``'s layout (a view of the same root and size, from

@@ -9,6 +9,7 @@ import pytest
 from helpers import run_json_child
 
 import nnarray as nna
+import nnarray.functions as F
 from nnarray import grad
 from nnarray.errors import AttributeShapeError, DTypeError, GraphError, ShapeError
 
@@ -144,23 +145,51 @@ def test_variable_shape_and_dtype_are_refused(backend):
     assert v.shape == (2, 3) and v.d.shape == (2, 3)
 
 
-def test_variable_data_reshaped_in_place_is_refused(backend):
+def _refused(a: nna.NdArray) -> None:
+    with pytest.raises(AttributeShapeError, match=r"\(6,\) to \(2, 3\).*a graph keeps"):
+        a.shape = (2, 3)
+    assert a.shape == (6,)
+
+
+def test_arrays_a_graph_holds_refuse_in_place_reshapes(backend):
+    """A Variable's data reshaped under it made kernels run on the new shape while the
+    graph inferred the old one: ``F.sum(x, axis=0)`` gave a () result holding 3 values."""
     x = grad.Variable.from_numpy_array(np.arange(6, dtype=np.float32), need_grad=True)
-    y = (x * 2).sum()
+    _refused(x.data)
+    _refused(x.grad)
+    nd = _arange6()
+    v = grad.Variable.from_ndarray(nd)
+    _refused(nd)
+    w = grad.Variable((6,))
+    w.data = _arange6()
+    _refused(w.data)
+    c = _arange6()
+    y = x * c  # static: the graph reads the constant at each forward
+    _refused(c)
     y.forward()
-    x.data.shape = (2, 3)
-    with pytest.raises(GraphError, match=r"\(2, 3\).*\(6,\)"):
-        y.forward()
-    with pytest.raises(GraphError, match="NdArray.shape"):
-        x.d
+    np.testing.assert_array_equal(y.d, np.arange(6) ** 2)
+    with grad.auto_forward():
+        s = F.sum(x, axis=0)
+    assert s.shape == () and float(s.d) == 15.0
+    x.d.shape = (2, 3)  # a numpy handle's own shape: the Variable's data is untouched
+    assert v.shape == x.shape == (6,)
+    a, b = grad.Variable((6,), name="a"), grad.Variable((6,), name="b")
+    nd_a, nd_b = _arange6(), _arange6()
+    ex = grad.Graph(a * b).bind(backend, {"a": nd_a, "b": nd_b}, grad_req="write")
+    _refused(nd_a)  # the executor's argument
+    _refused(ex.grad_dict["b"])
+    ex.forward()
+    np.testing.assert_array_equal(ex.outputs[0].numpy(), np.arange(6) ** 2)
+    view = x.data[1:]  # a view of a Variable's data has its own shape
+    view.shape = (5, 1)
+    assert x.data.shape == (6,)
 
 
 def test_data_saved_for_backward_reshaped_in_place_is_refused(backend):
+    c = _arange6()
     with grad.auto_forward():
         x = grad.Variable.from_numpy_array(np.arange(6, dtype=np.float32), need_grad=True)
-        y = x * x
-        saved = y.data
-        z = (y * y).sum()
-    saved.shape = (2, 3)  # y's data, saved by y * y: its gradient would take the new shape
+        z = (x * c).sum()  # c is saved for the gradient of x
+    c.shape = (2, 3)  # not a graph's own array: numpy's in-place reshape, version bumped
     with pytest.raises(GraphError, match="modified in place"):
         z.backward()

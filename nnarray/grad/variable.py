@@ -72,7 +72,7 @@ class Variable(GraphValue, ArrayOperators):
     def from_ndarray(cls, data: NdArray, need_grad: bool = False,
                      name: str | None = None) -> Variable:
         """A leaf whose ``data`` is ``data`` (shared, not copied)."""
-        v = _make(data.shape, data.dtype, data, None, bool(need_grad))
+        v = _make(data.shape, data.dtype, data.pin_shape(), None, bool(need_grad))
         v._name = name
         return v
 
@@ -134,9 +134,7 @@ class Variable(GraphValue, ArrayOperators):
             if self._parent is not None:
                 raise _unrun(self)
             d = self._data = NdArray(self._shape, self._dtype)
-        elif d.shape != self._shape:
-            raise reshaped_data(self, d.shape)
-        return d
+        return d.pin_shape()  # its graph keeps the shape: no in-place reshape
 
     def _buffer(self) -> NdArray:
         """``data``, allocated where it has none yet (a buffer the graph's forward writes
@@ -155,8 +153,8 @@ class Variable(GraphValue, ArrayOperators):
         """The gradient (an NdArray; reads zeros until something is written)."""
         g = self._grad
         if g is None:
-            g = self._grad = NdArray(self.shape, self.dtype)
-        return g
+            g = self._grad = NdArray(self._shape, self._dtype)
+        return g.pin_shape()
 
     @grad.setter
     def grad(self, value: NdArray) -> None:
@@ -432,14 +430,6 @@ def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | N
     return v
 
 
-def reshaped_data(v: Variable, shape: tuple[int, ...]) -> GraphError:
-    """The error for a variable whose data was given another shape in place
-    (``v.data.shape = s``): the graph's shapes are the variable's."""
-    return GraphError(f"Variable {v.name}: its data has shape {shape}, not the variable's "
-                      f"{v.shape} (NdArray.shape was assigned); use reset_shape() or "
-                      f"reshape() to give a variable a new shape")
-
-
 def _unrun(v: Variable) -> GraphError:
     """The error for reading the values of a static output whose graph never ran."""
     n = v.name
@@ -462,5 +452,5 @@ def _checked(value: Any, var: Variable, what: str) -> NdArray:
     if value.dtype != var.dtype:
         raise DTypeError(f"Variable.{what}: dtype {value.dtype} does not match the "
                          f"variable's dtype {var.dtype}")
-    return value
+    return value.pin_shape()
 
