@@ -29,6 +29,7 @@ from .context import (
 from .dlpack import from_dlpack
 from .einsum import einsum
 from .errors import (
+    AttributeShapeError,
     BackendError,
     BackendUnavailableError,
     DeviceMismatchError,
@@ -56,7 +57,8 @@ from .xp_functions import full, ones, zeros
 __version__ = "0.1.0"
 
 __all__ = [
-    "BackendError", "BackendUnavailableError", "Context", "DeviceMismatchError", "DTypeError",
+    "AttributeShapeError", "BackendError", "BackendUnavailableError", "Context",
+    "DeviceMismatchError", "DTypeError",
     "GraphError", "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError",
     "OutOfMemoryError", "ShapeError", "TransferError",
     "array", "backends", "context_scope", "device_synchronize", "einsum", "empty_cache",

@@ -8,8 +8,21 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InvalidValueError
 from .ndarray import NdArray
 from .nn.parameter import place
+
+
+def batch_size_of(where: str, value: Any) -> int:
+    """``value`` as a batch size: a positive int (a numpy integer too; a bool, float or
+    string is a ``TypeError``, zero or less an ``InvalidValueError``, both naming
+    ``where``, ``batch_size`` and the value)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{where}: batch_size must be a positive int, got {value!r} "
+                        f"({type(value).__name__})")
+    if value <= 0:
+        raise InvalidValueError(f"{where}: batch_size must be positive, got {value}")
+    return int(value)
 
 
 class DataLoader:
@@ -17,10 +30,12 @@ class DataLoader:
     ``batch_size`` along the first axis, yielding a tuple of NdArrays on the current
     context per batch.
 
-    ``shuffle``: a new permutation every pass, from a generator seeded by ``seed``
-    (``None``: drawn from ``nna.seed``'s stream); ``drop_last``: skip a final short
-    batch. Host arrays are indexed on the host and uploaded; NdArrays are gathered where
-    they live.
+    ``batch_size``: a positive int (``batch_size_of``); ``shuffle``: a new permutation
+    every pass, from a generator seeded by ``seed`` (``None``: drawn from ``nna.seed``'s
+    stream); ``drop_last``: skip a final short batch. Arrays that give no batch (no
+    samples, or fewer than ``batch_size`` with ``drop_last``) raise ``InvalidValueError``.
+    Host arrays are indexed on the host and uploaded; NdArrays are gathered where they
+    live.
     """
 
     def __init__(self, arrays: Sequence[Any] | Any, batch_size: int, shuffle: bool = False,
@@ -34,10 +49,12 @@ class DataLoader:
         if None in lengths or len(set(lengths)) != 1:
             raise ValueError(f"DataLoader: the arrays need one length along the first axis, "
                              f"got shapes {[tuple(a.shape) for a in self.arrays]}")
-        if int(batch_size) <= 0:
-            raise ValueError(f"DataLoader: batch_size must be positive, got {batch_size}")
-        self.n, self.batch_size = lengths[0], int(batch_size)
+        self.n, self.batch_size = lengths[0], batch_size_of("DataLoader", batch_size)
         self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)
+        if len(self) == 0:
+            raise InvalidValueError(
+                f"DataLoader: {self.n} samples in batches of {self.batch_size}"
+                f"{' with drop_last' if self.drop_last else ''} give no batch")
         if seed is None:
             from .ops.random import next_seed
             seed = next_seed()

@@ -73,6 +73,11 @@ class Device:
         sign), or ``None`` where the backend has no such arrays."""
         return None
 
+    def reshaped(self, x: Any, shape: tuple[int, ...]) -> Any:
+        """The C-contiguous native array ``x`` under ``shape`` (of its size), sharing its
+        buffer (an in-place ``NdArray.shape`` assignment)."""
+        return x.reshape(shape)
+
     def alias(self, x: Any, offset: int, shape: tuple[int, ...], write: bool) -> Any:
         """A C-contiguous native array of ``shape`` aliasing ``x`` from element
         ``offset``, that kernels may read (and write, for ``write``), or ``None``."""

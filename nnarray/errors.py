@@ -36,6 +36,11 @@ class ShapeError(NnarrayError, ValueError):
     """Incompatible or invalid shapes."""
 
 
+class AttributeShapeError(ShapeError, AttributeError):
+    """A shape assignment refused: ``NdArray.shape = s`` on a view whose layout needs a copy
+    for ``s`` (numpy's ``AttributeError``), ``Variable.shape = s`` (``reset_shape``)."""
+
+
 class DTypeError(NnarrayError, TypeError):
     """An unsupported or incompatible dtype."""
 

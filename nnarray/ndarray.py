@@ -11,7 +11,7 @@ import numpy as np
 
 from . import backends, dtypes, late, views
 from .context import Context, as_context, context_scope, dispatch_into, get_current_context
-from .errors import DTypeError, InvalidValueError, ShapeError
+from .errors import AttributeShapeError, DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators
 from .synced import SyncedArray
 from .transfers import check_implicit_read
@@ -58,6 +58,52 @@ class NdArray(SyncedArray, ArrayOperators):
 
     def __init__(self, shape: int | Sequence[int] = (), dtype: Any = np.float32) -> None:
         self._init_empty(normalize_shape(shape), dtypes.normalize(dtype, "NdArray"))
+
+    # -- metadata (read as the slots are; assignments checked) -----------------------
+    def _set_shape(self, shape: Any) -> None:
+        """numpy's in-place reshape ``x.shape = s``: the same storage under ``s`` (``-1``
+        accepted) where no copy is needed, else an error before anything changes: another
+        size is a ``ShapeError``; a view whose layout needs a copy for ``s``, or an array
+        a graph holds (``pin_shape``), an ``AttributeShapeError`` (also numpy's
+        ``AttributeError``)."""
+        old = self._shape
+        try:
+            ((new, _),) = _shape_ops.reshape.infer((self,), {"shape": shape})
+        except (ShapeError, TypeError) as e:
+            raise ShapeError(f"NdArray.shape: cannot set shape {shape!r} on an array of "
+                             f"shape {old} ({e}); reshape() makes a new array") from None
+        if new == old:
+            return
+        if self.shape_pinned:
+            raise AttributeShapeError(
+                f"NdArray.shape: cannot reshape an array of shape {old} to {new} in place: "
+                f"a graph keeps its shape (a Variable's data or gradient, or a static "
+                f"graph's constant); reset_shape() or reshape() the Variable, or reshape() "
+                f"a copy")
+        if views.of(self) is None:
+            self.reshape_storage(new)
+            return
+        v = views.reshape(self, new)
+        if v is None:
+            raise AttributeShapeError(
+                f"NdArray.shape: incompatible shape {new} for in-place modification of a "
+                f"view of shape {old} (its layout needs a copy); use .reshape() to make one")
+        self.take_view(v)
+
+    def _set_dtype(self, dtype: Any) -> None:
+        """``x.dtype = d``: only the array's own dtype (nnarray never reinterprets bits);
+        any other is a ``DTypeError`` pointing to ``astype``."""
+        d = dtypes.normalize(dtype, "NdArray.dtype")
+        if d != self._dtype:
+            raise DTypeError(f"NdArray.dtype: cannot reinterpret an array of {self._dtype} "
+                             f"(shape {self._shape}) as {d} in place; astype({d}) converts "
+                             f"to a new array")
+
+    shape = property(operator.attrgetter("_shape"), _set_shape,
+                     doc="The shape (a tuple of ints); assigning it reshapes in place "
+                         "where no copy is needed (numpy's rule), else raises.")
+    dtype = property(operator.attrgetter("_dtype"), _set_dtype,
+                     doc="The numpy dtype; assigning another raises ``DTypeError``.")
 
     @classmethod
     def from_numpy_array(cls, a: Any) -> NdArray:

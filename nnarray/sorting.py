@@ -96,11 +96,25 @@ def nonzero(x: Any, /) -> tuple:
     return tuple(out)
 
 
+def _order(flat: Any) -> Any:
+    """The stable permutation sorting 1-D ``flat``; complex values in numpy's order:
+    by ``(real, imag)``, values with a NaN part after the others (``R + nanj``, then
+    ``nan + Rj``, then ``nan + nanj``): stable sorts by each key, the last key first."""
+    if flat.dtype.kind != "c":
+        return _ops.argsort(flat)
+    re, im = _xp.real(flat), _xp.imag(flat)
+    nans = _xp.add(_xp.multiply(F.cast(_xp.isnan(re), _I64), 2), F.cast(_xp.isnan(im), _I64))
+    p = _ops.argsort(im)
+    for key in (re, nans):
+        p = F.take(p, _ops.argsort(F.take(key, p, 0)), 0)
+    return p
+
+
 def _groups(x: Any) -> tuple:
     """(flat, perm, sorted, flags, starts) of ``x``: group boundaries of its sorted
     elements (NaNs each their own group); ``starts`` are the groups' first positions."""
     flat = F.reshape(x, (-1,))
-    perm = _ops.argsort(flat)
+    perm = _order(flat)
     s = F.take(flat, perm, 0)
     if flat.shape[0] > 1:
         flags = _xp.concat([_xp.ones((1,), dtype=_BOOL, device=x.device),
@@ -123,8 +137,9 @@ def _inverse(x: Any, perm: Any, flags: Any) -> Any:
 
 
 def unique_values(x: Any, /) -> Any:
-    """The distinct elements of ``x``, sorted (1-D; NaNs each distinct). Their number is
-    read back to the host (one counted transfer). Not differentiable."""
+    """The distinct elements of ``x``, sorted (1-D; NaNs each distinct; complex values in
+    numpy's order, by ``(real, imag)``). Their number is read back to the host (one
+    counted transfer). Not differentiable."""
     _xp._require("unique_values", x)
     _, _, s, flags, starts = _groups(x)
     return F.take(s, starts, 0)

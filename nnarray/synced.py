@@ -46,15 +46,15 @@ class SyncedArray:
     kernel result); nothing outside this file touches the private fields.
     """
 
-    __slots__ = ("shape", "dtype", "_copies", "_stale", "_head", "_fill", "_version",
-                 "_snap", "__weakref__")
+    __slots__ = ("_shape", "_dtype", "_copies", "_stale", "_head", "_fill", "_version",
+                 "_snap", "_pinned", "__weakref__")
 
     @classmethod
     def _wrap(cls, x: Any, dev: Device, meta: tuple) -> Any:
         """A new array adopting ``x``, a fresh native array of ``dev`` with ``meta``
         ``(shape, dtype)`` (the kernels' hot path: no validation)."""
         a = _new(cls)
-        a.shape, a.dtype = meta
+        a._shape, a._dtype = meta
         a._copies = {dev: x}
         a._stale = None
         a._head = dev
@@ -64,8 +64,8 @@ class SyncedArray:
         return a
 
     def _init_empty(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
-        self.shape = shape
-        self.dtype = dtype
+        self._shape = shape
+        self._dtype = dtype
         self._copies: dict[Device, Any] = {}
         self._stale: dict[Device, Any] | None = None
         self._head: Device | None = None
@@ -81,13 +81,45 @@ class SyncedArray:
         f = self._fill
         return f.base._version if f.__class__ is View else self._version
 
-    @version.setter
-    def version(self, v: int) -> None:
+    def mark_modified(self) -> None:
+        """Count a write nnarray did not make (through a host view) in ``version``."""
         f = self._fill
         if f.__class__ is View:
-            f.base._version = v
+            f.base._version += 1
         else:
-            self._version = v
+            self._version += 1
+
+    # -- in-place reshapes (``NdArray.shape = s``; the caller checked ``shape``) ---------
+    def reshape_storage(self, shape: tuple[int, ...]) -> None:
+        """Give a root array ``shape`` (of its size) over its own storage: every current
+        copy re-described on its device (``Device.reshaped``, no copy), stale buffers
+        dropped, ``version`` bumped (data saved for a backward pass under the old shape is
+        refused). Views of it keep their elements (their layout is in flat elements)."""
+        self._copies = {d: d.reshaped(x, shape) for d, x in self._copies.items()}
+        self._stale = None
+        self._shape = shape
+        self._version += 1
+
+    def pin_shape(self) -> Any:
+        """Refuse in-place reshapes from now on (``shape_pinned``): a graph holds the
+        array with its shape (a Variable's data or gradient, a bound executor's
+        argument, a static graph's constant). Returns the array."""
+        self._pinned = True
+        return self
+
+    @property
+    def shape_pinned(self) -> bool:
+        """Whether ``pin_shape`` was called (the slot is set only then: no cost to
+        arrays that never meet a Variable)."""
+        return getattr(self, "_pinned", False)
+
+    def take_view(self, other: Any) -> None:
+        """Make this view ``other``'s layout (a view of the same root and size, from
+        ``views.reshape``); the root's ``version`` is bumped, as for a root."""
+        f = other._fill
+        self._fill = f
+        self._shape = other._shape
+        f.base._version += 1
 
     # -- the public accessors ---------------------------------------------------------
     def native(self, dev: Device, mode: str = "r", explicit: bool = False) -> Any:
@@ -310,15 +342,15 @@ class SyncedArray:
             x = stale.pop(dev, None)
             if x is not None:
                 return x
-        return dev.empty(self.shape, self.dtype)
+        return dev.empty(self._shape, self._dtype)
 
     def _materialize(self, dev: Device, buf: Any = None) -> Any:
         if buf is None:
-            return dev.full(self.shape, self.dtype, self._fill)
+            return dev.full(self._shape, self._dtype, self._fill)
         if dev.is_host:
             buf[...] = self._fill
             return buf
-        return dev.full(self.shape, self.dtype, self._fill)
+        return dev.full(self._shape, self._dtype, self._fill)
 
     def _sync(self, dev: Device, explicit: bool) -> Any:
         copies = self._copies
@@ -335,11 +367,11 @@ class SyncedArray:
         nbytes = self.nbytes
         out = self._stale.pop(dev, None) if self._stale else None
         if src.is_host or dev.is_host:
-            transfers.check_allowed(src.key, dev.key, self.shape, explicit)
+            transfers.check_allowed(src.key, dev.key, self._shape, explicit)
             x = dev.from_host(sx, out) if src.is_host else src.to_host(sx, out)
             transfers.record(src.key, dev.key, nbytes)
         else:
-            transfers.check_allowed(src.key, dev.key, self.shape, explicit)
+            transfers.check_allowed(src.key, dev.key, self._shape, explicit)
             if dev.can_copy_from(src):
                 x = dev.copy_from(src, sx, out)
                 transfers.record(src.key, dev.key, nbytes)
@@ -380,8 +412,8 @@ class SyncedArray:
     # -- metadata --------------------------------------------------------------------
     @property
     def nbytes(self) -> int:
-        n = self.dtype.itemsize
-        for s in self.shape:
+        n = self._dtype.itemsize
+        for s in self._shape:
             n *= s
         return n
 

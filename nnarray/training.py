@@ -27,6 +27,8 @@ from tqdm import tqdm
 
 from . import functions as F
 from . import grad
+from .data import batch_size_of
+from .errors import InvalidValueError
 from .ndarray import NdArray, zeros
 from .nn.module import Module
 from .nn.parameter import place
@@ -37,8 +39,7 @@ def minibatches(n: int, batch_size: int, shuffle: bool = True,
                 rng: np.random.Generator | None = None,
                 drop_last: bool = False) -> Iterator[np.ndarray]:
     """Index arrays covering ``range(n)`` in batches (a seeded permutation if ``shuffle``)."""
-    if batch_size <= 0:
-        raise ValueError(f"minibatches: batch_size must be positive, got {batch_size}")
+    batch_size = batch_size_of("minibatches", batch_size)
     order = (rng or np.random.default_rng()).permutation(n) if shuffle else np.arange(n)
     stop = n - n % batch_size if drop_last else n
     for i in range(0, stop, batch_size):
@@ -133,7 +134,8 @@ class Trainer:
                  progress: bool = True, report: bool = True, out: TextIO | None = None,
                  comm: Any = None, plot: str | os.PathLike | None = None) -> None:
         self.model, self.solver, self.loss_fn = model, solver, loss_fn
-        self.batch_size, self.shuffle = int(batch_size), bool(shuffle)
+        self.batch_size = batch_size_of("Trainer", batch_size)
+        self.shuffle = bool(shuffle)
         self.comm = comm
         self.is_main = comm is None or comm.rank == 0
         if comm is not None:
@@ -195,6 +197,8 @@ class Trainer:
         ``comm`` of several ranks each evaluates its shard of ``x`` and the sums are
         reduced: call it on every rank."""
         x, t = self._check_data(x, t, "evaluate")
+        if batch_size is not None:
+            batch_size = batch_size_of("Trainer.evaluate", batch_size)
         was_training = self.model.training
         self.model.eval()
         meter = _Meter()
@@ -264,6 +268,10 @@ class Trainer:
         if x.ndim == 0 or t.ndim == 0 or len(x) != len(t):
             raise ValueError(f"Trainer.{where}: inputs of shape {x.shape} and targets of "
                              f"shape {t.shape}: need one sample per row in both")
+        if len(x) == 0:  # no batch: the loss and accuracy would read 0.0
+            raise InvalidValueError(f"Trainer.{where}: the dataset is empty (0 samples of "
+                                    f"shape {x.shape[1:]}, batch_size {self.batch_size}): "
+                                    f"no batch to run")
         if self.loss_fn is softmax_cross_entropy_loss and t.dtype.kind not in "iu":
             raise TypeError(f"Trainer.{where}: the default loss (softmax cross entropy) "
                             f"needs integer class labels, got {t.dtype} (e.g. "

@@ -140,7 +140,7 @@ def host_value(x: NdArray, value: Any) -> NdArray:
     except (TypeError, ValueError) as e:
         raise TypeError(f"setitem: value must be an NdArray, a scalar, a numpy array or a "
                         f"sequence of numbers, got {type(value).__name__} ({e})") from None
-    if a.dtype.kind not in "biuf":
+    if a.dtype.kind not in "biufc":
         raise TypeError(f"setitem: value must be an NdArray, a scalar, a numpy array or a "
                         f"sequence of numbers, got {type(value).__name__} of dtype {a.dtype}")
     if not np.can_cast(a.dtype, x.dtype, "same_kind"):

@@ -101,7 +101,7 @@ def make(root: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...
     if contiguous:
         strides = c_strides(shape)
     a = _new(type(root))
-    a.shape, a.dtype = shape, dtype
+    a._shape, a._dtype = shape, dtype
     a._copies = {}  # always empty: every access misses and goes to the root (read/access)
     a._stale = None
     a._head = root._head

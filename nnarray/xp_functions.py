@@ -372,12 +372,18 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> list:
 
 
 # -- statistics ---------------------------------------------------------------------------
-def _axes(axis: Any) -> Any:
+def _axes(op: str, x: Any, axis: Any) -> Any:
+    """``axis`` as ``None``, an int or a tuple; on a 0-D ``x`` only ``None`` and ``()``
+    (numpy's rule: any axis is out of range there, as past a 1-D array's last)."""
     if axis is None:
         return None
     if isinstance(axis, (tuple, list)):
-        return tuple(operator.index(a) for a in axis)
-    return operator.index(axis)
+        axis = tuple(operator.index(a) for a in axis)
+    else:
+        axis = operator.index(axis)
+    if x.ndim == 0 and axis != ():
+        norm_axes(op, axis, x.shape)  # raises, naming op, axis and shape
+    return axis
 
 
 def _sum_dtype(x: Any) -> np.dtype:
@@ -391,7 +397,7 @@ def _sum_dtype(x: Any) -> np.dtype:
 
 def _reduce(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool, dtype: Any) -> Any:
     _require(op, x)
-    axis = _axes(axis)
+    axis = _axes(op, x, axis)
     want = _sum_dtype(x) if dtype is None else _dtypes.normalize(dtype, op)
     if axis == () or x.ndim == 0:
         return F.cast(x, want)
@@ -450,8 +456,8 @@ def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
 def count_nonzero(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
     """The number of nonzero elements over ``axis`` (int64)."""
     _require("count_nonzero", x)
+    axis = _axes("count_nonzero", x, axis)
     hits = F.cast(F.not_equal(x, 0), _I64)
-    axis = _axes(axis)
     return hits if axis == () else F.sum(hits, axis, keepdims)
 
 
@@ -520,7 +526,7 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
 
 def _same(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool) -> Any:
     _require(op, x)
-    axis = _axes(axis)
+    axis = _axes(op, x, axis)
     if axis == ():
         return F.cast(x, x.dtype)
     return fn(x, axis, keepdims)
@@ -563,7 +569,7 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
     _require("var", x)
     if x.dtype.kind != "f":
         raise DTypeError(f"var: argument 'x' must be floating, got {x.dtype} (shape {x.shape})")
-    axes = norm_axes("var", _axes(axis), x.shape)
+    axes = norm_axes("var", _axes("var", x, axis), x.shape)
     n = 1
     for a in axes:
         n *= x.shape[a]
@@ -594,7 +600,7 @@ def argmin(x: Any, /, *, axis: int | None = None, keepdims: builtins.bool = Fals
 
 def _count(op: str, x: Any, axis: Any, keepdims: builtins.bool, truth: builtins.bool) -> Any:
     _require(op, x)
-    axis = _axes(axis)
+    axis = _axes(op, x, axis)
     hits = F.not_equal(x, 0) if truth else F.equal(x, 0)
     if axis == () or x.ndim == 0:
         return hits if truth else F.logical_not(hits)

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 import numpy as np
+from helpers import CHILD_LIMIT
 
 import nnarray as nna
 from nnarray import functions as F
@@ -261,7 +262,8 @@ def cases(n: int, seed: int = 0) -> list[str]:
     return [mutate(rnd.choice(base), rnd, rnd.choice((1, 1, 2, 3))) for _ in range(n)]
 
 
-def survey(backend: str, n: int, env: dict | None = None, timeout: float = 60) -> list:
+def survey(backend: str, n: int, env: dict | None = None,
+           timeout: float = CHILD_LIMIT) -> list:
     """``[(case, outcome, detail)]`` of the first ``n`` cases, each run by this script in a
     child process that is started again after a crash (outcome ``crash``: the exit
     status) or a hang (``hang``: no answer in ``timeout`` seconds, then killed)."""

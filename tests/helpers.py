@@ -80,6 +80,12 @@ except OSError:
 """
 
 
+#: Seconds a test's child process (or a thread it waits for) may take: a guard against a
+#: hang, never a speed check. A loaded 2-core machine runs a child many times slower than
+#: an idle one (a 60 s limit failed there); speed is measured in ``benchmarks/``.
+CHILD_LIMIT = 600
+
+
 def child_env(*paths: object, base: dict | None = None, **env: str) -> dict[str, str]:
     """The environment for a child interpreter that imports this checkout: ``base``
     (default ``os.environ``) with ``env`` set, and the repository root (then ``paths``)
@@ -101,14 +107,14 @@ def peak_rss(code: str, path) -> tuple[str, int]:
     import sys
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, "-c", _PEAK, str(path), code], cwd=root,
-                       capture_output=True, text=True, timeout=300,
+                       capture_output=True, text=True, timeout=CHILD_LIMIT,
                        env=child_env())
     assert r.returncode == 0, r.stderr[-2000:]
     *_, outcome, peak = r.stdout.strip().splitlines()
     return outcome, int(peak)
 
 
-def run_json_child(code: str, *args: str, timeout: float = 600) -> dict:
+def run_json_child(code: str, *args: str, timeout: float = CHILD_LIMIT) -> dict:
     """Run ``code`` in a fresh interpreter from the repository root (no
     ``NNARRAY_CONTEXT``: the child chooses), with ``args`` as its argv; return the JSON
     its last line of output holds."""

@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import CHILD_LIMIT
 
 import nnarray.functions as F
 from nnarray import atomic_file
@@ -108,7 +109,7 @@ def test_concurrent_saves_from_processes(tmp_path):
         procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(src), str(net),
                                    str(ckpt), str(k)], cwd=ROOT, stderr=subprocess.PIPE,
                                   text=True) for k, src in enumerate(sources)]
-        errs = [p.communicate(timeout=300)[1] for p in procs]
+        errs = [p.communicate(timeout=CHILD_LIMIT)[1] for p in procs]
     finally:
         reader.stop.set()
         reader.join()

@@ -15,7 +15,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from helpers import peak_rss
+from helpers import CHILD_LIMIT, peak_rss
 
 from nnarray import atomic_file, nn
 from nnarray.nn import serialization
@@ -47,7 +47,7 @@ def test_killed_saves_leave_orphans_the_next_save_removes(tmp_path):
     path = tmp_path / "model.npz"
     for _ in range(2):
         r = subprocess.run([sys.executable, "-c", _KILLED_SAVE, str(path)], cwd=ROOT,
-                           capture_output=True, timeout=120)
+                           capture_output=True, timeout=CHILD_LIMIT)
         assert r.returncode == -9, r.stderr.decode()
     # the second killed save already removed the first one's orphan; its own is left
     assert len(_tmp_files(tmp_path)) == 1 and not path.exists()
@@ -62,7 +62,8 @@ def test_killed_saves_leave_orphans_the_next_save_removes(tmp_path):
 def test_orphan_cleanup_spares_concurrent_saves_and_other_targets(tmp_path):
     path = tmp_path / "model.npz"
     host = socket.gethostname()
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # a live writer for the whole test (killed below), however slowly the machine runs it
+    sleeper = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({CHILD_LIMIT})"])
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     try:

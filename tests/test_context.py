@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import CHILD_LIMIT
 
 import nnarray as nna
 from nnarray import Context
@@ -91,12 +92,12 @@ def test_scopes_are_thread_local():
     def a():
         with nna.context_scope(Context("numpy", 0, fallback=())):
             step_b.set()
-            step_a.wait(5)
+            step_a.wait(CHILD_LIMIT)  # a hang guard: the other thread sets it at once
             seen["a"].append(nna.get_current_context())
         seen["a"].append(nna.get_current_context())
 
     def b():
-        step_b.wait(5)
+        step_b.wait(CHILD_LIMIT)
         with nna.context_scope(other):
             step_a.set()
             seen["b"].append(nna.get_current_context())
@@ -106,7 +107,7 @@ def test_scopes_are_thread_local():
     for t in ts:
         t.start()
     for t in ts:
-        t.join(10)
+        t.join(CHILD_LIMIT)
     assert seen["a"][0] == Context("numpy", 0, fallback=())
     assert seen["b"][0] == Context.parse(other)
     assert seen["a"][1] == seen["b"][1] == nna.get_current_context()

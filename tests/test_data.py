@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -66,3 +68,33 @@ def test_nd_arrays_are_batched_where_they_live():
 def test_rejects_bad_input(arrays, bs, match):
     with pytest.raises(ValueError, match=match):
         DataLoader(arrays, bs)
+
+
+@pytest.mark.parametrize("bs", [1.5, 2.7, 3.0, "3", True, np.bool_(True), float("inf"),
+                                None, [2]])
+def test_batch_size_must_be_an_int(backend, bs):
+    """Floats were truncated, "3" and True accepted, inf an OverflowError (issue 40
+    item 11): a TypeError naming batch_size and the value, before anything is made."""
+    with pytest.raises(TypeError, match=r"DataLoader: batch_size must be a positive int, "
+                                        rf"got {re.escape(repr(bs))} "):
+        DataLoader((X, T), bs)
+
+
+@pytest.mark.parametrize("bs", [0, -1, np.int64(-3)])
+def test_batch_size_must_be_positive(backend, bs):
+    with pytest.raises(nna.InvalidValueError, match=rf"batch_size must be positive, got {bs}"):
+        DataLoader((X, T), bs)
+
+
+def test_numpy_int_batch_sizes_are_accepted(backend):
+    for bs in (np.int64(4), np.int32(4), np.uint8(4)):
+        loader = DataLoader((X, T), bs)
+        assert loader.batch_size == 4 and type(loader.batch_size) is int
+        assert [len(t) for _, t in collect(loader)] == [4, 4, 2]
+
+
+@pytest.mark.parametrize("n, bs, drop_last", [(0, 4, False), (0, 4, True), (3, 4, True)])
+def test_arrays_that_give_no_batch_are_refused(backend, n, bs, drop_last):
+    with pytest.raises(nna.InvalidValueError, match=rf"{n} samples in batches of {bs}"):
+        DataLoader((X[:n], T[:n]), bs, drop_last=drop_last)
+    assert len(DataLoader((X[:3], T[:3]), 4)) == 1  # a short last batch is kept

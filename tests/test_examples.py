@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import needs
-from helpers import child_env
+from helpers import CHILD_LIMIT, child_env
 
 import nnarray as nna
 
@@ -29,7 +29,7 @@ def env() -> dict:
     return e
 
 
-def run(*args: str, timeout: float = 60) -> str:
+def run(*args: str, timeout: float = CHILD_LIMIT) -> str:
     p = subprocess.run([sys.executable, *args], cwd=ROOT, env=env(), capture_output=True,
                        text=True, timeout=timeout)
     assert p.returncode == 0, f"{args} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
@@ -65,8 +65,7 @@ def test_digits_cnn_two_short_epochs(backend, tmp_path):
 def test_char_transformer_trains_and_samples(backend):
     needs(backend)
     out = run(str(EXAMPLES / "char_transformer.py"), "--backend", backend, "--steps", "12",
-              "--warmup", "3", "--dim", "16", "--heads", "2", "--layers", "1", "--sample", "30",
-              timeout=180)
+              "--warmup", "3", "--dim", "16", "--heads", "2", "--layers", "1", "--sample", "30")
     losses = [float(line.split("loss ")[1].split()[0]) for line in out.splitlines()
               if line.startswith("step")]
     assert len(losses) == 2 and losses[-1] < losses[0]
@@ -76,7 +75,7 @@ def test_char_transformer_trains_and_samples(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_mxnet_symbol_tutorial(backend):
     needs(backend)
-    out = run(str(EXAMPLES / "mxnet_symbol.py"), "--backend", backend, timeout=120)
+    out = run(str(EXAMPLES / "mxnet_symbol.py"), "--backend", backend)
     assert "all steps done" in out and out.count("  ok  ") == 7
     assert "round-trips exactly" in out and "raises" in out
 
@@ -85,12 +84,12 @@ def test_unavailable_backend_is_reported():
     if nna.backends.why_unavailable("cuda") is None:
         pytest.skip("cuda is available here")
     p = subprocess.run([sys.executable, str(EXAMPLES / "chainer_mlp.py"), "--backend", "cuda"],
-                       cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+                       cwd=ROOT, env=env(), capture_output=True, text=True, timeout=CHILD_LIMIT)
     assert p.returncode == 2 and "cuda unavailable" in p.stderr
 
 
 def test_python_m_nnarray_trains_on_every_backend():
-    out = run("-m", "nnarray", "--repeats", "2", "--iters", "4", timeout=120)
+    out = run("-m", "nnarray", "--repeats", "2", "--iters", "4")
     for b in BACKENDS:
         if nna.backends.why_unavailable(b) is None:
             assert any(line.strip().startswith(b) and "ms/iteration" in line
@@ -133,10 +132,10 @@ def test_examples_take_any_context_string():
     assert out.count("ok") >= 3 and "FAIL" not in out
     p = subprocess.run([sys.executable, str(EXAMPLES / "custom_functions.py"), "--backend",
                         f"opencl:{n}"], cwd=ROOT, env=env(), capture_output=True, text=True,
-                       timeout=60)
+                       timeout=CHILD_LIMIT)
     assert p.returncode == 2 and f"opencl:{n}: no such device" in p.stderr
     p = subprocess.run([sys.executable, str(EXAMPLES / "chainer_mlp.py"), "--help"],
-                       cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+                       cwd=ROOT, env=env(), capture_output=True, text=True, timeout=CHILD_LIMIT)
     assert p.returncode == 0 and "training iterations per stage" in p.stdout
 
 
@@ -147,7 +146,7 @@ def test_example_help_gives_the_whole_first_paragraph(name):
     line, mid-sentence; each example's ``--help`` gives its first paragraph whole."""
     doc = re.search(r'"""(.*?)"""', (EXAMPLES / name).read_text(), re.S).group(1)
     want = " ".join(doc.strip().split("\n\n")[0].split())
-    out = run(str(EXAMPLES / name), "--help", timeout=600)
+    out = run(str(EXAMPLES / name), "--help")
     assert want.endswith(".") and want in " ".join(out.split()), (want, out)
 
 
@@ -161,7 +160,7 @@ def test_readme_python_blocks_run_alone(i):
     block = re.findall(r"```python\n(.*?)```", _readme(), re.S)[i]
     if "context_scope(\"opencl\")" in block or "device=\"opencl\"" in block:
         needs("opencl")
-    run("-c", block, timeout=120)
+    run("-c", block)
 
 
 def test_onnx_guide_block_runs(tmp_path):
@@ -170,7 +169,7 @@ def test_onnx_guide_block_runs(tmp_path):
     text = (ROOT / "docs" / "onnx.md").read_text()
     block = re.findall(r"```python\n(.*?)```", text, re.S)[0]
     p = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=env(),
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=CHILD_LIMIT)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "net.onnx").stat().st_size > 0
 

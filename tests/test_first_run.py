@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import needs
-from helpers import child_env
+from helpers import CHILD_LIMIT, child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = ("import numpy as np, nnarray as nna, nnarray.functions as F\n"
@@ -25,7 +25,7 @@ def _run(cache: Path, **env: str) -> subprocess.CompletedProcess:
     e = child_env(base=e, NNARRAY_OPENCL_CACHE_DIR=str(cache), NNARRAY_OPENCL_DEVICES="0",
                   **env)
     return subprocess.run([sys.executable, "-c", CODE], cwd=ROOT, env=e, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=CHILD_LIMIT)
 
 
 @pytest.fixture(autouse=True)
@@ -60,7 +60,7 @@ def test_debug_shows_build_logs(tmp_path):
         e = child_env(base=e, NNARRAY_OPENCL_CACHE_DIR=str(cache), NNARRAY_OPENCL_DEVICES="0",
                       **env)
         return subprocess.run([sys.executable, "-c", WARN], cwd=ROOT, env=e,
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=CHILD_LIMIT)
     r = run(tmp_path, NNARRAY_DEBUG="1")
     assert r.returncode == 0, r.stderr
     assert "nnarray: compiling OpenCL kernels" in r.stderr

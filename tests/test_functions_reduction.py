@@ -164,3 +164,37 @@ def test_max_of_an_empty_array_over_no_axes_is_refused(backend) -> None:
     for f in (F.max, F.min):
         with pytest.raises(ValueError, match="zero-size"):
             f(x, axis=())
+
+
+_ZERO_D = ["sum", "prod", "any", "all", "mean", "max", "min", "std", "var", "count_nonzero",
+           "argmax", "argmin"]
+
+
+@pytest.mark.parametrize("name", _ZERO_D)
+def test_reductions_of_0d_arrays_check_axis(backend, name) -> None:
+    """A 0-D array takes only ``axis=None`` and ``axis=()``; any other axis raises the
+    1-D case's ``ShapeError`` naming the op, the axis and the shape (``sum``, ``prod``,
+    ``any``, ``all`` returned a value for any axis: issue 40 item 10). numpy raises
+    ``AxisError`` too, except for ``axis=0``/``-1`` where its ufunc reductions (not
+    ``mean``/``var``/``std``) let a 0-D array pass: the Array API's rule is kept there."""
+    import nnarray as nna
+    from nnarray.errors import ShapeError
+    a = np.array(3.0, np.float32)
+    x = nna.asarray(a)
+    fn, ref = getattr(nna, name), getattr(np, name)
+    for axis in (0, -1, 1, 5, (0,), (0, 1)):
+        if name.startswith("arg") and not isinstance(axis, int):
+            continue  # argmax/argmin take one int
+        if axis not in (0, -1) or name in ("mean", "std", "var"):
+            with pytest.raises(ValueError):
+                ref(a, axis=axis)  # numpy's AxisError
+        with pytest.raises(ShapeError, match=rf"{name if name != 'std' else 'var'}: axis "
+                                             rf"-?\d+ is out of range.*0 dimension.*\(\)"):
+            fn(x, axis=axis)
+    with pytest.raises(ShapeError, match=r"axis 1 is out of range.*\(1,\)"):
+        fn(nna.asarray(np.float32([3.0])), axis=1)  # the 1-D case: the same error
+    for axis in (None,) if name.startswith("arg") else (None, ()):
+        np.testing.assert_allclose(fn(x, axis=axis).numpy(), ref(a, axis=axis))
+    if name in ("sum", "prod", "max", "min", "mean", "any", "all"):
+        with pytest.raises(ShapeError, match="out of range"):
+            getattr(x, name)(axis=0)  # the method

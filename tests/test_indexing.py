@@ -9,6 +9,7 @@ import pytest
 import nnarray as nna
 import nnarray.functions as F
 from nnarray import grad
+from nnarray.errors import DTypeError
 from nnarray.grad import Variable
 
 A = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
@@ -211,3 +212,28 @@ def test_gather_trusts_the_offsets_indexing_made(backend) -> None:
     assert nna.transfer_stats()["count"] <= 2
     np.testing.assert_array_equal(y.numpy(), [1.0, 5.0, 7.0])
     np.testing.assert_array_equal(v.grad.numpy()[[1, 5, 7]], [2.0, 2.0, 2.0])  # 2 rounds
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_setitem_complex_from_numpy_arrays_and_lists(backend: str, dtype) -> None:
+    """A complex array takes numpy arrays and (nested) lists, complex or real, as docs/api.md
+    says (they raised ``TypeError``: issue 40 item 9); a real array refuses complex ones."""
+    z = (np.arange(12).reshape(3, 4) * (1 - 0.5j)).astype(dtype)
+    cases = [((slice(None), 1), np.array([1 + 2j, -3j, 4.5], np.complex128)),
+             ((0,), [1 + 1j, 2, 3j, -4]),
+             ((slice(1, 3), slice(0, 2)), [[1j, 2j], [3, 4]]),
+             ((Ellipsis,), np.float32([9, 8, 7, 6])),
+             ((np.array([2, 0]),), np.array([[1j] * 4, [2 - 1j] * 4], np.complex64))]
+    for k, v in cases:
+        e = z.copy()
+        e[k] = v
+        x = nna.asarray(z.copy())
+        x[_key(k, True)] = v
+        assert x.dtype == dtype
+        np.testing.assert_array_equal(x.numpy(), e)
+    r = nna.asarray(np.zeros(3, np.float32))
+    with pytest.raises(DTypeError, match="complex128"):
+        r[:] = np.array([1j, 2, 3])
+    with pytest.raises(DTypeError):
+        r[:] = [1j, 2, 3]
+    np.testing.assert_array_equal(r.numpy(), np.zeros(3))

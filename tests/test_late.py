@@ -10,6 +10,7 @@ import types
 from pathlib import Path
 
 import pytest
+from helpers import CHILD_LIMIT
 
 from nnarray import late
 
@@ -59,6 +60,6 @@ def test_the_import_contracts_hold():
     exe = shutil.which("lint-imports")
     if exe is None:
         pytest.skip("import-linter is not installed (pip install -e .[test])")
-    r = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=CHILD_LIMIT)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert "0 broken" in r.stdout

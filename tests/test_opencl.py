@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import check_no_fallback, needs
+from helpers import CHILD_LIMIT
 
 import nnarray as nna
 import nnarray.functions as F
@@ -29,7 +30,7 @@ def _run(code: str, **env: str) -> str:
     """Run ``code`` in a fresh interpreter with extra environment; return its stdout."""
     e = dict(os.environ, **env)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
-                       timeout=300)
+                       timeout=CHILD_LIMIT)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -179,7 +180,7 @@ def test_damaged_cache_entries_are_deleted_and_rebuilt(tmp_path, how):
     for p in entries:
         _damage(p, how, rng)
     r = subprocess.run([sys.executable, "-c", _CACHED_RUN], capture_output=True, text=True,
-                       env=dict(os.environ, **env), timeout=300)
+                       env=dict(os.environ, **env), timeout=CHILD_LIMIT)
     assert r.returncode == 0, r.stderr  # pocl crashed on these binaries before the check
     stats, got = json.loads(r.stdout)
     assert got == want and stats == {"compiled": first["compiled"], "loaded": 0}

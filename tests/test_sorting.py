@@ -146,3 +146,27 @@ def test_sort_extreme_values(backend: str) -> None:
             np.testing.assert_array_equal(
                 nna.searchsorted(nna.asarray(s), nna.asarray(v), side=side).numpy(),
                 np.searchsorted(s, v, side=side))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_unique_complex_in_numpys_order(backend: str, dtype: str) -> None:
+    """Complex values sort by ``(real, imag)``, those with a NaN part after the rest
+    (``R + nanj``, ``nan + Rj``, ``nan + nanj``) as numpy's; they raised ``argsort:
+    complex input`` (issue 40 item 9)."""
+    rng = np.random.default_rng(5)
+    parts = np.array([-1.0, -0.0, 0.0, 2.0, np.inf, np.nan])
+    a = np.empty((6, 7), dtype)
+    a.real, a.imag = rng.choice(parts, a.shape), rng.choice(parts, a.shape)
+    a[0, :3] = [1 + 2j, 1 + 2j, 1 - 2j]  # repeats and equal real parts
+    x = nna.asarray(a)
+    v, idx, inv, cnt = np.unique(a, return_index=True, return_inverse=True,
+                                 return_counts=True, equal_nan=False)
+    r = nna.unique_all(x)
+    np.testing.assert_array_equal(r.values.numpy(), v)
+    np.testing.assert_array_equal(r.indices.numpy(), idx)
+    np.testing.assert_array_equal(r.inverse_indices.numpy(), inv.reshape(a.shape))
+    np.testing.assert_array_equal(r.counts.numpy(), cnt)
+    np.testing.assert_array_equal(nna.unique_values(x).numpy(), v)
+    np.testing.assert_array_equal(nna.unique_counts(x).counts.numpy(), cnt)
+    i = nna.unique_inverse(x)
+    np.testing.assert_array_equal(i.values.numpy()[i.inverse_indices.numpy()], a)

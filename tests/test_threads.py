@@ -20,6 +20,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import CHILD_LIMIT
 
 import nnarray as nna
 
@@ -31,7 +32,8 @@ import numpy as np
 import nnarray as nna
 import nnarray.functions as F
 
-ctxs, n_threads, iters, limit = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3]), 60
+ctxs, n_threads, iters = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
+limit = int(sys.argv[5])  # a hang guard well inside the parent's limit, never a speed check
 full = sys.argv[4] == "full"  # also matmul, sum and synchronize each step (else only ew)
 faulthandler.dump_traceback_later(limit + 30, exit=True)  # fires even if the GIL is held
 errors = []
@@ -79,10 +81,10 @@ def _run_threads(ctxs: list[str], n_threads: int = 8, iters: int = 100,
                  work: str = "full") -> None:
     try:
         r = subprocess.run([sys.executable, "-c", _CHILD, ",".join(ctxs), str(n_threads),
-                            str(iters), work], cwd=ROOT, capture_output=True, text=True,
-                           timeout=180)
+                            str(iters), work, str(CHILD_LIMIT - 60)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=CHILD_LIMIT)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{n_threads} threads on {ctxs} hung (killed after 180 s)")
+        pytest.fail(f"{n_threads} threads on {ctxs} hung (killed after {CHILD_LIMIT} s)")
     assert r.returncode == 0, (f"{n_threads} threads on {ctxs}: rc {r.returncode}\n"
                                f"{r.stdout}\n{r.stderr[-4000:]}")
 

@@ -155,3 +155,28 @@ def test_plot_writes_curves_or_says_how_to_get_matplotlib(tmp_path):
         return
     trainer.fit((x, t), epochs=2, val=(x, t))
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_fit_and_evaluate_refuse_an_empty_dataset(backend):
+    """An empty dataset reported loss 0.0 and accuracy 0.0 (issue 40 item 11)."""
+    x, t = blobs(8)
+    trainer = Trainer(mlp(), solvers.SGD(0.1), batch_size=4, progress=False, report=False)
+    for where, call in [("fit", lambda: trainer.fit((x[:0], t[:0]), epochs=1)),
+                        ("fit", lambda: trainer.fit((x, t), 1, val=(x[:0], t[:0]))),
+                        ("evaluate", lambda: trainer.evaluate(x[:0], t[:0]))]:
+        with pytest.raises(nna.InvalidValueError,
+                           match=rf"Trainer.{where}.*empty \(0 samples.*batch_size 4"):
+            call()
+    assert trainer.history == [] and trainer.iteration == 0
+
+
+@pytest.mark.parametrize("bs", [1.5, "3", True, float("inf")])
+def test_trainer_batch_size_must_be_an_int(backend, bs):
+    with pytest.raises(TypeError, match="Trainer: batch_size must be a positive int"):
+        Trainer(mlp(), solvers.SGD(0.1), batch_size=bs)
+    trainer = Trainer(mlp(), solvers.SGD(0.1), progress=False, report=False)
+    x, t = blobs(8)
+    with pytest.raises(TypeError, match="Trainer.evaluate: batch_size"):
+        trainer.evaluate(x, t, batch_size=bs)
+    with pytest.raises(TypeError, match="minibatches: batch_size"):
+        list(minibatches(5, bs))

@@ -67,7 +67,7 @@ class Executor:
                 nd = v.data
             elif not isinstance(nd, NdArray):
                 nd = NdArray.from_numpy_array(nd)
-            arrays[name] = nd
+            arrays[name] = nd.pin_shape()  # the executor's argument: its shape is bound
         if missing:
             raise GraphError(f"bind: no data for argument{'s' if len(missing) > 1 else ''} "
                              f"{', '.join(missing)} (a loaded graph has no parameters: "
@@ -100,7 +100,7 @@ class Executor:
                 elif g.shape != v.shape:
                     raise ShapeError(f"bind: args_grad['{name}'] has shape {g.shape}, the "
                                      f"argument {v.shape}")
-                self.grad_dict[name] = g
+                self.grad_dict[name] = g.pin_shape()
         self._train = any(r != "null" for r in self.grad_req.values())
         self._outs = graph._outputs
         self._order = graph._order

@@ -165,7 +165,7 @@ class Node:
             s = d._snap
             if s is not None and s is not SAVED and d.version == v and s[0] == v and \
                     not np.array_equal(s[1], d.native(host_device(), "r", explicit=True)):
-                d.version += 1  # written through a host view handed out by Variable.d
+                d.mark_modified()  # written through a host view handed out by Variable.d
                 d._snap = None
             if d.version != v:
                 what = f"input {i}" if i >= 0 else f"output {-1 - i}"

@@ -48,6 +48,8 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
                 rank = _rank_after(rank, x)
             elif type(x) is np.ndarray:  # a numpy operand is a constant
                 x = NdArray.from_numpy_array(x)
+            elif isinstance(x, NdArray):  # a constant the graph reads at each forward
+                x.pin_shape()
             args.append(x)
         node = Node(op, tuple(args), attrs, metas, rank)
         node._label = auto_name(op.name, None, node)

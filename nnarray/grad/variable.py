@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -12,7 +13,7 @@ from .. import context as _context
 from .. import dtypes, late
 from .. import functions as F
 from ..context import context_scope, dispatch_context
-from ..errors import GraphError
+from ..errors import AttributeShapeError, DTypeError, GraphError
 from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
@@ -43,15 +44,15 @@ class Variable(GraphValue, ArrayOperators):
     ``forward()`` computes; under ``auto_forward()`` it computes at once.
     """
 
-    __slots__ = ("shape", "dtype", "_data", "_grad", "_need_grad", "_explicit", "_parent",
+    __slots__ = ("_shape", "_dtype", "_data", "_grad", "_need_grad", "_explicit", "_parent",
                  "_gstamp", "_plan", "_name", "__weakref__")
 
     def __init__(self, shape: int | Sequence[int] = (), need_grad: bool = False,
                  dtype: Any = np.float32, name: str | None = None) -> None:
         if name is not None and (not isinstance(name, str) or not name):
             raise ValueError(f"Variable: name must be a non-empty string, got {name!r}")
-        self.shape = normalize_shape(shape, "Variable")
-        self.dtype = dtypes.normalize(dtype, "Variable")
+        self._shape = normalize_shape(shape, "Variable")
+        self._dtype = dtypes.normalize(dtype, "Variable")
         self._data: NdArray | None = None
         self._grad: NdArray | None = None
         self._need_grad = bool(need_grad)
@@ -71,9 +72,31 @@ class Variable(GraphValue, ArrayOperators):
     def from_ndarray(cls, data: NdArray, need_grad: bool = False,
                      name: str | None = None) -> Variable:
         """A leaf whose ``data`` is ``data`` (shared, not copied)."""
-        v = _make(data.shape, data.dtype, data, None, bool(need_grad))
+        v = _make(data.shape, data.dtype, data.pin_shape(), None, bool(need_grad))
         v._name = name
         return v
+
+    # -- metadata (read as the slots are; ``reset_shape`` gives a new shape) ---------
+    def _set_shape(self, shape: Any) -> None:
+        """``v.shape = s``: refused (``AttributeShapeError``, also an ``AttributeError``)
+        unless ``s`` is the shape: a graph's shapes change through ``reset_shape``."""
+        if normalize_shape(shape, "Variable.shape") != self._shape:
+            raise AttributeShapeError(
+                f"Variable.shape: cannot assign {shape!r} to a variable of shape "
+                f"{self._shape}; reset_shape() gives it a new shape (reallocating its data "
+                f"and grad), reshape() a reshaped variable")
+
+    def _set_dtype(self, dtype: Any) -> None:
+        """``v.dtype = d``: refused (``DTypeError``) unless ``d`` is the dtype."""
+        d = dtypes.normalize(dtype, "Variable.dtype")
+        if d != self._dtype:
+            raise DTypeError(f"Variable.dtype: cannot assign {d} to a variable of "
+                             f"{self._dtype} (shape {self._shape}); F.cast(v, {d}) converts")
+
+    shape = property(operator.attrgetter("_shape"), _set_shape,
+                     doc="The shape; assigning another raises (``reset_shape`` changes it).")
+    dtype = property(operator.attrgetter("_dtype"), _set_dtype,
+                     doc="The dtype; assigning another raises ``DTypeError``.")
 
     @property
     def name(self) -> str | None:
@@ -110,8 +133,8 @@ class Variable(GraphValue, ArrayOperators):
         if d is None:
             if self._parent is not None:
                 raise _unrun(self)
-            d = self._data = NdArray(self.shape, self.dtype)
-        return d
+            d = self._data = NdArray(self._shape, self._dtype)
+        return d.pin_shape()  # its graph keeps the shape: no in-place reshape
 
     def _buffer(self) -> NdArray:
         """``data``, allocated where it has none yet (a buffer the graph's forward writes
@@ -130,8 +153,8 @@ class Variable(GraphValue, ArrayOperators):
         """The gradient (an NdArray; reads zeros until something is written)."""
         g = self._grad
         if g is None:
-            g = self._grad = NdArray(self.shape, self.dtype)
-        return g
+            g = self._grad = NdArray(self._shape, self._dtype)
+        return g.pin_shape()
 
     @grad.setter
     def grad(self, value: NdArray) -> None:
@@ -196,8 +219,8 @@ class Variable(GraphValue, ArrayOperators):
     def reset_shape(self, shape: Sequence[int], force: bool = False) -> None:
         """Give the variable a new shape; its data and grad are reallocated."""
         shape = normalize_shape(shape, "Variable.reset_shape")
-        if force or shape != self.shape:
-            self.shape = shape
+        if force or shape != self._shape:
+            self._shape = shape
             self._data = self._grad = None
 
     def forward(self, clear_buffer: bool = False) -> None:
@@ -325,14 +348,14 @@ def _binary_recorder(op: Any) -> Any:
     metas = op.metas
 
     def record(a: Any, b: Any) -> Any:
-        if type(a) is Variable and type(b) is Variable and a.dtype is b.dtype and \
-                a.shape == b.shape:
-            d = metas.get(a.dtype)
+        if type(a) is Variable and type(b) is Variable and a._dtype is b._dtype and \
+                a._shape == b._shape:
+            d = metas.get(a._dtype)
             da, db = a._data, b._data
             if d is not None and da is not None and db is not None and _mode.get() == _AUTO:
                 k = dispatch(op, dispatch_context((da, db), op.name))
                 if k.plain:
-                    meta = (a.shape, d)
+                    meta = (a._shape, d)
                     out = k.fast(da, db, meta)
                     if (a._need_grad or b._need_grad) and op.differentiable:
                         pa, pb = a._parent, b._parent
@@ -357,8 +380,8 @@ def _binary_recorder(op: Any) -> Any:
                     else:
                         node = None
                     v = _new(Variable)
-                    v.shape = a.shape
-                    v.dtype = d
+                    v._shape = a._shape
+                    v._dtype = d
                     v._data = out
                     v._grad = None
                     v._need_grad = node is not None
@@ -394,8 +417,8 @@ def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | N
           need_grad: bool, parent: Any = None) -> Variable:
     """A Variable without validation (the engine's hot path)."""
     v = _new(Variable)
-    v.shape = shape
-    v.dtype = dtype
+    v._shape = shape
+    v._dtype = dtype
     v._data = data
     v._grad = grad
     v._need_grad = need_grad
@@ -419,7 +442,7 @@ def _unrun(v: Variable) -> GraphError:
 
 
 def _checked(value: Any, var: Variable, what: str) -> NdArray:
-    from ..errors import DTypeError, ShapeError
+    from ..errors import ShapeError
     if not isinstance(value, NdArray):
         raise TypeError(f"Variable.{what}: expected an NdArray, got {type(value).__name__} "
                         f"(use .{what[0]} = ... for numpy values)")
@@ -429,5 +452,5 @@ def _checked(value: Any, var: Variable, what: str) -> NdArray:
     if value.dtype != var.dtype:
         raise DTypeError(f"Variable.{what}: dtype {value.dtype} does not match the "
                          f"variable's dtype {var.dtype}")
-    return value
+    return value.pin_shape()
 

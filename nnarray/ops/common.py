@@ -70,14 +70,18 @@ def require_int(op: str, arg: str, x: Any) -> None:
                          f"(shape {x.shape})")
 
 
-def norm_axis(op: str, axis: Any, ndim: int, arg: str = "axis") -> int:
-    """One axis, negative allowed, checked against ``ndim``."""
+def norm_axis(op: str, axis: Any, ndim: int, arg: str = "axis",
+              shape: tuple[int, ...] | None = None) -> int:
+    """One axis, negative allowed, checked against ``ndim`` (out of range: a
+    ``ShapeError``, also numpy's ``ValueError``, naming ``shape`` where given)."""
     try:
         a = operator.index(axis)
     except TypeError:
         raise TypeError(f"{op}: argument '{arg}' must be an int, got {axis!r}") from None
     if not -ndim <= a < ndim:
-        raise ValueError(f"{op}: {arg} {a} is out of range for an array of {ndim} dimension(s)")
+        of = "" if shape is None else f" (shape {shape})"
+        raise ShapeError(f"{op}: {arg} {a} is out of range for an array of {ndim} "
+                         f"dimension(s){of}")
     return a % ndim
 
 
@@ -88,7 +92,7 @@ def norm_axes(op: str, axis: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(range(nd))
     if not isinstance(axis, (tuple, list)):
         axis = (axis,)  # an int, or a bad value that norm_axis reports naming the op
-    axes = tuple(sorted(norm_axis(op, a, nd) for a in axis))
+    axes = tuple(sorted(norm_axis(op, a, nd, shape=shape) for a in axis))
     if len(set(axes)) != len(axes):
         raise ValueError(f"{op}: repeated axis in {tuple(axis)} for shape {shape}")
     return axes

@@ -60,7 +60,7 @@ def _infer_arg(name: str):
         if axis is None:
             attrs["axis"] = None
             return (((1,) * x.ndim if keep else (), _I64),)
-        a = attrs["axis"] = norm_axis(name, axis, x.ndim)
+        a = attrs["axis"] = norm_axis(name, axis, x.ndim, shape=x.shape)
         return ((_out_shape(x.shape, (a,), keep), _I64),)
     return infer
 
@@ -76,7 +76,7 @@ def _infer_cumulative(name: str):
             if x.ndim != 1:
                 raise ValueError(f"{name}: argument 'axis' is required for shape {x.shape}")
             axis = 0
-        attrs["axis"] = norm_axis(name, axis, x.ndim)
+        attrs["axis"] = norm_axis(name, axis, x.ndim, shape=x.shape)
         d = x.dtype
         d = _I64 if d.kind in "bi" else _U64 if d.kind == "u" else d
         return ((x.shape, d),)

@@ -283,6 +283,17 @@ class OpenCLDevice(Device):
         return out
 
     # -- views (offsets and strides in elements; see nnarray.views) -------------------------
+    def reshaped(self, x: Any, shape: tuple[int, ...]) -> Any:
+        """``x``'s buffer under ``shape`` (of its size: the same padded bytes), an array of
+        that layout's class (``layout``)."""
+        if x.offset:
+            return x.reshape(shape)
+        cls, _ = self.layout(tuple(shape), x.dtype)
+        y = _new(cls)
+        y.base_data = x.base_data
+        y.events = list(x.events)
+        return y
+
     def alias(self, x: Any, offset: int, shape: tuple[int, ...], write: bool) -> Any:
         """For reading only, and only from element 0: the root's buffer under the view's
         shape. Kernels read and write whole padded work-groups and take no offset, so an
