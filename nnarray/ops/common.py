@@ -168,7 +168,7 @@ def host_values(t: Any) -> np.ndarray | None:
     its current host copy, or its lazy fill as one element; else ``None`` (only a
     device holds them: the backend's kernel checks them)."""
     from .. import backends
-    a = t if type(t) is NdArray else getattr(t, "data", None)
+    a = t if type(t) is NdArray else getattr(t, "_data", None)  # an un-run Variable: None
     if type(a) is not NdArray:
         return None
     if a.lazy_fill is not None:
@@ -188,6 +188,6 @@ def check_indices(op: str, idx: Any, n: int, axis: int, shape: tuple) -> None:
             raise IndexError(f"{op}: index {bad} is out of bounds for axis {axis} with size "
                              f"{n} (shape {shape})")
         return
-    a = idx if type(idx) is NdArray else getattr(idx, "data", None)
+    a = idx if type(idx) is NdArray else getattr(idx, "_data", None)
     if type(a) is NdArray:
         _indexing.check_bounds(op, a, n, axis, shape)

@@ -301,7 +301,7 @@ def advanced_getitem(x: Any, key: Any) -> Any:
     """``x[key]`` for keys holding masks or integer arrays (see the module docstring)."""
     from ..context import dispatch_context
     reshape = _shape.reshape
-    data = x if type(x) is NdArray else getattr(x, "data", None)  # a graph value's data
+    data = x if type(x) is NdArray else getattr(x, "_data", None)  # a graph value's (None: un-run)
     ctx = dispatch_context((data,) if type(data) is NdArray else ())
     flat = flat_offsets("getitem", x.shape, key, device_context(ctx))
     src = reshape(x, shape=(-1,))
