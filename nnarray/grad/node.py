@@ -236,6 +236,30 @@ class Node:
         ctx = RuleContext(retained, outs, self.inputs, self.attrs, need, self.in_meta)
         return rule.fn(ctx, gy)
 
+    def differentiate(self, need: tuple, gys: list, graph: bool) -> Any:
+        """The input gradients for the output gradients ``gys`` (``grad.grad``): with
+        ``graph`` the rule runs on the graph's own Variables (its ``F`` calls record the
+        backward computation, in the current mode), else on the saved NdArrays."""
+        gy = gys[0]
+        if gy is None:
+            return None
+        rule = self.function.backward
+        if rule is None:
+            raise GraphError(f"{self.name}: no backward rule is declared for this op")
+        if self.dynamic:
+            self.check()
+        if not graph:
+            return rule.fn(self.rule_context(need), gy)
+        ri = rule.retained_inputs(self.attrs)
+        retained = [None] * len(self.inputs) if ri else ()
+        for i in ri:
+            retained[i] = self.inputs[i]
+        outs = [None] * len(self.out_metas) if rule.outputs else ()
+        for j in rule.outputs:  # (``gradient.revive`` made dead ones again)
+            outs[j] = self.outputs[j]()
+        ctx = RuleContext(retained, outs, self.inputs, self.attrs, need, self.in_meta)
+        return rule.fn(ctx, gy)
+
     def _shared(self, gx: NdArray, i: int, gy: Any, gxs: tuple) -> bool:
         """Whether ``gx`` may be referenced elsewhere (then a leaf copies it)."""
         if gx is gy:
