@@ -22,7 +22,7 @@ from .bind import Executor
 from .dot import to_dot
 from .executor import print_schedule, saved_arrays, schedule_of
 from .fuse import fusion_enabled
-from .gradcheck import gradcheck
+from .gradcheck import gradcheck, gradgradcheck
 from .gradient import grad
 from .graph import Graph, register_function
 from .modes import auto_forward, is_auto_forward, no_grad
@@ -31,6 +31,7 @@ from .python_function import PythonFunction
 from .variable import Variable
 
 __all__ = ["Executor", "Graph", "GraphError", "PythonFunction", "Variable", "auto_forward",
-           "fusion_enabled", "grad", "gradcheck", "is_auto_forward", "name_scope", "no_grad",
+           "fusion_enabled", "grad", "gradcheck", "gradgradcheck", "is_auto_forward",
+           "name_scope", "no_grad",
            "print_schedule", "register_function", "reset_names", "saved_arrays", "schedule_of",
            "to_dot"]

@@ -28,9 +28,31 @@ _recording: Any = late.bind(__name__, "_recording", "nnarray.grad.recording")
 _pickling: Any = late.bind(__name__, "_pickling", "nnarray.pickling")
 _gradient: Any = late.bind(__name__, "_gradient", "nnarray.grad.gradient")
 
-#: ``{leaf: Variable}``: the gradient graphs ``backward(create_graph=True)`` accumulated
-#: (``Variable.grad_variable``); held weakly by the leaf, off every first-order path.
-grad_variables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _ByIdentity:
+    """``{Variable: value}`` by identity, an entry dropped with its Variable (a
+    ``WeakKeyDictionary`` would compare keys with ``==``, which is elementwise)."""
+
+    def __init__(self) -> None:
+        self._d: dict[int, tuple] = {}
+
+    def get(self, v: Any) -> Any:
+        e = self._d.get(id(v))
+        return e[1] if e is not None and e[0]() is v else None
+
+    def __setitem__(self, v: Any, value: Any) -> None:
+        k = id(v)
+        self._d[k] = (weakref.ref(v, lambda _r, d=self._d, k=k: d.pop(k, None)), value)
+
+    def pop(self, v: Any, default: Any = None) -> Any:
+        e = self._d.pop(id(v), None)
+        return default if e is None else e[1]
+
+
+#: The gradient graphs ``backward(create_graph=True)`` accumulated, by leaf
+#: (``Variable.grad_variable``): off every first-order path.
+grad_variables = _ByIdentity()
 
 
 _new = object.__new__
