@@ -363,3 +363,82 @@ def test_python_function_first_order_and_refused_second(backend):
         np.testing.assert_array_equal(x.g, 1.0)  # untouched
         with pytest.raises(GraphError, match="_Cube.*not differentiable"):
             grad.grad(F.sum(g), x)
+
+
+# -- the functional helpers -------------------------------------------------------------------
+def _mlp(x, w):
+    return F.sum(F.tanh(F.matmul(x, w)) ** 2)
+
+
+def _torch_mlp(x, w):
+    import torch
+    return (torch.tanh(x @ w) ** 2).sum()
+
+
+def _pair():
+    return _vals((3, 4)), _vals((4, 2))
+
+
+@pytest.mark.parametrize("what", ["vjp", "jvp", "hvp", "vhp"])
+def test_products_match_torch(backend, what):
+    torch = pytest.importorskip("torch")
+    tf = torch.autograd.functional
+    x, w = _pair()
+    vx, vw = _vals(x.shape), _vals(w.shape)
+    if what == "vjp":
+        fn, tfn, v = (lambda a, b: F.tanh(F.matmul(a, b)),
+                      lambda a, b: torch.tanh(a @ b), _vals((3, 2)))
+    elif what == "jvp":
+        fn, tfn, v = (lambda a, b: F.tanh(F.matmul(a, b)),
+                      lambda a, b: torch.tanh(a @ b), (vx, vw))
+    else:
+        fn, tfn, v = _mlp, _torch_mlp, (vx, vw)
+    out, res = getattr(grad, what)(fn, (nna.asarray(x), nna.asarray(w)), v)
+    tv = tuple(torch.tensor(a) for a in v) if isinstance(v, tuple) else torch.tensor(v)
+    tout, tres = getattr(tf, what)(tfn, (torch.tensor(x), torch.tensor(w)), tv)
+    np.testing.assert_allclose(out.d, tout.numpy(), rtol=1e-12)
+    tres = tres if isinstance(tres, tuple) else (tres,)
+    res = res if isinstance(res, tuple) else (res,)
+    for r, t in zip(res, tres):
+        np.testing.assert_allclose(r.d, t.numpy(), rtol=1e-10, atol=1e-12)
+        assert not r.need_grad
+
+
+def test_jacobian_and_hessian_match_torch(backend):
+    torch = pytest.importorskip("torch")
+    tf = torch.autograd.functional
+    x, w = _pair()
+    J = grad.jacobian(lambda a, b: F.tanh(F.matmul(a, b)), (x, w))
+    tJ = tf.jacobian(lambda a, b: torch.tanh(a @ b), (torch.tensor(x), torch.tensor(w)))
+    for r, t in zip(J, tJ):
+        assert r.shape == tuple(t.shape)
+        np.testing.assert_allclose(r.d, t.numpy(), rtol=1e-10, atol=1e-12)
+    H = grad.hessian(_mlp, (nna.asarray(x), nna.asarray(w)))
+    tH = tf.hessian(_torch_mlp, (torch.tensor(x), torch.tensor(w)))
+    for i in range(2):
+        for j in range(2):
+            assert H[i][j].shape == tuple(tH[i][j].shape)
+            np.testing.assert_allclose(H[i][j].d, tH[i][j].numpy(), rtol=1e-10, atol=1e-12)
+    h1 = grad.hessian(lambda a: F.sum(F.exp(a) * a), nna.asarray(x[0]))  # one input: an array
+    np.testing.assert_allclose(h1.d, np.diag(np.exp(x[0]) * (x[0] + 2)), rtol=1e-12)
+
+
+def test_helpers_create_graph_stay_differentiable(backend):
+    """MAML-like: an hvp taken with create_graph differentiates with respect to the
+    Variables that went in."""
+    x = _var((3,))
+    with grad.auto_forward():
+        _, hv = grad.hvp(lambda a: F.sum(a ** 4), x, np.ones(3), create_graph=True)
+        (g,) = grad.grad(F.sum(hv), x)
+    np.testing.assert_allclose(hv.d, 12 * x.d ** 2, rtol=1e-12)
+    np.testing.assert_allclose(g.d, 24 * x.d, rtol=1e-12)
+
+
+def test_helpers_refuse_bad_input(backend):
+    x = nna.asarray(_vals((3,)))
+    with pytest.raises(nna.errors.ShapeError, match="hvp|vhp"):
+        grad.hvp(lambda a: a * 2.0, x, np.ones(3))
+    with pytest.raises(nna.errors.ShapeError, match="v: shape"):
+        grad.jvp(lambda a: a * 2.0, x, np.ones(4))
+    with pytest.raises(TypeError, match="inputs"):
+        grad.vjp(lambda a: a, [1.0])

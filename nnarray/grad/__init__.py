@@ -21,6 +21,7 @@ from . import backward, bind, executor, graph_json, node, program, recording, sc
 from .bind import Executor
 from .dot import to_dot
 from .executor import print_schedule, saved_arrays, schedule_of
+from .functional import hessian, hvp, jacobian, jvp, vhp, vjp
 from .fuse import fusion_enabled
 from .gradcheck import gradcheck, gradgradcheck
 from .gradient import grad
@@ -32,6 +33,6 @@ from .variable import Variable
 
 __all__ = ["Executor", "Graph", "GraphError", "PythonFunction", "Variable", "auto_forward",
            "fusion_enabled", "grad", "gradcheck", "gradgradcheck", "is_auto_forward",
-           "name_scope", "no_grad",
+           "hessian", "hvp", "jacobian", "jvp", "name_scope", "no_grad", "vhp", "vjp",
            "print_schedule", "register_function", "reset_names", "saved_arrays", "schedule_of",
            "to_dot"]
