@@ -442,3 +442,40 @@ def test_helpers_refuse_bad_input(backend):
         grad.jvp(lambda a: a * 2.0, x, np.ones(4))
     with pytest.raises(TypeError, match="inputs"):
         grad.vjp(lambda a: a, [1.0])
+
+
+# -- a static graph of a gradient ---------------------------------------------------------------
+def _penalty_graph(w1, w2, x):
+    (g,) = grad.grad(F.sum(F.tanh(F.matmul(F.tanh(F.matmul(x, w1)), w2))), x,
+                     create_graph=True)
+    return F.mean((F.sqrt(F.sum(g * g, axis=1)) - 1.0) ** 2) + F.mean(F.matmul(x, w1))
+
+
+def test_static_gradient_penalty_compiles_and_stays_flat(backend):
+    import tracemalloc
+    w1, w2 = _var((2, 8)), _var((8, 1))
+    x = Variable((5, 2), need_grad=True)
+    loss = _penalty_graph(w1, w2, x)  # static: one graph, the gradient's nodes included
+    rng = np.random.default_rng(3)
+    tracemalloc.start()
+    try:
+        for step in range(40):
+            x.d = rng.standard_normal((5, 2))
+            w1.grad.zero()
+            loss.forward()
+            loss.backward()
+            if step == 10:
+                base = tracemalloc.get_traced_memory()[0]
+            with grad.auto_forward():
+                a, b = (Variable.from_numpy_array(w.d, need_grad=True) for w in (w1, w2))
+                ref = _penalty_graph(a, b, Variable.from_numpy_array(x.d, need_grad=True))
+                ref.backward()
+            np.testing.assert_allclose(loss.d, ref.d, rtol=1e-12)
+            np.testing.assert_allclose(w1.g, a.g, rtol=1e-10)
+            w1.d = w1.d - 0.01 * w1.g
+        grew = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert grew < 64 * 1024, grew
+    text = grad.schedule_of(loss).describe()
+    assert text.count("matmul") >= 4 and "tanh" in text  # forward and its backward, one list
