@@ -27,6 +27,8 @@ def _vals(shape, dom="any"):
         return 1.2 + np.abs(r)
     if dom == "away":  # away from kinks at 0 (relu, abs, max ...)
         return np.sign(r) * (0.3 + np.abs(r))
+    if dom == "spd":  # symmetric positive definite, well conditioned
+        return r @ r.T + r.shape[0] * np.eye(r.shape[0])
     if dom == "cplx":
         return r + 1j * _RNG.standard_normal(shape)
     return r
@@ -132,6 +134,25 @@ CASES: dict = {
     "complex_parts": (lambda z: F.real(z * z) + F.imag(F.conj(z) * z * z) + F.angle(z),
                       [((2, 3), "cplx")]),
     "complex_exp": (lambda z: F.exp(z) * F.sin(z), [((2, 3), "cplx")]),
+    # linear algebra, sorting, dropout
+    "det": (nna.linalg.det, [((3, 3), "spd")]),
+    "inv": (nna.linalg.inv, [((3, 3), "spd")]),
+    "slogdet": (lambda a: nna.linalg.slogdet(a)[1], [((3, 3), "spd")]),
+    "solve": (nna.linalg.solve, [((3, 3), "spd"), ((3, 2), "any")]),
+    "cholesky": (lambda a: nna.linalg.cholesky((a + F.transpose(a, (1, 0))) * 0.5),
+                 [((3, 3), "spd")]),
+    "eigvalsh": (lambda a: nna.linalg.eigvalsh((a + F.transpose(a, (1, 0))) * 0.5),
+                 [((3, 3), "spd")]),
+    "eigh_vectors": (lambda a: F.abs(nna.linalg.eigh((a + F.transpose(a, (1, 0))) * 0.5)[1]),
+                     [((3, 3), "spd")]),
+    "qr": (lambda a: nna.linalg.qr(a)[0] * 1.0 + nna.linalg.qr(a)[1], [((3, 3), "any")]),
+    "svdvals": (nna.linalg.svdvals, [((3, 2), "any")]),
+    "svd_vectors": (lambda a: F.abs(nna.linalg.svd(a, full_matrices=False)[0]) +
+                    F.abs(F.sum(nna.linalg.svd(a, full_matrices=False)[2])),
+                    [((3, 2), "any")]),
+    "vector_norm": (nna.linalg.vector_norm, [((2, 4), "any")]),
+    "sort": (lambda a: nna.sort(a * a, axis=1), [((2, 4), "any")]),
+    "dropout": (lambda a: F.dropout(a * a, 0.5, seed=3), [((2, 4), "any")]),
     # fft
     "fft": (lambda z: nna.fft.fft(z * z), [((2, 4), "cplx")]),
     "rfft": (lambda x: nna.fft.rfft(x * x), [((2, 6), "any")]),
@@ -184,6 +205,11 @@ def _torch_cases(torch):
         "embedding": lambda w: tf.embedding(idx.reshape(2, 2), w) ** 2,
         "complex_exp": lambda z: torch.exp(z) * torch.sin(z),
         "fft": lambda z: torch.fft.fft(z * z),
+        "det": torch.linalg.det, "inv": torch.linalg.inv,
+        "slogdet": lambda a: torch.linalg.slogdet(a)[1], "solve": torch.linalg.solve,
+        "cholesky": lambda a: torch.linalg.cholesky((a + a.T) * 0.5),
+        "eigvalsh": lambda a: torch.linalg.eigvalsh((a + a.T) * 0.5),
+        "svdvals": torch.linalg.svdvals, "vector_norm": torch.linalg.vector_norm,
     }
 
 
@@ -202,7 +228,8 @@ _TORCH_SHARED = (
     "logaddexp hypot mul_self broadcast_mul sum mean prod cumprod max min matmul "
     "matmul_batched affine softmax log_softmax softmax_cross_entropy mean_squared_error "
     "layer_norm batch_normalization conv2d conv2d_stride max_pooling average_pooling "
-    "attention attention_causal take fancy_index embedding complex_exp fft").split()
+    "attention attention_causal take fancy_index embedding complex_exp fft det inv slogdet "
+    "solve cholesky eigvalsh svdvals vector_norm").split()
 
 
 @pytest.mark.parametrize("case", _TORCH_SHARED)
