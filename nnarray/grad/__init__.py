@@ -8,10 +8,11 @@ path for two-operand ops; reaches the engine modules through ``nnarray.late`` sl
 and code generator), ``recompute`` (what a fused forward leaves to backward to compute
 again), ``fuse`` (the fusion pass over schedules), ``executor`` (plans;
 static forward and program replay as schedules), ``recording`` (graph building),
-``program`` (tracing a backward pass), ``backward``; above them graphs as objects:
+``program`` (tracing a backward pass), ``backward``, ``gradient`` (``grad.grad``:
+rules run on Variables record the backward computation); above them graphs as objects:
 ``rebuild`` (nodes recorded again on new inputs), ``graph`` (the ``Graph`` view), ``bind``
-(``Executor``), ``graph_json`` (``docs/architecture.md``; ``lint-imports`` checks the
-order).
+(``Executor``), ``graph_json``; and ``functional`` (``vjp`` ... ``hessian``)
+(``docs/architecture.md``; ``lint-imports`` checks the order).
 """
 
 from __future__ import annotations
