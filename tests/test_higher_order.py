@@ -516,3 +516,13 @@ def test_static_gradient_penalty_compiles_and_stays_flat(backend):
     assert grew < 64 * 1024, grew
     text = grad.schedule_of(loss).describe()
     assert text.count("matmul") >= 4 and "tanh" in text  # forward and its backward, one list
+
+
+def test_python_function_refused_second_static(backend):
+    x = _var((3,))
+    (g,) = grad.grad(F.sum(_Cube()(x)), x, create_graph=True)  # static: graph values
+    g.forward()
+    np.testing.assert_allclose(g.d, 3 * x.d ** 2, rtol=1e-12)
+    (h,) = grad.grad(F.sum(g), x)
+    with pytest.raises(GraphError, match="_Cube.*not differentiable"):
+        h.forward()

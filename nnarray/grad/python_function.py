@@ -252,15 +252,31 @@ def differentiate(n: PyNode, need: tuple, gys: list, graph: bool) -> Any:
     if not graph:
         return _fresh_grads(self, [g.data if isinstance(g, Variable) else g for g in gys],
                             need)
-    outs = self._outputs(self.saved_outputs)
+    outs = _live_outputs(self)
     gvs = [g if isinstance(g, Variable) else
            Variable.from_ndarray(g if g is not None else _zeros(o.shape, o.dtype))
            for g, o in zip(gys, outs)]
-    res = BackwardOf(self, need)(*self.inputs, *gvs)
+    # the outputs are inputs too: a static graph runs this node (saving its data) first
+    res = BackwardOf(self, need)(*self.inputs, *outs, *gvs)
     res = list(res) if isinstance(res, tuple) else [res]
     return [res.pop(0) if pd and not any(a is b for b in self.inputs[:i]) else None
             for i, (a, pd) in enumerate(zip(self.inputs, need))]
 
+
+
+def _live_outputs(n: PyNode) -> list:
+    """``n``'s output Variables, dead ones made again (with the saved data, if any) as
+    outputs of ``n``."""
+    refs, outs = list(n.outputs), []
+    for j, (r, (shape, dt)) in enumerate(zip(refs, n.out_metas)):
+        v = r()
+        if v is None:
+            data = n.saved_outputs[j] if n.saved_outputs else None
+            v = _make(shape, dt, data, None, True, n)
+            refs[j] = _wref(v)
+        outs.append(v)
+    n.outputs = tuple(refs)
+    return outs
 
 
 def _zeros(shape: tuple, dtype: Any) -> NdArray:
@@ -320,7 +336,7 @@ class BackwardOf(PythonFunction):
 
     def forward_impl(self, inputs: list, outputs: list) -> None:
         n = self.node
-        gys = [g.data for g in inputs[len(n.inputs):]]
+        gys = [g.data for g in inputs[len(n.inputs) + len(n.outputs):]]
         res = [g for g in _fresh_grads(n, gys, self.need) if g is not None]
         for o, g in zip(outputs, res):
             o.data = g
