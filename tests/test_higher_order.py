@@ -152,6 +152,8 @@ CASES: dict = {
                  [((3, 3), "spd")]),
     "eigvalsh": (lambda a: nna.linalg.eigvalsh((a + F.transpose(a, (1, 0))) * 0.5),
                  [((3, 3), "spd")]),
+    "eigh_values": (lambda a: nna.linalg.eigh((a + F.transpose(a, (1, 0))) * 0.5)[0] ** 2,
+                    [((3, 3), "spd")]),
     "eigh_vectors": (lambda a: F.abs(nna.linalg.eigh((a + F.transpose(a, (1, 0))) * 0.5)[1]),
                      [((3, 3), "spd")]),
     "qr": (lambda a: nna.linalg.qr(a)[0] * 1.0 + nna.linalg.qr(a)[1], [((3, 3), "any")]),
@@ -170,7 +172,8 @@ CASES: dict = {
 
 
 #: The dense decompositions run on the host on OpenCL (as in ``test_linalg.py``).
-_HOST = {"det", "inv", "slogdet", "solve", "cholesky", "eigvalsh", "eigh_vectors", "qr",
+_HOST = {"det", "inv", "slogdet", "solve", "cholesky", "eigvalsh", "eigh_values",
+         "eigh_vectors", "qr",
          "svdvals", "svd_vectors"}
 
 

@@ -217,7 +217,10 @@ def _v_diag_vt(v: Any, g: Any) -> Any:
 
 @_backward(eigh, outputs=(1,))
 def _eigh_grad(c, g):
-    return (_v_diag_vt(c.outputs[1], g),)
+    v = c.outputs[1]
+    if _graphed(v):  # the vectors with a rule of their own (a gradient graph reads them)
+        v = eigh_vectors(c.args[0])
+    return (_v_diag_vt(v, g),)
 
 
 def _inverse_gaps(w: Any) -> Any:
