@@ -180,3 +180,19 @@ def test_readme_links_stay_inside_the_repository():
             continue
         path = (ROOT / target).resolve()
         assert path.is_relative_to(ROOT) and path.exists(), target
+
+
+@pytest.mark.parametrize("mode", ["define-by-run", "static"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gradient_penalty_critic_separates(backend, mode):
+    needs(backend)
+    out = run(str(EXAMPLES / "gradient_penalty.py"), "--backend", backend,
+              *(["--static"] if mode == "static" else []), timeout=600)
+    assert "separated: W estimate" in out and "NOT" not in out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pinn_loss_falls_below_its_bound(backend):
+    needs(backend)
+    out = run(str(EXAMPLES / "pinn.py"), "--backend", backend, timeout=600)
+    assert "converged: loss" in out and "NOT" not in out

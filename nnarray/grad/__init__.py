@@ -8,10 +8,11 @@ path for two-operand ops; reaches the engine modules through ``nnarray.late`` sl
 and code generator), ``recompute`` (what a fused forward leaves to backward to compute
 again), ``fuse`` (the fusion pass over schedules), ``executor`` (plans;
 static forward and program replay as schedules), ``recording`` (graph building),
-``program`` (tracing a backward pass), ``backward``; above them graphs as objects:
+``program`` (tracing a backward pass), ``backward``, ``gradient`` (``grad.grad``:
+rules run on Variables record the backward computation); above them graphs as objects:
 ``rebuild`` (nodes recorded again on new inputs), ``graph`` (the ``Graph`` view), ``bind``
-(``Executor``), ``graph_json`` (``docs/architecture.md``; ``lint-imports`` checks the
-order).
+(``Executor``), ``graph_json``; and ``functional`` (``vjp`` ... ``hessian``)
+(``docs/architecture.md``; ``lint-imports`` checks the order).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from . import backward, bind, executor, graph_json, node, program, recording, sc
 from .bind import Executor
 from .dot import to_dot
 from .executor import print_schedule, saved_arrays, schedule_of
+from .functional import hessian, hvp, jacobian, jvp, vhp, vjp
 from .fuse import fusion_enabled
-from .gradcheck import gradcheck
+from .gradcheck import gradcheck, gradgradcheck
+from .gradient import grad
 from .graph import Graph, register_function
 from .modes import auto_forward, is_auto_forward, no_grad
 from .naming import name_scope, reset_names
@@ -30,6 +33,7 @@ from .python_function import PythonFunction
 from .variable import Variable
 
 __all__ = ["Executor", "Graph", "GraphError", "PythonFunction", "Variable", "auto_forward",
-           "fusion_enabled", "gradcheck", "is_auto_forward", "name_scope", "no_grad",
+           "fusion_enabled", "grad", "gradcheck", "gradgradcheck", "is_auto_forward",
+           "hessian", "hvp", "jacobian", "jvp", "name_scope", "no_grad", "vhp", "vjp",
            "print_schedule", "register_function", "reset_names", "saved_arrays", "schedule_of",
            "to_dot"]

@@ -83,3 +83,42 @@ def _numerical(fn: Callable[..., Any], inputs: list, x: Variable, base: np.ndarr
                     vals.append(_scalarize(fn(*inputs), w))
             num.reshape(-1)[j] += unit * (vals[0] - vals[1]) / (2 * eps)
     return num
+
+
+def gradgradcheck(fn: Callable[..., Any], inputs: Sequence[Variable],
+                  grad_outputs: Any = None, eps: float = 1e-3, atol: float = 1e-3,
+                  rtol: float = 1e-2, seed: int = 0) -> bool:
+    """Second-order check (torch's ``gradgradcheck``, Chainer's ``check_double_backward``):
+    ``gradcheck`` of the vector-Jacobian product ``(x, u) -> d(fn(x))/dx^T u`` taken with
+    ``grad.grad(..., create_graph=True)``, in every ``need_grad`` input ``x`` and in the
+    output gradient ``u`` (random unless ``grad_outputs`` gives it). Returns True or raises
+    ``AssertionError`` naming the worst element."""
+    from .gradient import grad
+    inputs = list(inputs)
+    checked = [i for i, x in enumerate(inputs)
+               if isinstance(x, Variable) and x.need_grad and x.dtype.kind in "fc"]
+    if not checked:
+        raise ValueError("gradgradcheck: no floating-point input has need_grad=True")
+    with modes.enable_grad():
+        y = fn(*inputs)
+    if grad_outputs is None:
+        rng = np.random.default_rng(seed + 1)
+        u = rng.standard_normal(y.shape)
+        if y.dtype.kind == "c":
+            u = u + 1j * rng.standard_normal(y.shape)
+        grad_outputs = Variable.from_numpy_array(u.astype(y.dtype), need_grad=True)
+
+    def vjp(*args: Any) -> Any:
+        xs, u = list(args[:-1]), args[-1]
+        graph = modes.mode.get() != modes.NO_GRAD
+        with modes.enable_grad():
+            out = fn(*xs)
+            gs = grad(out, [xs[i] for i in checked], grad_outputs=u, create_graph=graph,
+                      allow_unused=True)
+            from .. import functions as F
+            flat = [F.reshape(g, (-1,)) if g is not None else
+                    Variable.from_numpy_array(np.zeros(int(np.prod(xs[i].shape)), xs[i].dtype))
+                    for g, i in zip(gs, checked)]
+            return flat[0] if len(flat) == 1 else F.concatenate(flat)
+
+    return gradcheck(vjp, [*inputs, grad_outputs], eps, atol, rtol, seed)

@@ -47,6 +47,17 @@ def no_grad() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def enable_grad() -> Iterator[None]:
+    """Define-by-run with recording inside the block, even within ``no_grad()`` (torch's
+    ``enable_grad``; ``gradgradcheck`` differentiates inside its numerical passes)."""
+    tokens = _set(True, False)
+    try:
+        yield
+    finally:
+        _reset(tokens)
+
+
+@contextlib.contextmanager
 def static() -> Iterator[None]:
     """Inside the block functions on Variables record a graph and run nothing (the
     default mode), whatever mode encloses the block."""

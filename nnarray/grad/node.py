@@ -39,14 +39,15 @@ class _Meta:
 class RuleContext:
     """What a backward rule sees (``ops/backward.py``): ``inputs`` / ``outputs`` are the
     retained values (``None`` where not retained), ``args`` the graph inputs, ``attrs``,
-    ``need`` (propagate_down per input) and ``in_meta`` (``(shape, dtype)`` per input)."""
+    ``need`` (propagate_down per input), ``in_meta`` (``(shape, dtype)`` per input) and
+    ``grads`` (every output's gradient, for a rule declared with ``grads``; else ``None``)."""
 
-    __slots__ = ("inputs", "outputs", "args", "attrs", "need", "in_meta")
+    __slots__ = ("inputs", "outputs", "args", "attrs", "need", "in_meta", "grads")
 
     def __init__(self, inputs: Any, outputs: Any, args: tuple, attrs: dict, need: tuple,
-                 in_meta: tuple) -> None:
+                 in_meta: tuple, grads: Any = None) -> None:
         self.inputs, self.outputs, self.args = inputs, outputs, args
-        self.attrs, self.need, self.in_meta = attrs, need, in_meta
+        self.attrs, self.need, self.in_meta, self.grads = attrs, need, in_meta, grads
 
 
 class Node:
@@ -211,9 +212,19 @@ class Node:
         input its gradient."""
         v = self.outputs[0]()
         gy = v._grad if v is not None and v._gstamp == stamp else None
-        if gy is None:
+        rule = self.function.backward
+        if rule is not None and rule.grads:
+            gys = [w._grad if w is not None and w._gstamp == stamp else None
+                   for w in (r() for r in self.outputs)]
+            if all(g is None for g in gys):
+                return
+            ctx = self.rule_context(need)
+            ctx.grads = gys
+            gxs = self.checked_rule().fn(ctx, gy)
+        elif gy is None:
             return
-        gxs = self.checked_rule().fn(self.rule_context(need), gy)
+        else:
+            gxs = self.checked_rule().fn(self.rule_context(need), gy)
         for i, gx in enumerate(gxs):
             if gx is not None and need[i]:
                 self.inputs[i]._receive_grad(gx, stamp, self._shared(gx, i, gy, gxs))
@@ -222,7 +233,9 @@ class Node:
         """The rule run on graph values (``program`` records the steps): the input
         gradients, or ``None`` when no output gradient flows here."""
         gy = gys[0]
-        if gy is None:
+        rule = self.function.backward
+        if gy is None and not (rule is not None and rule.grads and
+                               any(g is not None for g in gys)):
             return None
         rule = self.checked_rule()
         ri = rule.retained_inputs(self.attrs)
@@ -233,7 +246,35 @@ class Node:
         outs = [None] * len(self.out_metas) if rule.outputs else ()
         for j in rule.outputs:  # (not saved where the forward left it to be recomputed)
             outs[j] = program.proxy(index, -1 - j, _Meta(*self.out_metas[j]))
-        ctx = RuleContext(retained, outs, self.inputs, self.attrs, need, self.in_meta)
+        ctx = RuleContext(retained, outs, self.inputs, self.attrs, need, self.in_meta,
+                          gys if rule.grads else None)
+        return rule.fn(ctx, gy)
+
+    def differentiate(self, need: tuple, gys: list, graph: bool) -> Any:
+        """The input gradients for the output gradients ``gys`` (``grad.grad``): with
+        ``graph`` the rule runs on the graph's own Variables (its ``F`` calls record the
+        backward computation, in the current mode), else on the saved NdArrays."""
+        gy = gys[0]
+        rule = self.function.backward
+        if rule is None:
+            raise GraphError(f"{self.name}: no backward rule is declared for this op")
+        if gy is None and not (rule.grads and any(g is not None for g in gys)):
+            return None
+        if self.dynamic:
+            self.check()
+        if not graph:
+            ctx = self.rule_context(need)
+            ctx.grads = gys if rule.grads else None
+            return rule.fn(ctx, gy)
+        ri = rule.retained_inputs(self.attrs)
+        retained = [None] * len(self.inputs) if ri else ()
+        for i in ri:
+            retained[i] = self.inputs[i]
+        outs = [None] * len(self.out_metas) if rule.outputs else ()
+        for j in rule.outputs:  # (``gradient.revive`` made dead ones again)
+            outs[j] = self.outputs[j]()
+        ctx = RuleContext(retained, outs, self.inputs, self.attrs, need, self.in_meta,
+                          gys if rule.grads else None)
         return rule.fn(ctx, gy)
 
     def _shared(self, gx: NdArray, i: int, gy: Any, gxs: tuple) -> bool:

@@ -13,6 +13,7 @@ import weakref
 from typing import Any
 
 from .. import dtypes
+from ..errors import GraphError
 from ..ndarray import NdArray
 from . import modes
 from .modes import SAVED
@@ -184,6 +185,10 @@ class PyNode(Node):
                 accum.append(True)
         self.call_backward(gys, need, accum)
 
+    def differentiate(self, need: tuple, gys: list, graph: bool) -> Any:
+        """The input gradients for ``gys`` (``grad.grad``; see ``differentiate``)."""
+        return differentiate(self, need, gys, graph)
+
     def trace_backward(self, index: int, need: tuple, gys: list, program: Any) -> Any:
         """One opaque step of the program (see ``PyGradStep``): its input gradients."""
         if all(g is None for g in gys):
@@ -235,3 +240,113 @@ class PyGradStep:
         finally:
             for a, g in zip(ins, old):
                 a._grad = g
+
+
+def differentiate(n: PyNode, need: tuple, gys: list, graph: bool) -> Any:
+    """``PyNode.differentiate``: ``backward_impl`` gives the values; with ``graph`` they
+    come out of a node (``BackwardOf``) that raises ``GraphError`` naming the function
+    when differentiated, never a silent zero."""
+    self = n
+    if all(g is None for g in gys):
+        return None
+    if self.dynamic:
+        self.check()
+    if not graph:
+        return _fresh_grads(self, [g.data if isinstance(g, Variable) else g for g in gys],
+                            need)
+    outs = _live_outputs(self)
+    gvs = [g if isinstance(g, Variable) else
+           Variable.from_ndarray(g if g is not None else _zeros(o.shape, o.dtype))
+           for g, o in zip(gys, outs)]
+    # the outputs are inputs too: a static graph runs this node (saving its data) first
+    res = BackwardOf(self, need)(*self.inputs, *outs, *gvs)
+    res = list(res) if isinstance(res, tuple) else [res]
+    return [res.pop(0) if pd and not any(a is b for b in self.inputs[:i]) else None
+            for i, (a, pd) in enumerate(zip(self.inputs, need))]
+
+
+
+def _live_outputs(n: PyNode) -> list:
+    """``n``'s output Variables, dead ones made again (with the saved data, if any) as
+    outputs of ``n``."""
+    refs, outs = list(n.outputs), []
+    for j, (r, (shape, dt)) in enumerate(zip(refs, n.out_metas)):
+        v = r()
+        if v is None:
+            data = n.saved_outputs[j] if n.saved_outputs else None
+            v = _make(shape, dt, data, None, True, n)
+            refs[j] = _wref(v)
+        outs.append(v)
+    n.outputs = tuple(refs)
+    return outs
+
+
+def _zeros(shape: tuple, dtype: Any) -> NdArray:
+    z = NdArray(shape, dtype)
+    z.zero()
+    return z
+
+
+def _fresh_grads(n: PyNode, gys: list, need: tuple) -> list:
+    """``backward_impl``'s input gradients for ``gys`` (NdArrays or ``None``), one per
+    distinct input that needs one; the inputs' own ``.grad`` is left as it was."""
+    ins = n.inputs
+    old = [a._grad for a in ins]
+    accum, seen, first = [], set(), []
+    for a, pd in zip(ins, need):
+        f = pd and id(a) not in seen
+        seen.add(id(a))
+        if f:
+            a._grad = _zeros(a.shape, a.dtype)
+        first.append(f)
+        accum.append(bool(pd) and not f)
+    try:
+        n.call_backward(gys, need, accum)
+        return [a._grad if f else None for a, f in zip(ins, first)]
+    finally:
+        for a, g in zip(ins, old):
+            a._grad = g
+
+
+class BackwardOf(PythonFunction):
+    """A PythonFunction's ``backward_impl`` run as a function of its inputs and output
+    gradients (``grad.grad(create_graph=True)`` through it): the values are right, and
+    differentiating them raises ``GraphError`` naming the function (its
+    ``backward_impl`` is opaque Python, not a graph)."""
+
+    def __init__(self, node: PyNode, need: tuple) -> None:
+        super().__init__()
+        self.node, self.need = node, need
+        seen: set = set()
+        self.first = []
+        for a, pd in zip(node.inputs, need):
+            self.first.append(pd and id(a) not in seen)
+            seen.add(id(a))
+
+    @property
+    def name(self) -> str:
+        return f"BackwardOf{self.node.function.name}"
+
+    def min_outputs(self) -> int:
+        return sum(self.first)
+
+    def setup_impl(self, inputs: list, outputs: list) -> None:
+        shapes = [a for a, f in zip(self.node.inputs, self.first) if f]
+        for o, a in zip(outputs, shapes):
+            o.reset_shape(a.shape, True)
+            o.dtype = a.dtype
+
+    def forward_impl(self, inputs: list, outputs: list) -> None:
+        n = self.node
+        gys = [g.data for g in inputs[len(n.inputs) + len(n.outputs):]]
+        res = [g for g in _fresh_grads(n, gys, self.need) if g is not None]
+        for o, g in zip(outputs, res):
+            o.data = g
+
+    def backward_impl(self, inputs: list, outputs: list, propagate_down: list,
+                      accum: list) -> None:
+        raise GraphError(
+            f"{self.node.function.name}: its backward_impl is not differentiable (a "
+            "PythonFunction's backward runs opaque Python): a gradient taken with "
+            "create_graph=True through it cannot be differentiated again; write the "
+            "function with F calls instead")

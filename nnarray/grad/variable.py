@@ -27,6 +27,33 @@ _executor: Any = late.bind(__name__, "_executor", "nnarray.grad.executor")
 _backward: Any = late.bind(__name__, "_backward", "nnarray.grad.backward")
 _recording: Any = late.bind(__name__, "_recording", "nnarray.grad.recording")
 _pickling: Any = late.bind(__name__, "_pickling", "nnarray.pickling")
+_gradient: Any = late.bind(__name__, "_gradient", "nnarray.grad.gradient")
+
+
+
+class _ByIdentity:
+    """``{Variable: value}`` by identity, an entry dropped with its Variable (a
+    ``WeakKeyDictionary`` would compare keys with ``==``, which is elementwise)."""
+
+    def __init__(self) -> None:
+        self._d: dict[int, tuple] = {}
+
+    def get(self, v: Any) -> Any:
+        e = self._d.get(id(v))
+        return e[1] if e is not None and e[0]() is v else None
+
+    def __setitem__(self, v: Any, value: Any) -> None:
+        k = id(v)
+        self._d[k] = (weakref.ref(v, lambda _r, d=self._d, k=k: d.pop(k, None)), value)
+
+    def pop(self, v: Any, default: Any = None) -> Any:
+        e = self._d.pop(id(v), None)
+        return default if e is None else e[1]
+
+
+#: The gradient graphs ``backward(create_graph=True)`` accumulated, by leaf
+#: (``Variable.grad_variable``): off every first-order path.
+grad_variables = _ByIdentity()
 
 
 _new = object.__new__
@@ -228,15 +255,32 @@ class Variable(GraphValue, ArrayOperators):
         _executor.forward(self, clear_buffer)
 
     def backward(self, grad: Any = 1, clear_buffer: bool = False,
-                 retain_graph: bool = False) -> None:
+                 retain_graph: bool = False, create_graph: bool = False) -> None:
         """Accumulate gradients of this variable (seeded with ``grad``; ``None``: the
         current ``.grad``) into every ``need_grad`` leaf's ``.grad``. nnabla's rule: the
         default ``grad=1`` seeds ones whatever the output's shape (torch instead demands
         a one-element output); with no ``need_grad`` leaf behind it this raises
         ``GraphError``. A define-by-run graph's saved data
         and inner references are freed afterwards (a second backward raises
-        ``GraphError``) unless ``retain_graph``; a static graph keeps them."""
+        ``GraphError``) unless ``retain_graph``; a static graph keeps them. With
+        ``create_graph`` each leaf's gradient is also a graph, ``grad_variable``, that
+        can be differentiated again (the graph is kept; ``grad.grad``)."""
+        if create_graph:
+            return _gradient.backward_graph(self, grad, clear_buffer)
         _backward.backward(self, grad, clear_buffer, retain_graph)
+
+    @property
+    def grad_variable(self) -> Variable | None:
+        """The gradient accumulated by ``backward(create_graph=True)`` as a Variable that
+        carries its graph (torch's ``x.grad`` with a ``grad_fn``); ``None`` if none."""
+        return grad_variables.get(self)
+
+    @grad_variable.setter
+    def grad_variable(self, value: Variable | None) -> None:
+        if value is None:
+            grad_variables.pop(self, None)
+        else:
+            grad_variables[self] = value
 
     def __len__(self) -> int:
         if not self.shape:

@@ -31,23 +31,30 @@ F: Any = late.bind(__name__, "F", "nnarray.functions")
 
 
 class Rule:
-    """A backward rule and what it retains; ``inputs`` may be ``attrs -> indices``."""
+    """A backward rule and what it retains; ``inputs`` may be ``attrs -> indices``.
+    ``grads``: the rule also takes the gradients of the further outputs it retains
+    (``c.grads``, set where a gradient graph is built; ``g`` may then be ``None``)."""
 
-    __slots__ = ("fn", "inputs", "outputs")
+    __slots__ = ("fn", "inputs", "outputs", "grads")
 
-    def __init__(self, fn: Callable, inputs: Any = (), outputs: tuple[int, ...] = ()) -> None:
+    def __init__(self, fn: Callable, inputs: Any = (), outputs: tuple[int, ...] = (),
+                 grads: bool = False) -> None:
         self.fn = fn
         self.inputs = inputs
         self.outputs = tuple(outputs)
+        self.grads = grads
 
     def retained_inputs(self, attrs: dict) -> tuple[int, ...]:
         return self.inputs(attrs) if callable(self.inputs) else self.inputs
 
 
-def backward(op: Op, inputs: Any = (), outputs: tuple[int, ...] = ()) -> Callable:
-    """Decorator: the backward rule of ``op``, retaining ``inputs`` and ``outputs``."""
+def backward(op: Op, inputs: Any = (), outputs: tuple[int, ...] = (),
+             grads: bool = False) -> Callable:
+    """Decorator: the backward rule of ``op``, retaining ``inputs`` and ``outputs``
+    (``grads``: see ``Rule``)."""
     def deco(fn: Callable) -> Callable:
-        op.backward = Rule(fn, tuple(inputs) if not callable(inputs) else inputs, outputs)
+        op.backward = Rule(fn, tuple(inputs) if not callable(inputs) else inputs, outputs,
+                           grads)
         return fn
     return deco
 

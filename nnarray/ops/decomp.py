@@ -217,7 +217,10 @@ def _v_diag_vt(v: Any, g: Any) -> Any:
 
 @_backward(eigh, outputs=(1,))
 def _eigh_grad(c, g):
-    return (_v_diag_vt(c.outputs[1], g),)
+    v = c.outputs[1]
+    if _graphed(v):  # the vectors with a rule of their own (a gradient graph reads them)
+        v = eigh_vectors(c.args[0])
+    return (_v_diag_vt(v, g),)
 
 
 def _inverse_gaps(w: Any) -> Any:
@@ -249,7 +252,7 @@ def _svd_u_grad(c, g):
     """The ``dU`` part of the reduced SVD gradient (distinct nonzero singular values):
     ``U (F ∘ (UᵀdU - dUᵀU)) S Vᵀ + (I - UUᵀ) dU S⁻¹ Vᵀ``."""
     u = c.outputs[0]
-    _, s, vh = svd(c.inputs[0], full_matrices=False)
+    _, s, vh = _reduced_svd(c.inputs[0])
     ug = F.matmul(_mT(u), g)
     inner = F.mul(F.mul(_inverse_gaps(F.mul(s, s)), F.sub(ug, _mT(ug))), _row(s))
     rest = F.div(F.sub(g, F.matmul(u, ug)), _row(s))
@@ -261,7 +264,7 @@ def _svd_vh_grad(c, g):
     """The ``dVh`` part: ``U S (F ∘ (VᵀdV - dVᵀV)) Vᵀ + U S⁻¹ dVᵀ (I - VVᵀ)`` with
     ``V = Vhᵀ``, ``dV = dVhᵀ``."""
     vh = c.outputs[0]
-    u, s, _ = svd(c.inputs[0], full_matrices=False)
+    u, s, _ = _reduced_svd(c.inputs[0])
     vg = F.matmul(vh, _mT(g))  # Vᵀ dV
     col = F.reshape(s, tuple(s.shape) + (1,))
     inner = F.mul(col, F.mul(_inverse_gaps(F.mul(s, s)), F.sub(vg, _mT(vg))))
@@ -302,11 +305,26 @@ def _qr_r_grad(c, g):
 
 @_backward(eigvalsh, inputs=(0,))
 def _eigvalsh_grad(c, g):
-    return (_v_diag_vt(eigh(c.inputs[0])[1], g),)
+    x = c.inputs[0]
+    return (_v_diag_vt(eigh_vectors(x) if _graphed(x) else eigh(x)[1], g),)
+
+
+def _graphed(x: Any) -> bool:
+    """``x`` is a value of a gradient graph being built (``grad.grad(create_graph=True)``):
+    a rule reading a decomposition of it takes the ops with rules (``eigh_vectors``,
+    ``svd_u``...), not the one-call decomposition whose further outputs carry none."""
+    return bool(getattr(x, "need_grad", False))
+
+
+def _reduced_svd(x: Any) -> tuple:
+    """``svd(x, full_matrices=False)``; differentiable parts where ``_graphed``."""
+    if _graphed(x):
+        return svd_u(x), svdvals(x), svd_vh(x)
+    return svd(x, full_matrices=False)
 
 
 @_backward(svdvals, inputs=(0,))
 def _svdvals_grad(c, g):
     """``U diag(g) Vh`` from the reduced SVD (distinct singular values assumed)."""
-    u, _, vh = svd(c.inputs[0], full_matrices=False)
+    u, _, vh = _reduced_svd(c.inputs[0])
     return (F.matmul(F.mul(u, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), vh),)

@@ -124,7 +124,7 @@ gather = Op("gather", _infer_gather)
 
 #: ``zeros(size)`` with ``values`` added at ``indices`` (repeats accumulate); kernel
 #: ``scatter_add(values, indices, size)``.
-scatter_add = Op("scatter_add", _infer_scatter_add, differentiable=False)
+scatter_add = Op("scatter_add", _infer_scatter_add)
 
 
 def is_advanced(key: Any) -> bool:
@@ -325,5 +325,12 @@ def _gather_grad(c, g):
         r = scatter_add(_cast(g, dtype=np.float32), c.inputs[1], size=n)
         return (_cast(r, dtype=np.float16), None)
     return (scatter_add(g, c.inputs[1], size=n), None)
+
+
+@_backward(scatter_add, inputs=(1,))
+def _scatter_add_grad(c, g):
+    """The gather of ``g`` at the indices (what makes ``gather``'s gradient, and so
+    indexing's and embedding's, differentiable again)."""
+    return (gather(g, c.inputs[1]), None)
 
 late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

@@ -73,10 +73,22 @@ from .backward import backward as _backward  # noqa: E402
 _F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
-@_backward(layer_norm_op, outputs=(0, 1))
+@_backward(layer_norm_op, outputs=(0, 1), grads=True)
 def _layer_norm_grad(c, g):
+    """``(g - mean(g) - y mean(g y)) rstd``; where a gradient graph reads ``rstd`` (the
+    second output) its gradient ``gr`` adds ``-gr rstd^2 y / n`` (``d rstd/dx``)."""
     y, rstd = c.outputs
     axes = _axes(y.ndim, c.attrs["count"])
-    mg = _F.mean(g, axis=axes, keepdims=True)
-    mgy = _F.mean(g * y, axis=axes, keepdims=True)
-    return ((g - mg - y * mgy) * rstd,)
+    gr = c.grads[1] if c.grads else None
+    gx = None
+    if g is not None:
+        mg = _F.mean(g, axis=axes, keepdims=True)
+        mgy = _F.mean(g * y, axis=axes, keepdims=True)
+        gx = (g - mg - y * mgy) * rstd
+    if gr is not None:
+        n = 1
+        for a in axes:
+            n *= y.shape[a]
+        gs = gr * (rstd * rstd) * y * (-1.0 / n)
+        gx = gs if gx is None else gx + gs
+    return (gx,)

@@ -34,6 +34,11 @@ from .. import late
 #: ``nnarray.functions`` (above the op specs): the derivatives call it at backward time
 F: Any = late.bind(__name__, "F", "nnarray.functions")
 
+
+def _log(a: Any) -> Any:
+    """``log(a)`` of an operand: a Python scalar base (``2.0 ** x``) is a number."""
+    return np.log(a) if isinstance(a, (int, float, complex)) else F.log(a)
+
 #: A C expression, or a function of the compute dtype giving one.
 CExpr = str | Callable[[np.dtype], str]
 
@@ -214,7 +219,7 @@ ROWS: tuple[Ufunc, ...] = (
     _b("div", "div", "ab", (lambda a, b, y, g: g / b, lambda a, b, y, g: -((g / b) * a) / b),
        "true_divide", "x / y", "Div", ("divide",)),
     _b("pow", "pow", "aby", (lambda a, b, y, g: g * (b * a ** (b - 1)),
-                             lambda a, b, y, g: g * y * F.log(a)),
+                             lambda a, b, y, g: g * y * _log(a)),
        "power", "pow(x, y)", "Pow"),  # OpenCL writes the integer power
     _b("maximum", "arith", "ab", (lambda a, b, y, g: F.where(F.greater_equal(a, b), g, 0.0),
                                   lambda a, b, y, g: F.where(F.greater_equal(a, b), 0.0, g)),
