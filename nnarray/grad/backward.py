@@ -34,10 +34,12 @@ def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False,
     """Accumulate d(root)/d(leaf) (times ``grad``) into every ``need_grad`` leaf, on the
     device the forward ran on (``root``'s), whatever scope is current now. nnabla's rule:
     the default ``grad=1`` seeds ones for an output of any shape (torch would demand a
-    one-element output); ``None`` seeds the output's own ``.grad``. A define-by-run graph
-    is freed afterwards unless ``retain_graph`` (``free_graph``)."""
-    if not root._need_grad:
-        _require_grad_leaf(root)
+    one-element output); ``None`` seeds the output's own ``.grad``. With no ``need_grad``
+    leaf behind ``root`` nothing receives a gradient and nothing runs (nnabla's rule: the
+    PythonFunction post times exactly such a backward; torch raises). A define-by-run
+    graph is freed afterwards unless ``retain_graph`` (``free_graph``)."""
+    if not root._need_grad and not _has_grad_leaf(root):
+        return
     base = _context.get_current_context()
     ctx = _forward_context(root, base)
     if ctx is base:
@@ -192,17 +194,12 @@ def signature(root: Variable, order: list) -> tuple | None:
     return sig
 
 
-def _require_grad_leaf(root: Variable) -> None:
-    """``GraphError`` when no ``need_grad`` leaf lies behind ``root`` (nothing would
-    receive a gradient: torch raises there too)."""
-    if root._parent is not None:
-        for n in executor.plan_of(root).order:
-            if any(isinstance(a, Variable) and a._parent is None and a._need_grad
-                   for a in n.inputs):
-                return
-    raise GraphError(f"backward: no need_grad leaf behind this output (shape {root.shape}): "
-                     "nothing would receive a gradient; create the inputs to differentiate "
-                     "with need_grad=True")
+def _has_grad_leaf(root: Variable) -> bool:
+    """Whether a ``need_grad`` leaf lies behind ``root`` (something receives a gradient)."""
+    if root._parent is None:
+        return False
+    return any(isinstance(a, Variable) and a._parent is None and a._need_grad
+               for n in executor.plan_of(root).order for a in n.inputs)
 
 
 def _after(n: Any, root: Variable, clear_buffer: bool) -> None:

@@ -200,9 +200,8 @@ def backward_graph(root: Variable, seed_: Any, clear_buffer: bool) -> None:
             if isinstance(a, Variable) and a._parent is None and a._need_grad and \
                     a.dtype in _FLOATS:
                 leaves.setdefault(id(a), a)
-    if not leaves:
-        from .backward import _require_grad_leaf
-        _require_grad_leaf(root)
+    if not leaves:  # nothing receives a gradient: nothing runs (nnabla's rule, as backward)
+        return
     ls = list(leaves.values())
     gs = grad(root, ls, root.grad if seed_ is None else seed_, create_graph=True,
               retain_graph=True, allow_unused=True)

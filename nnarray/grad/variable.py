@@ -259,8 +259,8 @@ class Variable(GraphValue, ArrayOperators):
         """Accumulate gradients of this variable (seeded with ``grad``; ``None``: the
         current ``.grad``) into every ``need_grad`` leaf's ``.grad``. nnabla's rule: the
         default ``grad=1`` seeds ones whatever the output's shape (torch instead demands
-        a one-element output); with no ``need_grad`` leaf behind it this raises
-        ``GraphError``. A define-by-run graph's saved data
+        a one-element output); with no ``need_grad`` leaf behind it nothing runs (as
+        nnabla; torch raises). A define-by-run graph's saved data
         and inner references are freed afterwards (a second backward raises
         ``GraphError``) unless ``retain_graph``; a static graph keeps them. With
         ``create_graph`` each leaf's gradient is also a graph, ``grad_variable``, that

@@ -275,10 +275,9 @@ def test_pymulscalar2_on_ndarrays(x, backend):
 # -- the %%timeit cells -------------------------------------------------------------------
 # ``%%timeit -n 10 -r 5`` is IPython magic; the closest step is a plain loop. What the
 # test asserts is the results (times belong in benchmarks/). The post's ``x_large`` has
-# need_grad=False (nnabla's default), so nnabla's ``backward()`` there computes nothing;
-# nnarray raises GraphError for a backward with no need_grad leaf behind it (issue 36
-# kept that error), so the loops take need_grad=True and the cell as written is the
-# xfail below.
+# need_grad=False (nnabla's default), so ``backward()`` there computes nothing, in nnabla
+# and nnarray alike (the cell as written is the test below); the loops also run with
+# need_grad=True, where the backward has work to do.
 
 LARGE = (64, 3, 224, 224)
 
@@ -304,15 +303,15 @@ def test_timeit_loops(backend, cls):
     np.testing.assert_array_equal(x_large.g[:2, :2], np.full(ref.shape, 4, np.float32))
 
 
-@pytest.mark.xfail(raises=nn.GraphError, strict=True,
-                   reason="backward() with no need_grad leaf raises in nnarray; nnabla "
-                          "computes nothing (issue 36: the post's timeit cells)")
 def test_timeit_cell_as_written(backend):
     x_large = nn.Variable.from_numpy_array(np.ones((4, 3), np.float32))  # need_grad=False
     y_large = PyMulScalar(2)(x_large)
-    y_large.forward()
-    y_large.backward()
-    nna.device_synchronize()
+    for _ in range(2):
+        y_large.forward()
+        y_large.backward()  # no need_grad leaf: nothing to compute, no error (nnabla)
+        nna.device_synchronize()
+    np.testing.assert_array_equal(y_large.d, np.full((4, 3), 2, np.float32))
+    assert not x_large.g.any()
 
 
 # -- GradientReversal ---------------------------------------------------------------------
