@@ -18,7 +18,7 @@ pytest.importorskip("array_api_strict")
 
 import nnarray as nna  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODULES = ("sklearn.utils.tests.test_array_api", "sklearn.metrics.cluster.tests.test_common",
            "sklearn.decomposition.tests.test_pca")
 _LINE = re.compile(r"^(.*::.+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)( |$)")
