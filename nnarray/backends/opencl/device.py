@@ -33,12 +33,10 @@ from ...device import Device
 from ...errors import DTypeError, InvalidValueError
 from ...memory import address_space_left, cache_limit, out_of_memory, release_all
 from .hugepages import MIN_BYTES, advise
+from .queues import HEADROOM, _by_queue, _locks, device_of  # noqa: F401 (kernels' import)
 
 #: Allocations of this many bytes or more first check the pool's cache bound.
 _BIG = 1 << 20
-#: Bytes of the process's address space that allocations leave free and that a program
-#: build needs (under ``RLIMIT_AS``): pocl crashed compiling and linking with 384 MiB left.
-HEADROOM = 512 << 20
 #: Allocated bytes (pool hits included) between two measurements of the memory left.
 _RECHECK = 256 << 20
 
@@ -369,18 +367,8 @@ _new = object.__new__
 #: The ``data`` of the array that ``_layout`` copies its attributes from (allocates nothing).
 _NO_BUFFER = object()
 
-#: Devices by ``id()`` of their queue: kernels find the device of an input array here.
-_by_queue: dict[int, OpenCLDevice] = {}
-#: Each device's ``lock`` by ``id()`` of its queue (``programs.launch`` takes a queue).
-_locks: dict[int, Any] = {}
-
 
 _DOUBLE = (np.dtype(np.float64), np.dtype(np.complex128))
-
-
-def device_of(x: Any) -> OpenCLDevice:
-    """The device that owns native array ``x``."""
-    return _by_queue[id(x.queue)]
 
 
 def _layout(shape: tuple[int, ...], itemsize: int) -> tuple[int, tuple[int, ...]]:

@@ -34,7 +34,7 @@ import pyopencl as cl
 from ...atomic_file import write_bytes
 from ...errors import OutOfMemoryError
 from ...memory import address_space_left, release_all
-from .device import HEADROOM, _locks
+from .queues import HEADROOM, _locks
 
 #: Work-group size of every 1-D launch: fixed, because pocl compiles a work-group
 #: function per distinct local size (~40 ms each) and a size it picks varies with n.
