@@ -57,3 +57,7 @@ class NumpyDevice(Device):
 
     def describe(self) -> str:
         return f"numpy:0 (host CPU, numpy {np.__version__})"
+
+
+#: The one numpy device (the backend's package and its kernels' modules share it).
+DEVICE = NumpyDevice(0)

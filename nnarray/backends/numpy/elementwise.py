@@ -20,8 +20,8 @@ import numpy as np
 
 from ...dtypes import promote
 from ...registry import backend_kernels, register_kernel
-from . import _device
 from . import kernels as _shared  # noqa: F401  (registers the kernels wrapped here)
+from .device import DEVICE as _device
 
 _empty = _device.pool.empty
 #: Elements (of the condition; of x for relu) from which these beat numpy (below them
