@@ -69,10 +69,10 @@ class Stream:
             return philox.derive(self.key, c, 0, self.tag)
         loc, key, epoch = self._local, self.key, self.epoch
         if getattr(loc, "epoch", None) is not epoch:
-            loc.epoch, loc.count = epoch, 0
+            loc.epoch, loc.count, loc.lane = epoch, 0, thread_lane()
         c = loc.count
         loc.count += 1
-        return philox.derive(key, c, thread_lane(), self.tag)
+        return philox.derive(key, c, loc.lane, self.tag)
 
 
 class Generator:
