@@ -84,6 +84,13 @@ def _u53(a: np.ndarray, b: np.ndarray, plus: int = 0) -> np.ndarray:
     return (i + np.uint64(plus)).astype(np.float64) * 2.0 ** -53
 
 
+def _check_dtype(dtype) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype not in _TWO_PI:
+        raise ValueError(f"philox: draws are float32 or float64, got {dtype}")
+    return dtype
+
+
 def _uniform_words(dtype: np.dtype):
     if dtype == np.float32:
         return 4, lambda w: _u24(w)
@@ -92,7 +99,7 @@ def _uniform_words(dtype: np.dtype):
 
 def uniform(seed: int, n: int, dtype=np.float32) -> np.ndarray:
     """``n`` uniforms in ``[0, 1)`` (float32 or float64) of ``seed``."""
-    dtype = np.dtype(dtype)
+    dtype = _check_dtype(dtype)
     per, convert = _uniform_words(dtype)
     return _draw(seed, n, per, UNIFORM, convert, dtype)
 
@@ -113,7 +120,7 @@ def _normal_words(dtype: np.dtype):
 
 def normal(seed: int, n: int, dtype=np.float32) -> np.ndarray:
     """``n`` standard normals (float32 or float64) of ``seed``, by Box-Muller."""
-    dtype = np.dtype(dtype)
+    dtype = _check_dtype(dtype)
     per, convert = _normal_words(dtype)
     return _draw(seed, n, per, NORMAL, convert, dtype)
 

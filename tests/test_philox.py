@@ -87,6 +87,13 @@ def test_known_answers(ctr, key, out):
     assert tuple(int(w) for w in philox.philox4x32(ctr, key)) == out
 
 
+def test_host_draws_are_float32_or_float64():
+    with pytest.raises(ValueError, match="float32 or float64, got float16"):
+        philox.uniform(1, 4, np.float16)
+    with pytest.raises(ValueError, match="float32 or float64, got int32"):
+        philox.normal(1, 4, np.int32)
+
+
 def test_vectorized_philox_equals_the_scalar_one_on_random_counters():
     rng = np.random.default_rng(0)
     ctr = rng.integers(0, 2**32, (4, 200), dtype=np.uint64)
@@ -107,7 +114,7 @@ def test_every_backend_reproduces_the_zero_vector(backend):
 # -- equal streams on every backend --------------------------------------------------------
 @pytest.mark.parametrize("dtype", FLOATS, ids=ids)
 @pytest.mark.parametrize("shape, seed", [((1001,), 2**63 - 5), ((3, 7, 5), 12345678901),
-                                         ((), 1), ((0, 4), 2)], ids=ids)
+                                         ((), 1), ((0, 4), 2), ((9,), -1)], ids=ids)
 def test_rand_is_the_same_stream_on_every_backend(backend, dtype, shape, seed):
     got = F.rand(shape, low=-2.0, high=3.0, seed=seed, dtype=dtype)
     assert got.dtype == np.dtype(dtype) and got.shape == shape
