@@ -170,7 +170,8 @@ def register_random(xp: Any) -> None:
             seed = next_seed()
         if x.dtype not in raw.CTYPES:
             u = rand(x.shape, 0.0, 1.0, seed, x.dtype)
-            mask = (u >= p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+            keep = u >= x.dtype.type(p)  # p rounded to x's dtype, as on every backend
+            mask = keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
             return x * mask, mask
         y = xp.empty(x.shape, x.dtype)
         mask = xp.empty(x.shape, x.dtype)
