@@ -159,14 +159,15 @@ def test_dropout_masks_are_the_same_on_every_backend(backend, dtype, p):
     np.testing.assert_array_equal(mask.numpy(), want)
 
 
-def test_dropout_at_a_threshold_equal_to_a_drawn_value(backend):
-    """``p`` a drawn uniform exactly (and a double just above it, which rounds to it in
-    float32): kept, on every backend alike."""
-    u = want_rand((64,), 0.0, 1.0, 5, np.float32)
-    for p in (float(u[10]), float(u[10]) + 2.0 ** -40):
-        got = F.dropout(A(np.ones(64, np.float32)), p, seed=5).numpy()
+@pytest.mark.parametrize("dtype", FLOATS, ids=ids)
+def test_dropout_at_a_threshold_equal_to_a_drawn_value(backend, dtype):
+    """``p`` a drawn uniform exactly, and a double a quarter of its spacing above it
+    (which rounds to it in x's dtype): kept, on every backend alike."""
+    u = want_rand((64,), 0.0, 1.0, 5, dtype)
+    for p in (float(u[10]), float(u[10]) + float(np.spacing(u[10])) / 4):
+        got = F.dropout(A(np.ones(64, dtype)), p, seed=5).numpy()
         assert got[10] != 0
-        np.testing.assert_array_equal(got != 0, u >= np.float32(p))
+        np.testing.assert_array_equal(got != 0, u >= np.dtype(dtype).type(p))
 
 
 # -- the counter rule: unseeded draws ------------------------------------------------------

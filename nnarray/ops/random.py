@@ -193,7 +193,10 @@ dropout_op = Op("dropout", _infer_dropout)
 def _dropout_compose(x, p, seed):
     if seed is None:
         seed = next_seed()
-    keep = _F.greater_equal(_F.rand(x.shape, seed=seed, dtype=x.dtype), p)
+    # p rounded to x's dtype first: every backend then compares the same two values,
+    # whatever precision its comparison with a Python scalar uses
+    threshold = float(np.dtype(x.dtype).type(p))
+    keep = _F.greater_equal(_F.rand(x.shape, seed=seed, dtype=x.dtype), threshold)
     mask = _F.cast(keep, x.dtype) * (1.0 / (1.0 - p))
     return x * mask, mask
 
