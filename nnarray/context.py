@@ -196,7 +196,7 @@ def dispatch_into(dst, arrays: Sequence, op: str = "op") -> Context:
 
 
 def _check(ctx: Context) -> None:
-    from . import backends
+    from . import discovery as backends
     backends.get_device(ctx.backend, ctx.device_id)
 
 
@@ -237,7 +237,7 @@ def device_synchronize(ctx: Context | str | None = None) -> None:
     ctx = _current.get(_default) if ctx is None else as_context(ctx)
     sync = _sync_fns.get(id(ctx))
     if sync is None:
-        from . import backends
+        from . import discovery as backends
         sync = _sync_fns[id(ctx)] = backends.get_device(ctx.backend, ctx.device_id).synchronize
     sync()
 
