@@ -226,9 +226,9 @@ def context_scope(ctx: Context | str) -> Iterator[Context]:
 
 
 #: ``id(context) -> its device's bound synchronize``, for ``device_synchronize`` (a
-#: benchmark loop calls it per step: the import and the device lookup cost 0.4 us of a 6
-#: us tiny add on OpenCL, the context's Python ``__hash__`` 0.1 more; contexts are
-#: interned, so ids stay theirs)
+#: benchmark loop calls it per step: the import, the device lookup and the context's
+#: Python ``__hash__`` were a visible part of a tiny add; contexts are interned, so ids
+#: stay theirs)
 _sync_fns: dict[int, Callable[[], None]] = {}
 
 

@@ -395,9 +395,9 @@ class Discovery:
             self.reason = f"OpenCL initialization failed: {type(e).__name__}: {e}"
 
     def _discover(self) -> None:
-        # pocl's pthread CPU driver pays 20-60 us per launch + finish on a small machine
-        # (measured here: a bare kernel's floor is 31 us); its basic driver ~1 us, and it
-        # matches pthread's SGEMM and elementwise speed on 2 cores. Unless the user chose
+        # pocl's pthread CPU driver pays far more per launch + finish than its basic
+        # driver on a small machine, which matches pthread's SGEMM and elementwise speed
+        # there (benchmarks/README.md). Unless the user chose
         # (POCL_DEVICES set), pocl lists both: basic first (opencl:0), pthread second.
         os.environ.setdefault("POCL_DEVICES", "basic pthread")
         try:

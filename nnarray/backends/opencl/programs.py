@@ -37,7 +37,7 @@ from ...memory import address_space_left, release_all
 from .queues import HEADROOM, _locks
 
 #: Work-group size of every 1-D launch: fixed, because pocl compiles a work-group
-#: function per distinct local size (~40 ms each) and a size it picks varies with n.
+#: function per distinct local size (a compile each) and a size it picks varies with n.
 LOCAL = 256
 
 _enqueue = cl.enqueue_nd_range_kernel
