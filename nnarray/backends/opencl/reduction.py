@@ -6,8 +6,8 @@ with an odometer (adds, no divisions per element). Neighbouring work-items take
 neighbouring outputs, so a reduction over an outer axis (``sum(x, axis=0)``) reads
 contiguous memory across a work-group, which pocl vectorizes (chunk-major would not).
 When the outputs are few and the reductions long, chunks run in parallel into a
-partials array that a second pass reduces; chunked sums are also more accurate than one serial sum. float32 sums and means
-accumulate in double where the device has fp64.
+partials array that a second pass reduces; chunked sums are also more accurate than one
+serial sum. float32 sums and means accumulate in double where the device has fp64.
 
 The launches of a reduction depend only on its op, the input's shape and dtype, the axes and
 the ``Load``: the first call records them (``_Plan``) and later calls replay them, without
