@@ -1,14 +1,12 @@
 """``where`` and ``relu`` without numpy's slow paths.
 
 - ``np.where`` branches per element: on a mask without a pattern (max pooling's hits, a
-  quarter set) it mispredicts and takes 270 us for 64 Ki float32. Selecting the bits
-  through an all-ones / all-zeros mask (``y ^ ((x ^ y) & mask)``, or ``x & mask`` where
-  y is +0) is branch-free, exact (signed zeros and NaN payloads included) and takes
-  70 us.
-- ``np.maximum`` against a scalar is not vectorized (79 us for 64 Ki float32); against an
-  array of zeros it is (23 us, the fill included). Generated code on fixed shapes reads a
-  shared read-only zeros array instead (``relu.specialize``: 4.3 us for a 64x100 float32
-  relu where the kernel takes 10.9 and ``np.maximum(x, 0)`` 15.8).
+  quarter set) it mispredicts. Selecting the bits through an all-ones / all-zeros mask
+  (``y ^ ((x ^ y) & mask)``, or ``x & mask`` where y is +0) is branch-free and exact
+  (signed zeros and NaN payloads included).
+- ``np.maximum`` against a scalar is not vectorized; against an array of zeros it is, the
+  fill included. Generated code on fixed shapes reads a shared read-only zeros array
+  instead (``relu.specialize``). Figures: benchmarks/README.md.
 """
 
 from __future__ import annotations

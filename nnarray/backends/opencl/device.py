@@ -12,7 +12,7 @@ copies, fills, pool allocations, ``finish``) runs under the device's ``lock``. p
 basic driver from the PyPI wheel (3.0) deadlocks when two threads enqueue on one queue
 (one thread blocks in ``clEnqueueNDRangeKernel`` holding the GIL while another waits in a
 blocking copy), and a shared ``cl.Kernel`` must not have its arguments set by one thread
-while another launches it. The lock costs ~0.1 us per launch; per-thread queues would
+while another launches it. The lock is cheap per launch; per-thread queues would
 cost a thread-local lookup per launch plus cross-queue events for every array passed
 between threads, and still need the kernel-argument lock.
 
@@ -212,9 +212,9 @@ class OpenCLDevice(Device):
         pyopencl routine takes its arrays) and holds as class attributes the attributes
         that pyopencl's constructor gave one array of this layout, all but ``base_data``
         and ``events``, whatever its version sets; ``new_locked`` sets only those two.
-        Made and freed, such an array costs 0.2 us on pocl's CPU, one with its own copy
-        of the attributes 0.45 us and pyopencl's ``_fast`` constructor 0.8 (its checked
-        path ~15 us): on a tiny op that is a tenth of the launch."""
+        Made and freed, such an array costs less than one with its own copy of the
+        attributes or pyopencl's ``_fast`` constructor (and far less than its checked
+        path): on a tiny op the array is a visible part of the launch."""
         dt = np.dtype(dtype)
         lay = self._layouts.get((shape, dt))
         if lay is not None:

@@ -229,8 +229,8 @@ _typed: set[int] = set()
 def typed(kernel: cl.Kernel, args: Any) -> cl.Kernel:
     """``kernel``, its scalar argument types declared from ``args`` on first use (the numpy
     scalars' dtypes; every other argument a buffer). pyopencl sets a numpy scalar on a kernel
-    without declared types through a generic path: ~5 us per scalar (43 us for a reduction's
-    9 arguments, 80% of a small ``sum``); declared, the whole ``set_args`` takes ~0.5 us.
+    without declared types through a generic path, per scalar (most of a small ``sum``'s
+    time); declared, the whole ``set_args`` is one packed call.
     Every launch of one kernel passes the same scalar types (its C signature fixes them)."""
     if id(kernel) not in _typed:
         kernel.set_scalar_arg_dtypes([a.dtype if isinstance(a, np.generic) else None
