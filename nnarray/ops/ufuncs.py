@@ -279,7 +279,9 @@ ROWS: tuple[Ufunc, ...] = (
     _u("sqrt", "float", "y", lambda x, y, g: g * 0.5 / y, "sqrt", onnx="Sqrt"),
     _u("tanh", "float", "y", lambda x, y, g: g * (1.0 - y * y), "tanh", onnx="Tanh"),
     _u("sigmoid", "float", "y", lambda x, y, g: g * (y * (1.0 - y)), None,
-       "(T)0.5 * tanh((T)0.5 * x) + (T)0.5", "Sigmoid", ()),  # stable for any x
+       # e / (1 + e) below 0, 1 / (1 + e) above, e = exp(-|x|): no overflow, each tail to
+       # its relative rounding (0.5 tanh(x / 2) + 0.5 lost the left one: 0 or 2^-25)
+       "(x < (T)0 ? exp(-fabs(x)) : (T)1) / ((T)1 + exp(-fabs(x)))", "Sigmoid", ()),
     _u("sin", "float", "x", lambda x, y, g: g * F.cos(x), "sin", onnx="Sin"),
     _u("cos", "float", "x", lambda x, y, g: -(g * F.sin(x)), "cos", onnx="Cos"),
     _u("tan", "float", "y", lambda x, y, g: g * (y * y + 1.0), "tan", onnx="Tan"),

@@ -98,14 +98,13 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
     def _sigmoid(x, out=None):
         if x.dtype.kind != "f":
             x = x.astype(xp.exp(x.reshape(-1)[:0]).dtype)
+        # the row's C expression: e / (1 + e) below 0, 1 / (1 + e) above, e = exp(-|x|)
+        e = xp.exp(-xp.abs(x))
+        num = xp.where(x < 0, e, x.dtype.type(1))
+        xp.add(e, x.dtype.type(1), out=e)
         if out is None:
-            out = empty(x.shape, x.dtype)
-        # 0.5 * tanh(x / 2) + 0.5: stable for any x, one transcendental per element.
-        xp.multiply(x, 0.5, out=out)
-        xp.tanh(out, out=out)
-        xp.multiply(out, 0.5, out=out)
-        xp.add(out, 0.5, out=out)
-        return out
+            return xp.divide(num, e, out=num)
+        return xp.divide(num, e, out=out)
 
     unary("relu", _relu)
     unary("sigmoid", _sigmoid)
