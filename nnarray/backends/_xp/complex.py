@@ -22,3 +22,20 @@ def register_xp_complex(backend: str, xp: Any) -> None:
                      ("conj", xp.conj), ("angle", xp.angle), ("complex_abs", xp.abs),
                      ("make_complex", make_complex)):
         register_kernel(name, backend)(fn)
+
+
+def standard_tanh(xp: Any, fn: Any, tan: bool = False) -> Any:
+    """``tanh`` (``tan`` with ``tan``) with the standard's ``tanh(±inf + iy) = ±1 +
+    0j·sign(y)`` for finite y (``tan(x ± inf j) = 0·sign(x) ± 1j``, ``tan z = -i tanh iz``):
+    numpy's complex loops follow C99's ``0·sin(2y)``, so ``1 - 0j`` for some y > 0."""
+    def f(x, out=None):
+        if x.dtype.kind != "c":
+            return fn(x) if out is None else fn(x, out=out)
+        inf, fin = (x.imag, x.real) if tan else (x.real, x.imag)
+        far = xp.isinf(inf) & xp.isfinite(fin)  # before an ``out`` that is ``x``
+        zero = xp.copysign(x.real.dtype.type(0), fin)
+        r = xp.asarray(fn(x) if out is None else fn(x, out=out))
+        part = r.real if tan else r.imag
+        part[...] = xp.where(far, zero, part)
+        return r if out is None or r is out else out
+    return f

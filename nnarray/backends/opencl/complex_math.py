@@ -61,7 +61,8 @@ NNA_CINL R r_logabs_C(R x, R y) {
   const R lo = (R)((xd * xd + yd * yd) - (double)hi);
   const R l = (R)0.5 * (log(hi) + lo / hi)
               + (R)(int)((e >> 23) - 127u) * (R)0.693147180559945309417f;
-  return (isinf(x) | isinf(y)) ? (R)INFINITY : l;
+  // z = 0: log 0 = -inf (lo / hi was 0 / 0, which made complex64 log(0) NaN)
+  return (isinf(x) | isinf(y)) ? (R)INFINITY : (hi == 0 ? -(R)INFINITY : l);
 }
 // sqrt((|x| + |x + iy|) / 2) on x, y scaled by an even power of two near 1 / max(|x|, |y|)
 // (the scale at most 2^126: both parts subnormal). Tried: |z| as max(|zs|, |xs|) for the
@@ -179,9 +180,9 @@ NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keep
 }
 NNA_CINL R r_arg_C(R y, R x) { return atan2(y, x); }
 NNA_CINL R r_sign_C(R x, R y, R *im) {
-  const R r = hypot(x, y), q = (R)1 / r;
-  *im = r == 0 ? (R)0 : y * q;
-  return r == 0 ? (R)0 : x * q;
+  const R r = hypot(x, y);  // divided: 1 / |z| of a subnormal z overflows (0 * inf)
+  *im = r == 0 ? (R)0 : y / r;
+  return r == 0 ? (R)0 : x / r;
 }
 """
 
@@ -291,16 +292,6 @@ NNA_CINL C c_sqrt_C(C a) {  // t = sqrt((|x| + |z|) / 2), then y / 2t: no cancel
   const R re = pos ? t : o, im = copysign(pos ? o : t, a.y);
   return (C)(yinf ? (R)INFINITY : re, yinf ? a.y : im);
 }
-NNA_CINL C c_sin_C(C a) {
-  R c, ch, ie, up;
-  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie, &up);
-  return (C)((s * ch) * up, (c * sh) * up);
-}
-NNA_CINL C c_cos_C(C a) {
-  R c, ch, ie, up;
-  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie, &up);
-  return (C)((c * ch) * up, (-s * sh) * up);
-}
 // sinh, cosh, tanh: the standard's (C99 Annex G's) special cases, as selects over the
 // formulas (the first case listed wins)
 NNA_CINL C c_sinh_C(C a) {
@@ -314,7 +305,9 @@ NNA_CINL C c_cosh_C(C a) {
   R cy, cx, ie, up;
   const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie, &up);
   const R re = (cx * cy) * up, im = (sx * sy) * up;
-  const R i0 = isfinite(a.x) ? (sx * a.y) * up : a.y, nan = a.y - a.y;
+  // y = 0: y sinh x, a zero of y's sign times x's (sinh x overflowed past 1e38 to 0 * inf
+  // = NaN; cosh(-inf + 0i) = inf - 0i, cosh being even)
+  const R i0 = a.y * copysign((R)1, a.x), nan = a.y - a.y;
   const int y0 = NNA_SPECIAL(a.y == 0), nf = NNA_SPECIAL(!isfinite(a.y));
   const int z = (a.x == 0) & nf, inf = isinf(a.x) & nf;
   return (C)(y0 ? cx * up : (z ? nan : (inf ? fabs(a.x) : re)),
@@ -342,6 +335,10 @@ NNA_CINL C c_tanh_C(C a) {
   const int inf = NNA_SPECIAL(isinf(a.x));
   return (C)(inf ? one : re, inf ? copysign((R)0, a.y) : im);
 }
+// sin z = -i sinh(iz), cos z = cosh(iz) (C99 Annex G): sinh's and cosh's special cases
+// (cos(inf i) and sin(inf i) had a NaN part from 0 * inf)
+NNA_CINL C c_sin_C(C a) { const C t = c_sinh_C((C)(-a.y, a.x)); return (C)(t.y, -t.x); }
+NNA_CINL C c_cos_C(C a) { return c_cosh_C((C)(-a.y, a.x)); }
 NNA_CINL C c_tan_C(C a) { const C t = c_tanh_C((C)(-a.y, a.x)); return (C)(t.y, -t.x); }
 NNA_CINL C c_pow_C(C a, C b) {
   const C r = c_exp_C(c_mul_C(b, c_log_C(a)));
@@ -389,8 +386,9 @@ NNA_CINL C c_acosh_C(C z) {
 NNA_CINL C c_atanh_C(C z) {
   const C r = c_scale_C(c_sub_C(c_log1p_C(z), c_log1p_C(c_neg_C(z))), (R)0.5);
   const R ii = isnan(z.y) ? z.y : copysign((R)1.57079632679489661923, z.y);
-  const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y);
-  return (C)(inf ? copysign((R)0, z.x) : (zn ? z.x : r.x), inf ? ii : (zn ? z.y : r.y));
+  // x = 0: atanh(iy) = i atan y, the real part x itself (+0 - 0 lost -0's sign)
+  const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y), x0 = z.x == 0;
+  return (C)(inf ? copysign((R)0, z.x) : (x0 ? z.x : r.x), inf ? ii : (zn ? z.y : r.y));
 }
 NNA_CINL C c_asin_C(C z) { const C t = c_asinh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
 NNA_CINL C c_acos_C(C z) {
