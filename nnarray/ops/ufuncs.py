@@ -325,12 +325,12 @@ ROWS: tuple[Ufunc, ...] = (
 #: for its complex types (``C``; ``R`` its real component type): ``c_re``/``c_im`` (parts),
 #: ``c_new(re, im)``, ``c_abs``, and the complex ``c_mul c_div c_pow c_exp c_expm1 c_log
 #: c_log1p c_log2 c_log10 c_sqrt c_sin c_cos c_tan c_sinh c_cosh c_tanh c_asin c_acos c_atan
-#: c_asinh c_acosh c_atanh c_sign``. ``+``,
+#: c_asinh c_acosh c_atanh c_sign c_square``. ``+``,
 #: ``-`` and unary ``-`` act on the parts (C vector types and structs with operators).
 COMPLEX_HELPERS = ("c_re", "c_im", "c_new", "c_abs", "c_mul", "c_div", "c_pow", "c_exp",
                    "c_expm1", "c_log", "c_log1p", "c_log2", "c_log10", "c_sqrt", "c_sin",
                    "c_cos", "c_tan", "c_sinh", "c_cosh", "c_tanh", "c_asin", "c_acos",
-                   "c_atan", "c_asinh", "c_acosh", "c_atanh", "c_sign")
+                   "c_atan", "c_asinh", "c_acosh", "c_atanh", "c_sign", "c_square")
 
 #: The complex variant of the rows defined for complex operands (``Ufunc.cc``).
 _COMPLEX_C = {
@@ -338,7 +338,7 @@ _COMPLEX_C = {
     "pow": "c_pow(x, y)",
     "equal": "(c_re(x) == c_re(y) && c_im(x) == c_im(y))",
     "not_equal": "(c_re(x) != c_re(y) || c_im(x) != c_im(y))",
-    "neg": "-x", "positive": "x", "abs": "c_abs(x)", "square": "c_mul(x, x)", "sign": "c_sign(x)",
+    "neg": "-x", "positive": "x", "abs": "c_abs(x)", "square": "c_square(x)", "sign": "c_sign(x)",
     "round": "c_new(rint(c_re(x)), rint(c_im(x)))",
     **{f: f"c_{f}(x)" for f in ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin",
                                 "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",

@@ -39,3 +39,22 @@ def standard_tanh(xp: Any, fn: Any, tan: bool = False) -> Any:
         part[...] = xp.where(far, zero, part)
         return r if out is None or r is out else out
     return f
+
+
+def standard_expm1(xp: Any, fn: Any) -> Any:
+    """``expm1`` with the standard's complex special cases, which numpy's loop misses: y = 0
+    kept (``expm1(inf + 0j)`` was ``inf + nan j``), ``+inf`` beside an infinite or NaN y
+    ``inf + nan j``, ``-inf`` beside one ``-1 + 0j`` (both were ``nan + nan j``), and
+    ``expm1(-0 + 0j) = +0 + 0j``."""
+    def f(x, out=None):
+        if x.dtype.kind != "c":
+            return fn(x) if out is None else fn(x, out=out)
+        re, im = x.real.copy(), x.imag.copy()  # before an ``out`` that is ``x``
+        r = xp.asarray(fn(x) if out is None else fn(x, out=out))
+        nf = ~xp.isfinite(im)
+        pinf, ninf = nf & (re == xp.inf), nf & (re == -xp.inf)
+        r.real[...] = xp.where(pinf, re, xp.where(ninf, re.dtype.type(-1), r.real + 0))
+        r.imag[...] = xp.where(im == 0, im, xp.where(pinf, im - im,
+                                                     xp.where(ninf, re.dtype.type(0), r.imag)))
+        return r if out is None or r is out else out
+    return f
