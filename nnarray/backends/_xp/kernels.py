@@ -17,7 +17,14 @@ import numpy as np
 
 from ...dtypes import promote
 from ...registry import register_kernel
-from .complex import register_xp_complex, standard_expm1, standard_tanh
+from .complex import (
+    register_xp_complex,
+    standard_expm1,
+    standard_log1p,
+    standard_sign,
+    standard_square,
+    standard_tanh,
+)
 from .elementwise import functions, in_result_dtype
 from .fft import register_xp_fft
 from .linalg import register_xp_linalg
@@ -86,6 +93,9 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
     unaries["tanh"] = standard_tanh(xp, unaries["tanh"])
     unaries["tan"] = standard_tanh(xp, unaries["tan"], tan=True)
     unaries["expm1"] = standard_expm1(xp, unaries["expm1"])
+    for name, fix in (("sign", standard_sign), ("log1p", standard_log1p),
+                      ("square", standard_square)):
+        unaries[name] = fix(xp, unaries[name])
     for name, fn in binaries.items():
         binary(name, in_result_dtype(name, fn))
     for name, fn in unaries.items():

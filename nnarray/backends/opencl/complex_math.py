@@ -189,9 +189,11 @@ NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keep
 }
 NNA_CINL R r_arg_C(R y, R x) { return atan2(y, x); }
 NNA_CINL R r_sign_C(R x, R y, R *im) {
-  // divided: 1 / |z| of a subnormal z overflows (0 * inf); parts past 2^1000 scaled down
-  // (exactly): hypot overflowed (sign(max + max i) was 0)
-  const R sc = (fabs(x) > 0x1p1000) | (fabs(y) > 0x1p1000) ? 0x1p-600 : 1.0;
+  // divided: 1 / |z| of a subnormal z overflows (0 * inf); parts scaled (exactly): up below
+  // 2^-900 (hypot of subnormal parts rounded: sign(5e-324 + 5e-324i) was 1 + i), down past
+  // 2^1000 (hypot overflowed: sign(max + max i) was 0)
+  const R m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+  const R sc = m < 0x1p-900 ? 0x1p600 : (m > 0x1p1000 ? 0x1p-600 : 1.0);
   const R xs = x * sc, ys = y * sc, r = hypot(xs, ys);
   *im = r == 0 ? (R)0 : ys / r;
   return r == 0 ? (R)0 : xs / r;
