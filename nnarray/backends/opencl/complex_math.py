@@ -379,6 +379,42 @@ NNA_CINL C c_pow_C(C a, C b) {
 // Inverse functions: asinh by its logarithm on the right half-plane (odd symmetry, log 2z
 // for large |z|, log1p near 0), acosh by Kahan's log(z + sqrt(z + 1) sqrt(z - 1)), atanh
 // from log1p; asin, acos, atan through them.
+NNA_CINL C c_acosh_C(C z) {
+  // z + sqrt(z + 1) sqrt(z - 1) ~ 2z overflows for |z| past half the largest number (acosh
+  // of 2.4e38 was inf): there, the log of half of it, plus log 2 (scaled only there: near
+  // z = 1, adding log 2 back would cancel)
+  const R big = sizeof(R) == 8 ? (R)1e300 : (R)1e37;
+  const int far = (fabs(z.x) > big) | (fabs(z.y) > big);
+  // (a quarter: with a half, acosh(3.4e38 + 1e38i)'s sum 2z / 2 overflowed)
+  const R h = (R)0.25;
+  // (quartered inside the square roots: their product's parts square |z|'s square roots)
+  const C rf = c_log_C(c_add_C(c_scale_C(z, h),
+                               c_mul_C(c_sqrt_C(c_scale_C(c_add_C(z, (C)((R)1, (R)-0.0)), h)),
+                                       c_sqrt_C(c_scale_C(c_sub_C(z, (C)((R)1, (R)0)), h)))));
+  // elsewhere on the right half-plane w = ±z: log1p((w - 1) + sqrt(w + 1) sqrt(w - 1)), exact
+  // next to the branch point 1 (log(w + ...) rounded w + ... to 1 there: acosh(1 + 1e-45i)
+  // lost its 3.7e-23 real part); the left half-plane by acosh(z) = acosh(-z) ± i pi (y's sign)
+  const int left = signbit(z.x);
+  const C w = c_sel_C(left, c_neg_C(z), z), wm = c_sub_C(w, (C)((R)1, (R)0));
+  C r = c_log1p_C(c_add_C(wm, c_mul_C(c_sqrt_C(c_add_C(w, (C)((R)1, (R)-0.0))), c_sqrt_C(wm))));
+  r.y = left ? r.y + copysign((R)3.14159265358979323846, z.y) : r.y;  // (-0 + 0 is +0)
+  r = c_sel_C(far, (C)(rf.x + (R)1.38629436111989061883, rf.y), r);
+  const R ii = (isnan(z.x) | isnan(z.y)) ? (R)NAN : r_atan2_C(z.y, z.x);
+  const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y);
+  // next to the segment y = 0, |x| < 1 (as asinh's): |y| / sqrt(1 - x^2) + i acos(x) (sign
+  // of y), not the formula's 4e-8 real part
+  const R thr = sizeof(R) == 8 ? (R)1e-8 : (R)1e-4, ax = fabs(z.x);
+  const int seg = (ax <= (R)1) & (fabs(z.y) < thr * ((R)1 - ax) | (z.y == 0));
+  const R sr = z.y == 0 ? (R)0 : fabs(z.y) / NNA_SQRT(((R)1 - ax) * ((R)1 + ax));
+  return (C)(inf ? (R)INFINITY : (zn ? z.y : (seg ? sr : r.x)),
+             inf ? ii : (zn ? (R)1.57079632679489661923 : (seg ? copysign(acos(z.x), z.y) : r.y)));
+}
+// acos z = -i acosh z for y >= +0, i acosh z below (Annex G's signs follow): its real part
+// is acosh's argument, not pi/2 - asin z (-2e-16, not 0, at 2 + 1e-300i; 0 for 1e38 + i)
+NNA_CINL C c_acos_C(C z) {
+  const C t = c_acosh_C(z);
+  return signbit(z.y) ? (C)(-t.y, t.x) : (C)(t.y, -t.x);
+}
 NNA_CINL C c_asinh_C(C z) {
   const int neg = signbit(z.x);
   const C w = c_sel_C(neg, c_neg_C(z), z);
@@ -399,31 +435,13 @@ NNA_CINL C c_asinh_C(C z) {
   const R thr = sizeof(R) == 8 ? (R)1e-8 : (R)1e-4, ay = fabs(z.y);
   const int seg = (ay <= (R)1) & (fabs(z.x) < thr * ((R)1 - ay) | (z.x == 0));
   const R sr = z.x == 0 ? z.x : z.x / NNA_SQRT(((R)1 - ay) * ((R)1 + ay));  // (no 0 / 0)
-  return (C)(y0 ? r_asinh_C(z.x) : (seg ? sr : (neg ? -re : re)),
-             y0 ? z.y : (seg ? asin(z.y) : (neg ? -l.y : l.y)));
-}
-NNA_CINL C c_acosh_C(C z) {
-  // z + sqrt(z + 1) sqrt(z - 1) ~ 2z overflows for |z| past half the largest number (acosh
-  // of 2.4e38 was inf): there, the log of half of it, plus log 2 (scaled only there: near
-  // z = 1, adding log 2 back would cancel)
-  const R big = sizeof(R) == 8 ? (R)1e300 : (R)1e37;
-  const int far = (fabs(z.x) > big) | (fabs(z.y) > big);
-  // (a quarter: with a half, acosh(3.4e38 + 1e38i)'s sum 2z / 2 overflowed)
-  const R h = far ? (R)0.25 : (R)1;
-  // (halved inside the square roots: their product's parts square |z|'s square roots)
-  C r = c_log_C(c_add_C(c_scale_C(z, h),
-                        c_mul_C(c_sqrt_C(c_scale_C(c_add_C(z, (C)((R)1, (R)-0.0)), h)),
-                                c_sqrt_C(c_scale_C(c_sub_C(z, (C)((R)1, (R)0)), h)))));
-  r.x += far ? (R)1.38629436111989061883 : (R)0;
-  const R ii = (isnan(z.x) | isnan(z.y)) ? (R)NAN : r_atan2_C(z.y, z.x);
-  const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y);
-  // next to the segment y = 0, |x| < 1 (as asinh's): |y| / sqrt(1 - x^2) + i acos(x) (sign
-  // of y), not the formula's 4e-8 real part
-  const R thr = sizeof(R) == 8 ? (R)1e-8 : (R)1e-4, ax = fabs(z.x);
-  const int seg = (ax <= (R)1) & (fabs(z.y) < thr * ((R)1 - ax) | (z.y == 0));
-  const R sr = z.y == 0 ? (R)0 : fabs(z.y) / NNA_SQRT(((R)1 - ax) * ((R)1 + ax));
-  return (C)(inf ? (R)INFINITY : (zn ? z.y : (seg ? sr : r.x)),
-             inf ? ii : (zn ? (R)1.57079632679489661923 : (seg ? copysign(acos(z.x), z.y) : r.y)));
+  // next to the branch points ±i (|y| > 3/4, |x| < 1/4): -i (pi/2 - acos iz), exact there
+  // (the formula rounded 1 + sqrt|x| to 1: asinh(1e-45 + i) lost its 3.7e-23 real part)
+  const C a = c_acos_C((C)(-z.y, z.x));
+  const int br = (ay > (R)0.75) & (fabs(z.x) < (R)0.25) & isfinite(z.y);
+  const R bre = -a.y, bim = a.x - (R)1.57079632679489661923;
+  return (C)(y0 ? r_asinh_C(z.x) : (seg ? sr : (br ? bre : (neg ? -re : re))),
+             y0 ? z.y : (seg ? asin(z.y) : (br ? bim : (neg ? -l.y : l.y))));
 }
 NNA_CINL C c_atanh_C(C z) {
   C r = c_scale_C(c_sub_C(c_log1p_C(z), c_log1p_C(c_neg_C(z))), (R)0.5);
@@ -442,12 +460,6 @@ NNA_CINL C c_atanh_C(C z) {
   return (C)(inf ? copysign((R)0, z.x) : (x0 ? z.x : r.x), inf ? ii : (zn ? z.y : r.y));
 }
 NNA_CINL C c_asin_C(C z) { const C t = c_asinh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
-// acos z = -i acosh z for y >= +0, i acosh z below (Annex G's signs follow): its real part
-// is acosh's argument, not pi/2 - asin z (-2e-16, not 0, at 2 + 1e-300i; 0 for 1e38 + i)
-NNA_CINL C c_acos_C(C z) {
-  const C t = c_acosh_C(z);
-  return signbit(z.y) ? (C)(-t.y, t.x) : (C)(t.y, -t.x);
-}
 NNA_CINL C c_atan_C(C z) { const C t = c_atanh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
 NNA_CINL C c_sign_C(C a) {
   R im;
