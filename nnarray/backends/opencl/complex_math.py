@@ -451,9 +451,11 @@ NNA_CINL C c_atanh_C(C z) {
   const R ax = fabs(z.x), ay = fabs(z.y), m = ax > ay ? ax : ay, n = ax > ay ? ay : ax;
   const R big = sizeof(R) == 8 ? (R)1e150 : (R)1e15, q = n / m, u = (R)1 - z.x;
   const R far = ((z.x / m) / m) / ((R)1 + q * q);
-  // (|t| >= 1: |1 + z| >= 2^(1/2) |1 - z|, no cancellation; y^2 may underflow near z = 1)
+  // (only for |t| < 1/2: past it |1 + z|^2 / |1 - z|^2 = 1 + t is at least 3/2 or at most
+  // 1/2, the two logs do not cancel, and 1 + t would (near z = -1, t is -1 + |1 + z|^2 / 4:
+  // 2.5e6 ULP); y^2 may underflow near z = 1, where the logs take it)
   const R t = (R)4 * z.x / (u * u + z.y * z.y);
-  r.x = m > big ? far : (fabs(t) < (R)1 ? (R)0.25 * r_log1p_C(t) : r.x);
+  r.x = m > big ? far : (fabs(t) < (R)0.5 ? (R)0.25 * r_log1p_C(t) : r.x);
   const R ii = isnan(z.y) ? z.y : copysign((R)1.57079632679489661923, z.y);
   // x = 0: atanh(iy) = i atan y, the real part x itself (+0 - 0 lost -0's sign)
   const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y), x0 = z.x == 0;
