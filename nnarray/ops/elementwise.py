@@ -27,7 +27,7 @@ from ..registry import dispatch
 from . import ufuncs as _ufuncs
 from .backward import backward as _backward
 from .backward import fit as _fit
-from .common import broadcast, check_int_pow, require_array
+from .common import broadcast, check_int_pow, require_array, require_ordered
 from .op import CACHE_LIMIT, GraphValue, Op, name_result
 
 _F: Any = late.bind(__name__, "_F", "nnarray.functions")
@@ -107,6 +107,7 @@ def _infer_clip(inputs, attrs):
     (x,) = inputs
     require_array("clip", "x", x)
     lo, hi = attrs.get("a_min"), attrs.get("a_max")
+    require_ordered("clip", (x, lo, hi), ("x", "a_min", "a_max"))
     if lo is None and hi is None:
         raise ValueError("clip: at least one of 'a_min' and 'a_max' must be given")
     d = x.dtype
@@ -449,8 +450,21 @@ def _cj(v: Any) -> Any:
     return v
 
 
+#: Binary rows that order their operands: ``DTypeError`` for complex ones on every backend
+#: (the standard leaves complex ordering unspecified), before any kernel is looked up.
+ORDERED = frozenset({"less", "less_equal", "greater", "greater_equal", "maximum", "minimum"})
+
+
+def _ordered(name: str, infer: Any) -> Any:
+    def checked(inputs, attrs):
+        require_ordered(name, inputs, ("a", "b"))
+        return infer(inputs, attrs)
+    return checked
+
+
 #: pow's inference reads a scalar exponent's value (``check_int_pow``): not ``pure``.
-_binary_ops = {n: BinaryOp(n, _BINARY_RULES[rule](n), differentiable=da is not None,
+_binary_ops = {n: BinaryOp(n, (_ordered(n, _BINARY_RULES[rule](n)) if n in ORDERED else
+                               _BINARY_RULES[rule](n)), differentiable=da is not None,
                            pure=rule != "pow")
                for n, (rule, _, da, _) in BINARY.items()}
 _unary_ops = {n: UnaryOp(n, _infer_unary(n), differentiable=d is not None, pure=True)
