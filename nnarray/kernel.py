@@ -157,20 +157,29 @@ class Kernel:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         self.tally[0] += 1
         dev = self.device
-        xs = []
+        k = views.stripe(target)
+        # inputs of other roots are read first: a lock holder takes no other root's lock
+        xs = [x.native(dev) if type(x) is NdArray and views.stripe(x) != k else x
+              for x in inputs]
+        with views.LOCKS[k]:  # the target's copy-in to its copy-out, across threads
+            self._run_into(target, inputs, xs, attrs, mode)
+        return target
+
+    def _run_into(self, target: NdArray, inputs: Sequence, xs: list, attrs: dict,
+                  mode: str) -> None:
+        dev = self.device
         shared = target._fill.__class__ is View
-        for x in inputs:
+        for i, x in enumerate(inputs):
             if type(x) is NdArray:
                 if x._fill.__class__ is View:
                     shared = True
-                x = x.native(dev)
-            xs.append(x)
+                if xs[i] is x:  # the target's root (or its lock's): read under the lock
+                    xs[i] = x.native(dev)
         if shared:  # a view written (where its root is), or read while writing its root
             views.run_into(target, dev, mode, lambda out: self.fn(*xs, out=out, **attrs),
                            inputs)
-            return target
+            return
         self.fn(*xs, out=target.native(dev, mode), **attrs)
-        return target
 
     def run_inplace(self, targets: Sequence[NdArray], inputs: Sequence[NdArray],
                     attrs: dict) -> None:
@@ -180,12 +189,13 @@ class Kernel:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         self.tally[0] += 1
         dev = self.device
-        xs = _natives(inputs, dev)
-        for t in targets:
-            if t._fill.__class__ is View:  # views: written where their roots are
-                views.run_inplace(targets, dev, lambda outs: self.fn(outs, xs, **attrs))
-                return
-        self.fn(_natives(targets, dev, "rw"), xs, **attrs)
+        xs = _natives(inputs, dev)  # read first: a lock holder takes no other root's lock
+        with views.locked(targets):  # the targets' copy-in to copy-out, across threads
+            for t in targets:
+                if t._fill.__class__ is View:  # views: written where their roots are
+                    views.run_inplace(targets, dev, lambda outs: self.fn(outs, xs, **attrs))
+                    return
+            self.fn(_natives(targets, dev, "rw"), xs, **attrs)
 
     def emit(self, out: Any, meta: Meta, into: NdArray | None = None) -> NdArray:
         """``out`` (a fresh native array of the device) as an NdArray: adopted by

@@ -284,6 +284,10 @@ class SyncedArray:
 
     def _access(self, mode: str, dev: Device, explicit: bool = False) -> Any:
         """The native copy on ``dev`` for ``mode`` in ``'r'``, ``'w'``, ``'rw'``."""
+        with _views.root_lock(self):
+            return self._access_locked(mode, dev, explicit)
+
+    def _access_locked(self, mode: str, dev: Device, explicit: bool) -> Any:
         if self._fill.__class__ is View and mode != "r":
             return _views.access(self, dev, mode, explicit)
         if mode == "r":
@@ -353,6 +357,10 @@ class SyncedArray:
         return dev.full(self._shape, self._dtype, self._fill)
 
     def _sync(self, dev: Device, explicit: bool) -> Any:
+        with _views.root_lock(self):  # never between another thread's copy-in and -out
+            return self._sync_locked(dev, explicit)
+
+    def _sync_locked(self, dev: Device, explicit: bool) -> Any:
         copies = self._copies
         if self._fill is not _NO_FILL or not copies:
             if self._fill.__class__ is View:

@@ -559,7 +559,7 @@ def _recalled(fn: Any) -> Any:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         return F.recalled(fn(*args, **kwargs), fn, args, kwargs)
-    return call
+    return F.recalls(call)
 
 
 @_recalled

@@ -329,6 +329,33 @@ def test_a_rank_leaving_training_with_status_0_ends_every_rank_with_an_error(how
     assert elapsed < 30, elapsed
 
 
+def test_a_local_check_failing_on_one_rank_raises_on_every_rank():
+    """``all_reduce(op='mean')`` of int32 on rank 0 and float32 on rank 1: rank 0's own
+    check failed and rank 1 waited forever in the all-reduce. Now rank 0 raises its
+    DTypeError, rank 1 a DistributedError naming it, and both stay in step."""
+    p, _ = mpirun("local_check", timeout=600)
+    assert p.returncode == 0, p.stdout
+    assert "rank 0 caught DTypeError: all_reduce: op='mean' needs floating" in p.stdout
+    assert "rank 1 caught DistributedError: all_reduce arrays: the call failed its checks " \
+           "on another rank" in p.stdout and "rank 0: DTypeError" in p.stdout
+    assert "passed" not in p.stdout
+    for r in (0, 1):
+        assert f"rank {r} in step: [3.0, 3.0, 3.0]" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("how, said", [
+    ("raise", "rank 1 of 2 exited"), ("exit", "rank 1 of 2 exited"),
+    ("uneven", "rank 1 of 2 exited"), ("os_exit", "rank 1 of 2 called os._exit(0)")])
+def test_a_rank_leaving_a_manual_loop_ends_the_job_naming_it(how, said):
+    """Rank 1 leaves a plain loop of all-reduces (``raise SystemExit(3)``, ``exit(3)``,
+    fewer steps, ``os._exit(0)``) while rank 0 would loop for 4 minutes: the job ends
+    (it hung before: the limit here only catches a hang) with a message naming rank 1."""
+    p, _ = mpirun("loop", how, timeout=300)
+    assert p.returncode != 0, p.stdout
+    assert said in p.stdout, p.stdout
+    assert "rank 0 was never stopped" not in p.stdout
+
+
 def test_data_parallel_example_on_two_ranks(tmp_path):
     pytest.importorskip("sklearn")
     log = tmp_path / "log.jsonl"

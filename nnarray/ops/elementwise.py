@@ -42,6 +42,34 @@ def _array_operand(op: str, a: Any, b: Any) -> None:
         raise TypeError(f"{op}: at least one operand must be an NdArray or Variable")
 
 
+#: ``{integer dtype: (min, max)}``: the Python ints an op computing in it can take.
+_INT_RANGES = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+               for t in (np.int8, np.int16, np.int32, np.int64,
+                         np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
+def _wide_int(name: str, a: Any, b: Any, d: np.dtype) -> int | None:
+    """The Python int among ``a``, ``b`` outside the range of ``d`` (the integer dtype
+    the op computes in), else ``None``."""
+    r = _INT_RANGES.get(d)
+    if r is None:
+        return None
+    for v in (a, b):
+        if type(v) is int and not r[0] <= v <= r[1]:
+            return v
+    return None
+
+
+def _check_int_fits(name: str, a: Any, b: Any, d: np.dtype) -> None:
+    """numpy 2's ``OverflowError`` for a Python int ``d`` cannot hold (NEP 50: it is
+    never wrapped, in eager calls, graphs and fused kernels alike)."""
+    v = _wide_int(name, a, b, d)
+    if v is not None:
+        shapes = ", ".join(str(getattr(x, "shape", ())) for x in (a, b))
+        raise OverflowError(f"{name}: Python integer {v} out of bounds for {d} "
+                            f"(operand shapes {shapes})")
+
+
 def _infer_binary(name: str):
     def infer(inputs, attrs):
         a, b = inputs
@@ -49,7 +77,9 @@ def _infer_binary(name: str):
         if sa is not None and sa == getattr(b, "shape", None):
             return ((sa, _promote(name, a, b)),)
         _array_operand(name, a, b)
-        return ((broadcast(name, inputs), _promote(name, a, b)),)
+        d = _promote(name, a, b)
+        _check_int_fits(name, a, b, d)
+        return ((broadcast(name, inputs), d),)
     return infer
 
 
@@ -57,9 +87,45 @@ def _infer_compare(name: str):
     def infer(inputs, attrs):
         a, b = inputs
         _array_operand(name, a, b)
-        _promote(name, a, b)
+        _check_int_fits(name, a, b, _promote(name, a, b))  # BinaryOp answers them first
         return ((broadcast(name, inputs), _BOOL),)
     return infer
+
+
+#: ``x OP c`` for an integer ``x`` and a Python int ``c`` above (first) or below
+#: (second) every value of ``x``'s dtype: the same for every element.
+_CONSTANT_COMPARE = {"equal": (False, False), "not_equal": (True, True),
+                     "less": (True, False), "less_equal": (True, False),
+                     "greater": (False, True), "greater_equal": (False, True)}
+
+
+def _out_of_range(op: Any, a: Any, b: Any) -> Any:
+    """``op(a, b)`` where a Python int operand is outside the integer dtype the op would
+    compute in, else ``None``: numpy 2's answer for a comparison (constant: ``x == x`` or
+    ``x != x`` of the array operand, so graphs record it like any other),
+    ``OverflowError`` for any other op whose result is an integer (a float result takes
+    any int). A logical op takes any int's truth (``0`` or ``1`` in its place)."""
+    rule = BINARY[op.name][0]
+    if rule in ("div", "float"):
+        return None
+    x = b if type(a) is int else a
+    if type(x) is int or type(x) is bool or getattr(x, "dtype", None) is None:
+        return None
+    if rule == "logical":  # only its truth counts (any int, the widest included)
+        if type(a) is int and a not in (0, 1):
+            return op(int(bool(a)), b)
+        return op(a, int(bool(b))) if type(b) is int and b not in (0, 1) else None
+    v = _wide_int(op.name, a, b, _promote(op.name, a, b))
+    if v is None:
+        return None
+    if rule != "compare":
+        _check_int_fits(op.name, a, b, _promote(op.name, a, b))
+    above, below = _CONSTANT_COMPARE[op.name]
+    truth = above if v > 0 else below
+    if a is v:  # ``c OP x`` is ``x OP' c`` with the order reversed
+        truth = (below if v > 0 else above) if op.name not in ("equal", "not_equal") \
+            else truth
+    return (ops["equal"] if truth else ops["not_equal"])(x, x)
 
 
 def _infer_no_bool(name: str):
@@ -174,6 +240,10 @@ class BinaryOp(Op):
             return name_result(self(a, b), name, (a, b))
         if type(a) is np.ndarray or type(b) is np.ndarray:  # uploaded where the op runs
             a, b = _protocol.operands(a, b)
+        if type(a) is int or type(b) is int:
+            r = _out_of_range(self, a, b)
+            if r is not None:
+                return r
         if isinstance(a, GraphValue):
             return a._record_binary(self, a, b)
         if isinstance(b, GraphValue):
@@ -201,6 +271,7 @@ class BinaryOp(Op):
     def function(self) -> Any:
         """The public ``F`` function of this op (``fn.op`` is the op)."""
         op, opname, metas, last = self, self.name, self.metas, self.last
+        ranges = _INT_RANGES
 
         def fn(a: Any, b: Any, name: Any = None) -> Any:
             if name is not None:  # a graph node's name (``nnarray.grad.naming``)
@@ -219,8 +290,11 @@ class BinaryOp(Op):
                                 return k.fast(a, b, m[0])
                             return k.run((a, b), {}, m)
                         d = None
-                elif tb is float or tb is int:
+                elif tb is float:
                     d = metas.get((a.dtype, tb))
+                elif tb is int:  # one that a's integer dtype cannot hold: ``op``
+                    r = ranges.get(a.dtype)
+                    d = metas.get((a.dtype, tb)) if r is None or r[0] <= b <= r[1] else None
                 else:
                     d = None
                 if d is not None:
@@ -230,7 +304,7 @@ class BinaryOp(Op):
                         return p[1].fast(a, b, (a.shape, d))
                     return dispatch(op, dispatch_context((a, b), opname)).fast(
                         a, b, (a.shape, d))
-            elif isinstance(a, GraphValue):
+            elif isinstance(a, GraphValue) and type(b) is not int:
                 return a._record_binary(op, a, b)
             return op(a, b)
         fn.__name__ = fn.__qualname__ = opname
