@@ -131,8 +131,9 @@ def follow(arrays: Sequence, op: str = "op") -> Context:
     last written: reads (host copies, DLPack export, printing) never change it. Inputs
     that are lazily filled or 0-D (like scalars) only decide where no other input does,
     and a 0-D or lazy host array never pulls work back. A non-host device and the host
-    together run on the default (the host) with counted transfers; two different
-    non-host devices raise ``DeviceMismatchError``."""
+    together run on the non-host device (the host operand uploaded once, counted: a model
+    moved to a device takes host batches); two different non-host devices raise
+    ``DeviceMismatchError``."""
     dev = weak = host = None
     for x in arrays:
         h = getattr(x, "_head", None)
@@ -148,9 +149,9 @@ def follow(arrays: Sequence, op: str = "op") -> Context:
         elif h is not dev:
             _mismatch(op, arrays, dev, h)
     if dev is None:
+        if weak is None or host is not None:
+            return _default
         dev = weak
-    if dev is None or host is not None:
-        return _default
     return context_of(dev)
 
 
