@@ -96,6 +96,10 @@ class NdArray(SyncedArray, ArrayOperators):
         devices re-sync from the host while it lives, or refuse its writes after
         writing themselves."""
         host = backends.host_device()
+        v = views.of(self)
+        if v is not None and not v.contiguous:  # a strided view: alias, never a gathered copy
+            root = v.base.native(host, "r", explicit=True)
+            return self.hand_out(host, host.strided(root, v.offset, self.shape, v.strides))
         return self.hand_out(host, self.native(host, "r", explicit=True))
 
     @data.setter
@@ -321,14 +325,17 @@ class NdArray(SyncedArray, ArrayOperators):
                                 self.current_copy(backends.host_device()) is not None)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """The host data, as numpy shares a CPU tensor's: for an array on the host a
+        """The host data, as numpy shares a CPU tensor's: for an array on the host (lazy
+        fills, views and never-written arrays whose device is the host included) a
         writable handle (``hand_out``: writes through it are never lost), for one on
         another device a read-only view of its host copy (a read never moves the array,
         so it cannot be written through); a writable copy when ``copy`` or ``dtype``
         asks for one."""
         self._implicit_read("np.asarray()")
         h = self.head_device
-        if h is not None and h.is_host and dtype is None and not copy and self.lazy_fill is None:
+        if h is None:
+            h = _device(None)
+        if h.is_host and dtype is None and not copy:
             return self.host_handle()
         return self._host_view(dtype, copy)
 
