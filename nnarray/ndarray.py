@@ -388,8 +388,11 @@ class NdArray(SyncedArray, ArrayOperators):
         return self.shape[0]
 
     def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
+        """The sub-arrays along the first axis; ``TypeError`` at once for a 0-d array, as
+        numpy's (so ``np.iterable(x)`` is False)."""
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:
         """Values (numpy's text, summarised when large), dtype and device (a host read)."""
