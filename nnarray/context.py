@@ -98,6 +98,18 @@ def _from_environment() -> Context:
 
 
 _default = _from_environment()
+
+
+def _device_from_environment() -> Context | None:
+    """``NNARRAY_DEFAULT_DEVICE`` (e.g. ``opencl``): where creation functions make arrays
+    (``set_default_device``); checked on first use, like any context."""
+    spec = os.environ.get("NNARRAY_DEFAULT_DEVICE", "").strip()
+    return Context.parse(spec) if spec else None
+
+
+#: ``set_default_device``/``NNARRAY_DEFAULT_DEVICE``: the standard's default device, where
+#: *new* arrays are made (ops still follow their inputs); ``None``: the default context.
+_default_device: Context | None = _device_from_environment()
 _current: contextvars.ContextVar[Context] = contextvars.ContextVar("nnarray_context")
 #: ``scope_var.get(None)``: the innermost ``context_scope``'s Context, else ``None``; what
 #: ``dispatch_context`` answers first (the elementwise fast paths read it inline).
@@ -115,6 +127,33 @@ _follow_ctx: dict = {}  # (device, base context) -> its Context with the base's 
 def get_current_context() -> Context:
     """The context in force: the innermost ``context_scope``, else the process default."""
     return _current.get(_default)
+
+
+def creation_context(device: Context | str | None = None) -> Context:
+    """Where a creation function makes its array: ``device`` when given, else the
+    innermost ``context_scope``, else the default device (``set_default_device``), else
+    the default context."""
+    if device is not None:
+        return as_context(device)
+    c = _current.get(None)
+    if c is not None:
+        return c
+    return _default if _default_device is None else _default_device
+
+
+def set_default_device(device: Context | str | None) -> None:
+    """The array API standard's default device (``torch.set_default_device``): creation
+    functions (``asarray``, ``zeros``, ``arange``, ...) make new arrays on ``device``
+    (validated; ``None`` resets it), while every op runs where its inputs are (unlike
+    ``set_default_context``, nnabla's rule, under which the context decides where ops
+    run, which this leaves as it was)."""
+    global _default_device
+    if device is None:
+        _default_device = None
+        return
+    ctx = as_context(device)
+    _check(ctx)
+    _default_device = ctx
 
 
 def device_created(backend: str) -> None:

@@ -56,7 +56,9 @@ class NdArray(SyncedArray, ArrayOperators):
 
     __slots__ = ()
 
-    def __init__(self, shape: int | Sequence[int] = (), dtype: Any = np.float32) -> None:
+    def __init__(self, shape: int | Sequence[int] = (), dtype: Any = None) -> None:
+        if dtype is None:  # float32 unless set_default_dtype says otherwise
+            dtype = dtypes.default_float()
         self._init_empty(normalize_shape(shape), dtypes.normalize(dtype, "NdArray"))
 
     @classmethod
@@ -449,23 +451,24 @@ def fill_value(dtype: np.dtype, value: Any, op: str, shape: tuple[int, ...]) -> 
     return dtype.type(value).item()
 
 
-def zeros(shape: Any, dtype: Any = np.float32) -> NdArray:
+def zeros(shape: Any, dtype: Any = None) -> NdArray:
     """A lazily zero-filled array (nothing allocated until first access)."""
     a = NdArray(shape, dtype)
     a.zero()
     return a
 
 
-def ones(shape: Any, dtype: Any = np.float32) -> NdArray:
+def ones(shape: Any, dtype: Any = None) -> NdArray:
     """A lazily one-filled array."""
-    return full(shape, 1, dtype)
+    return full(shape, 1, dtypes.default_float() if dtype is None else dtype)
 
 
 def full(shape: Any, value: Any, dtype: Any = None) -> NdArray:
-    """A lazily filled array; ``dtype=None`` infers float32/int64/bool from ``value``."""
+    """A lazily filled array; ``dtype=None`` infers the default float/int64/bool from
+    ``value``."""
     if dtype is None:
-        dtype = {bool: np.bool_, int: np.int64, complex: np.complex64}.get(type(value),
-                                                                          np.float32)
+        dtype = {bool: np.bool_, int: np.int64, complex: dtypes.default_complex()}.get(
+            type(value), dtypes.default_float())
         if isinstance(value, np.generic):
             dtype = value.dtype
     a = NdArray(shape, dtype)
@@ -475,11 +478,12 @@ def full(shape: Any, value: Any, dtype: Any = None) -> NdArray:
 
 def array(obj: Any, dtype: Any = None) -> NdArray:
     """An NdArray from a numpy array (dtype kept), an NdArray (copied) or Python data
-    (floats become float32, ints int64, bools bool)."""
+    (floats become the default float dtype, float32 unless set, ints int64, bools bool)."""
     if isinstance(obj, NdArray):
         return obj.astype(dtype if dtype is not None else obj.dtype)
     a = np.asarray(obj, dtype=dtype)
     if dtype is None and not isinstance(obj, (np.ndarray, np.generic)) and a.dtype.kind in "fc" \
             and a.itemsize in (8, 16):
-        a = a.astype(np.float32 if a.dtype.kind == "f" else np.complex64)
+        a = a.astype(dtypes.default_float() if a.dtype.kind == "f" else
+                     dtypes.default_complex())
     return NdArray.from_numpy_array(a)
