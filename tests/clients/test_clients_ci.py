@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SUBSETS = {
     "scipy": ([
         "--pyargs", "scipy.special.tests.test_support_alternative_backends",
-        "scipy.ndimage.tests.test_filters", "-m", "array_api_backends", "-k",
-        "nnarray and (test_support_alternative_backends or TestThreading or gaussian "
-        "or uniform or correlate)"], 1000),
+        "scipy.ndimage.tests.test_filters", "scipy.stats.tests.test_device_dtype", "-m",
+        "array_api_backends", "-k", "nnarray and (test_support_alternative_backends or "
+        "TestThreading or gaussian or uniform or correlate or test_device_dtype)"], 1000),
     "sklearn": ([
         "--pyargs", "sklearn.metrics.tests.test_common",
         "sklearn.preprocessing.tests.test_label", "-k", "array_api and nnarray"], 150),
