@@ -16,7 +16,6 @@ import pytest
 
 pytest.importorskip("scipy")
 pytest.importorskip("sklearn")
-pytest.importorskip("array_api_strict")
 
 ROOT = Path(__file__).resolve().parents[2]
 
