@@ -25,8 +25,10 @@ from .context import (
     device_synchronize,
     get_current_context,
     set_default_context,
+    set_default_device,
 )
 from .dlpack import from_dlpack
+from .dtypes import get_default_dtype, set_default_dtype
 from .einsum import einsum
 from .errors import (
     AttributeShapeError,
@@ -66,6 +68,7 @@ __all__ = [
     "from_dlpack", "full", "functions", "get_current_context", "memory_stats", "ones",
     "register_kernel", "registry", "reset_fallback_stats", "reset_kernel_stats",
     "reset_peak_memory", "reset_transfer_stats", "seed", "set_default_context",
+    "set_default_device", "set_default_dtype", "get_default_dtype",
     "strict_transfers", "transfer_stats", "zeros",
     *namespace.__all__, *xp_functions.__all__, *sorting.__all__,
 ]

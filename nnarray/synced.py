@@ -192,7 +192,9 @@ class SyncedArray:
         k = id(self)
         e = _handles.get(k)
         if e is None or e[0]() is not self:
-            e = _handles[k] = (weakref.ref(self, lambda _, k=k: _handles.pop(k, None)), [])
+            fresh = (weakref.ref(self, lambda _, k=k: _handles.pop(k, None)), [])
+            e = _handles.setdefault(k, fresh) if e is None else fresh
+            _handles[k] = e  # (atomic setdefault: threads handing out at once share one)
         e[1].append(weakref.ref(h, lambda r, k=k: _handle_gone(k, r)))
         c = self._copies
         if len(c) > 1:
@@ -369,8 +371,9 @@ class SyncedArray:
             if self._fill is _NO_FILL:
                 self._fill = 0
             x = self._materialize(dev, self._stale.pop(dev, None) if self._stale else None)
-            copies[dev] = x
-            return x
+            # setdefault: threads materializing at once (handles of views of one lazy
+            # fill) all get the first copy, so no thread writes into a dropped buffer
+            return copies.setdefault(dev, x)
         src, sx = self._pick_source(dev)
         nbytes = self.nbytes
         out = self._stale.pop(dev, None) if self._stale else None
