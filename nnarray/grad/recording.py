@@ -21,7 +21,7 @@ from ..registry import dispatch
 from . import modes
 from .naming import auto_name
 from .node import Node
-from .variable import NO_ATTRS, Variable, _make
+from .variable import Variable, _make
 
 _mode = modes.mode
 _wref = weakref.ref
@@ -120,38 +120,51 @@ def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, 
 
 _AUTO = modes.AUTO
 
+#: What a node of a two-operand elementwise op has as attributes (none; shared, read-only).
+NO_ATTRS: dict = {}
+
 
 def record_binary(op: Any, a: Any, b: Any) -> Any:
-    """``record`` for a two-operand elementwise op, its inference from the op's meta
-    cache (``op.out_metas``: what the hot path in ``variable._binary_recorder`` reads);
-    under ``auto_forward`` the context's plain Kernel runs directly where both operands
-    are Variables or one is a Python float or int."""
-    ta, tb = type(a), type(b)
-    metas = op.out_metas((a, b), {})
-    direct = (ta is Variable and (tb is Variable or tb is float or tb is int)) or \
-        (tb is Variable and (ta is float or ta is int))
-    if not direct or _mode.get() != _AUTO:
-        return record(op, (a, b), {}, metas)
-    ctx = _context.dispatch_context((a._data if ta is Variable else a,
-                                     b._data if tb is Variable else b), op.name)
-    k = dispatch(op, ctx)
-    if not k.plain:
-        return record(op, (a, b), {}, metas)
-    if ta is Variable:
-        da = a._data if a._data is not None else computed(a)
-        db = b if tb is not Variable else b._data if b._data is not None else computed(b)
-        out = k.fast(da, db, metas[0])
-    else:
-        da, db = a, b._data if b._data is not None else computed(b)
-        out = k.run((da, db), {}, metas)
-    if not ((ta is Variable and a._need_grad) or (tb is Variable and b._need_grad)) or \
-            not op.differentiable:
-        return _make(out.shape, out.dtype, out, None, False)
-    rank = 0
-    for x in (a, b):
-        if type(x) is Variable:
-            rank = _rank_after(rank, x)
-    return _dynamic_node(op, (a, b), NO_ATTRS, metas, rank, (da, db), (out,))[0]
+    """``record`` for a two-operand elementwise op (``F.add(v, w)`` and the Variable's
+    operators, ``binary``). Under ``auto_forward``, where the result has ``a``'s shape
+    and its dtype is in the op's meta cache under the short key
+    (``elementwise._short_key``: two Variables of one shape, or a Variable and a Python
+    float or int) and the context's Kernel is plain, the kernel runs through
+    ``Kernel.fast`` and the node is recorded as ``record`` records it; every other case
+    is ``record`` itself."""
+    if _mode.get() == _AUTO:
+        ta, tb = type(a), type(b)
+        if ta is Variable:
+            da = a._data
+            if tb is Variable:
+                db = b._data
+                d = None if a._shape != b._shape else op.metas.get(
+                    a._dtype if a._dtype is b._dtype else (a._dtype, b._dtype))
+            elif tb is float or tb is int:
+                db = b
+                d = op.metas.get((a._dtype, tb))
+            else:
+                d = None
+            if d is not None and da is not None and (tb is not Variable or db is not None):
+                k = dispatch(op, _context.dispatch_context((da, db), op.name))
+                if k.plain:
+                    meta = (a._shape, d)
+                    out = k.fast(da, db, meta)
+                    if not op.differentiable or not (
+                            a._need_grad or (tb is Variable and b._need_grad)):
+                        return _make(meta[0], d, out, None, False)
+                    p = a._parent
+                    rank = 0 if p is None else p.rank + 1
+                    if tb is Variable:
+                        p = b._parent
+                        if p is not None and p.rank >= rank:
+                            rank = p.rank + 1
+                    node = Node(op, (a, b), NO_ATTRS, (meta,), rank, True)
+                    node.save((da, db), (out,))
+                    v = _make(meta[0], d, out, None, True, node)
+                    node.outputs = (_wref(v),)
+                    return v
+    return record(op, (a, b), {}, op.out_metas((a, b), {}))
 
 
 late.provide(__name__)  # the engine's modules below (nnarray.late)
