@@ -288,3 +288,34 @@ def test_a_large_reduction_joins_its_group(backend: str, n: int) -> None:
         assert ops == (["fused_elementwise"] if joins else ["fused_elementwise", "sum"])
     elif not _fuses(backend):
         assert ops == ["mul", "add", "sum"]
+
+
+def test_fusion_switch_is_per_thread(backend: str) -> None:
+    """``fusion_enabled`` holds in the thread that entered it, as the graph modes do: a
+    graph another thread builds meanwhile fuses (where its backend fuses), with the same
+    values."""
+    import threading
+
+    ctx = nna.get_current_context()  # the backend fixture's: thread-local too
+
+    def build() -> tuple:
+        with nna.context_scope(ctx):
+            return _build()
+
+    def _build() -> tuple:
+        x = Variable.from_numpy_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+        y = F.tanh(x * 0.5 + 0.1) * F.sigmoid(x)
+        y.forward()
+        return y.d.copy(), _fused_steps(grad.schedule_of(y))
+
+    got: dict = {}
+    with grad.fusion_enabled(False):
+        assert not grad.fuse.enabled()
+        worker = threading.Thread(target=lambda: got.update(other=build(),
+                                                            on=grad.fuse.enabled()))
+        worker.start()
+        worker.join(600)
+        here = build()
+    assert got["on"] and here[1] == []
+    assert len(got["other"][1]) == (1 if _fuses(backend) else 0)
+    np.testing.assert_allclose(got["other"][0], here[0], **tol(np.float32))
