@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import context as _context
+from .. import functions as F
 from .. import late
+from ..context import dispatch_context
 from ..ndarray import NdArray
 from ..registry import dispatch
 from . import modes
@@ -124,47 +125,78 @@ _AUTO = modes.AUTO
 NO_ATTRS: dict = {}
 
 
+def binary(op: Any) -> Any:
+    """``record`` for two-operand elementwise ``op``, as ``record(a, b)``: the
+    Variable's Python operator (``v + w``) and ``F.add(v, w)`` on Variables
+    (``record_binary``). Under ``auto_forward``, where the result has ``a``'s shape and
+    its dtype is in the op's meta cache under the short key (``elementwise._short_key``:
+    two Variables of one shape, or a Variable and a Python float or int) and the
+    context's Kernel is plain, the kernel runs through ``Kernel.fast`` and the node is
+    recorded as ``record`` records it; every other case is ``record`` itself."""
+    metas, name = op.metas, op.name
+
+    def record_op(a: Any, b: Any) -> Any:
+        if _mode.get() == _AUTO:
+            ta, tb = type(a), type(b)
+            if ta is Variable:
+                da = a._data
+                if tb is Variable:
+                    db = b._data
+                    d = None if a._shape != b._shape else metas.get(
+                        a._dtype if a._dtype is b._dtype else (a._dtype, b._dtype))
+                elif tb is float or tb is int:
+                    db = b
+                    d = metas.get((a._dtype, tb))
+                else:
+                    d = None
+                if d is not None and da is not None and (tb is not Variable or
+                                                         db is not None):
+                    k = dispatch(op, dispatch_context((da, db), name))
+                    if k.plain:
+                        meta = (a._shape, d)
+                        out = k.fast(da, db, meta)
+                        if not op.differentiable or not (
+                                a._need_grad or (tb is Variable and b._need_grad)):
+                            return _make(meta[0], d, out, None, False)
+                        p = a._parent
+                        rank = 0 if p is None else p.rank + 1
+                        if tb is Variable:
+                            p = b._parent
+                            if p is not None and p.rank >= rank:
+                                rank = p.rank + 1
+                        node = Node(op, (a, b), NO_ATTRS, (meta,), rank, True)
+                        node.save((da, db), (out,))
+                        v = _make(meta[0], d, out, None, True, node)
+                        node.outputs = (_wref(v),)
+                        return v
+        return record(op, (a, b), {}, op.out_metas((a, b), {}))
+    return record_op
+
+
+#: ``{op: binary(op)}`` of the two-operand ops recorded so far.
+_binaries: dict = {}
+
+
 def record_binary(op: Any, a: Any, b: Any) -> Any:
-    """``record`` for a two-operand elementwise op (``F.add(v, w)`` and the Variable's
-    operators, ``binary``). Under ``auto_forward``, where the result has ``a``'s shape
-    and its dtype is in the op's meta cache under the short key
-    (``elementwise._short_key``: two Variables of one shape, or a Variable and a Python
-    float or int) and the context's Kernel is plain, the kernel runs through
-    ``Kernel.fast`` and the node is recorded as ``record`` records it; every other case
-    is ``record`` itself."""
-    if _mode.get() == _AUTO:
-        ta, tb = type(a), type(b)
-        if ta is Variable:
-            da = a._data
-            if tb is Variable:
-                db = b._data
-                d = None if a._shape != b._shape else op.metas.get(
-                    a._dtype if a._dtype is b._dtype else (a._dtype, b._dtype))
-            elif tb is float or tb is int:
-                db = b
-                d = op.metas.get((a._dtype, tb))
-            else:
-                d = None
-            if d is not None and da is not None and (tb is not Variable or db is not None):
-                k = dispatch(op, _context.dispatch_context((da, db), op.name))
-                if k.plain:
-                    meta = (a._shape, d)
-                    out = k.fast(da, db, meta)
-                    if not op.differentiable or not (
-                            a._need_grad or (tb is Variable and b._need_grad)):
-                        return _make(meta[0], d, out, None, False)
-                    p = a._parent
-                    rank = 0 if p is None else p.rank + 1
-                    if tb is Variable:
-                        p = b._parent
-                        if p is not None and p.rank >= rank:
-                            rank = p.rank + 1
-                    node = Node(op, (a, b), NO_ATTRS, (meta,), rank, True)
-                    node.save((da, db), (out,))
-                    v = _make(meta[0], d, out, None, True, node)
-                    node.outputs = (_wref(v),)
-                    return v
-    return record(op, (a, b), {}, op.out_metas((a, b), {}))
+    """``binary(op)(a, b)`` (``Variable._record_binary``: ``F.add(v, w)``)."""
+    r = _binaries.get(op)
+    if r is None:
+        r = _binaries[op] = binary(op)
+    return r(a, b)
+
+
+def _reflected(op: Any) -> Any:
+    def operator(self: Variable, o: Any) -> Any:
+        return record_binary(op, o, self)
+    return operator
+
+
+# The Variable's Python operators are the recorders (set here: ``recording`` imports
+# ``variable``, so ``variable`` cannot call it at import).
+for _name, _fn in (("add", F.add), ("sub", F.sub), ("mul", F.mul), ("truediv", F.div),
+                   ("pow", F.pow), ("floordiv", F.floor_divide), ("mod", F.remainder)):
+    setattr(Variable, f"__{_name}__", _binaries.setdefault(_fn.op, binary(_fn.op)))
+    setattr(Variable, f"__r{_name}__", _reflected(_fn.op))
 
 
 late.provide(__name__)  # the engine's modules below (nnarray.late)

@@ -370,24 +370,6 @@ class Variable(GraphValue, ArrayOperators):
         return op(self, o)
 
 
-def _operator(op: Any, reflected: bool) -> Any:
-    """The Python operator of two-operand ``op`` (``v + w``; ``2.0 - v`` when
-    ``reflected``): ``recording.record_binary``, as ``F.add(v, w)`` records."""
-    if reflected:
-        def method(self: Variable, o: Any) -> Any:
-            return _recording.record_binary(op, o, self)
-    else:
-        def method(self: Variable, o: Any) -> Any:
-            return _recording.record_binary(op, self, o)
-    return method
-
-
-for _name, _fn in (("add", F.add), ("sub", F.sub), ("mul", F.mul), ("truediv", F.div),
-                   ("pow", F.pow), ("floordiv", F.floor_divide), ("mod", F.remainder)):
-    setattr(Variable, f"__{_name}__", _operator(_fn.op, False))
-    setattr(Variable, f"__r{_name}__", _operator(_fn.op, True))
-
-
 def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | None,
           need_grad: bool, parent: Any = None) -> Variable:
     """A Variable without validation (the engine's hot path)."""
