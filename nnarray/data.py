@@ -11,6 +11,7 @@ import numpy as np
 from .errors import InvalidValueError
 from .ndarray import NdArray
 from .nn.parameter import place
+from .ops.random import Generator, next_seed
 
 
 def batch_size_of(where: str, value: Any) -> int:
@@ -31,11 +32,12 @@ class DataLoader:
     context per batch.
 
     ``batch_size``: a positive int (``batch_size_of``); ``shuffle``: a new permutation
-    every pass, from a generator seeded by ``seed`` (``None``: drawn from ``nna.seed``'s
-    stream); ``drop_last``: skip a final short batch. Arrays that give no batch (no
-    samples, or fewer than ``batch_size`` with ``drop_last``) raise ``InvalidValueError``.
-    Host arrays are indexed on the host and uploaded; NdArrays are gathered where they
-    live.
+    every pass, pass ``k`` the stable order of the Philox words of
+    ``ops.random.Generator(seed)``'s ``k``-th seed, the same on every backend and numpy
+    version (``seed=None``: drawn from ``nna.seed``'s stream); ``drop_last``: skip a final
+    short batch. Arrays that give no batch (no samples, or fewer than ``batch_size`` with
+    ``drop_last``) raise ``InvalidValueError``. Host arrays are indexed on the host and
+    uploaded; NdArrays are gathered where they live.
     """
 
     def __init__(self, arrays: Sequence[Any] | Any, batch_size: int, shuffle: bool = False,
@@ -55,10 +57,7 @@ class DataLoader:
             raise InvalidValueError(
                 f"DataLoader: {self.n} samples in batches of {self.batch_size}"
                 f"{' with drop_last' if self.drop_last else ''} give no batch")
-        if seed is None:
-            from .ops.random import next_seed
-            seed = next_seed()
-        self.rng = np.random.default_rng(seed)
+        self.rng = Generator(next_seed() if seed is None else seed)
 
     def __len__(self) -> int:
         return self.n // self.batch_size if self.drop_last else -(-self.n // self.batch_size)

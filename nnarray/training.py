@@ -32,15 +32,17 @@ from .errors import InvalidValueError
 from .ndarray import NdArray, zeros
 from .nn.module import Module
 from .nn.parameter import place
+from .ops.random import Generator, next_seed
 from .solvers.solver import Solver
 
 
 def minibatches(n: int, batch_size: int, shuffle: bool = True,
-                rng: np.random.Generator | None = None,
+                rng: np.random.Generator | Generator | None = None,
                 drop_last: bool = False) -> Iterator[np.ndarray]:
-    """Index arrays covering ``range(n)`` in batches (a seeded permutation if ``shuffle``)."""
+    """Index arrays covering ``range(n)`` in batches (a seeded permutation if ``shuffle``;
+    ``rng=None``: a Philox generator seeded from ``nna.seed``'s stream)."""
     batch_size = batch_size_of("minibatches", batch_size)
-    order = (rng or np.random.default_rng()).permutation(n) if shuffle else np.arange(n)
+    order = (rng or Generator(next_seed())).permutation(n) if shuffle else np.arange(n)
     stop = n - n % batch_size if drop_last else n
     for i in range(0, stop, batch_size):
         yield order[i:i + batch_size]
@@ -146,7 +148,7 @@ class Trainer:
             elif solver.comm is not comm:
                 raise ValueError("Trainer: the solver was given another communicator")
             seed = comm.bcast_obj(seed)  # every rank draws the same batches
-        self.rng = np.random.default_rng(seed)
+        self.rng = Generator(seed)  # Philox: the same batches on every backend
         self.decay = float(weight_decay)
         self.log_path = log_path if self.is_main else None
         self.progress, self.report = progress and self.is_main, report and self.is_main

@@ -2,7 +2,8 @@
 
 g++ compiles a source after a shim that defines CUDA's qualifiers, a one-thread grid
 (every kernel loops grid-stride, so one thread visits every index) and the math
-functions NVRTC provides but C++ lacks (``cospi``). This tests a kernel's arithmetic,
+functions NVRTC provides but C++ lacks (``cospi``; the ``__fmul_rn`` family, one rounding
+each, through a ``volatile`` so no compiler fuses them). This tests a kernel's arithmetic,
 not a device: no fake device stands in for CUDA. NVRTC (``cuda.bindings``, no GPU
 needed) checks that the same source compiles for the GPU.
 """
@@ -30,6 +31,10 @@ static const nna_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0};
 static const nna_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 static inline float cospif(float x) { return cosf(3.14159265358979323846f * x); }
 static inline double cospi(double x) { return cos(3.14159265358979323846 * x); }
+static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
+static inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
+static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
+static inline double __dadd_rn(double a, double b) { volatile double r = a + b; return r; }
 """
 
 _DIR = Path(tempfile.gettempdir()) / "nnarray-cuda-host"

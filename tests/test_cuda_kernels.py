@@ -288,8 +288,8 @@ def test_randn_kernel_statistics_on_host(dtype):
     lib = cuda_host.load(rnd._SRC.variants[dtype])
     y = np.empty(1 << 20, dtype)
     t = cuda_host.scalar(dtype)
-    lib.nna_randn(cuda_host.ptr(y), I64(y.size), ctypes.c_ulonglong(int(rnd.key(5))), t(2.0),
-                  t(1.0))
+    k0, k1 = (ctypes.c_uint(int(k)) for k in rnd.keys(5))
+    lib.nna_randn(cuda_host.ptr(y), I64(y.size), k0, k1, t(2.0), t(1.0))
     assert np.isfinite(y).all()
     _check_normal(y, 1.0, 2.0)
     _check_normal(F.randn((1 << 20,), mu=1, sigma=2, seed=5, dtype=dtype).numpy(), 1.0, 2.0)

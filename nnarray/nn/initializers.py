@@ -2,8 +2,11 @@
 
 An initializer is called as ``init(shape, fan_in, fan_out, rng)`` and returns a float32
 numpy array; layers pass their fans (``Linear``: in/out features; ``Conv2d``: channels
-times the kernel area). Numbers come from a numpy ``Generator`` so a seed gives the same
-weights on every backend; ``seed(s)`` reseeds the generator used when none is given.
+times the kernel area). Numbers are drawn on the host, so a seed gives the same weights on
+every backend: from ``rng`` (a numpy ``Generator``) or, when none is given, from the
+initializers' Philox stream (``ops.random.Generator``: the ``c``-th draw after ``seed(s)``
+equals ``F.rand``/``F.randn`` in float64 with seed ``philox.derive(s, c, lane, 2)``, cast
+to float32); ``seed(s)`` restarts that stream.
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ from ..ops import random as _random
 
 
 def seed(s: int) -> None:
-    """Reseed the default generator of every initializer."""
+    """Restart the initializers' default stream under ``s``."""
     _random.seed_initializers(s)
 
 
-def default_rng() -> np.random.Generator:
-    """The generator used when a layer is given none."""
+def default_rng() -> _random.Generator:
+    """The generator used when a layer is given none (the initializers' Philox stream)."""
     return _random.initializer_rng()
 
 

@@ -389,29 +389,6 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
             img[:, :, si, sj] += c6[:, :, i, j]
         return copy(img[:, :, ph:ph + h, pw:pw + w])
 
-    def _gen_dtype(dtype):
-        return dtype if np.dtype(dtype) != np.float16 else np.float32
-
-    def _affine(u, scale, shift, dtype):
-        """``u * scale + shift`` in ``u``'s own buffer (the same roundings as out of
-        place; two big temporaries less, each fresh pages per call on numpy), as
-        ``dtype``."""
-        if type(u) is nd:
-            u *= scale
-            u += shift
-            return u.astype(dtype, copy=False)
-        return fresh((u * scale + shift).astype(dtype, copy=False))  # 0-D: a scalar
-
-    @reg("rand")
-    def rand(shape, low, high, seed, dtype):
-        u = xp.random.default_rng(seed).random(shape, dtype=_gen_dtype(dtype))
-        return _affine(u, high - low, low, dtype)
-
-    @reg("randn")
-    def randn(shape, mu, sigma, seed, dtype):
-        z = xp.random.default_rng(seed).standard_normal(shape, dtype=_gen_dtype(dtype))
-        return _affine(z, sigma, mu, dtype)
-
     register_xp_linalg(backend, xp, checked_linalg)
     register_xp_complex(backend, xp)
     register_xp_fft(backend, xp)

@@ -27,4 +27,4 @@ def describe_devices() -> list[str]:
 
 def load_kernels() -> None:
     # each registers on import (elementwise and reduction wrap kernels' shared set)
-    from . import conv, elementwise, fused, kernels, matmul, reduction  # noqa: F401
+    from . import conv, elementwise, fused, kernels, matmul, random, reduction  # noqa: F401

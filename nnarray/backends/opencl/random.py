@@ -1,11 +1,14 @@
-"""rand and randn from a counter-based generator (Philox4x32-10, Salmon et al. 2011).
+"""rand and randn from a counter-based generator (Philox4x32-10, Salmon et al. 2011),
+the numbers of ``nnarray.philox`` (the numpy backend's), in its layout and formulas.
 
 Element block ``g`` (4 float32 or 2 float64 values) is Philox of the counter ``(g_lo,
 g_hi, stream, 0)`` under the key ``(seed_lo, seed_hi)``: the numbers depend only on the
 seed and the position, never on the launch geometry or the call site. We write our own
 kernel rather than use ``pyopencl.clrandom`` so that the stream is fixed by this file
 (not by a library version) and every dtype, float16 included, comes from one kernel.
-randn uses the Box-Muller transform on pairs of uniforms.
+randn uses the Box-Muller transform on pairs of uniforms. ``FP_CONTRACT OFF`` keeps
+``u * scale + shift`` two roundings (no fused multiply-add), as numpy computes it, and
+float32 square roots are built correctly rounded where the device offers it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ static uint4 philox(uint4 c, uint2 k) {
 """
 
 _KERNEL = """{hdr}{philox}
+#pragma OPENCL FP_CONTRACT OFF
 #define U24(x) ((float)((x) >> 8) * 0x1.0p-24f)
 #define U24P(x) ((float)(((x) >> 8) + 1) * 0x1.0p-24f)
 #define U53(a, b) ((double)(((ulong)((a) >> 5) << 26) | ((b) >> 6)) * 0x1.0p-53)
@@ -67,6 +71,13 @@ def _device() -> OpenCLDevice:
     return backends.get_device("opencl", ctx.device_id if ctx.backend == "opencl" else 0)
 
 
+def _options(dev: OpenCLDevice) -> str:
+    """Correctly rounded float32 sqrt (and division) where the device supports it."""
+    import pyopencl as cl
+    ok = dev.cl_device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
+    return "-cl-fp32-correctly-rounded-divide-sqrt" if ok else ""
+
+
 def _generate(name: str, shape, a: float, b: float, seed: int, dtype) -> object:
     dev = _device()
     dtype = np.dtype(dtype)
@@ -81,7 +92,7 @@ def _generate(name: str, shape, a: float, b: float, seed: int, dtype) -> object:
                              body=_BODIES[(name, per)],
                              store=t.store("out", "first + j", "v[j] * scale + shift"))
         seed = int(seed) & (2**64 - 1)
-        launch(dev.queue, dev.programs.kernel(src, name), -(-n // per),
+        launch(dev.queue, dev.programs.kernel(src, name, _options(dev)), -(-n // per),
                [out.base_data, np.int64(n), np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32),
                 t.scalar(a), t.scalar(b)])
     return out
