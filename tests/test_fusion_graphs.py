@@ -319,3 +319,32 @@ def test_fusion_switch_is_per_thread(backend: str) -> None:
     assert got["on"] and here[1] == []
     assert len(got["other"][1]) == (1 if _fuses(backend) else 0)
     np.testing.assert_allclose(got["other"][0], here[0], **tol(np.float32))
+
+
+def test_frees_follow_the_final_steps(backend: str) -> None:
+    """The last-use pass runs on the schedule's steps as the rewriting passes left them:
+    with ``clear_buffer`` every intermediate a step reads is freed once, after the last
+    step reading it (fused or not), and the values stay right."""
+    from nnarray.grad import executor
+    rng = np.random.default_rng(4)
+    xn, wn = rng.standard_normal((8, 6)), rng.standard_normal((6, 6))
+    x = Variable.from_numpy_array(xn.astype(np.float32), need_grad=True)
+    w = Variable.from_numpy_array(wn.astype(np.float32), need_grad=True)
+    h = F.matmul(x, w)
+    a = F.tanh(h) * 2.0 + 1.0  # a fusable run reading h
+    y = F.sum(F.matmul(a, w)) + F.sum(h * h)  # h read again after the run
+    y.forward(clear_buffer=True)
+    hn = xn @ wn
+    want = np.sum((np.tanh(hn) * 2 + 1) @ wn) + np.sum(hn * hn)
+    np.testing.assert_allclose(float(y.d), want, rtol=1e-4)
+    s = executor.forward_schedule(executor.plan_of(y), nna.get_current_context(), True)
+    last: dict = {}
+    for k, st in enumerate(s.steps):
+        for v in st.inputs:
+            if isinstance(v, Variable) and v.parent is not None:
+                last[id(v)] = k
+    freed = [(id(v), k) for k, st in enumerate(s.steps) for v in st.free
+             if not isinstance(v, int)]
+    assert len(freed) == len(set(freed)) and set(freed) == set(last.items())
+    if _fuses(backend):
+        assert _fused_steps(s)
