@@ -18,7 +18,7 @@ from .. import dtypes, late
 from ..errors import GraphError
 from ..ndarray import NdArray
 from . import fuse, recompute, schedule
-from .planner import forward_releases
+from .planner import forward_releasable
 from .variable import Variable
 
 _FLOATS = dtypes.INEXACT
@@ -34,14 +34,13 @@ def invalidate_plans() -> None:
 class Plan:
     """Everything about one output's graph that does not change between iterations."""
 
-    __slots__ = ("generation", "root", "order", "_release", "bwd", "program", "schedules",
+    __slots__ = ("generation", "root", "order", "bwd", "program", "schedules",
                  "leaves", "recompute", "__weakref__")
 
     def __init__(self, root: Variable) -> None:
         self.generation = _generation
         self.root = weakref.ref(root)
         self.order = topological(root)
-        self._release: Any = None
         self.bwd: Any = None
         self.program: Any = None
         #: ``{(context, clear_buffer): forward Schedule}``
@@ -50,14 +49,6 @@ class Plan:
         #: What the last forward run left to backward to recompute (its schedule's
         #: ``recompute``): the replay derives its program for it.
         self.recompute: Any = None
-
-    @property
-    def release(self) -> list:
-        """Per node, the intermediates it is the last consumer of (``clear_buffer``);
-        computed on first use: a define-by-run graph's plan seldom needs it."""
-        if self._release is None:
-            self._release = forward_releases(self.order, (self.root(),))
-        return self._release
 
     def backward_order(self) -> list:
         """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
@@ -200,7 +191,8 @@ def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedu
     s = plan.schedules.get(key)
     if s is None or s.fused != fuse.mode():
         s = plan.schedules[key] = schedule.forward(plan.order, ctx, True,
-                                                    plan.release if clear_buffer else None,
+                                                    forward_releasable((plan.root(),))
+                                                    if clear_buffer else None,
                                                     plan.root)
         s.fused = fuse.mode()
     return s

@@ -74,7 +74,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
                             uf(_none(a), _none(b)).dtype)  # bool for comparisons
             uf(a, b, out=out)
             return out
-        k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.fast_runner
+        k.small = (uf, big)  # type: ignore[attr-defined]  # see kernel.fast_runner
         reg(name)(k)
 
     def unary(name: str, uf: Any) -> None:
@@ -86,7 +86,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
                 out = empty(x.shape, uf(_none(x)).dtype)
             uf(x, out=out)
             return out
-        k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.fast_runner
+        k.small = (uf, big)  # type: ignore[attr-defined]  # see kernel.fast_runner
         reg(name)(k)
 
     binaries, unaries = functions(xp)
