@@ -147,7 +147,9 @@ SIGNATURES = [
     ("nnarray.device_synchronize", [("ctx", None)]),
     ("nnarray.backends.why_unavailable", [("name", REQUIRED)]),
     # 2
-    ("nnarray.NdArray", [("shape", ...), ("dtype", np.float32)]),
+    # dtype=None: the default float dtype, float32 unless nna.set_default_dtype says
+    # otherwise (test_ndarray_default_dtype_is_float32)
+    ("nnarray.NdArray", [("shape", ...), ("dtype", ...)]),
     ("nnarray.NdArray.get_data", [("self", REQUIRED), ("mode", "rw"), ("ctx", None)]),
     ("nnarray.NdArray.from_numpy_array", [("a", REQUIRED)]),
     ("nnarray.array", [("obj", REQUIRED), ("dtype", None)]),
@@ -383,3 +385,8 @@ def test_pending(path, param, issue):
             assert default is ... or _same(ps[name].default, default)
     except (ImportError, AttributeError):
         pytest.xfail(f"not yet built (issue {issue})")
+
+
+def test_ndarray_default_dtype_is_float32():
+    import nnarray as nna
+    assert nna.NdArray((2,)).dtype == np.float32
