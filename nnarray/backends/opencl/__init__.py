@@ -85,4 +85,5 @@ def load_kernels() -> None:
         shape,
         softmax,
         sort,
+        unscale,
     )
