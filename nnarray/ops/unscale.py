@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..context import get_current_context
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
 from ..registry import Entry, dispatch
@@ -37,13 +38,10 @@ def unscale_(gs: Sequence[NdArray], inv_scale: float, found: NdArray) -> None:
         if type(g) is not NdArray:
             raise TypeError(f"unscale_: gradient {i} must be an NdArray, got "
                             f"{type(g).__name__}")
-        if not _is_float(g.dtype):
+        if not is_floating(g.dtype):
             raise DTypeError(f"unscale_: gradient {i} is {g.dtype}; gradients to unscale "
                              "must be floating")
     if gs:
         dispatch(AMP_UNSCALE, get_current_context()).run_inplace(
             [*gs, found], [], {"inv_scale": float(inv_scale)})
 
-
-def _is_float(d: np.dtype) -> bool:
-    return d.kind == "f" or d.name == "bfloat16"

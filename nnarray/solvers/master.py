@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import functions as F
-from ..dtypes import normalize
+from ..dtypes import LOW, normalize
 from ..errors import DTypeError
 from ..ndarray import NdArray
 
@@ -28,7 +28,7 @@ KEY = "master_weight"
 
 def is_low(dtype: np.dtype) -> bool:
     """Whether ``dtype`` is a 16-bit floating dtype (float16, bfloat16)."""
-    return dtype.itemsize == 2 and (dtype.kind == "f" or dtype.name == "bfloat16")
+    return dtype in LOW
 
 
 def check_dtype(solver: str, dtype: Any) -> np.dtype | None:
