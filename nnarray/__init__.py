@@ -48,6 +48,7 @@ from .kernel import kernel_stats, reset_kernel_stats
 from .memory import empty_cache, memory_stats, reset_peak_memory
 from .namespace import *  # noqa: F403  (the Array API names; some shadow builtins)
 from .ndarray import NdArray, array
+from .ops.autocast import autocast
 from .ops.random import seed  # noqa: E402
 from .ops.upcast import reset_stats as reset_upcast_stats
 from .ops.upcast import stats as upcast_stats
@@ -65,7 +66,7 @@ __all__ = [
     "DeviceMismatchError", "DTypeError",
     "GraphError", "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError",
     "OutOfMemoryError", "ShapeError", "TransferError",
-    "array", "backends", "context_scope", "device_synchronize", "einsum", "empty_cache",
+    "array", "autocast", "backends", "context_scope", "device_synchronize", "einsum", "empty_cache",
     "fallback_stats", "kernel_stats", "pad",
     "from_dlpack", "full", "functions", "get_current_context", "memory_stats", "ones",
     "register_kernel", "registry", "reset_fallback_stats", "reset_kernel_stats",

@@ -24,6 +24,7 @@ from ..context import dispatch_context, scope_var
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
 from ..registry import dispatch
+from . import autocast as _autocast
 from . import ufuncs as _ufuncs
 from .backward import backward as _backward
 from .backward import fit as _fit
@@ -546,7 +547,7 @@ _unary_ops = {n: UnaryOp(n, _infer_unary(n), differentiable=d is not None, pure=
 #: Every table-declared elementwise op by name (``nnarray.functions`` exports them).
 ops: dict[str, Op] = {**_binary_ops, **_unary_ops}
 #: What ``F`` exports for them: their fast functions (``fn.op`` is the op).
-functions: dict[str, Any] = {n: o.function() for n, o in ops.items()}
+functions: dict[str, Any] = {n: _autocast.wrap(n, o.function()) for n, o in ops.items()}
 
 add, sub, mul, div, pow = (_binary_ops[n] for n in ("add", "sub", "mul", "div", "pow"))
 maximum, minimum = _binary_ops["maximum"], _binary_ops["minimum"]
@@ -561,6 +562,7 @@ signbit, floor_divide = _unary_ops["signbit"], _binary_ops["floor_divide"]
 leaky_relu = Op("leaky_relu", _infer_leaky_relu)
 clip = Op("clip", _infer_clip)
 cast = Op("cast", _infer_cast)
+_autocast.cast_op[0] = cast
 where = Op("where", _infer_where, pure=True)
 
 for _n, (_, _keep, _da, _db) in BINARY.items():
