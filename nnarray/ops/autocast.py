@@ -16,8 +16,8 @@ to the input's, and a static graph built under autocast records them (its schedu
 them whether or not autocast is on later). ``POLICY`` is the one table;
 ``nna.autocast.policy()`` prints it.
 
-The hook costs nothing outside autocast: ``Op.__call__`` and the ``F`` functions of the
-elementwise ops in ``POLICY`` test one counter (``ACTIVE``) first.
+The hook costs next to nothing outside autocast: ``Op.__call__`` and the ``F`` functions
+of the elementwise ops in ``POLICY`` test one counter (``ACTIVE``) first.
 """
 
 from __future__ import annotations
@@ -132,20 +132,3 @@ def _cast(x: Any, target: np.dtype, rule: str) -> Any:
     if rule == FLOAT32 and d not in _LOW16:
         return x  # float64 stays float64, float32 is already float32
     return cast_op[0](x, dtype=target)
-
-
-def wrap(name: str, fn: Callable) -> Callable:
-    """``fn`` (the ``F`` function of op ``name``) honouring autocast when ``name`` is in
-    ``POLICY``; ``fn`` itself otherwise."""
-    if name not in POLICY:
-        return fn
-
-    def autocasting(*args: Any, **kwargs: Any) -> Any:
-        if ACTIVE[0]:
-            args = cast_inputs(name, args)
-        return fn(*args, **kwargs)
-    autocasting.__name__ = autocasting.__qualname__ = fn.__name__
-    autocasting.__doc__ = fn.__doc__
-    autocasting.__wrapped__ = fn  # type: ignore[attr-defined]
-    autocasting.op = getattr(fn, "op", None)  # type: ignore[attr-defined]
-    return autocasting

@@ -273,8 +273,12 @@ class BinaryOp(Op):
         """The public ``F`` function of this op (``fn.op`` is the op)."""
         op, opname, metas, last = self, self.name, self.metas, self.last
         ranges = _INT_RANGES
+        cast = opname in _autocast.POLICY  # then under autocast: the inputs cast first
+        active = _autocast.ACTIVE
 
         def fn(a: Any, b: Any, name: Any = None) -> Any:
+            if cast and active[0]:
+                a, b = _autocast.cast_inputs(opname, (a, b))
             if name is not None:  # a graph node's name (``nnarray.grad.naming``)
                 return op(a, b, name=name)
             if type(a) is NdArray:
@@ -346,8 +350,12 @@ class UnaryOp(Op):
     def function(self) -> Any:
         """The public ``F`` function of this op (``fn.op`` is the op)."""
         op, metas, last = self, self.metas, self.last
+        cast = op.name in _autocast.POLICY  # then under autocast: the input cast first
+        active = _autocast.ACTIVE
 
         def fn(x: Any, name: Any = None) -> Any:
+            if cast and active[0]:
+                (x,) = _autocast.cast_inputs(op.name, (x,))
             if type(x) is NdArray and name is None:
                 d = metas.get(x.dtype)
                 if d is not None:
@@ -547,7 +555,7 @@ _unary_ops = {n: UnaryOp(n, _infer_unary(n), differentiable=d is not None, pure=
 #: Every table-declared elementwise op by name (``nnarray.functions`` exports them).
 ops: dict[str, Op] = {**_binary_ops, **_unary_ops}
 #: What ``F`` exports for them: their fast functions (``fn.op`` is the op).
-functions: dict[str, Any] = {n: _autocast.wrap(n, o.function()) for n, o in ops.items()}
+functions: dict[str, Any] = {n: o.function() for n, o in ops.items()}
 
 add, sub, mul, div, pow = (_binary_ops[n] for n in ("add", "sub", "mul", "div", "pow"))
 maximum, minimum = _binary_ops["maximum"], _binary_ops["minimum"]

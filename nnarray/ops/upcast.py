@@ -52,22 +52,24 @@ def wrap_kernels(backend: str, ops: Iterable[str], cast: Callable[[Any, np.dtype
             register_kernel(op, backend)(_wrapped(fn, op, backend, cast, low))
 
 
+def widened(op: str, backend: str, fn: Callable, cast: Callable, args: tuple,
+            attrs: dict, low: frozenset = LOW) -> Any:
+    """``fn(*args, **attrs)`` on float32 copies of the ``low`` arrays among ``args``, the
+    float32 results rounded back (counted): for kernels that test their dtypes inline."""
+    floats = [a.dtype for a in args if getattr(a, "dtype", None) is not None and
+              (a.dtype.kind == "f" or a.dtype in low)]
+    back = np.result_type(*floats)
+    count(op, backend, next(d for d in floats if d in low))
+    wide = tuple(cast(a, _F32) if getattr(a, "dtype", None) in low else a for a in args)
+    return _round(fn(*wide, **attrs), back, cast)
+
+
 def _wrapped(fn: Callable, op: str, backend: str, cast: Callable, low: frozenset) -> Callable:
     def k(*args: Any, **attrs: Any) -> Any:
-        found = None
         for a in args:
-            d = getattr(a, "dtype", None)
-            if d in low:
-                found = d
-                break
-        if found is None:
-            return fn(*args, **attrs)
-        count(op, backend, found)
-        floats = [a.dtype for a in args if getattr(a, "dtype", None) is not None and
-                  (a.dtype.kind == "f" or a.dtype in low)]
-        back = np.result_type(*floats)
-        wide = tuple(cast(a, _F32) if getattr(a, "dtype", None) in low else a for a in args)
-        return _round(fn(*wide, **attrs), back, cast)
+            if getattr(a, "dtype", None) in low:
+                return widened(op, backend, fn, cast, args, attrs, low)
+        return fn(*args, **attrs)
 
     k.upcasts = True  # type: ignore[attr-defined]
     spec = getattr(fn, "specialize", None)

@@ -19,10 +19,11 @@ from ...registry import backend_kernels, register_kernel
 from . import conv, elementwise, fused, kernels, matmul, reduction  # noqa: F401  (wrapped here)
 
 #: Kernels computed in float32 for 16-bit inputs (``clip``: numpy's gives float32 for a
-#: bfloat16 array and float bounds).
-UPCAST = ("sum", "mean", "prod", "cumulative_sum", "cumulative_prod", "matmul",
-          "softmax", "log_softmax", "softmax_cross_entropy", "mean_squared_error",
-          "conv2d", "average_pooling", "batch_normalization", "det", "inv", "solve",
+#: bfloat16 array and float bounds). ``sum``, ``mean`` and ``matmul`` test their dtypes
+#: inline instead (``reduction.py``, ``matmul.py``): no wrapper on their float32 path.
+UPCAST = ("prod", "cumulative_sum", "cumulative_prod", "softmax", "log_softmax",
+          "softmax_cross_entropy", "mean_squared_error", "conv2d", "average_pooling",
+          "batch_normalization", "det", "inv", "solve",
           "cholesky", "qr", "qr_q", "qr_r", "slogdet", "svd", "svd_u", "svd_vh",
           "svdvals", "eigh", "eigh_vectors", "eigvalsh", "clip")
 #: Elementwise kernels composed of several ufuncs (rounding bfloat16 at each).
