@@ -224,3 +224,23 @@ def test_module_bfloat16_casts_parameters(backend):
     m = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm(3)).bfloat16()
     assert {v.dtype for v in m.parameters().values()} == {BF}
     assert {a.dtype for a in m.state().values()} <= {np.dtype(np.float32)}
+
+
+def test_static_graph_fused_forward_and_backward(backend):
+    xs = np.linspace(-3, 3, 4099).astype(BF)
+    x = grad.Variable.from_numpy_array(xs, need_grad=True)
+    y = F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x  # static: the schedule fuses it
+    s = F.sum(y)
+    s.forward()
+    s.backward()
+    v = xs.astype(np.float64)
+    th, sg = np.tanh(0.5 * v + 0.1), 1 / (1 + np.exp(-v))
+    want_y = th * sg + v * v
+    want_g = 0.5 * (1 - th * th) * sg + th * sg * (1 - sg) + 2 * v
+    assert y.d.dtype == BF and x.g.dtype == BF
+    # each intermediate rounds to bfloat16: a few 2^-8 relative steps of the largest terms
+    scale = np.abs(want_y).max()
+    np.testing.assert_allclose(y.d.astype(np.float64), want_y, atol=0.02 * scale, rtol=0)
+    np.testing.assert_allclose(x.g.astype(np.float64), want_g, atol=0.02 * np.abs(want_g).max(),
+                               rtol=0)
+    assert abs(float(s.d) - want_y.sum()) < 0.01 * np.abs(want_y).sum()

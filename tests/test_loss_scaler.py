@@ -111,7 +111,7 @@ def test_unscale_before_clipping_is_not_repeated_by_step(backend):
     np.testing.assert_allclose(w.d, W0 - X)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, nna.bfloat16])
 def test_fused_unscale_flags_any_non_finite_element(backend, dtype):
     rng = np.random.default_rng(0)
     gs = [rng.standard_normal(n).astype(dtype) for n in (1, 300, 4097)]
