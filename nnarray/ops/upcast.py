@@ -11,6 +11,7 @@ kernels with ``wrap`` at registration (``backends/*/low.py``); kernels that load
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -65,6 +66,7 @@ def widened(op: str, backend: str, fn: Callable, cast: Callable, args: tuple,
 
 
 def _wrapped(fn: Callable, op: str, backend: str, cast: Callable, low: frozenset) -> Callable:
+    @functools.wraps(fn)  # its signature, which callers check attributes against
     def k(*args: Any, **attrs: Any) -> Any:
         for a in args:
             if getattr(a, "dtype", None) in low:

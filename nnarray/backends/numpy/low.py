@@ -9,6 +9,7 @@ compute bfloat16 in float32 too, rounding once, as the device kernels do."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ def _rounded_once(name: str) -> None:
     small = getattr(fn, "small", None)
 
     def wide(f: Any) -> Any:
+        @functools.wraps(f)
         def g(x: Any, out: Any = None) -> Any:
             if x.dtype != bfloat16:
                 return f(x) if out is None else f(x, out)
