@@ -116,3 +116,10 @@ def test_module_to_dtype_casts_variables_and_keeps_statistics(backend):
     with pytest.raises(nna.DTypeError, match="floating"):
         m.to(dtype=np.int32)
     assert {v.dtype for v in m.parameters().values()} == {np.dtype(np.float32)}
+
+
+def test_module_to_dtype_keeps_tied_weights_tied():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+    m[1].W = m[0].W
+    m.half()
+    assert m[1].W is m[0].W and m[0].W.dtype == np.float16

@@ -18,10 +18,14 @@ def cast_module(module: Any, dtype: Any) -> None:
     d = normalize(dtype, "Module.to")
     if not is_floating(d):
         raise DTypeError(f"Module.to: argument 'dtype' must be a floating dtype, got {d}")
+    done: dict[int, Any] = {}  # a Variable held twice (tied weights) stays one
     for _, m in module.named_modules():
         for name, a in list(m._arrays.items()):
             if isinstance(a, grad.Variable) and is_floating(a.dtype) and a.dtype != d:
-                setattr(m, name, _cast(a, d))
+                new = done.get(id(a))
+                if new is None:
+                    new = done[id(a)] = _cast(a, d)
+                setattr(m, name, new)
 
 
 def _cast(v: Any, dtype: Any) -> Any:
