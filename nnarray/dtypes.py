@@ -1,18 +1,30 @@
-"""Supported dtypes and numpy's promotion rules, with Python scalars weak (NEP 50)."""
+"""Supported dtypes and numpy's promotion rules, with Python scalars weak (NEP 50).
+
+``bfloat16`` is ``ml_dtypes``'s numpy dtype (the one JAX and TensorFlow use); its numpy
+``kind`` is ``"V"``, so floating checks go through ``is_floating`` or ``FLOATS``, never
+``dtype.kind == "f"``. Promotion is numpy's with ``ml_dtypes`` loaded: bfloat16 with
+float16 gives float32 (as torch), with float32 float32."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .errors import DTypeError
 
+#: Brain floating point: float32's exponent range, 8 bits of significand.
+bfloat16: np.dtype = np.dtype(ml_dtypes.bfloat16)
 SUPPORTED: tuple[np.dtype, ...] = tuple(np.dtype(t) for t in (
     np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
-    np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64, np.complex128))
-FLOATS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+    np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64, np.complex128,
+    bfloat16))
+FLOATS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64,
+                                                             bfloat16))
+#: The 16-bit floating dtypes (stored in 16 bits, computed in float32 where it matters).
+LOW: frozenset[np.dtype] = frozenset((np.dtype(np.float16), bfloat16))
 SIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32,
                                                              np.int64))
 UNSIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32,
@@ -100,6 +112,11 @@ def normalize(dtype: Any, op: str = "dtype", arg: str = "dtype") -> np.dtype:
     except TypeError:
         pass
     return d
+
+
+def is_floating(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a real floating dtype (bfloat16 included)."""
+    return dtype in FLOATS
 
 
 def is_scalar(x: Any) -> bool:

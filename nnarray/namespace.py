@@ -27,6 +27,7 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
                                                        np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+bfloat16 = _dtypes.bfloat16  # an extension (ml_dtypes' numpy dtype), like float16
 
 e = math.e
 inf = math.inf
@@ -203,7 +204,8 @@ def __array_namespace_info__(*, api_version: str | None = None) -> Info:
 
 
 __all__ = [
-    "__array_api_version__", "__array_namespace_info__", "bool", "can_cast", "complex64",
+    "__array_api_version__", "__array_namespace_info__", "bfloat16", "bool", "can_cast",
+    "complex64",
     "complex128", "e",
     "finfo", "float16", "float32", "float64", "iinfo", "inf", "int16", "int32", "int64",
     "int8", "isdtype", "nan", "newaxis", "pi", "result_type", "uint16", "uint32", "uint64",

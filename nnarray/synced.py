@@ -186,14 +186,17 @@ class SyncedArray:
         self._fill = _NO_FILL
         if self._head is None:
             self._head = host
-        h = np.asarray(memoryview(x))  # views of h keep h (not x) as their base
+        # views of h keep h (not x) as their base; a dtype the buffer protocol lacks
+        # (bfloat16) is handed out as a view of its bits' handle, which is tracked
+        t = np.asarray(memoryview(x if x.dtype.char != "E" else x.view(np.uint16)))
+        h = t if t.dtype == x.dtype else t.view(x.dtype)
         k = id(self)
         e = _handles.get(k)
         if e is None or e[0]() is not self:
             fresh = (weakref.ref(self, lambda _, k=k: _handles.pop(k, None)), [])
             e = _handles.setdefault(k, fresh) if e is None else fresh
             _handles[k] = e  # (atomic setdefault: threads handing out at once share one)
-        e[1].append(weakref.ref(h, lambda r, k=k: _handle_gone(k, r)))
+        e[1].append(weakref.ref(t, lambda r, k=k: _handle_gone(k, r)))
         c = self._copies
         if len(c) > 1:
             stale = self._stale if self._stale is not None else {}

@@ -114,7 +114,7 @@ def angle(x: Any, /) -> Any:
     _require("angle", x)
     if x.dtype.kind == "c":
         return F.angle(x)
-    xf = x if x.dtype.kind == "f" else F.cast(x, _dtypes.default_float())
+    xf = x if _dtypes.is_floating(x.dtype) else F.cast(x, _dtypes.default_float())
     return F.atan2(F.mul(F.abs(xf), 0.0), xf)  # +0 imaginary parts, as numpy
 
 
@@ -548,7 +548,7 @@ def min(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
 def mean(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
     """The arithmetic mean over ``axis`` (real or complex floating inputs)."""
     _require("mean", x)
-    if x.dtype.kind not in "fc":
+    if x.dtype not in _dtypes.INEXACT:
         raise DTypeError(f"mean: argument 'x' must be floating, got {x.dtype} "
                          f"(shape {x.shape})")
     return _same("mean", F.mean, x, axis, keepdims)
@@ -570,7 +570,7 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
     """The variance over ``axis`` with ``correction`` degrees of freedom removed."""
     _require("var", x)
-    if x.dtype.kind != "f":
+    if not _dtypes.is_floating(x.dtype):
         raise DTypeError(f"var: argument 'x' must be floating, got {x.dtype} (shape {x.shape})")
     axes = norm_axes("var", _axes("var", x, axis), x.shape)
     n = 1

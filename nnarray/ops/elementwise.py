@@ -24,6 +24,7 @@ from ..context import dispatch_context, scope_var
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
 from ..registry import dispatch
+from . import autocast as _autocast
 from . import ufuncs as _ufuncs
 from .backward import backward as _backward
 from .backward import fit as _fit
@@ -272,8 +273,12 @@ class BinaryOp(Op):
         """The public ``F`` function of this op (``fn.op`` is the op)."""
         op, opname, metas, last = self, self.name, self.metas, self.last
         ranges = _INT_RANGES
+        cast = opname in _autocast.POLICY  # then under autocast: the inputs cast first
+        active = _autocast.ACTIVE
 
         def fn(a: Any, b: Any, name: Any = None) -> Any:
+            if cast and active[0]:
+                a, b = _autocast.cast_inputs(opname, (a, b))
             if name is not None:  # a graph node's name (``nnarray.grad.naming``)
                 return op(a, b, name=name)
             if type(a) is NdArray:
@@ -345,8 +350,12 @@ class UnaryOp(Op):
     def function(self) -> Any:
         """The public ``F`` function of this op (``fn.op`` is the op)."""
         op, metas, last = self, self.metas, self.last
+        cast = op.name in _autocast.POLICY  # then under autocast: the input cast first
+        active = _autocast.ACTIVE
 
         def fn(x: Any, name: Any = None) -> Any:
+            if cast and active[0]:
+                (x,) = _autocast.cast_inputs(op.name, (x,))
             if type(x) is NdArray and name is None:
                 d = metas.get(x.dtype)
                 if d is not None:
@@ -561,6 +570,7 @@ signbit, floor_divide = _unary_ops["signbit"], _binary_ops["floor_divide"]
 leaky_relu = Op("leaky_relu", _infer_leaky_relu)
 clip = Op("clip", _infer_clip)
 cast = Op("cast", _infer_cast)
+_autocast.cast_op[0] = cast
 where = Op("where", _infer_where, pure=True)
 
 for _n, (_, _keep, _da, _db) in BINARY.items():

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...dtypes import promote
 from ...registry import register_kernel
+from .amp import register_xp_amp
 from .complex import (
     register_xp_complex,
     standard_expm1,
@@ -57,6 +58,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
         return out
 
     register_sorting_kernels(backend, xp, fresh)
+    register_xp_amp(backend, xp)
 
     def _none(v: Any) -> Any:
         """``v`` with no elements (a scalar as is): a ufunc on it gives the result dtype
