@@ -53,23 +53,24 @@ class Plan:
     def backward_order(self) -> list:
         """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
         if self.bwd is None:
-            self.bwd = backward_order(self.order, lambda v: v._need_grad)
+            self.bwd = backward_order(self.order, lambda v: v._parent is None and v._need_grad)
         return self.bwd
 
 
-def backward_order(order: list, leaf_needs: Any) -> list:
+def backward_order(order: list, source: Any) -> list:
     """``[(node, need)]`` for the nodes of ``order`` a gradient flows through, by
-    descending rank: from the floating leaves for which ``leaf_needs(v)`` holds, through
-    intermediates that do not opt out (``need_grad=False`` set on them)."""
+    descending rank: from the floating values for which ``source(v)`` holds (leaves, or
+    ``grad.grad``'s targets, which may be intermediates), through intermediates that do
+    not opt out (``need_grad=False`` set on them)."""
     req: dict[int, bool] = {}
 
     def requires(v: Any) -> bool:
         if not isinstance(v, Variable) or v.dtype not in _FLOATS:
             return False
+        if source(v):
+            return True
         p = v._parent
-        if p is None:
-            return leaf_needs(v)
-        return req.get(id(p), False) and (v._need_grad or not v._explicit)
+        return p is not None and req.get(id(p), False) and (v._need_grad or not v._explicit)
 
     out = []
     for n in order:
