@@ -109,14 +109,20 @@ class Departures:
         """Abort every rank: this one waits in ``what`` for a rank that departed."""
         gone = ", ".join(f"rank {r} of {self.size} {how}"
                          for r, how in sorted(self.departed.items()))
-        try:
-            sys.stdout.flush()
-            sys.stderr.write(f"nnarray.distributed: {gone} while rank {self.rank} waits for "
-                             f"it in {what}; aborting all {self.size} ranks\n")
-            sys.stderr.flush()
-            time.sleep(FORWARD_S)
-        finally:
-            self.abort(1)
+        abort_with(f"nnarray.distributed: {gone} while rank {self.rank} waits for it in "
+                   f"{what}; aborting all {self.size} ranks\n", self.abort, 1)
+
+
+def abort_with(text: str, abort: Callable[[int], Any], status: int) -> None:
+    """Write ``text`` to stderr, give MPI a moment to forward it, then ``abort(status)``
+    (every rank), whatever the write does."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        time.sleep(FORWARD_S)
+    finally:
+        abort(status)
 
 
 def install(rank: int, size: int, abort: Callable[[int], Any],
@@ -128,27 +134,20 @@ def install(rank: int, size: int, abort: Callable[[int], Any],
 
     def hook(etype: type, value: BaseException, tb: Any) -> None:
         try:
-            sys.stdout.flush()
-            sys.stderr.write("".join(traceback.format_exception(etype, value, tb)))
-            sys.stderr.write(message(rank, size, etype, value) + "\n")
-            sys.stderr.flush()
-            time.sleep(FORWARD_S)
-        finally:
-            abort(1)
+            text = "".join(traceback.format_exception(etype, value, tb)) + \
+                message(rank, size, etype, value) + "\n"
+        except Exception:  # the abort must happen whatever formatting does
+            text = f"nnarray.distributed: rank {rank} of {size}: {etype.__name__}\n"
+        abort_with(text, abort, 1)
 
     exit_, os_exit, pid = sys.exit, os._exit, os.getpid()
 
     def leave(how: str, status: object) -> None:
         """Abort every rank with one line naming this one and how it left."""
         during = f" during {_regions[-1]}" if _regions else ""
-        try:
-            sys.stdout.flush()
-            sys.stderr.write(f"nnarray.distributed: rank {rank} of {size} called {how}"
-                             f"{during}; aborting all {size} ranks\n")
-            sys.stderr.flush()
-            time.sleep(FORWARD_S)
-        finally:
-            abort(status if isinstance(status, int) and status != 0 else 1)
+        abort_with(f"nnarray.distributed: rank {rank} of {size} called {how}{during}; "
+                   f"aborting all {size} ranks\n", abort,
+                   status if isinstance(status, int) and status != 0 else 1)
 
     def exit(status: object = None) -> None:
         if (status is not None and status != 0) or _regions:
