@@ -49,7 +49,7 @@ _INT_RANGES = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
                          np.uint8, np.uint16, np.uint32, np.uint64)}
 
 
-def _wide_int(name: str, a: Any, b: Any, d: np.dtype) -> int | None:
+def _wide_int(a: Any, b: Any, d: np.dtype) -> int | None:
     """The Python int among ``a``, ``b`` outside the range of ``d`` (the integer dtype
     the op computes in), else ``None``."""
     r = _INT_RANGES.get(d)
@@ -64,7 +64,7 @@ def _wide_int(name: str, a: Any, b: Any, d: np.dtype) -> int | None:
 def _check_int_fits(name: str, a: Any, b: Any, d: np.dtype) -> None:
     """numpy 2's ``OverflowError`` for a Python int ``d`` cannot hold (NEP 50: it is
     never wrapped, in eager calls, graphs and fused kernels alike)."""
-    v = _wide_int(name, a, b, d)
+    v = _wide_int(a, b, d)
     if v is not None:
         shapes = ", ".join(str(getattr(x, "shape", ())) for x in (a, b))
         raise OverflowError(f"{name}: Python integer {v} out of bounds for {d} "
@@ -116,11 +116,12 @@ def _out_of_range(op: Any, a: Any, b: Any) -> Any:
         if type(a) is int and a not in (0, 1):
             return op(int(bool(a)), b)
         return op(a, int(bool(b))) if type(b) is int and b not in (0, 1) else None
-    v = _wide_int(op.name, a, b, _promote(op.name, a, b))
+    d = _promote(op.name, a, b)
+    v = _wide_int(a, b, d)
     if v is None:
         return None
     if rule != "compare":
-        _check_int_fits(op.name, a, b, _promote(op.name, a, b))
+        _check_int_fits(op.name, a, b, d)
     above, below = _CONSTANT_COMPARE[op.name]
     truth = above if v > 0 else below
     if a is v:  # ``c OP x`` is ``x OP' c`` with the order reversed
