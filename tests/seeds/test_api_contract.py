@@ -265,7 +265,8 @@ SIGNATURES = [
     ("nnarray.pad", [("x", REQUIRED), ("pad_width", REQUIRED), ("mode", "constant"),
                      ("constant_values", 0)]),
     # 11, built
-    ("nnarray.nn.Linear", [("base_axis", 1)]),
+    ("nnarray.nn.Linear", [("in_features", REQUIRED), ("out_features", REQUIRED),
+                           ("bias", True), ("base_axis", 1)]),
 ]
 
 
