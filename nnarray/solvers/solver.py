@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import numbers
 import os
 from abc import ABC, abstractmethod
@@ -38,7 +39,6 @@ def _signatures(items: dict[str, Any]) -> list[tuple]:
              (p.data.head or "").partition(":")[0]) for k, p in items.items()]
 
 
-_UNSET: Any = object()  # no ``master_dtype`` given
 _SAME_DEVICE = contextlib.nullcontext()  # the parameter already lives on the current device
 
 
@@ -46,15 +46,21 @@ def _takes_params(init: Any) -> Any:
     """``init`` also taking torch's spelling ``Solver(params, lr=...)``: a first argument
     that is not a number is the parameters, set after ``init`` ran."""
     @functools.wraps(init)
-    def wrapped(self: Any, *args: Any, master_dtype: Any = _UNSET, **kwargs: Any) -> None:
+    def wrapped(self: Any, *args: Any, master_dtype: Any = None, **kwargs: Any) -> None:
         params = None
         if args and not isinstance(args[0], numbers.Real):
             params, args = args[0], args[1:]
         init(self, *args, **kwargs)
-        if master_dtype is not _UNSET:
+        if master_dtype is not None:  # None: parameters update in their own dtype
             self.master_dtype = _master.check_dtype(type(self).__name__, master_dtype)
         if params is not None:
             self.set_parameters(params)
+    sig = inspect.signature(init)
+    extra = inspect.Parameter("master_dtype", inspect.Parameter.KEYWORD_ONLY, default=None)
+    ps = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    wrapped.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[*ps, extra, *[p for p in sig.parameters.values()
+                                  if p.kind is p.VAR_KEYWORD]])
     return wrapped
 
 

@@ -116,7 +116,11 @@ NAMES = {
         "nnarray.solvers.SGD.state_dict", "nnarray.solvers.SGD.load_state_dict",
         "nnarray.NdArray.to", "nnarray.NdArray.detach",
         "nnarray.NdArray.unsqueeze", "nnarray.NdArray.view", "nnarray.grad.Variable.detach",
-    ],
+    ] + [f"nnarray.grad.{f}" for f in (
+        "grad vjp jvp hvp vhp jacobian hessian gradgradcheck").split()] + [
+        "nnarray.bfloat16", "nnarray.autocast", "nnarray.autocast.policy",
+        "nnarray.solvers.LossScaler", "nnarray.nn.Module.half", "nnarray.nn.Module.bfloat16",
+        "nnarray.set_default_dtype", "nnarray.set_default_device"],
 }
 
 
@@ -267,6 +271,19 @@ SIGNATURES = [
     # 11, built
     ("nnarray.nn.Linear", [("in_features", REQUIRED), ("out_features", REQUIRED),
                            ("bias", True), ("base_axis", 1)]),
+    ("nnarray.grad.grad", [("outputs", REQUIRED), ("inputs", REQUIRED),
+                           ("grad_outputs", None), ("create_graph", False),
+                           ("retain_graph", None), ("allow_unused", False)]),
+    ("nnarray.grad.Variable.backward", [("self", REQUIRED), ("grad", 1),
+                                        ("clear_buffer", False), ("retain_graph", False),
+                                        ("create_graph", False)]),
+    ("nnarray.grad.gradgradcheck", [("fn", REQUIRED), ("inputs", REQUIRED)]),
+    ("nnarray.solvers.LossScaler", [("init_scale", 2 ** 16), ("growth_factor", 2),
+                                    ("backoff_factor", 0.5), ("growth_interval", 2000)]),
+    ("nnarray.autocast", [("dtype", nna.bfloat16), ("enabled", True)]),
+    ("nnarray.solvers.SGD", [("master_dtype", None)]),
+    ("nnarray.solvers.Adam", [("master_dtype", None)]),
+    ("nnarray.nn.Module.to", [("dtype", ...)]),
 ]
 
 
@@ -348,28 +365,9 @@ def test_pool_modules_take_nnabla_pad():
 # =========================================================================================
 
 PENDING = [
-    ("nnarray.grad.grad", None, 37),
-    ("nnarray.grad.vjp", None, 37),
-    ("nnarray.grad.jvp", None, 37),
-    ("nnarray.grad.hvp", None, 37),
-    ("nnarray.grad.vhp", None, 37),
-    ("nnarray.grad.jacobian", None, 37),
-    ("nnarray.grad.hessian", None, 37),
-    ("nnarray.grad.gradgradcheck", None, 37),
-    ("nnarray.grad.Variable.backward", ("create_graph", False), 37),  # API.md section 5
-    ("nnarray.bfloat16", None, 38),
-    ("nnarray.autocast", None, 38),
-    ("nnarray.autocast.policy", None, 38),
-    ("nnarray.solvers.LossScaler", None, 38),
-    ("nnarray.solvers.SGD", ("master_dtype", ...), 38),
-    ("nnarray.nn.Module.to", ("dtype", ...), 38),
-    ("nnarray.nn.Module.half", None, 38),
-    ("nnarray.nn.Module.bfloat16", None, 38),
     ("nnarray.grad.cuda_graphs", None, 39),
     ("nnarray.data.DataLoader", ("device", ...), 39),
     ("nnarray.data.DataLoader", ("pin_memory", False), 39),
-    ("nnarray.set_default_dtype", None, 43),
-    ("nnarray.set_default_device", None, 43),
 ]
 
 
