@@ -284,32 +284,34 @@ class BinaryOp(Op):
                 return op(a, b, name=name)
             if type(a) is NdArray:
                 tb = type(b)
+                # the slots behind ``shape``/``dtype`` (properties: checked setters)
+                sa, da = a._shape, a._dtype
                 if tb is NdArray:  # the short key (``_short_key``), inlined
-                    if a.shape == b.shape:
-                        d = metas.get(a.dtype) if a.dtype is b.dtype else \
-                            metas.get((a.dtype, b.dtype))
+                    if sa == b._shape:
+                        db = b._dtype
+                        d = metas.get(da) if da is db else metas.get((da, db))
                     else:  # a broadcast: the full key (``meta_key``), inlined
-                        m = metas.get(((a.shape, a.dtype), (b.shape, b.dtype)))
+                        m = metas.get(((sa, da), (b._shape, b._dtype)))
                         if m is not None:
                             k = dispatch(op, dispatch_context((a, b), opname))
-                            if m[0][0] == a.shape:  # ``fast`` sizes the result by a's
+                            if m[0][0] == sa:  # ``fast`` sizes the result by a's
                                 return k.fast(a, b, m[0])
                             return k.run((a, b), {}, m)
                         d = None
                 elif tb is float:
-                    d = metas.get((a.dtype, tb))
+                    d = metas.get((da, tb))
                 elif tb is int:  # one that a's integer dtype cannot hold: ``op``
-                    r = ranges.get(a.dtype)
-                    d = metas.get((a.dtype, tb)) if r is None or r[0] <= b <= r[1] else None
+                    r = ranges.get(da)
+                    d = metas.get((da, tb)) if r is None or r[0] <= b <= r[1] else None
                 else:
                     d = None
                 if d is not None:
                     c = scope_var.get(None)  # ``dispatch``'s memo hit, inlined
                     p = last[0]
                     if p[0] is c and c is not None and p[1].valid:
-                        return p[1].fast(a, b, (a.shape, d))
+                        return p[1].fast(a, b, (sa, d))
                     return dispatch(op, dispatch_context((a, b), opname)).fast(
-                        a, b, (a.shape, d))
+                        a, b, (sa, d))
             elif isinstance(a, GraphValue) and type(b) is not int:
                 return a._record_binary(op, a, b)
             return op(a, b)
@@ -358,14 +360,14 @@ class UnaryOp(Op):
             if cast and active[0]:
                 (x,) = _autocast.cast_inputs(op.name, (x,))
             if type(x) is NdArray and name is None:
-                d = metas.get(x.dtype)
+                d = metas.get(x._dtype)  # the slot behind ``dtype`` (a checked property)
                 if d is not None:
                     c = scope_var.get(None)  # ``dispatch``'s memo hit, inlined
                     p = last[0]
                     if p[0] is c and c is not None and p[1].valid:
-                        return p[1].fast(x, None, (x.shape, d))
+                        return p[1].fast(x, None, (x._shape, d))
                     return dispatch(op, dispatch_context((x,), op.name)).fast(
-                        x, None, (x.shape, d))
+                        x, None, (x._shape, d))
             return op(x, name)
         fn.__name__ = fn.__qualname__ = op.name
         fn.__doc__ = f"Elementwise ``{op.name}`` (see ``UNARY``)."
