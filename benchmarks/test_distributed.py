@@ -75,7 +75,7 @@ def job(backend: str, ranks: int, steps: int) -> dict:
         cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m",
                "benchmarks.data_parallel_job", backend, str(steps), str(out)]
         p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=300)
+                           timeout=600)
         assert p.returncode == 0, f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}"
         return json.loads(out.read_text())
 

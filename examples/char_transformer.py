@@ -4,7 +4,8 @@ Token and position embeddings, ``--layers`` pre-norm blocks (``LayerNorm`` ->
 causal ``MultiheadAttention`` -> residual, ``LayerNorm`` -> ``GELU`` MLP -> residual), a
 final ``LayerNorm`` and a linear head. Batches come from ``nnarray.data.DataLoader``; the
 solver is ``AdamW`` with ``CosineSchedule`` (linear warmup) and ``nn.clip_grad_norm``. At
-the end the model writes ``--sample`` characters, one at a time.
+the end the model writes ``--sample`` characters, one at a time. ``--precision bfloat16``
+(or ``float16``, with a ``LossScaler``) runs the products under ``nna.autocast``.
 
     python examples/char_transformer.py --backend opencl --steps 300
 """
@@ -108,6 +109,9 @@ def main() -> int:
     ap.add_argument("--clip", type=float, default=1.0, help="gradient norm limit")
     ap.add_argument("--sample", type=int, default=200, help="characters to write at the end")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--precision", choices=("float32", "bfloat16", "float16"),
+                    default="float32", help="autocast dtype of the products (float16 with "
+                    "loss scaling); parameters and the optimizer stay float32")
     args = ap.parse_args()
     if _cli.unavailable(args.backend):
         return 2
@@ -124,17 +128,22 @@ def main() -> int:
         print(f"{len(text)} characters, vocabulary {len(chars)}, "
               f"{sum(p.size for p in model.parameters().values())} parameters, "
               f"backend {args.backend}")
+        low = None if args.precision == "float32" else np.dtype(getattr(nna, args.precision))
+        scaler = solvers.LossScaler(enabled=args.precision == "float16")
         step, start, loss = 0, time.perf_counter(), None
         while step < args.steps:
             for x, y in loader:
                 opt.zero_grad()
-                with grad.auto_forward():
+                with grad.auto_forward(), nna.autocast(low or nna.bfloat16, low is not None):
                     loss = lm_loss(model(grad.Variable.from_ndarray(x)),
                                    grad.Variable.from_ndarray(y))
-                loss.backward()
+                    scaled = scaler.scale(loss)  # define-by-run: the product runs now
+                scaled.backward()
+                scaler.unscale_(opt)  # the norm of the true gradients (a no-op if disabled)
                 norm = nn.clip_grad_norm(model.parameters(), args.clip)
                 lr = opt.lr  # this step's rate (the schedule sets the next one)
-                opt.update()
+                scaler.step(opt)  # opt.update(), skipped on a non-finite float16 gradient
+                scaler.update()
                 sched.step()
                 step += 1
                 if step % 50 == 0 or step in (1, args.steps):

@@ -86,7 +86,7 @@ class StaticStep:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _cli.parser(__doc__.splitlines()[0])
+    ap = _cli.parser(__doc__)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--width", type=int, default=64)

@@ -48,7 +48,7 @@ def loss_of(net: Net, xs: np.ndarray, bc_weight: float):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _cli.parser(__doc__.splitlines()[0])
+    ap = _cli.parser(__doc__)
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--points", type=int, default=32, help="collocation points per step")
     ap.add_argument("--width", type=int, default=24)

@@ -25,8 +25,10 @@ from .context import (
     device_synchronize,
     get_current_context,
     set_default_context,
+    set_default_device,
 )
 from .dlpack import from_dlpack
+from .dtypes import get_default_dtype, set_default_dtype
 from .einsum import einsum
 from .errors import (
     AttributeShapeError,
@@ -46,7 +48,10 @@ from .kernel import kernel_stats, reset_kernel_stats
 from .memory import empty_cache, memory_stats, reset_peak_memory
 from .namespace import *  # noqa: F403  (the Array API names; some shadow builtins)
 from .ndarray import NdArray, array
+from .ops.autocast import autocast
 from .ops.random import seed  # noqa: E402
+from .ops.upcast import reset_stats as reset_upcast_stats
+from .ops.upcast import stats as upcast_stats
 from .pad import pad
 from .registry import fallback_stats, register_kernel, reset_fallback_stats
 from .sorting import *  # noqa: F403  (the standard's sorting, searching, set functions)
@@ -61,12 +66,13 @@ __all__ = [
     "DeviceMismatchError", "DTypeError",
     "GraphError", "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError",
     "OutOfMemoryError", "ShapeError", "TransferError",
-    "array", "backends", "context_scope", "device_synchronize", "einsum", "empty_cache",
+    "array", "autocast", "backends", "context_scope", "device_synchronize", "einsum", "empty_cache",
     "fallback_stats", "kernel_stats", "pad",
     "from_dlpack", "full", "functions", "get_current_context", "memory_stats", "ones",
     "register_kernel", "registry", "reset_fallback_stats", "reset_kernel_stats",
     "reset_peak_memory", "reset_transfer_stats", "seed", "set_default_context",
-    "strict_transfers", "transfer_stats", "zeros",
+    "set_default_device", "set_default_dtype", "get_default_dtype",
+    "strict_transfers", "transfer_stats", "zeros", "upcast_stats", "reset_upcast_stats",
     *namespace.__all__, *xp_functions.__all__, *sorting.__all__,
 ]
 

@@ -98,6 +98,18 @@ def _from_environment() -> Context:
 
 
 _default = _from_environment()
+
+
+def _device_from_environment() -> Context | None:
+    """``NNARRAY_DEFAULT_DEVICE`` (e.g. ``opencl``): where creation functions make arrays
+    (``set_default_device``); checked on first use, like any context."""
+    spec = os.environ.get("NNARRAY_DEFAULT_DEVICE", "").strip()
+    return Context.parse(spec) if spec else None
+
+
+#: ``set_default_device``/``NNARRAY_DEFAULT_DEVICE``: the standard's default device, where
+#: *new* arrays are made (ops still follow their inputs); ``None``: the default context.
+_default_device: Context | None = _device_from_environment()
 _current: contextvars.ContextVar[Context] = contextvars.ContextVar("nnarray_context")
 #: ``scope_var.get(None)``: the innermost ``context_scope``'s Context, else ``None``; what
 #: ``dispatch_context`` answers first (the elementwise fast paths read it inline).
@@ -117,6 +129,33 @@ def get_current_context() -> Context:
     return _current.get(_default)
 
 
+def creation_context(device: Context | str | None = None) -> Context:
+    """Where a creation function makes its array: ``device`` when given, else the
+    innermost ``context_scope``, else the default device (``set_default_device``), else
+    the default context."""
+    if device is not None:
+        return as_context(device)
+    c = _current.get(None)
+    if c is not None:
+        return c
+    return _default if _default_device is None else _default_device
+
+
+def set_default_device(device: Context | str | None) -> None:
+    """The array API standard's default device (``torch.set_default_device``): creation
+    functions (``asarray``, ``zeros``, ``arange``, ...) make new arrays on ``device``
+    (validated; ``None`` resets it), while every op runs where its inputs are (unlike
+    ``set_default_context``, nnabla's rule, under which the context decides where ops
+    run, which this leaves as it was)."""
+    global _default_device
+    if device is None:
+        _default_device = None
+        return
+    ctx = as_context(device)
+    _check(ctx)
+    _default_device = ctx
+
+
 def device_created(backend: str) -> None:
     """Called by ``backends.get_device`` for each new device: a device besides the host
     turns on the device-follows-data rule unless the user chose a default."""
@@ -131,8 +170,9 @@ def follow(arrays: Sequence, op: str = "op") -> Context:
     last written: reads (host copies, DLPack export, printing) never change it. Inputs
     that are lazily filled or 0-D (like scalars) only decide where no other input does,
     and a 0-D or lazy host array never pulls work back. A non-host device and the host
-    together run on the default (the host) with counted transfers; two different
-    non-host devices raise ``DeviceMismatchError``."""
+    together run on the non-host device (the host operand uploaded once, counted: a model
+    moved to a device takes host batches); two different non-host devices raise
+    ``DeviceMismatchError``."""
     dev = weak = host = None
     for x in arrays:
         h = getattr(x, "_head", None)
@@ -148,9 +188,9 @@ def follow(arrays: Sequence, op: str = "op") -> Context:
         elif h is not dev:
             _mismatch(op, arrays, dev, h)
     if dev is None:
+        if weak is None or host is not None:
+            return _default
         dev = weak
-    if dev is None or host is not None:
-        return _default
     return context_of(dev)
 
 

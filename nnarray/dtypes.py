@@ -1,17 +1,30 @@
-"""Supported dtypes and numpy's promotion rules, with Python scalars weak (NEP 50)."""
+"""Supported dtypes and numpy's promotion rules, with Python scalars weak (NEP 50).
+
+``bfloat16`` is ``ml_dtypes``'s numpy dtype (the one JAX and TensorFlow use); its numpy
+``kind`` is ``"V"``, so floating checks go through ``is_floating`` or ``FLOATS``, never
+``dtype.kind == "f"``. Promotion is numpy's with ``ml_dtypes`` loaded: bfloat16 with
+float16 gives float32 (as torch), with float32 float32."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .errors import DTypeError
 
+#: Brain floating point: float32's exponent range, 8 bits of significand.
+bfloat16: np.dtype = np.dtype(ml_dtypes.bfloat16)
 SUPPORTED: tuple[np.dtype, ...] = tuple(np.dtype(t) for t in (
     np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
-    np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64, np.complex128))
-FLOATS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+    np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64, np.complex128,
+    bfloat16))
+FLOATS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64,
+                                                             bfloat16))
+#: The 16-bit floating dtypes (stored in 16 bits, computed in float32 where it matters).
+LOW: frozenset[np.dtype] = frozenset((np.dtype(np.float16), bfloat16))
 SIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32,
                                                              np.int64))
 UNSIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32,
@@ -25,6 +38,61 @@ _names = ", ".join(d.name for d in SUPPORTED)
 _norm_cache: dict[Any, np.dtype] = {}
 _promote_cache: dict[tuple, np.dtype] = {}
 _WEAK = {float: 0.0, int: 0, bool: False, complex: 0j}
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_COMPLEX_OF = {_F32: np.dtype(np.complex64), _F64: np.dtype(np.complex128)}
+
+
+def _float_from_environment() -> np.dtype:
+    """``NNARRAY_DEFAULT_FLOAT`` (``float32`` or ``float64``), else float32."""
+    spec = os.environ.get("NNARRAY_DEFAULT_FLOAT", "").strip()
+    if not spec:
+        return _F32
+    try:
+        d = np.dtype(spec)
+    except TypeError:
+        d = None
+    if d not in _COMPLEX_OF:
+        raise DTypeError(f"NNARRAY_DEFAULT_FLOAT={spec!r}: expected float32 or float64")
+    return d
+
+
+#: ``(real floating, complex floating)`` defaults of creation, replaced whole (one
+#: assignment, so a thread never sees half of a change): ``set_default_dtype``.
+_defaults: tuple[np.dtype, np.dtype] = (_float_from_environment(),
+                                        _COMPLEX_OF[_float_from_environment()])
+
+
+def defaults() -> tuple[np.dtype, np.dtype]:
+    """``(real floating, complex floating)`` defaults, read together (one read: a thread
+    switching them meanwhile never splits the pair)."""
+    return _defaults
+
+
+def default_float() -> np.dtype:
+    """The default real floating dtype of creation (float32 unless set)."""
+    return _defaults[0]
+
+
+def default_complex() -> np.dtype:
+    """The default complex dtype: complex64 with float32, complex128 with float64."""
+    return _defaults[1]
+
+
+def set_default_dtype(dtype: Any) -> None:
+    """Make ``dtype`` (float32 or float64) the default floating dtype of creation
+    functions, of Python floats in ``asarray`` and of ``default_dtypes()`` (process-wide,
+    as ``torch.set_default_dtype``; the complex default follows: complex64/complex128)."""
+    global _defaults
+    d = normalize(dtype, "set_default_dtype")
+    if d not in _COMPLEX_OF:
+        raise DTypeError(f"set_default_dtype: argument 'dtype' must be float32 or float64, "
+                         f"got {d}")
+    _defaults = (d, _COMPLEX_OF[d])
+
+
+def get_default_dtype() -> np.dtype:
+    """The default real floating dtype (``set_default_dtype``)."""
+    return _defaults[0]
 
 
 def normalize(dtype: Any, op: str = "dtype", arg: str = "dtype") -> np.dtype:
@@ -44,6 +112,11 @@ def normalize(dtype: Any, op: str = "dtype", arg: str = "dtype") -> np.dtype:
     except TypeError:
         pass
     return d
+
+
+def is_floating(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a real floating dtype (bfloat16 included)."""
+    return dtype in FLOATS
 
 
 def is_scalar(x: Any) -> bool:
@@ -75,12 +148,12 @@ def promote(op: str, *xs: Any, args: tuple[str, ...] = ("a", "b", "c")) -> np.dt
     d = _promote_cache.get(key)
     if d is None:
         parts = [_WEAK[k] if k in _WEAK else k for k in key]
-        if all(k in _WEAK for k in key):
+        if all(k in _WEAK for k in key):  # Python scalars only: the defaults (not cached)
             d = np.result_type(*[np.asarray(p) for p in parts])
             if d == np.float64:
-                d = np.dtype(np.float32)
-            elif d == np.complex128:
-                d = np.dtype(np.complex64)
+                return _defaults[0]
+            if d == np.complex128:
+                return _defaults[1]
         else:
             d = np.result_type(*parts)
         _promote_cache[key] = d

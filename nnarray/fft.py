@@ -170,7 +170,7 @@ def _norm(op: str, norm: Any) -> str:
 
 
 def _freq_dtype(op: str, dtype: Any) -> np.dtype:
-    d = np.dtype(np.float32) if dtype is None else dtypes.normalize(dtype, op)
+    d = dtypes.default_float() if dtype is None else dtypes.normalize(dtype, op)
     if d not in dtypes.FLOATS:
         raise DTypeError(f"{op}: argument 'dtype' must be real floating, got {d}")
     return d

@@ -244,18 +244,35 @@ _COMPOSITES = frozenset(("affine", "softmax_cross_entropy", "mean_squared_error"
 #: Functions whose graph depends on their inputs' shapes beyond each op's inference
 #: (a mean's N, a reshape target's -1): their static output node keeps the call
 #: (``Node.macro``), so binding the graph to new shapes calls them again. By name, for
-#: graphs loaded from JSON (besides ``_COMPOSITES``).
+#: graphs loaded from JSON (besides ``_COMPOSITES``); filled when the modules defining
+#: them are imported (``recalls``), so a fresh process loads what another saved.
 _RECALLED: dict[str, Any] = {}
+
+
+def recalls(fn: Any) -> Any:
+    """Register ``fn`` in ``_RECALLED`` by its name (at import time: a graph file names
+    its calls); two different functions under one name are a programming error."""
+    name = fn.__name__
+    have = _RECALLED.get(name)
+    if have is not None and getattr(have, "__wrapped__", have) is not \
+            getattr(fn, "__wrapped__", fn):
+        raise RuntimeError(f"recalls: two functions named '{name}'")
+    _RECALLED[name] = fn
+    return fn
 
 
 def recalled(out: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
     """Mark ``out`` (a static graph value, or a list of them) as made by
-    ``fn(*args, **kwargs)``, registered in ``_RECALLED``; anything else passes as is."""
+    ``fn(*args, **kwargs)``, which must be registered in ``_RECALLED`` (``recalls``);
+    anything else passes as is."""
     first = out[0] if type(out) in (list, tuple) and out else out
     node = getattr(first, "_parent", None)
     if node is None or node.dynamic:
         return out
-    _RECALLED.setdefault(fn.__name__, fn)
+    have = _RECALLED.get(fn.__name__)
+    if have is None or getattr(have, "__wrapped__", have) is not getattr(fn, "__wrapped__", fn):
+        raise RuntimeError(f"recalled: '{fn.__name__}' is not registered (F.recalls), so "
+                           "a saved graph calling it would not load in another process")
     return _op.naming.composite_result(out, fn.__name__, args, fn, kwargs)
 
 
@@ -265,13 +282,14 @@ def _wrap_all() -> None:
     for n, v in list(g.items()):
         if n.startswith("_") or not callable(v) or isinstance(v, (Op, type)) or \
                 hasattr(v, "op") or n in ("Any", "seed", "inplace", "assign", "sgd_update",
-                                          "recalled"):
+                                          "recalled", "recalls"):
             continue  # Ops and the binary ops' functions (``fn.op``) take name= themselves
         if getattr(v, "__module__", "").startswith("nnarray"):
             g[n] = _takes_name(v)
 
 
 _wrap_all()
+recalls(reshape)  # after wrapping: the function a graph's call names
 
 
 def _picklable() -> None:

@@ -19,9 +19,8 @@ import numpy as np
 from . import views
 from .device import Device
 from .errors import OutOfMemoryError
-from .memory import naming
+from .memory import naming, retry_kernel
 from .ndarray import NdArray
-from .synced import fast_runner, retry_run
 from .views import View
 
 #: Check every kernel's output against the inferred shape and dtype (tests enable it).
@@ -157,20 +156,29 @@ class Kernel:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         self.tally[0] += 1
         dev = self.device
-        xs = []
+        k = views.stripe(target)
+        # inputs of other roots are read first: a lock holder takes no other root's lock
+        xs = [x.native(dev) if type(x) is NdArray and views.stripe(x) != k else x
+              for x in inputs]
+        with views.LOCKS[k]:  # the target's copy-in to its copy-out, across threads
+            self._run_into(target, inputs, xs, attrs, mode)
+        return target
+
+    def _run_into(self, target: NdArray, inputs: Sequence, xs: list, attrs: dict,
+                  mode: str) -> None:
+        dev = self.device
         shared = target._fill.__class__ is View
-        for x in inputs:
+        for i, x in enumerate(inputs):
             if type(x) is NdArray:
                 if x._fill.__class__ is View:
                     shared = True
-                x = x.native(dev)
-            xs.append(x)
+                if xs[i] is x:  # the target's root (or its lock's): read under the lock
+                    xs[i] = x.native(dev)
         if shared:  # a view written (where its root is), or read while writing its root
             views.run_into(target, dev, mode, lambda out: self.fn(*xs, out=out, **attrs),
                            inputs)
-            return target
+            return
         self.fn(*xs, out=target.native(dev, mode), **attrs)
-        return target
 
     def run_inplace(self, targets: Sequence[NdArray], inputs: Sequence[NdArray],
                     attrs: dict) -> None:
@@ -180,12 +188,13 @@ class Kernel:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         self.tally[0] += 1
         dev = self.device
-        xs = _natives(inputs, dev)
-        for t in targets:
-            if t._fill.__class__ is View:  # views: written where their roots are
-                views.run_inplace(targets, dev, lambda outs: self.fn(outs, xs, **attrs))
-                return
-        self.fn(_natives(targets, dev, "rw"), xs, **attrs)
+        xs = _natives(inputs, dev)  # read first: a lock holder takes no other root's lock
+        with views.locked(targets):  # the targets' copy-in to copy-out, across threads
+            for t in targets:
+                if t._fill.__class__ is View:  # views: written where their roots are
+                    views.run_inplace(targets, dev, lambda outs: self.fn(outs, xs, **attrs))
+                    return
+            self.fn(_natives(targets, dev, "rw"), xs, **attrs)
 
     def emit(self, out: Any, meta: Meta, into: NdArray | None = None) -> NdArray:
         """``out`` (a fresh native array of the device) as an NdArray: adopted by
@@ -212,3 +221,57 @@ class Kernel:
         how = " composite" if self.composite else \
             f" fallback from {self.fallback[1]}" if self.fallback else ""
         return f"<Kernel {self.op} on {self.device.key}{how}>"
+
+
+# -- the fast path and the out-of-memory retry ------------------------------------------
+def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None,
+                tally: list | None = None) -> Any:
+    """``fast(a, b, meta)``: the one- and two-operand fast path of a plain kernel ``fn``
+    of ``op`` on ``dev`` (``a`` an array of ``cls`` of the result's shape; ``b`` another
+    (broadcast with it), a scalar, or ``None`` for a one-operand op; one output of
+    ``meta``). It reads the copies (``synced.py``'s ``_copies``) directly: F.add on tiny
+    arrays is all dispatch, and these few lines are most of it. A kernel may name in ``fn.small``
+    a ``(ufunc, limit)`` that computes the result of fewer than ``limit`` elements (not
+    0-D) directly, skipping its own allocation policy (one Python call less). Each run
+    adds one to ``tally[0]`` (the kernel's launch counter, ``Kernel.tally``)."""
+    uf, limit = getattr(fn, "small", (None, 0))
+    if tally is None:
+        tally = [0]
+
+    def fast(a: Any, b: Any, meta: tuple) -> Any:
+        tally[0] += 1
+        try:
+            x = a._copies.get(dev)
+            if x is None:
+                x = a._sync(dev, False)
+            if type(b) is cls:
+                y = b._copies.get(dev)
+                if y is None:
+                    y = b._sync(dev, False)
+                r = uf(x, y) if limit and x.size < limit and meta[0] else fn(x, y)
+            elif b is None:
+                r = uf(x) if limit and x.size < limit and meta[0] else fn(x)
+            else:
+                r = uf(x, b) if limit and x.size < limit and meta[0] else fn(x, b)
+        except OutOfMemoryError as e:
+            raise naming(op, e) from e
+        except MemoryError as e:  # the array library's own (CuPy's OutOfMemoryError)
+            r = retry_run(op, fn, dev, cls, meta, e, (a,) if b is None else (a, b))
+        if check is not None:
+            check(r, meta)
+        return wrap(r, dev, meta)
+    wrap = cls._wrap
+    return fast
+
+
+def retry_run(op: str, fn: Any, dev: Device, cls: type, meta: tuple, e: MemoryError,
+              inputs: tuple | list, attrs: dict | None = None) -> Any:
+    """``fn`` run once more on ``inputs`` (arrays of ``cls`` read on ``dev``) after the
+    array library ran out of memory (``retry_kernel``). Its own function: a closure over
+    a kernel runner's arguments makes them cells there, read indirectly on every call
+    (100 ns of a 1.3 us tiny add on numpy)."""
+    def again() -> Any:
+        xs = [x.native(dev) if type(x) is cls else x for x in inputs]
+        return fn(*xs, **attrs) if attrs else fn(*xs)
+    return retry_kernel(op, dev.key, meta, e, again)
+

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import discovery as backends
 from . import dtypes as _dtypes
-from .context import Context, as_context, get_current_context
+from .context import Context, as_context, creation_context
 from .errors import DTypeError
 
 __array_api_version__ = "2023.12"
@@ -27,6 +27,7 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
                                                        np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+bfloat16 = _dtypes.bfloat16  # an extension (ml_dtypes' numpy dtype), like float16
 
 e = math.e
 inf = math.inf
@@ -159,19 +160,27 @@ def _contexts() -> list[Context]:
 
 
 class Info:
-    """``nnarray.__array_namespace_info__()``: what this namespace supports."""
+    """``nnarray.__array_namespace_info__()``: what this namespace supports, as revision
+    ``api_version`` of the standard defines it (default: ``__array_api_version__``)."""
+
+    def __init__(self, api_version: str | None = None) -> None:
+        self.api_version = api_version or __array_api_version__
 
     def capabilities(self) -> dict:
-        return {"boolean indexing": True, "data-dependent shapes": True,
-                "max dimensions": None}
+        caps = {"boolean indexing": True, "data-dependent shapes": True}
+        if self.api_version >= "2024.12":  # the key 2024.12 added (None: no limit)
+            caps["max dimensions"] = None
+        return caps
 
     def default_device(self) -> Context:
-        return get_current_context()
+        """Where creation functions make arrays (``set_default_device``)."""
+        return creation_context()
 
     def default_dtypes(self, *, device: Any = None) -> dict:
         if device is not None:
             as_context(device)
-        return {"real floating": float32, "complex floating": complex64, "integral": int64,
+        real, cplx = _dtypes.defaults()
+        return {"real floating": real, "complex floating": cplx, "integral": int64,
                 "indexing": int64}
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict:
@@ -187,14 +196,16 @@ class Info:
         return _contexts()
 
 
-def __array_namespace_info__() -> Info:
+def __array_namespace_info__(*, api_version: str | None = None) -> Info:
     """The inspection object of the standard (``capabilities``, ``default_device``,
-    ``default_dtypes``, ``dtypes``, ``devices``)."""
-    return Info()
+    ``default_dtypes``, ``dtypes``, ``devices``) of revision ``api_version`` (an nnarray
+    extension; default ``__array_api_version__``)."""
+    return Info(api_version)
 
 
 __all__ = [
-    "__array_api_version__", "__array_namespace_info__", "bool", "can_cast", "complex64",
+    "__array_api_version__", "__array_namespace_info__", "bfloat16", "bool", "can_cast",
+    "complex64",
     "complex128", "e",
     "finfo", "float16", "float32", "float64", "iinfo", "inf", "int16", "int32", "int64",
     "int8", "isdtype", "nan", "newaxis", "pi", "result_type", "uint16", "uint32", "uint64",

@@ -57,7 +57,9 @@ class NdArray(SyncedArray, ArrayOperators):
 
     __slots__ = ()
 
-    def __init__(self, shape: int | Sequence[int] = (), dtype: Any = np.float32) -> None:
+    def __init__(self, shape: int | Sequence[int] = (), dtype: Any = None) -> None:
+        if dtype is None:  # float32 unless set_default_dtype says otherwise
+            dtype = dtypes.default_float()
         self._init_empty(normalize_shape(shape), dtypes.normalize(dtype, "NdArray"))
 
     # -- metadata (read as the slots are; assignments checked) -----------------------
@@ -143,6 +145,10 @@ class NdArray(SyncedArray, ArrayOperators):
         devices re-sync from the host while it lives, or refuse its writes after
         writing themselves."""
         host = backends.host_device()
+        v = views.of(self)
+        if v is not None and not v.contiguous:  # a strided view: alias, never a gathered copy
+            root = v.base.native(host, "r", explicit=True)
+            return self.hand_out(host, host.strided(root, v.offset, self.shape, v.strides))
         return self.hand_out(host, self.native(host, "r", explicit=True))
 
     @data.setter
@@ -157,7 +163,8 @@ class NdArray(SyncedArray, ArrayOperators):
             except ValueError:
                 raise ShapeError(f"NdArray.data: value of shape {v.shape} does not match "
                                  f"the array's shape {self.shape}") from None
-        if v.dtype.kind not in "biufc" or (v.dtype.kind == "c" and self.dtype.kind != "c"):
+        if v.dtype.kind not in "biufc" and v.dtype != dtypes.bfloat16 or \
+                (v.dtype.kind == "c" and self.dtype.kind != "c"):
             raise DTypeError(f"NdArray.data: cannot store values of dtype {v.dtype} in an "
                              f"array of {self.dtype}")
         self.native(backends.host_device(), "w", explicit=True)[...] = v
@@ -368,14 +375,17 @@ class NdArray(SyncedArray, ArrayOperators):
                                 self.current_copy(backends.host_device()) is not None)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """The host data, as numpy shares a CPU tensor's: for an array on the host a
+        """The host data, as numpy shares a CPU tensor's: for an array on the host (lazy
+        fills, views and never-written arrays whose device is the host included) a
         writable handle (``hand_out``: writes through it are never lost), for one on
         another device a read-only view of its host copy (a read never moves the array,
         so it cannot be written through); a writable copy when ``copy`` or ``dtype``
         asks for one."""
         self._implicit_read("np.asarray()")
         h = self.head_device
-        if h is not None and h.is_host and dtype is None and not copy and self.lazy_fill is None:
+        if h is None:
+            h = _device(None)
+        if h.is_host and dtype is None and not copy:
             return self.host_handle()
         return self._host_view(dtype, copy)
 
@@ -428,8 +438,11 @@ class NdArray(SyncedArray, ArrayOperators):
         return self.shape[0]
 
     def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
+        """The sub-arrays along the first axis; ``TypeError`` at once for a 0-d array, as
+        numpy's (so ``np.iterable(x)`` is False)."""
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:
         """Values (numpy's text, summarised when large), dtype and device (a host read)."""
@@ -486,23 +499,24 @@ def fill_value(dtype: np.dtype, value: Any, op: str, shape: tuple[int, ...]) -> 
     return dtype.type(value).item()
 
 
-def zeros(shape: Any, dtype: Any = np.float32) -> NdArray:
+def zeros(shape: Any, dtype: Any = None) -> NdArray:
     """A lazily zero-filled array (nothing allocated until first access)."""
     a = NdArray(shape, dtype)
     a.zero()
     return a
 
 
-def ones(shape: Any, dtype: Any = np.float32) -> NdArray:
+def ones(shape: Any, dtype: Any = None) -> NdArray:
     """A lazily one-filled array."""
-    return full(shape, 1, dtype)
+    return full(shape, 1, dtypes.default_float() if dtype is None else dtype)
 
 
 def full(shape: Any, value: Any, dtype: Any = None) -> NdArray:
-    """A lazily filled array; ``dtype=None`` infers float32/int64/bool from ``value``."""
+    """A lazily filled array; ``dtype=None`` infers the default float/int64/bool from
+    ``value``."""
     if dtype is None:
-        dtype = {bool: np.bool_, int: np.int64, complex: np.complex64}.get(type(value),
-                                                                          np.float32)
+        dtype = {bool: np.bool_, int: np.int64, complex: dtypes.default_complex()}.get(
+            type(value), dtypes.default_float())
         if isinstance(value, np.generic):
             dtype = value.dtype
     a = NdArray(shape, dtype)
@@ -512,11 +526,12 @@ def full(shape: Any, value: Any, dtype: Any = None) -> NdArray:
 
 def array(obj: Any, dtype: Any = None) -> NdArray:
     """An NdArray from a numpy array (dtype kept), an NdArray (copied) or Python data
-    (floats become float32, ints int64, bools bool)."""
+    (floats become the default float dtype, float32 unless set, ints int64, bools bool)."""
     if isinstance(obj, NdArray):
         return obj.astype(dtype if dtype is not None else obj.dtype)
     a = np.asarray(obj, dtype=dtype)
     if dtype is None and not isinstance(obj, (np.ndarray, np.generic)) and a.dtype.kind in "fc" \
             and a.itemsize in (8, 16):
-        a = a.astype(np.float32 if a.dtype.kind == "f" else np.complex64)
+        a = a.astype(dtypes.default_float() if a.dtype.kind == "f" else
+                     dtypes.default_complex())
     return NdArray.from_numpy_array(a)

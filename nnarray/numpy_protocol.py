@@ -2,9 +2,10 @@
 ``__array_function__``): ``np.exp(x)``, ``np.add(x, y)``, ``np.concatenate([x, y])``,
 ``np.where(c, x, y)``, ... run as nnarray functions where the data is and return
 NdArrays (Variables record graph nodes). numpy arrays and sequences among the operands
-are uploaded there once (explicit, counted transfers). A function or ufunc method with no
-counterpart raises ``TypeError`` naming ``np.asarray(x)``: nothing is copied to the host
-behind the caller's back. ``np.asarray(x)`` itself goes through ``__array__``.
+are uploaded there once (explicit, counted transfers). A function, ufunc method or
+argument with no counterpart runs numpy on host views of the operands (``numpy_host``:
+zero-copy for host arrays, one counted read for device arrays, ``TransferError`` under
+``strict_transfers(implicit_reads=True)``). ``np.asarray(x)`` goes through ``__array__``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, late
 from . import functions as F
+from . import late
 from . import linalg as L
-from .context import dispatch_context
+from . import numpy_counterparts as _counterparts
+from . import numpy_host as _host
 from .errors import DTypeError, ShapeError
 from .ndarray import NdArray
+from .numpy_host import HostOnly, _is_array, operands
 from .operators import ArrayOperators
 from .ops.common import norm_axis
 from .ops.elementwise import functions as ew_functions
@@ -34,37 +37,10 @@ nna: Any = late.bind(__name__, "nna", "nnarray")
 _NO = object()  # an argument not given
 
 
-def no_counterpart(what: str) -> TypeError:
-    """The error for a numpy function or ufunc method nnarray does not run."""
-    return TypeError(f"{what} has no nnarray counterpart, and NdArrays are not copied to "
-                     "the host implicitly: call it on np.asarray(x) for numpy's result on a "
-                     "host copy (a read of the device data), or use the nnarray function")
-
-
-def unsupported(what: str, arg: str) -> TypeError:
-    """The error for an argument of a numpy function that nnarray does not take."""
-    return TypeError(f"{what}: {arg} is not supported on NdArrays (call it on np.asarray(x) "
-                     "for numpy's result on a host copy)")
-
-
-# -- operands ----------------------------------------------------------------------------
-def _is_array(x: Any) -> bool:
-    return isinstance(x, ArrayOperators)
-
-
-def _kept(x: Any) -> bool:
-    return _is_array(x) or x is None or dtypes.is_scalar(x)
-
-
-def operands(*xs: Any) -> list:
-    """``xs`` with numpy arrays and (nested) sequences made NdArrays where the NdArrays and
-    Variables among ``xs`` would run (one explicit, counted upload each); scalars, NdArrays
-    and Variables are kept."""
-    if builtins.all(_kept(x) for x in xs):
-        return list(xs)
-    nds = [x if isinstance(x, NdArray) else x._data for x in xs if _is_array(x)]
-    ctx = dispatch_context([d for d in nds if d is not None])
-    return [x if _kept(x) else nna.asarray(x, device=ctx) for x in xs]
+def unsupported(what: str, arg: str) -> HostOnly:
+    """The signal for an argument of a numpy function that nnarray does not take: numpy
+    runs the call on the host instead (``numpy_host``)."""
+    return HostOnly(f"{what}: {arg} is not supported on NdArrays")
 
 
 def _cast(xs: list, dtype: Any) -> list:
@@ -138,7 +114,15 @@ def _defaults(what: str, kw: dict) -> None:
 
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
-    """``ufunc.method(*inputs, **kwargs)`` with nnarray functions."""
+    """``ufunc.method(*inputs, **kwargs)`` with nnarray functions, else numpy's on the
+    host (``numpy_host``)."""
+    try:
+        return _ufunc(ufunc, method, inputs, dict(kwargs))
+    except HostOnly:
+        return _host.ufunc(ufunc, method, inputs, kwargs)
+
+
+def _ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     name = ufunc.__name__
     what = f"np.{name}" if method == "__call__" else f"np.{name}.{method}"
     out = kwargs.pop("out", None)
@@ -146,7 +130,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     if method == "__call__":
         fn = _ufuncs().get(name)
         if fn is None:
-            raise no_counterpart(what)
+            raise HostOnly(what)
         _defaults(what, kwargs)
         xs = operands(*inputs)
         result = fn(*(xs if dtype is None else _cast(xs, dtype)))
@@ -160,7 +144,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
             a = F.reshape(a, a.shape + (1,) * getattr(b, "ndim", 0))
         result = _ufuncs()[name](a, b)
     else:
-        raise no_counterpart(what)
+        raise HostOnly(what)
     return write_out(what, result, out)
 
 
@@ -194,10 +178,8 @@ def write_out(what: str, result: Any, out: Any) -> Any:
     for o, r in zip(outs, results):
         if o is None:
             continue
-        if type(o) is not NdArray or type(r) is not NdArray:
-            raise TypeError(f"{what}: out= must be an NdArray (of NdArray operands); writing "
-                            f"into a {type(o).__name__} would read the result to the host "
-                            "(use np.asarray(x) for numpy's)")
+        if type(o) is not NdArray or type(r) is not NdArray:  # numpy writes a numpy out=
+            raise HostOnly(f"{what}: out= of {type(o).__name__}")
         if o.shape != r.shape:
             raise ShapeError(f"{what}: out= has shape {o.shape}, the result {r.shape}")
         if not np.can_cast(r.dtype, o.dtype, "same_kind"):
@@ -214,10 +196,12 @@ def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict) -> A
     if not builtins.all(issubclass(t, (ArrayOperators, np.ndarray)) for t in types):
         return NotImplemented
     impl = _functions().get(func)
-    if impl is None:
-        name = f"{func.__module__.replace('numpy', 'np', 1)}.{func.__name__}"
-        raise no_counterpart(f"{name}()")
-    return impl(*args, **kwargs)
+    if impl is not None:
+        try:
+            return impl(*args, **kwargs)
+        except HostOnly:
+            pass
+    return _host.call(func, args, kwargs)
 
 
 def _method(name: str) -> Callable:
@@ -532,6 +516,7 @@ def _functions() -> dict[Callable, Callable]:
         np.linalg.eigh: _same(L.eigh, UPLO="L"), np.linalg.eigvalsh: _same(L.eigvalsh, UPLO="L"),
         np.linalg.matrix_power: _same(L.matrix_power), np.linalg.norm: _norm,
     })
+    t.update(_counterparts.table())
     return t
 
 late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

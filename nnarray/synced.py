@@ -25,8 +25,6 @@ import numpy as np
 from . import transfers
 from . import views as _views
 from .device import Device
-from .errors import OutOfMemoryError
-from .memory import naming, retry_kernel
 from .views import View
 
 _NO_FILL = object()
@@ -188,12 +186,17 @@ class SyncedArray:
         self._fill = _NO_FILL
         if self._head is None:
             self._head = host
-        h = np.asarray(memoryview(x))  # views of h keep h (not x) as their base
+        # views of h keep h (not x) as their base; a dtype the buffer protocol lacks
+        # (bfloat16) is handed out as a view of its bits' handle, which is tracked
+        t = np.asarray(memoryview(x if x.dtype.char != "E" else x.view(np.uint16)))
+        h = t if t.dtype == x.dtype else t.view(x.dtype)
         k = id(self)
         e = _handles.get(k)
         if e is None or e[0]() is not self:
-            e = _handles[k] = (weakref.ref(self, lambda _, k=k: _handles.pop(k, None)), [])
-        e[1].append(weakref.ref(h, lambda r, k=k: _handle_gone(k, r)))
+            fresh = (weakref.ref(self, lambda _, k=k: _handles.pop(k, None)), [])
+            e = _handles.setdefault(k, fresh) if e is None else fresh
+            _handles[k] = e  # (atomic setdefault: threads handing out at once share one)
+        e[1].append(weakref.ref(t, lambda r, k=k: _handle_gone(k, r)))
         c = self._copies
         if len(c) > 1:
             stale = self._stale if self._stale is not None else {}
@@ -284,6 +287,10 @@ class SyncedArray:
 
     def _access(self, mode: str, dev: Device, explicit: bool = False) -> Any:
         """The native copy on ``dev`` for ``mode`` in ``'r'``, ``'w'``, ``'rw'``."""
+        with _views.root_lock(self):
+            return self._access_locked(mode, dev, explicit)
+
+    def _access_locked(self, mode: str, dev: Device, explicit: bool) -> Any:
         if self._fill.__class__ is View and mode != "r":
             return _views.access(self, dev, mode, explicit)
         if mode == "r":
@@ -353,6 +360,10 @@ class SyncedArray:
         return dev.full(self._shape, self._dtype, self._fill)
 
     def _sync(self, dev: Device, explicit: bool) -> Any:
+        with _views.root_lock(self):  # never between another thread's copy-in and -out
+            return self._sync_locked(dev, explicit)
+
+    def _sync_locked(self, dev: Device, explicit: bool) -> Any:
         copies = self._copies
         if self._fill is not _NO_FILL or not copies:
             if self._fill.__class__ is View:
@@ -361,8 +372,9 @@ class SyncedArray:
             if self._fill is _NO_FILL:
                 self._fill = 0
             x = self._materialize(dev, self._stale.pop(dev, None) if self._stale else None)
-            copies[dev] = x
-            return x
+            # setdefault: threads materializing at once (handles of views of one lazy
+            # fill) all get the first copy, so no thread writes into a dropped buffer
+            return copies.setdefault(dev, x)
         src, sx = self._pick_source(dev)
         nbytes = self.nbytes
         out = self._stale.pop(dev, None) if self._stale else None
@@ -439,56 +451,3 @@ def _handle_gone(k: int, r: Any) -> None:
             hs.remove(r)
         if not hs:
             _handles.pop(k, None)
-
-
-def fast_runner(op: str, fn: Any, dev: Device, cls: type, check: Any = None,
-                tally: list | None = None) -> Any:
-    """``fast(a, b, meta)``: the one- and two-operand fast path of a plain kernel ``fn``
-    of ``op`` on ``dev`` (``a`` an array of ``cls`` of the result's shape; ``b`` another
-    (broadcast with it), a scalar, or ``None`` for a one-operand op; one output of
-    ``meta``). It lives here because it reads the copies directly: F.add on tiny arrays
-    is all dispatch, and these few lines are most of it. A kernel may name in ``fn.small``
-    a ``(ufunc, limit)`` that computes the result of fewer than ``limit`` elements (not
-    0-D) directly, skipping its own allocation policy (one Python call less). Each run
-    adds one to ``tally[0]`` (the kernel's launch counter, ``Kernel.tally``)."""
-    uf, limit = getattr(fn, "small", (None, 0))
-    if tally is None:
-        tally = [0]
-
-    def fast(a: Any, b: Any, meta: tuple) -> Any:
-        tally[0] += 1
-        try:
-            x = a._copies.get(dev)
-            if x is None:
-                x = a._sync(dev, False)
-            if type(b) is cls:
-                y = b._copies.get(dev)
-                if y is None:
-                    y = b._sync(dev, False)
-                r = uf(x, y) if limit and x.size < limit and meta[0] else fn(x, y)
-            elif b is None:
-                r = uf(x) if limit and x.size < limit and meta[0] else fn(x)
-            else:
-                r = uf(x, b) if limit and x.size < limit and meta[0] else fn(x, b)
-        except OutOfMemoryError as e:
-            raise naming(op, e) from e
-        except MemoryError as e:  # the array library's own (CuPy's OutOfMemoryError)
-            r = retry_run(op, fn, dev, cls, meta, e, (a,) if b is None else (a, b))
-        if check is not None:
-            check(r, meta)
-        return wrap(r, dev, meta)
-    wrap = cls._wrap
-    return fast
-
-
-def retry_run(op: str, fn: Any, dev: Device, cls: type, meta: tuple, e: MemoryError,
-              inputs: tuple | list, attrs: dict | None = None) -> Any:
-    """``fn`` run once more on ``inputs`` (arrays of ``cls`` read on ``dev``) after the
-    array library ran out of memory (``retry_kernel``). Its own function: a closure over
-    a kernel runner's arguments makes them cells there, read indirectly on every call
-    (100 ns of a 1.3 us tiny add on numpy)."""
-    def again() -> Any:
-        xs = [x.native(dev) if type(x) is cls else x for x in inputs]
-        return fn(*xs, **attrs) if attrs else fn(*xs)
-    return retry_kernel(op, dev.key, meta, e, again)
-

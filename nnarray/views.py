@@ -14,10 +14,17 @@ staleness, transfers and the version counter are the root's:
 
 ``version`` of a view is its root's: a write through a view to data saved for a backward
 pass raises there, and so does a write to the root through any other view.
+
+Threads: a root's lock (``locked``) is held from a write's copy-in (the root accessed
+``'rw'`` on the writer's device, other devices' copies made stale) to its copy-out (the
+kernel queued, a temporary scattered back), and by every sync of a copy, so two threads
+writing disjoint regions through views from different devices never lose a write (one
+would otherwise sync the root before the other's kernel wrote it, then make it stale).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +54,41 @@ class View:
         #: the root's current one there, the alias is still valid (same memory). It keeps
         #: that copy alive until the view is read again or dropped.
         self.last: Any = None
+
+
+#: Re-entrant locks striped by root: a root's is ``LOCKS[stripe(root)]``.
+LOCKS = tuple(threading.RLock() for _ in range(64))
+
+
+def stripe(a: Any) -> int:
+    """Which of the locks is ``a``'s root's (``a`` a root or a view)."""
+    f = a._fill
+    return (id(f.base if f.__class__ is View else a) >> 4) & 63
+
+
+def root_lock(a: Any) -> Any:
+    """The lock of ``a``'s root: held by syncs of its copies and by writes to it. A
+    holder takes no other root's lock (a writer reads its inputs of other roots before
+    taking its target's), so threads never wait on each other in a cycle."""
+    return LOCKS[stripe(a)]
+
+
+class locked:
+    """``with locked(targets):`` hold the root locks of every array of ``targets``
+    (taken in one order, so two writers of several roots never wait on each other)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, targets: Any) -> None:
+        self.held = sorted({stripe(a) for a in targets})
+
+    def __enter__(self) -> None:
+        for k in self.held:
+            LOCKS[k].acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        for k in reversed(self.held):
+            LOCKS[k].release()
 
 
 def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -223,8 +265,9 @@ def run_inplace(targets: Any, dev: Any, run: Callable[[list], Any]) -> None:
 
 def write(a: Any, dev: Any, x: Any) -> None:
     """Copy ``x`` (a native array of the view's shape on ``dev``) into the view."""
-    v, r = _root(a, dev, "w")
-    dev.scatter(r, v.offset, a.shape, v.strides, x)
+    with root_lock(a):
+        v, r = _root(a, dev, "w")
+        dev.scatter(r, v.offset, a.shape, v.strides, x)
 
 
 def fill(a: Any, value: Any) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from . import dtypes as _dtypes
 from . import functions as F
 from . import late
-from .context import as_context, context_scope
+from .context import as_context, context_scope, creation_context
 from .dlpack import from_dlpack as _from_dlpack
 from .errors import DTypeError
 from .ndarray import NdArray, fill_value, normalize_shape
@@ -29,10 +29,9 @@ from .ops import ufuncs as _ufuncs
 from .ops.common import norm_axes
 from .views import c_strides
 
-_F32 = np.dtype(np.float32)
-_C64 = np.dtype(np.complex64)
-#: Python floats and complexes default to float32 and complex64.
-_DOUBLES = {np.dtype(np.float64): _F32, np.dtype(np.complex128): _C64}
+#: Python floats and complexes default to ``default_float()``/``default_complex()``
+#: (float32 and complex64 unless ``set_default_dtype`` says otherwise).
+_DOUBLES = (np.dtype(np.float64), np.dtype(np.complex128))
 _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
@@ -115,7 +114,7 @@ def angle(x: Any, /) -> Any:
     _require("angle", x)
     if x.dtype.kind == "c":
         return F.angle(x)
-    xf = x if x.dtype.kind == "f" else F.cast(x, _F32)
+    xf = x if _dtypes.is_floating(x.dtype) else F.cast(x, _dtypes.default_float())
     return F.atan2(F.mul(F.abs(xf), 0.0), xf)  # +0 imaginary parts, as numpy
 
 
@@ -134,10 +133,11 @@ def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = N
 
 # -- creation -----------------------------------------------------------------------------
 def _on(arr: NdArray, device: Any) -> NdArray:
-    """``arr`` on ``device``, else on the default device (the current context:
-    ``context_scope``, ``set_default_context``, ``NNARRAY_CONTEXT``): a lazy fill is only
-    placed there (nothing allocated), host data moves there in one counted transfer."""
-    ctx = as_context(device)
+    """``arr`` on ``device``, else on the default device (``context_scope``, else
+    ``set_default_device``, else ``set_default_context``, ``NNARRAY_CONTEXT``): a lazy
+    fill is only placed there (nothing allocated), host data moves there in one counted
+    transfer."""
+    ctx = creation_context(device)
     dev = _device_of(ctx)
     if arr.lazy_fill is not None:
         arr.place_on(dev)
@@ -151,8 +151,9 @@ def _default_dtype(value: Any) -> np.dtype:
     if isinstance(value, (int, np.integer)):
         return _I64 if not isinstance(value, np.integer) else np.dtype(value.dtype)
     if isinstance(value, (complex, np.complexfloating)):
-        return _C64 if not isinstance(value, np.complexfloating) else np.dtype(value.dtype)
-    return _F32 if not isinstance(value, np.floating) else np.dtype(value.dtype)
+        return np.dtype(value.dtype) if isinstance(value, np.complexfloating) else \
+            _dtypes.default_complex()
+    return np.dtype(value.dtype) if isinstance(value, np.floating) else _dtypes.default_float()
 
 
 def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
@@ -188,7 +189,8 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
         if a.dtype == object:
             a = np.asarray(_native_nested(obj))
         if d is None and a.dtype in _DOUBLES:
-            a = a.astype(_DOUBLES[a.dtype])
+            a = a.astype(_dtypes.default_float() if a.dtype.kind == "f" else
+                         _dtypes.default_complex(), copy=False)
     else:
         a = np.asarray(obj)
     if d is not None and a.dtype != d:
@@ -221,20 +223,21 @@ def empty(shape: Any, *, dtype: Any = None, device: Any = None) -> NdArray:
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> NdArray:
-    """A lazily zero-filled array (float32 by default); on ``device`` when given."""
-    a = NdArray(normalize_shape(shape, "zeros"), _F32 if dtype is None else dtype)
+    """A lazily zero-filled array (the default float dtype by default); on ``device`` when given."""
+    a = NdArray(normalize_shape(shape, "zeros"),
+                _dtypes.default_float() if dtype is None else dtype)
     a.zero()
     return _on(a, device)
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> NdArray:
-    """A lazily one-filled array (float32 by default)."""
-    return full(shape, 1, _F32 if dtype is None else dtype, device=device)
+    """A lazily one-filled array (the default float dtype by default)."""
+    return full(shape, 1, _dtypes.default_float() if dtype is None else dtype, device=device)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> NdArray:
     """A lazily filled array; ``dtype=None`` takes the default dtype of ``fill_value``'s
-    kind (bool, int64, float32)."""
+    kind (bool, int64, the default float dtype)."""
     if isinstance(fill_value, NdArray):
         fill_value = fill_value.item()
     a = NdArray(normalize_shape(shape, "full"),
@@ -288,13 +291,13 @@ def arange(start: Any, /, stop: Any = None, step: Any = 1, *, dtype: Any = None,
     if dtype is None:
         ints = builtins.all(isinstance(v, (int, np.integer)) and not isinstance(v, builtins.bool)
                             for v in (start, stop, step))
-        d = _I64 if ints else _F32
+        d = _I64 if ints else _dtypes.default_float()
     else:
         d = _dtypes.normalize(dtype, "arange")
     if step == 0:
         raise ValueError("arange: argument 'step' must not be 0")
     n = builtins.max(0, int(np.ceil((stop - start) / step)))
-    ctx = as_context(device)
+    ctx = creation_context(device)
     with context_scope(ctx):
         y = F.add(F.mul(_iota(n, d, ctx), step), start)
         return y if y.dtype == d else F.cast(y, d)
@@ -304,12 +307,12 @@ def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: A
              endpoint: builtins.bool = True) -> NdArray:
     """``num`` evenly spaced values from ``start`` to ``stop``, computed on the device
     (numpy's formula: ``start + i * step``, the last one exactly ``stop``)."""
-    d = _F32 if dtype is None else _dtypes.normalize(dtype, "linspace")
+    d = _dtypes.default_float() if dtype is None else _dtypes.normalize(dtype, "linspace")
     if num < 0:
         raise ValueError(f"linspace: argument 'num' must be >= 0, got {num}")
     div = (num - 1) if endpoint else num
     step = (stop - start) / div if div > 0 else 0.0
-    ctx = as_context(device)
+    ctx = creation_context(device)
     with context_scope(ctx):
         y = F.add(F.mul(_iota(num, np.dtype(np.float64), ctx), float(step)), float(start))
         if endpoint and num > 1:
@@ -320,9 +323,9 @@ def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: A
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
         device: Any = None) -> NdArray:
     """Ones on diagonal ``k``, zeros elsewhere (``col - row == k``, on the device)."""
-    d = _F32 if dtype is None else _dtypes.normalize(dtype, "eye")
+    d = _dtypes.default_float() if dtype is None else _dtypes.normalize(dtype, "eye")
     m = n_rows if n_cols is None else n_cols
-    ctx = as_context(device)
+    ctx = creation_context(device)
     with context_scope(ctx):
         rows = F.reshape(_iota(n_rows, _I64, ctx), (n_rows, 1))
         diag = F.equal(F.sub(_iota(m, _I64, ctx), rows), k)
@@ -545,7 +548,7 @@ def min(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
 def mean(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
     """The arithmetic mean over ``axis`` (real or complex floating inputs)."""
     _require("mean", x)
-    if x.dtype.kind not in "fc":
+    if x.dtype not in _dtypes.INEXACT:
         raise DTypeError(f"mean: argument 'x' must be floating, got {x.dtype} "
                          f"(shape {x.shape})")
     return _same("mean", F.mean, x, axis, keepdims)
@@ -559,7 +562,7 @@ def _recalled(fn: Any) -> Any:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         return F.recalled(fn(*args, **kwargs), fn, args, kwargs)
-    return call
+    return F.recalls(call)
 
 
 @_recalled
@@ -567,7 +570,7 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
     """The variance over ``axis`` with ``correction`` degrees of freedom removed."""
     _require("var", x)
-    if x.dtype.kind != "f":
+    if not _dtypes.is_floating(x.dtype):
         raise DTypeError(f"var: argument 'x' must be floating, got {x.dtype} (shape {x.shape})")
     axes = norm_axes("var", _axes("var", x, axis), x.shape)
     n = 1

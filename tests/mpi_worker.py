@@ -137,7 +137,7 @@ def fault() -> None:
     trainer.step(x[:8], t[:8])
     if comm.rank == 1:
         raise ValueError("boom from rank one")
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 900  # past the test's limit: only an abort ends it
     while time.monotonic() < deadline:  # would hang in the next all-reduce without abort
         trainer.step(x[:8], t[:8])
     print("rank 0 was never stopped", flush=True)
@@ -200,6 +200,44 @@ def leave(how: str) -> None:
     print(f"rank {comm.rank} finished training", flush=True)
 
 
+def local_check() -> None:
+    """Rank 0's arguments fail its own check (``mean`` of int32), rank 1's pass: both
+    raise, then both are still in step."""
+    comm = dist.init(backend="numpy")
+    r = comm.rank
+    try:
+        comm.all_reduce([nna.zeros(3, np.float32 if r else np.int32)], op="mean")
+        print(f"rank {r}: the all-reduce passed", flush=True)
+    except Exception as e:  # noqa: BLE001 - the type is what is printed
+        print(f"rank {r} caught {type(e).__name__}: {e}", flush=True)
+    x = nna.array(np.full(3, r + 1.0, np.float32))
+    comm.all_reduce([x], op="sum")
+    print(f"rank {r} in step: {x.numpy().tolist()}", flush=True)
+
+
+def loop(how: str) -> None:
+    """A manual loop of all-reduces; rank 1 leaves at its fourth step (``how``) while
+    rank 0 would loop for minutes."""
+    comm = dist.init(backend="numpy")
+    x = nna.zeros(3)
+    deadline = time.monotonic() + 900  # past the test's limit: only an abort ends it
+    i = 0
+    while time.monotonic() < deadline:
+        if comm.rank == 1 and i == 3:
+            if how == "raise":
+                raise SystemExit(3)
+            if how == "exit":
+                exit(3)  # noqa: PLR1722 - the site builtin is the case
+            if how == "os_exit":
+                os._exit(0)
+            if how == "uneven":
+                break  # fewer steps than rank 0: the script ends normally
+        comm.all_reduce([x], op="sum")
+        i += 1
+    if comm.rank == 0:
+        print("rank 0 was never stopped", flush=True)
+
+
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "ops":
@@ -216,5 +254,9 @@ if __name__ == "__main__":
         mismatched_collectives()
     elif mode == "leave":
         leave(*args)
+    elif mode == "local_check":
+        local_check()
+    elif mode == "loop":
+        loop(*args)
     else:
         raise SystemExit(f"unknown mode {mode!r}")

@@ -41,7 +41,7 @@ def init(backend: str | None = None, bucket_bytes: int = DEFAULT_BUCKET_BYTES) -
     else:
         transport, local = MPITransport(mpi), world.local_rank(mpi)
         if transport.size > 1:
-            faults.install(transport.rank, transport.size, mpi.Abort)
+            faults.install(transport.rank, transport.size, mpi.Abort, transport.departures)
     comm = _comms[key] = Communicator(transport, local, placement.choose(backend, local),
                                       bucket_bytes)
     return comm

@@ -66,21 +66,36 @@ def same_everywhere(comm: Any, sigs: list[Signature], what: str,
 
 
 def agree(comm: Any, sigs: tuple[Signature, ...], what: str, cache: dict,
-          fields: Sequence[str] = FIELDS) -> None:
+          fields: Sequence[str] = FIELDS, failed: Exception | None = None) -> None:
     """``same_everywhere`` for every call of a collective: one all-reduce of the list's
     digest (kept in ``cache``) and its negation; equal digests everywhere exactly when
-    ``max(d) == -max(-d)``. Every rank sees the same result, so all raise or none does."""
+    ``max(d) == -max(-d)``. Every rank sees the same result, so all raise or none does.
+    ``failed``: this rank's arguments failed its own checks (raised here, after the
+    all-reduce: a rank raising alone would leave the others waiting in it)."""
     d = cache.get(sigs)
     if d is None:
         if len(cache) >= MAX_CACHED:
             cache.clear()
         d = cache[sigs] = _digest(sigs)
-    header = np.array([d, -d], np.int64)
+    header = np.array([d, -d, failed is not None], np.int64)
     comm._host.allreduce(header, "max")
+    if header[2]:
+        failed_somewhere(comm, failed, what)
     if header[0] != -header[1]:
         same_everywhere(comm, list(sigs), what, fields)
         raise DistributedError(f"{what} differ across ranks (seen on rank {comm.rank} of "
                                f"{comm.size}) in a way their descriptions do not show")
+
+
+def failed_somewhere(comm: Any, failed: Exception | None, what: str) -> None:
+    """Raise on every rank: ``failed`` on the ranks whose own checks failed, on the others
+    a ``DistributedError`` naming those ranks and their errors."""
+    said = comm.allgather_obj(None if failed is None else f"{type(failed).__name__}: {failed}")
+    if failed is not None:
+        raise failed
+    bad = "; ".join(f"rank {r}: {m}" for r, m in enumerate(said) if m is not None)
+    raise DistributedError(f"{what}: the call failed its checks on another rank, so no rank "
+                           f"moved data (seen on rank {comm.rank} of {comm.size}): {bad}")
 
 
 def _digest(sigs: Any) -> int:

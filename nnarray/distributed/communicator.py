@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import functions as F
 from ..context import Context, context_scope, get_current_context
-from ..errors import DTypeError
+from ..errors import DTypeError, NnarrayError
 from ..ndarray import NdArray
 from . import checks
 from .buckets import DEFAULT_BUCKET_BYTES, HOST, Bucket, plan
@@ -53,19 +53,10 @@ class Communicator:
     def all_reduce(self, arrays: Sequence[NdArray], op: str = "mean") -> None:
         """Reduce each array over every rank with ``op`` (``sum``, ``mean``, ``max``,
         ``min``), in place, in buckets of at most ``bucket_bytes``."""
-        arrays = _checked_list("all_reduce", arrays)
-        if op not in OPS:
-            raise ValueError(f"all_reduce: op must be one of {OPS}, got {op!r}")
-        for a in arrays:
-            if op == "mean" and a.dtype.kind != "f":
-                raise DTypeError(f"all_reduce: op='mean' needs floating arrays, got {a.dtype} "
-                                 "(use op='sum')")
-            if op == "sum" and a.dtype == np.bool_:
-                raise DTypeError("all_reduce: op='sum' on a bool array (use 'max' for or)")
+        arrays, layout = self._agreed("all_reduce", lambda: _reduce_args(arrays, op),
+                                      lambda a: self._layout(a, op))
         if self.size == 1:
             return
-        checks.agree(self, self._layout(arrays, op), "all_reduce arrays", self._layouts,
-                     LAYOUT_FIELDS)
         reduce_op = "sum" if op == "mean" else op
         for idx in plan(arrays, self.bucket_bytes):
             b = Bucket([arrays[i] for i in idx])
@@ -96,12 +87,13 @@ class Communicator:
 
     def broadcast(self, arrays: Sequence[NdArray], root: int = 0) -> None:
         """Overwrite each array with rank ``root``'s, in place, in buckets."""
-        arrays = _checked_list("broadcast", arrays)
-        self._check_root(root)
+        def args() -> list[NdArray]:
+            self._check_root(root)
+            return _checked_list("broadcast", arrays)
+
+        arrays, _ = self._agreed("broadcast", args, lambda a: self._layout(a, f"root {root}"))
         if self.size == 1:
             return
-        checks.agree(self, self._layout(arrays, f"root {root}"), "broadcast arrays",
-                     self._layouts, LAYOUT_FIELDS)
         sender = self.rank == root
         for idx in plan(arrays, self.bucket_bytes):
             b = Bucket([arrays[i] for i in idx])
@@ -134,10 +126,9 @@ class Communicator:
     def all_gather(self, x: NdArray) -> NdArray:
         """Every rank's ``x`` stacked along a new first axis: shape ``(size, *x.shape)``,
         on ``x``'s device. Shapes and dtypes must agree across ranks."""
-        (x,) = _checked_list("all_gather", [x])
-        if self.size > 1:
-            checks.same_everywhere(self, [("x", x.shape, str(x.dtype), False, "")],
-                                   "all_gather inputs")
+        ((x,), _) = self._agreed("all_gather", lambda: _checked_list("all_gather", [x]),
+                                 lambda a: (("x", a[0].shape, str(a[0].dtype), False, ""),),
+                                 checks.FIELDS)
         home = Bucket([x]).home
         out = NdArray((self.size, *x.shape), x.dtype)
         if self.size == 1:
@@ -170,6 +161,24 @@ class Communicator:
         return self._host.allgather_obj(obj)
 
     # -- helpers -------------------------------------------------------------------------
+    def _agreed(self, name: str, args: Any, layout: Any,
+                fields: Sequence[str] = LAYOUT_FIELDS) -> tuple[list[NdArray], tuple]:
+        """``(args(), layout of them)`` once every rank's call passed its own checks and the
+        layouts agree (``checks.agree``); a rank whose ``args()`` raised raises that error,
+        and every other rank a ``DistributedError`` naming it, all before moving data."""
+        try:
+            arrays = args()
+            sigs = layout(arrays) if self.size > 1 else ()
+        except (TypeError, ValueError, NnarrayError) as e:
+            if self.size == 1:
+                raise
+            arrays, sigs, failed = [], (), e
+        else:
+            failed = None
+        if self.size > 1:
+            checks.agree(self, sigs, f"{name} arrays", self._layouts, fields, failed)
+        return arrays, sigs
+
     def _layout(self, arrays: list[NdArray], op: str) -> tuple:
         """What every rank's call must agree on: per array its shape, dtype, the ``op``
         and whether it goes through NCCL (a CUDA array) or MPI."""
@@ -210,6 +219,20 @@ def _flat_like(b: Bucket) -> NdArray:
     if len(b.arrays) == 1:
         return b.arrays[0]
     return NdArray((b.size,), b.dtype)
+
+
+def _reduce_args(arrays: Any, op: str) -> list[NdArray]:
+    """``arrays`` as a list, checked for ``all_reduce`` with ``op``."""
+    arrays = _checked_list("all_reduce", arrays)
+    if op not in OPS:
+        raise ValueError(f"all_reduce: op must be one of {OPS}, got {op!r}")
+    for a in arrays:
+        if op == "mean" and a.dtype.kind != "f":
+            raise DTypeError(f"all_reduce: op='mean' needs floating arrays, got {a.dtype} "
+                             "(use op='sum')")
+        if op == "sum" and a.dtype == np.bool_:
+            raise DTypeError("all_reduce: op='sum' on a bool array (use 'max' for or)")
+    return arrays
 
 
 def _checked_list(op: str, arrays: Any) -> list[NdArray]:

@@ -23,11 +23,10 @@ from .bind import Executor
 from .dot import to_dot
 from .executor import print_schedule, saved_arrays, schedule_of
 from .functional import hessian, hvp, jacobian, jvp, vhp, vjp
-from .fuse import fusion_enabled
 from .gradcheck import gradcheck, gradgradcheck
 from .gradient import grad
 from .graph import Graph, register_function
-from .modes import auto_forward, is_auto_forward, no_grad
+from .modes import auto_forward, fusion_enabled, is_auto_forward, no_grad
 from .naming import name_scope, reset_names
 from .python_function import PythonFunction
 from .variable import Variable

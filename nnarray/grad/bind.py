@@ -22,7 +22,7 @@ from . import schedule
 from .backward import seed
 from .executor import backward_order, replay
 from .graph import Graph, _is_unbound
-from .planner import forward_releases
+from .planner import forward_releasable
 from .program import trace
 from .rebuild import _shapes, _trains
 from .variable import Variable
@@ -152,7 +152,7 @@ class Executor:
             twin = self.graph._with({}, inference=True)
             order, outs = twin._order, twin._outputs
         root = order[-1].outputs[0] if order else None
-        sched = schedule.forward(order, self.ctx, save, forward_releases(order, outs), root)
+        sched = schedule.forward(order, self.ctx, save, forward_releasable(outs), root)
         return [order, outs, sched, [None] * len(outs)]
 
     def schedule(self, is_train: bool = True) -> schedule.Schedule:

@@ -18,7 +18,7 @@ from .. import dtypes, late
 from ..errors import GraphError
 from ..ndarray import NdArray
 from . import fuse, recompute, schedule
-from .planner import forward_releases
+from .planner import forward_releasable
 from .variable import Variable
 
 _FLOATS = dtypes.INEXACT
@@ -34,14 +34,13 @@ def invalidate_plans() -> None:
 class Plan:
     """Everything about one output's graph that does not change between iterations."""
 
-    __slots__ = ("generation", "root", "order", "_release", "bwd", "program", "schedules",
+    __slots__ = ("generation", "root", "order", "bwd", "program", "schedules",
                  "leaves", "recompute", "__weakref__")
 
     def __init__(self, root: Variable) -> None:
         self.generation = _generation
         self.root = weakref.ref(root)
         self.order = topological(root)
-        self._release: Any = None
         self.bwd: Any = None
         self.program: Any = None
         #: ``{(context, clear_buffer): forward Schedule}``
@@ -51,34 +50,27 @@ class Plan:
         #: ``recompute``): the replay derives its program for it.
         self.recompute: Any = None
 
-    @property
-    def release(self) -> list:
-        """Per node, the intermediates it is the last consumer of (``clear_buffer``);
-        computed on first use: a define-by-run graph's plan seldom needs it."""
-        if self._release is None:
-            self._release = forward_releases(self.order, (self.root(),))
-        return self._release
-
     def backward_order(self) -> list:
         """``[(node, need)]`` for the nodes a gradient flows through, by descending rank."""
         if self.bwd is None:
-            self.bwd = backward_order(self.order, lambda v: v._need_grad)
+            self.bwd = backward_order(self.order, lambda v: v._parent is None and v._need_grad)
         return self.bwd
 
 
-def backward_order(order: list, leaf_needs: Any) -> list:
+def backward_order(order: list, source: Any) -> list:
     """``[(node, need)]`` for the nodes of ``order`` a gradient flows through, by
-    descending rank: from the floating leaves for which ``leaf_needs(v)`` holds, through
-    intermediates that do not opt out (``need_grad=False`` set on them)."""
+    descending rank: from the floating values for which ``source(v)`` holds (leaves, or
+    ``grad.grad``'s targets, which may be intermediates), through intermediates that do
+    not opt out (``need_grad=False`` set on them)."""
     req: dict[int, bool] = {}
 
     def requires(v: Any) -> bool:
         if not isinstance(v, Variable) or v.dtype not in _FLOATS:
             return False
+        if source(v):
+            return True
         p = v._parent
-        if p is None:
-            return leaf_needs(v)
-        return req.get(id(p), False) and (v._need_grad or not v._explicit)
+        return p is not None and req.get(id(p), False) and (v._need_grad or not v._explicit)
 
     out = []
     for n in order:
@@ -200,7 +192,8 @@ def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedu
     s = plan.schedules.get(key)
     if s is None or s.fused != fuse.mode():
         s = plan.schedules[key] = schedule.forward(plan.order, ctx, True,
-                                                    plan.release if clear_buffer else None,
+                                                    forward_releasable((plan.root(),))
+                                                    if clear_buffer else None,
                                                     plan.root)
         s.fused = fuse.mode()
     return s

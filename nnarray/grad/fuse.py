@@ -13,7 +13,7 @@ first group computes them again from what is saved instead. Only devices whose b
 generates kernels fuse (``fusion.FUSING_BACKENDS``): on numpy the schedule is left as it
 is.
 
-``fusion_enabled(False)`` (a context manager; ``NNARRAY_FUSION=0`` in the environment)
+``fusion_enabled(False)`` (``modes.py``: per thread; ``NNARRAY_FUSION=0`` in the environment)
 builds schedules without it, for comparisons. What backward recomputes follows
 ``fusion_enabled(recompute=...)`` (``NNARRAY_RECOMPUTE``): ``"auto"`` (the default) any
 cheap value on a device whose memory is not the host's (a GPU: memory bounds its
@@ -25,10 +25,7 @@ there ``tanh`` or ``exp`` computed again costs more than the memory traffic it s
 from __future__ import annotations
 
 import math
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -36,52 +33,31 @@ import numpy as np
 from ..ndarray import NdArray
 from ..ops.fused import Meta, evaluate_types, fused_elementwise, reduction
 from ..registry import dispatch
-from . import fusion, recompute, schedule
+from . import fusion, modes, recompute, schedule
+from .node import Node
 from .variable import Variable
 
-RECOMPUTE = ("auto", "all", "off")
-_env = os.environ.get("NNARRAY_RECOMPUTE", "auto")
-_state = {"on": os.environ.get("NNARRAY_FUSION", "1") not in ("0", "", "off"),
-          "recompute": "off" if _env in ("0", "") else _env if _env in RECOMPUTE else "auto"}
 _PY_SCALARS = (bool, int, float)
+_fusion = modes.fusion
 
 
 def enabled() -> bool:
-    """Whether schedules built now fuse."""
-    return _state["on"]
+    """Whether schedules built now (in this thread) fuse."""
+    return _fusion.get()[0]
 
 
 def mode() -> tuple[bool, str]:
     """What schedules built now depend on: whether they fuse, what backward recomputes
     (a schedule built under another mode is built again)."""
-    return _state["on"], _state["recompute"]
-
-
-@contextmanager
-def fusion_enabled(on: bool = True, recompute: str | None = None) -> Iterator[None]:
-    """Build the schedules of graphs run inside with (``on``) or without fusion, and
-    with what backward ``recompute``s (``"auto"``, ``"all"``, ``"off"``; ``None``: as
-    before); a schedule built before keeps how it was built, except a static graph's and
-    a traced backward's, which are built again when this differs (``Variable.forward``,
-    ``backward``)."""
-    if recompute is not None and recompute not in RECOMPUTE:
-        raise ValueError(f"fusion_enabled: recompute must be one of {RECOMPUTE}, "
-                         f"got {recompute!r}")
-    prev = dict(_state)
-    _state["on"] = bool(on)
-    if recompute is not None:
-        _state["recompute"] = recompute
-    try:
-        yield
-    finally:
-        _state.update(prev)
+    return _fusion.get()
 
 
 def _recomputable(step: fusion.Step) -> bool:
     """Whether backward may compute ``step`` again (``fusion_enabled(recompute=...)``)."""
-    if not fusion.fusable(step) or _state["recompute"] == "off":
+    how = _fusion.get()[1]
+    if not fusion.fusable(step) or how == "off":
         return False
-    return _state["recompute"] == "all" or fusion.arithmetic(step) or \
+    return how == "all" or fusion.arithmetic(step) or \
         not getattr(step.device, "host_memory", False)
 
 
@@ -93,6 +69,8 @@ class FusedNode:
     fusable = True
     relocatable = True
     differentiable = False
+    #: The interpreter's run is the one of every node (``Node.run``; ``save`` below).
+    run = Node.run
     __slots__ = ("function", "inputs", "attrs", "out_metas", "outputs", "members", "ctx",
                  "saved_inputs", "saved_outputs", "versions", "__weakref__")
 
@@ -136,19 +114,9 @@ class FusedNode:
             do = [None if s is None else srcs[s[0]][s[1]] for s in os_]
             node.retain(di, do, keep[0], keep[1])
 
-    def run(self, ctx: Any, save: bool = True) -> None:
-        """The interpreter's run: the kernel on the inputs' data, the results stored in
-        the output Variables, the members' retained data kept (``save``)."""
-        datas = [a.data if isinstance(a, Variable) else a for a in self.inputs]
-        vs = [r() for r in self.outputs]
-        into = [v._data if v is not None else None for v in vs]
-        res = dispatch(self.function, ctx).run(datas, self.attrs, self.out_metas, into)
-        outs = (res,) if len(self.out_metas) == 1 else tuple(res)
-        for v, o in zip(vs, outs):
-            if v is not None:
-                v._data = o
-        if save:
-            self.retain(datas, outs)
+    def save(self, datas: Any, outs: Any) -> None:
+        """What ``Node.run`` calls after a run: the members keep what they retain."""
+        self.retain(datas, outs)
 
     def release(self) -> None:
         self.saved_inputs = self.saved_outputs = self.versions = None
@@ -176,7 +144,7 @@ def fuse(sched: Any) -> None:
         written = _written(sched, vals)
         retained = _retained(steps)
         groups = fusion.groups(desc, written | retained, can_reduce=_reduces)
-        if sched.save and groups and _state["recompute"] != "off":
+        if sched.save and groups and _fusion.get()[1] != "off":
             sched.recompute = recompute.plan(steps, desc, groups, retained, written,
                                              _recomputable)
             if sched.recompute is not None:
@@ -191,8 +159,6 @@ def fuse(sched: Any) -> None:
     if not made:
         return
     member = {j for g, _ in made.values() for j in g.steps}
-    for g, st in made.values():
-        _move_frees(steps, g, st)
     sched.steps = [made[s][1] if s in made else st for s, st in enumerate(steps)
                    if s in made or s not in member]
 
@@ -261,7 +227,8 @@ def _written(sched: Any, vals: dict) -> set:
     """The value ids a forward's fused steps must write whatever reads them: the graph's
     output and the Variables held outside it."""
     root = sched.root() if sched.root is not None else None
-    freed = {id(a) for st in sched.steps for a in st.free if not isinstance(a, int)}
+    rel = sched.releasable  # what the last-use pass will free (``schedule.plan_frees``)
+    freed = {id(a) for st in sched.steps for a in st.inputs if rel is not None and rel(a)}
     return ({id(root)} if root is not None else set()) | _held(sched, vals, freed)
 
 
@@ -330,10 +297,7 @@ def _step(sched: Any, g: fusion.Group, vals: dict) -> Any:
     pos.update({v: ("o", n) for n, v in enumerate(g.outputs)})
     members = [_member(steps[j], pos) for j in g.steps]
     node = FusedNode(inputs, g.program, outs, out_metas, members, sched.ctx)
-    free: list = []
-    for j in g.steps:
-        free += [a for a in steps[j].free if not any(a is b for b in free)]
-    st = schedule.Step(node, k, False, free)
+    st = schedule.Step(node, k, False)
     if sched.save:
         st.retain = (tuple(range(len(inputs))), tuple(range(len(outs))))
     return st
@@ -359,21 +323,6 @@ def _member(st: Any, pos: dict) -> tuple:
     ins = tuple(src(a) for a in st.inputs)
     outs = tuple(None if r() is None else src(r()) for r in st.outs)
     return (st.node, st.retain, ins, outs)
-
-
-def _move_frees(steps: list, g: fusion.Group, fused: Any) -> None:
-    """Values read by the group that a step running before the fused step frees are
-    freed after the fused step instead."""
-    inside = set(g.steps)
-    read = {id(a) for j in g.steps for a in steps[j].inputs}
-    for s in range(g.steps[0], g.position):
-        if s in inside or not steps[s].free:
-            continue
-        st = steps[s]
-        moved = [a for a in st.free if not isinstance(a, int) and id(a) in read]
-        if moved:
-            st.free = [a for a in st.free if isinstance(a, int) or id(a) not in read]
-            fused.free += [a for a in moved if not any(a is b for b in fused.free)]
 
 
 schedule.passes.append(fuse)

@@ -18,6 +18,25 @@ def _scalarize(y: Any, w: np.ndarray) -> float:
                  + np.sum(v.imag.astype(np.float64) * w.imag) * (v.dtype.kind == "c"))
 
 
+def _checked(inputs: list, op: str) -> list[int]:
+    """Indices of the floating ``need_grad`` Variables of ``inputs`` (``ValueError`` if
+    none)."""
+    checked = [i for i, x in enumerate(inputs)
+               if isinstance(x, Variable) and x.need_grad and x.dtype.kind in "fc"]
+    if not checked:
+        raise ValueError(f"{op}: no floating-point input has need_grad=True")
+    return checked
+
+
+def _random_like(y: Any, seed: int) -> np.ndarray:
+    """Standard normal values of ``y``'s shape (complex parts each normal if ``y`` is)."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal(y.shape)
+    if y.dtype.kind == "c":
+        w = w + 1j * rng.standard_normal(y.shape)
+    return w
+
+
 def gradcheck(fn: Callable[..., Any], inputs: Sequence[Variable], eps: float = 1e-3,
               atol: float = 1e-3, rtol: float = 1e-2, seed: int = 0) -> bool:
     """Compare ``fn``'s analytic gradients (``backward`` with a random upstream gradient)
@@ -26,16 +45,10 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Variable], eps: float = 1
     PyTorch: for the real loss ``Re(sum(conj(w) * y))`` a complex input's gradient is
     ``dL/d(real) + i dL/d(imag)``, each part checked by its own differences."""
     inputs = list(inputs)
-    checked = [i for i, x in enumerate(inputs)
-               if isinstance(x, Variable) and x.need_grad and x.dtype.kind in "fc"]
-    if not checked:
-        raise ValueError("gradcheck: no floating-point input has need_grad=True")
+    checked = _checked(inputs, "gradcheck")
     with modes.auto_forward():
         y = fn(*inputs)
-    rng = np.random.default_rng(seed)
-    w = rng.standard_normal(y.shape)
-    if y.dtype.kind == "c":
-        w = w + 1j * rng.standard_normal(y.shape)
+    w = _random_like(y, seed)
     saved = [inputs[i].grad.numpy() for i in checked]
     for i in checked:
         inputs[i].grad.zero()
@@ -95,17 +108,11 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Sequence[Variable],
     ``AssertionError`` naming the worst element."""
     from .gradient import grad
     inputs = list(inputs)
-    checked = [i for i, x in enumerate(inputs)
-               if isinstance(x, Variable) and x.need_grad and x.dtype.kind in "fc"]
-    if not checked:
-        raise ValueError("gradgradcheck: no floating-point input has need_grad=True")
+    checked = _checked(inputs, "gradgradcheck")
     with modes.enable_grad():
         y = fn(*inputs)
     if grad_outputs is None:
-        rng = np.random.default_rng(seed + 1)
-        u = rng.standard_normal(y.shape)
-        if y.dtype.kind == "c":
-            u = u + 1j * rng.standard_normal(y.shape)
+        u = _random_like(y, seed + 1)
         grad_outputs = Variable.from_numpy_array(u.astype(y.dtype), need_grad=True)
 
     def vjp(*args: Any) -> Any:

@@ -22,7 +22,7 @@ from .. import functions as F
 from ..errors import GraphError
 from ..ndarray import NdArray
 from . import modes
-from .executor import topological_many
+from .executor import backward_order, topological_many
 from .variable import Variable, _make, grad_variables
 
 _FLOATS = dtypes.INEXACT
@@ -80,7 +80,7 @@ def differentiate(order: list, outs: list, seeds: list, targets: list, graph: bo
     for o, s in zip(outs, seeds):
         _add(grads, o, s)
     tids = {id(t) for t in targets}
-    for n, need in reversed(_backward_order(order, tids)):
+    for n, need in backward_order(order, lambda v: id(v) in tids):
         held = revive(n) if graph else None  # noqa: F841 (alive while the rule runs)
         vs = [r() for r in n.outputs]
         gys = [grads[id(v)][1] if v is not None and id(v) in grads else None for v in vs]
@@ -98,30 +98,6 @@ def differentiate(order: list, outs: list, seeds: list, targets: list, graph: bo
 def _add(grads: dict, x: Variable, g: Any) -> None:
     prev = grads.get(id(x))
     grads[id(x)] = (x, g if prev is None else F.add(prev[1], g))
-
-
-def _backward_order(order: list, tids: set) -> list:
-    """``[(node, need)]`` for the nodes of ``order`` (producers first) through which a
-    gradient reaches a target: an input is needed when it is a target or a floating
-    value computed from one (and not opted out with ``need_grad=False``)."""
-    req: dict[int, bool] = {}
-
-    def requires(v: Any) -> bool:
-        if not isinstance(v, Variable) or v.dtype not in _FLOATS:
-            return False
-        if id(v) in tids:
-            return True
-        p = v._parent
-        return p is not None and req.get(id(p), False) and (v._need_grad or not v._explicit)
-
-    out = []
-    for n in order:
-        need = tuple([requires(a) for a in n.inputs])
-        req[id(n)] = r = n.differentiable and any(need)
-        if r:
-            out.append((n, need))
-    out.sort(key=lambda e: e[0].rank)
-    return out
 
 
 def revive(n: Any) -> list | None:

@@ -1,10 +1,12 @@
 """Graph-building modes, thread-local (contextvars): static (default), define-by-run
-(``auto_forward``) and ``no_grad`` (run now, record nothing, retain nothing)."""
+(``auto_forward``) and ``no_grad`` (run now, record nothing, retain nothing), and how
+schedules built now fuse (``fusion_enabled``)."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 from collections.abc import Iterator
 
 STATIC, AUTO, NO_GRAD = 0, 1, 2
@@ -71,6 +73,40 @@ def static() -> Iterator[None]:
 def is_auto_forward() -> bool:
     """True inside ``auto_forward()`` (or ``no_grad()``: both run functions now)."""
     return mode.get() != STATIC
+
+
+#: What ``fusion_enabled(recompute=...)`` accepts.
+RECOMPUTE = ("auto", "all", "off")
+
+
+def _fusion_default() -> tuple[bool, str]:
+    env = os.environ.get("NNARRAY_RECOMPUTE", "auto")
+    return (os.environ.get("NNARRAY_FUSION", "1") not in ("0", "", "off"),
+            "off" if env in ("0", "") else env if env in RECOMPUTE else "auto")
+
+
+#: ``(fuse, recompute)`` for schedules built now (``fusion_enabled``; per thread, as the
+#: graph modes; ``NNARRAY_FUSION`` / ``NNARRAY_RECOMPUTE`` set the default).
+_FUSION_DEFAULT = _fusion_default()
+fusion: contextvars.ContextVar[tuple[bool, str]] = contextvars.ContextVar(
+    "nnarray_fusion", default=_FUSION_DEFAULT)
+
+
+@contextlib.contextmanager
+def fusion_enabled(on: bool = True, recompute: str | None = None) -> Iterator[None]:
+    """Build the schedules of graphs run inside (in this thread) with (``on``) or
+    without fusion, and with what backward ``recompute``s (``"auto"``, ``"all"``,
+    ``"off"``; ``None``: as before); a schedule built before keeps how it was built,
+    except a static graph's and a traced backward's, which are built again when this
+    differs (``Variable.forward``, ``backward``)."""
+    if recompute is not None and recompute not in RECOMPUTE:
+        raise ValueError(f"fusion_enabled: recompute must be one of {RECOMPUTE}, "
+                         f"got {recompute!r}")
+    token = fusion.set((bool(on), fusion.get()[1] if recompute is None else recompute))
+    try:
+        yield
+    finally:
+        fusion.reset(token)
 
 
 #: Marks an NdArray saved for a backward pass (``NdArray._snap``): ``Variable.d`` then

@@ -74,14 +74,10 @@ class Node:
         #: Recorded under auto_forward: its data is already computed and what backward
         #: needs is saved at once (nothing, until ``save``/``retain`` says otherwise).
         self.dynamic = dynamic
-        self.saved_inputs: Any = () if dynamic else None
-        self.saved_outputs: Any = () if dynamic else None
-        self.versions: Any = () if dynamic else None
-        self._in_meta: Any = None
-        self._label: Any = None
-        #: ``(function, args, kwargs)`` when this node is the output of a function made of
-        #: several ops (``F.conv2d``): re-inference calls the function again.
-        self.macro: Any = None
+        self.saved_inputs = self.saved_outputs = self.versions = () if dynamic else None
+        #: ``macro``: ``(function, args, kwargs)`` when this node is the output of a
+        #: function made of several ops (``F.conv2d``): re-inference calls it again.
+        self._in_meta = self._label = self.macro = None
 
     @property
     def name(self) -> str:

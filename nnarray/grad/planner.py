@@ -1,9 +1,10 @@
 """The memory plan: which step reads each value for the last time.
 
-One last-use pass serves every runner: ``Variable.forward(clear_buffer=True)`` and the
-executors drop an intermediate after its last consumer (``forward_releases``), a traced
-backward program frees its temporaries and the saved data bound to them
-(``releases``), and generated code ``del``s a local after its last reader
+One last-use pass serves every runner, run once on a schedule's final steps (after
+every rewriting pass, ``schedule.plan_frees``): ``Variable.forward(clear_buffer=True)``
+and the executors drop an intermediate after its last consumer (``forward_releasable``),
+a traced backward program frees its temporaries and the saved data bound to them
+(``program_releases``), and generated code ``del``s a local after its last reader
 (``last_readers``).
 """
 
@@ -50,9 +51,8 @@ def program_releases(steps: Sequence, binds: Iterable, results: set) -> list[lis
     return rel
 
 
-def forward_releases(order: Sequence, outputs: Iterable[Variable]) -> list[list]:
-    """Per node of a forward ``order``: the intermediate Variables (not ``outputs``, not
-    leaves) whose last consumer it is."""
+def forward_releasable(outputs: Iterable[Variable]) -> Callable[[Any], bool]:
+    """What a forward frees after its last consumer: the intermediate Variables (not
+    ``outputs``, not leaves)."""
     keep = {id(v) for v in outputs}
-    return releases(order, lambda a: isinstance(a, Variable) and a._parent is not None
-                    and id(a) not in keep)
+    return lambda a: isinstance(a, Variable) and a._parent is not None and id(a) not in keep

@@ -15,7 +15,6 @@ from .. import functions as F
 from ..ndarray import NdArray
 from ..ops.elementwise import BinaryOp
 from . import modes
-from .planner import program_releases
 from .recording import tape
 from .variable import Variable, _make
 
@@ -23,7 +22,7 @@ from .variable import Variable, _make
 class Program:
     """A traced backward pass of one output variable."""
 
-    __slots__ = ("seed", "more_seeds", "binds", "checks", "steps", "leaves", "inter", "release",
+    __slots__ = ("seed", "more_seeds", "binds", "checks", "steps", "leaves", "inter",
                  "inv_proxies", "inv_last", "inv_steps", "schedule", "relocatable",
                  "derived", "held", "__weakref__")
 
@@ -38,7 +37,6 @@ class Program:
         self.leaves: list[tuple[int, int, Variable, bool]] = []
         self.inter: list[tuple[int, int, Variable]] = []
         self.relocatable = True
-        self.release: list[list] = []
         self.inv_proxies: list[Variable] = []
         self.inv_last: list[Any] = []
         self.inv_steps: list[tuple[int, Variable, frozenset]] = []
@@ -100,7 +98,6 @@ def trace(root: Variable, order: list, nodes: list, more_roots: Any = ()) -> Pro
             prog.inter.append((k, i, gv))
     results = {id(o[3]) for o in outs}
     _elide_broadcasts(prog, results)
-    _plan_release(prog, results)
     _plan_invariants(prog, nodes)
     return prog
 
@@ -168,6 +165,4 @@ def _plan_invariants(prog: Program, nodes: list) -> None:
     prog.inv_last = [None] * len(prog.inv_proxies)
 
 
-def _plan_release(prog: Program, results: set) -> None:
-    """Per step, the program variables (and bound nodes) whose last reader it is."""
-    prog.release = program_releases(prog.steps, prog.binds, results)
+

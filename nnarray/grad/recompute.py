@@ -36,7 +36,6 @@ from typing import Any
 from ..ndarray import NdArray
 from . import fusion
 from .node import Node
-from .planner import program_releases
 from .variable import Variable, _make
 
 
@@ -155,7 +154,6 @@ def _derive(prog: Any, nodes: list, r: Recomputed) -> Any:
     d.inv_steps = [(s + len(cone), out, deps) for s, out, deps in prog.inv_steps]
     d.inv_last = [None] * len(prog.inv_proxies)
     d.held = list(made.values())
-    d.release = program_releases(d.steps, binds, {id(o[2]) for o in leaves + inter})
     return d
 
 

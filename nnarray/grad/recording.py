@@ -14,14 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import context as _context
+from .. import functions as F
 from .. import late
+from ..context import dispatch_context
 from ..ndarray import NdArray
 from ..registry import dispatch
 from . import modes
 from .naming import auto_name
 from .node import Node
-from .variable import NO_ATTRS, Variable, _make
+from .variable import Variable, _make
 
 _mode = modes.mode
 _wref = weakref.ref
@@ -120,38 +121,82 @@ def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, 
 
 _AUTO = modes.AUTO
 
+#: What a node of a two-operand elementwise op has as attributes (none; shared, read-only).
+NO_ATTRS: dict = {}
+
+
+def binary(op: Any) -> Any:
+    """``record`` for two-operand elementwise ``op``, as ``record(a, b)``: the
+    Variable's Python operator (``v + w``) and ``F.add(v, w)`` on Variables
+    (``record_binary``). Under ``auto_forward``, where the result has ``a``'s shape and
+    its dtype is in the op's meta cache under the short key (``elementwise._short_key``:
+    two Variables of one shape, or a Variable and a Python float or int) and the
+    context's Kernel is plain, the kernel runs through ``Kernel.fast`` and the node is
+    recorded as ``record`` records it; every other case is ``record`` itself."""
+    metas, name = op.metas, op.name
+
+    def record_op(a: Any, b: Any) -> Any:
+        if _mode.get() == _AUTO:
+            ta, tb = type(a), type(b)
+            if ta is Variable:
+                da = a._data
+                if tb is Variable:
+                    db = b._data
+                    d = None if a._shape != b._shape else metas.get(
+                        a._dtype if a._dtype is b._dtype else (a._dtype, b._dtype))
+                elif tb is float or tb is int:
+                    db = b
+                    d = metas.get((a._dtype, tb))
+                else:
+                    d = None
+                if d is not None and da is not None and (tb is not Variable or
+                                                         db is not None):
+                    k = dispatch(op, dispatch_context((da, db), name))
+                    if k.plain:
+                        meta = (a._shape, d)
+                        out = k.fast(da, db, meta)
+                        if not op.differentiable or not (
+                                a._need_grad or (tb is Variable and b._need_grad)):
+                            return _make(meta[0], d, out, None, False)
+                        p = a._parent
+                        rank = 0 if p is None else p.rank + 1
+                        if tb is Variable:
+                            p = b._parent
+                            if p is not None and p.rank >= rank:
+                                rank = p.rank + 1
+                        node = Node(op, (a, b), NO_ATTRS, (meta,), rank, True)
+                        node.save((da, db), (out,))
+                        v = _make(meta[0], d, out, None, True, node)
+                        node.outputs = (_wref(v),)
+                        return v
+        return record(op, (a, b), {}, op.out_metas((a, b), {}))
+    return record_op
+
+
+#: ``{op: binary(op)}`` of the two-operand ops recorded so far.
+_binaries: dict = {}
+
 
 def record_binary(op: Any, a: Any, b: Any) -> Any:
-    """``record`` for a two-operand elementwise op, its inference from the op's meta
-    cache (``op.out_metas``: what the hot path in ``variable._binary_recorder`` reads);
-    under ``auto_forward`` the context's plain Kernel runs directly where both operands
-    are Variables or one is a Python float or int."""
-    ta, tb = type(a), type(b)
-    metas = op.out_metas((a, b), {})
-    direct = (ta is Variable and (tb is Variable or tb is float or tb is int)) or \
-        (tb is Variable and (ta is float or ta is int))
-    if not direct or _mode.get() != _AUTO:
-        return record(op, (a, b), {}, metas)
-    ctx = _context.dispatch_context((a._data if ta is Variable else a,
-                                     b._data if tb is Variable else b), op.name)
-    k = dispatch(op, ctx)
-    if not k.plain:
-        return record(op, (a, b), {}, metas)
-    if ta is Variable:
-        da = a._data if a._data is not None else computed(a)
-        db = b if tb is not Variable else b._data if b._data is not None else computed(b)
-        out = k.fast(da, db, metas[0])
-    else:
-        da, db = a, b._data if b._data is not None else computed(b)
-        out = k.run((da, db), {}, metas)
-    if not ((ta is Variable and a._need_grad) or (tb is Variable and b._need_grad)) or \
-            not op.differentiable:
-        return _make(out.shape, out.dtype, out, None, False)
-    rank = 0
-    for x in (a, b):
-        if type(x) is Variable:
-            rank = _rank_after(rank, x)
-    return _dynamic_node(op, (a, b), NO_ATTRS, metas, rank, (da, db), (out,))[0]
+    """``binary(op)(a, b)`` (``Variable._record_binary``: ``F.add(v, w)``)."""
+    r = _binaries.get(op)
+    if r is None:
+        r = _binaries[op] = binary(op)
+    return r(a, b)
+
+
+def _reflected(op: Any) -> Any:
+    def operator(self: Variable, o: Any) -> Any:
+        return record_binary(op, o, self)
+    return operator
+
+
+# The Variable's Python operators are the recorders (set here: ``recording`` imports
+# ``variable``, so ``variable`` cannot call it at import).
+for _name, _fn in (("add", F.add), ("sub", F.sub), ("mul", F.mul), ("truediv", F.div),
+                   ("pow", F.pow), ("floordiv", F.floor_divide), ("mod", F.remainder)):
+    setattr(Variable, f"__{_name}__", _binaries.setdefault(_fn.op, binary(_fn.op)))
+    setattr(Variable, f"__r{_name}__", _reflected(_fn.op))
 
 
 late.provide(__name__)  # the engine's modules below (nnarray.late)

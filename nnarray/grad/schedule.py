@@ -4,7 +4,8 @@ A static graph's forward pass (``Variable.forward()``, a bound Graph's ``Executo
 traced backward program (``program.py``; static graphs, define-by-run graphs replayed,
 executors) compile to a ``Schedule`` for a context: one ``Step`` per kernel launch (the
 node, its resolved ``Kernel``, its input slots, its output slot, what backward retains,
-what is freed after it), the frees from the one last-use pass (``planner.py``). A step
+what is freed after it), the frees from the one last-use pass (``planner.py``), run once
+after every rewriting pass (``plan_frees``). A step
 whose node is not a plain one-output kernel call (a composite or fallback kernel, several
 outputs, a Python function) is opaque: it runs its node.
 
@@ -30,7 +31,7 @@ from typing import Any
 from ..kernel import DEBUG
 from ..ndarray import NdArray
 from ..registry import dispatch
-from .planner import last_readers
+from .planner import last_readers, program_releases, releases
 from .variable import Variable
 
 _wrap = NdArray._wrap
@@ -65,7 +66,7 @@ class Step:
     __slots__ = ("node", "kernel", "inputs", "attrs", "outs", "metas", "retain", "free",
                  "invariant")
 
-    def __init__(self, node: Any, kernel: Any, save: bool, free: list) -> None:
+    def __init__(self, node: Any, kernel: Any, save: bool, free: list | None = None) -> None:
         self.node = node
         self.kernel = kernel
         self.inputs = tuple(node.inputs)
@@ -75,7 +76,7 @@ class Step:
         rule = node.function.backward if save and kernel is not None else None
         self.retain = (tuple(rule.retained_inputs(node.attrs)), tuple(rule.outputs)) \
             if rule is not None else None
-        self.free = free
+        self.free = [] if free is None else free
         self.invariant = False
 
     @property
@@ -100,8 +101,8 @@ class Schedule:
     stored in the output Variables, ``save``: what backward retains is kept) or
     ``"backward"`` (a traced program: ``prog``, gradients delivered at the end)."""
 
-    __slots__ = ("kind", "ctx", "steps", "save", "prog", "root", "fused", "recompute", "_closures",
-                 "_program", "_done", "__weakref__")
+    __slots__ = ("kind", "ctx", "steps", "save", "prog", "root", "releasable", "fused",
+                 "recompute", "_closures", "_program", "_done", "__weakref__")
 
     def __init__(self, kind: str, ctx: Any, steps: list, save: bool = False,
                  prog: Any = None, root: Any = None) -> None:
@@ -109,6 +110,9 @@ class Schedule:
         #: A weak reference to the Variable the generated function gets as ``root`` (the
         #: graph's output: referenced by the code, it would keep its graph alive).
         self.root = root
+        #: What a forward frees after its last reader (``planner.forward_releasable``;
+        #: ``None``: nothing). A backward frees its temporaries (``plan_frees``).
+        self.releasable: Any = None
         #: ``fuse.mode()`` when it was built (``grad.fusion_enabled``; set by its
         #: builder): whether it fused, what it left to backward to recompute.
         self.fused: Any = False
@@ -280,15 +284,16 @@ def _plain(n: Any, ctx: Any) -> Any:
     return k if k.plain else None
 
 
-def forward(order: list, ctx: Any, save: bool = True, release: list | None = None,
+def forward(order: list, ctx: Any, save: bool = True, releasable: Any = None,
             root: Any = None) -> Schedule:
     """The schedule of a static graph's forward ``order`` under ``ctx`` (``save``: keep
-    what backward needs; ``release``: per node, the Variables freed after it, from
-    ``planner.forward_releases``; ``root``: a weak reference to the output passed to
+    what backward needs; ``releasable``: which values are freed after their last reader,
+    ``planner.forward_releasable``; ``root``: a weak reference to the output passed to
     ``run``)."""
-    steps = [Step(n, _plain(n, ctx), save, list(release[s]) if release else [])
-             for s, n in enumerate(order)]
-    return _passed(Schedule("forward", ctx, steps, save, root=root))
+    s = Schedule("forward", ctx, [Step(n, _plain(n, ctx), save) for n in order], save,
+                 root=root)
+    s.releasable = releasable
+    return _passed(s)
 
 
 def backward(prog: Any, ctx: Any) -> Schedule:
@@ -296,7 +301,7 @@ def backward(prog: Any, ctx: Any) -> Schedule:
     inv = {s for s, _, _ in prog.inv_steps}
     steps = []
     for s, st in enumerate(prog.steps):
-        step = Step(st, _plain(st, ctx), False, prog.release[s] if prog.release else [])
+        step = Step(st, _plain(st, ctx), False)
         step.invariant = s in inv
         steps.append(step)
     return _passed(Schedule("backward", ctx, steps, False, prog))
@@ -305,7 +310,24 @@ def backward(prog: Any, ctx: Any) -> Schedule:
 def _passed(s: Schedule) -> Schedule:
     for p in passes:
         p(s)
+    plan_frees(s)
     return s
+
+
+def plan_frees(s: Schedule) -> None:
+    """The one last-use pass, on the final steps: a forward frees what ``releasable``
+    allows after its last reader; a backward its temporaries (not the gradients it
+    delivers) and the saved data bound to them."""
+    if s.kind == "backward":
+        prog = s.prog
+        results = {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter}
+        frees = program_releases(s.steps, prog.binds, results)
+    elif s.releasable is not None:
+        frees = releases(s.steps, s.releasable)
+    else:
+        return
+    for st, free in zip(s.steps, frees):
+        st.free = free
 
 
 # -- the interpreter --------------------------------------------------------------------------

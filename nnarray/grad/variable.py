@@ -12,15 +12,13 @@ import numpy as np
 from .. import context as _context
 from .. import dtypes, late
 from .. import functions as F
-from ..context import context_scope, dispatch_context
+from ..context import context_scope
 from ..errors import AttributeShapeError, DTypeError, GraphError
 from ..ndarray import NdArray, normalize_shape
 from ..operators import ArrayOperators
 from ..ops.op import GraphValue
-from ..registry import dispatch
 from . import modes
 from .modes import SAVED
-from .node import Node
 
 # The modules above this one (``nnarray.late``): the engine, run by a Variable's methods.
 _executor: Any = late.bind(__name__, "_executor", "nnarray.grad.executor")
@@ -57,9 +55,7 @@ grad_variables = _ByIdentity()
 
 
 _new = object.__new__
-_wref = weakref.ref
 _mode = modes.mode
-_AUTO = modes.AUTO
 
 
 class Variable(GraphValue, ArrayOperators):
@@ -328,10 +324,7 @@ class Variable(GraphValue, ArrayOperators):
         return _recording.record(op, inputs, attrs, metas)
 
     def _record_binary(self, op: Any, a: Any, b: Any) -> Any:
-        r = _recorders.get(op)
-        if r is None:
-            r = _recorders[op] = _binary_recorder(op)
-        return r(a, b)
+        return _recording.record_binary(op, a, b)
 
     # -- receiving gradients (the backward pass) ---------------------------------------
     def _receive_grad(self, gx: NdArray, stamp: int, shared: bool) -> None:
@@ -375,86 +368,6 @@ class Variable(GraphValue, ArrayOperators):
             F.inplace(op, self.data, o.data if isinstance(o, Variable) else o)
             return self
         return op(self, o)
-
-
-#: What a node of a two-operand elementwise op has as attributes (none; shared, read-only).
-NO_ATTRS: dict = {}
-
-
-def _binary_recorder(op: Any) -> Any:
-    """``record(a, b)``: two-operand ``op`` on Variables, which is also the Variable's
-    Python operator. Define-by-run's per-op hot path (two Variables of one shape and dtype
-    with data, the result dtype read from the op's meta cache under its short key,
-    ``elementwise._short_key``, which ``op.out_metas`` fills; ``recording.record_binary``
-    serves every other case; the Kernel from ``registry.dispatch``) is written out here,
-    node and result built inline: this is the cost of one step of a define-by-run graph,
-    and every Python call on it shows (``_make`` is the result's constructor)."""
-    metas = op.metas
-
-    def record(a: Any, b: Any) -> Any:
-        if type(a) is Variable and type(b) is Variable and a._dtype is b._dtype and \
-                a._shape == b._shape:
-            d = metas.get(a._dtype)
-            da, db = a._data, b._data
-            if d is not None and da is not None and db is not None and _mode.get() == _AUTO:
-                k = dispatch(op, dispatch_context((da, db), op.name))
-                if k.plain:
-                    meta = (a._shape, d)
-                    out = k.fast(da, db, meta)
-                    if (a._need_grad or b._need_grad) and op.differentiable:
-                        pa, pb = a._parent, b._parent
-                        rank = 0 if pa is None else pa.rank + 1
-                        if pb is not None and pb.rank >= rank:
-                            rank = pb.rank + 1
-                        # Node(op, (a, b), NO_ATTRS, (meta,), rank, dynamic=True) without
-                        # the class call, which cost as much as the rest of this path
-                        # (tests check that every slot is set as __init__ sets it)
-                        node = _new(Node)
-                        node.function = op
-                        node.inputs = (a, b)
-                        node.attrs = NO_ATTRS
-                        node.out_metas = (meta,)
-                        node.rank = rank
-                        node.dynamic = True
-                        node.saved_inputs = node.saved_outputs = node.versions = ()
-                        node._in_meta = node._label = node.macro = None
-                        rule = op.backward
-                        if rule.inputs or rule.outputs:
-                            node.retain((da, db), (out,), rule.inputs, rule.outputs)
-                    else:
-                        node = None
-                    v = _new(Variable)
-                    v._shape = a._shape
-                    v._dtype = d
-                    v._data = out
-                    v._grad = None
-                    v._need_grad = node is not None
-                    v._explicit = False
-                    v._parent = node
-                    v._gstamp = 0
-                    v._plan = None
-                    v._name = None
-                    if node is not None:
-                        node.outputs = (_wref(v),)
-                    return v
-        return _recording.record_binary(op, a, b)
-    return record
-
-
-#: ``{op: record}`` of the two-operand ops called on Variables (``F.add(v, w)``).
-_recorders: dict = {}
-
-
-def _reflected(op: Any) -> Any:
-    def method(self: Variable, o: Any) -> Any:
-        return _recording.record_binary(op, o, self)
-    return method
-
-
-for _name, _fn in (("add", F.add), ("sub", F.sub), ("mul", F.mul), ("truediv", F.div),
-                   ("pow", F.pow), ("floordiv", F.floor_divide), ("mod", F.remainder)):
-    setattr(Variable, f"__{_name}__", _recorders.setdefault(_fn.op, _binary_recorder(_fn.op)))
-    setattr(Variable, f"__r{_name}__", _reflected(_fn.op))
 
 
 def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | None,

@@ -26,10 +26,12 @@ class Linear(Module):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 w_init: I.Initializer | None = None, b_init: I.Initializer | None = None,
-                 rng: np.random.Generator | None = None, *, base_axis: int = 1) -> None:
+                 base_axis: int = 1, w_init: I.Initializer | None = None,
+                 b_init: I.Initializer | None = None,
+                 rng: np.random.Generator | None = None) -> None:
         if isinstance(base_axis, bool) or not isinstance(base_axis, int):
-            raise TypeError(f"Linear: base_axis must be an int, got {base_axis!r}")
+            raise TypeError(f"Linear: base_axis must be an int, got {base_axis!r} (it is "
+                            "the 4th argument, as the API fixes it: pass w_init= by keyword)")
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.base_axis = base_axis
         shape = (self.in_features, self.out_features)

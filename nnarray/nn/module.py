@@ -20,6 +20,7 @@ from .. import grad
 from ..context import Context
 from ..grad import modes as _modes
 from ..ndarray import NdArray
+from . import dtype_cast as _dtype_cast
 from . import parameter as _p
 from . import serialization as _io
 from .parameters import Parameters
@@ -154,15 +155,43 @@ class Module:
             if g is not None:
                 g.zero()
 
-    def to(self, ctx: Context | str) -> Module:
+    def to(self, ctx: Context | str | Any = None, dtype: Any = None) -> Module:
         """Move every parameter and state array, and every gradient holding values, to
         ``ctx`` (explicit transfers). Gradients accumulate across ``backward()`` calls,
-        so one left behind would be pulled over implicitly by the next backward."""
+        so one left behind would be pulled over implicitly by the next backward.
+
+        ``dtype`` (or a first argument that is not a context or a string, as torch's
+        ``to(torch.float16)``) casts every floating Variable (parameters and frozen
+        ones) on its device (``nn.dtype_cast``); NdArray state such as batch-norm running
+        statistics stays float32. The Variables are replaced: give a solver the new
+        ``parameters()``."""
+        if ctx is not None and not isinstance(ctx, (Context, str)):
+            if dtype is not None:
+                raise TypeError(f"Module.to: ctx must be a context or a string, got "
+                                f"{type(ctx).__name__}")
+            ctx, dtype = None, ctx
+        if dtype is not None:
+            _dtype_cast.cast_module(self, dtype)
+        if ctx is None:
+            return self
         for a in self.named_arrays().values():
             _p.place(_p.storage(a), ctx)
             if isinstance(a, grad.Variable) and a.grad.head is not None:
                 _p.place(a.grad, ctx)
         return self
+
+    def half(self) -> Module:
+        """``to(dtype=float16)``: floating Variables in float16."""
+        return self.to(dtype=np.float16)
+
+    def bfloat16(self) -> Module:
+        """``to(dtype=nna.bfloat16)``: floating Variables in bfloat16."""
+        from ..dtypes import bfloat16
+        return self.to(dtype=bfloat16)
+
+    def float(self) -> Module:
+        """``to(dtype=float32)``: floating Variables in float32."""
+        return self.to(dtype=np.float32)
 
     # -- checkpoints -----------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..dtypes import bfloat16
 from ..errors import NnarrayError
 
 #: The largest ``.npy`` header read (numpy's own bound; real ones are ~128 bytes).
@@ -37,6 +38,9 @@ class CheckpointError(NnarrayError, ValueError):
     """A checkpoint that cannot be loaded: unreadable, or with missing, extra,
     mis-shaped or mis-typed entries."""
 
+
+#: The ``.npy`` descr numpy gives a bfloat16 array (``|V2``): read back as bfloat16.
+_BF16_BITS = np.dtype("V2")
 
 def fail(path: str, why: str) -> CheckpointError:
     return CheckpointError(f"checkpoint {path!r} {why}")
@@ -91,7 +95,9 @@ def _header(z: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, path: str) -> 
     except (ValueError, SyntaxError, tokenize.TokenError) as e:  # numpy parses it as Python
         raise fail(path, f"entry {name!r} has a corrupt .npy header {text[:200]!r} "
                          f"(member at byte {info.header_offset}: {e})") from None
-    if dtype.kind not in "biufc":
+    if dtype == _BF16_BITS:  # what numpy writes for ml_dtypes' bfloat16 (no type code)
+        dtype = bfloat16
+    elif dtype.kind not in "biufc":
         raise fail(path, f"entry {name!r} has dtype {dtype}; checkpoints hold numbers")
     nbytes = math.prod(shape) * dtype.itemsize
     data_at = 8 + len(size_field) + hlen

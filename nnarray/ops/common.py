@@ -60,6 +60,20 @@ def require_float(op: str, arg: str, x: Any) -> None:
                          f"(shape {x.shape})")
 
 
+def require_ordered(op: str, inputs: tuple, names: tuple[str, ...] = ("x",)) -> None:
+    """``DTypeError`` naming the first complex one of ``inputs`` (arrays or scalars, called
+    ``names``) where ``op`` orders values: the standard leaves complex ordering unspecified."""
+    for arg, x in zip(names, inputs):
+        d = getattr(x, "dtype", None)
+        if d is None and isinstance(x, complex):
+            d = np.dtype(np.complex128)
+        if d is not None and np.dtype(d).kind == "c":
+            shapes = ", ".join(str(shape_of(v)) for v in inputs)
+            raise DTypeError(f"{op}: argument '{arg}' is {d} (shape{'s' if len(inputs) > 1 else ''}"
+                             f" {shapes}): complex numbers have no order (compare their real "
+                             "parts or abs)")
+
+
 _LABELS = frozenset(np.dtype(t) for t in (np.int32, np.int64))
 
 

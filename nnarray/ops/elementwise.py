@@ -24,10 +24,11 @@ from ..context import dispatch_context, scope_var
 from ..errors import DTypeError, ShapeError
 from ..ndarray import NdArray
 from ..registry import dispatch
+from . import autocast as _autocast
 from . import ufuncs as _ufuncs
 from .backward import backward as _backward
 from .backward import fit as _fit
-from .common import broadcast, check_int_pow, require_array
+from .common import broadcast, check_int_pow, require_array, require_ordered
 from .op import CACHE_LIMIT, GraphValue, Op, name_result
 
 _F: Any = late.bind(__name__, "_F", "nnarray.functions")
@@ -42,6 +43,34 @@ def _array_operand(op: str, a: Any, b: Any) -> None:
         raise TypeError(f"{op}: at least one operand must be an NdArray or Variable")
 
 
+#: ``{integer dtype: (min, max)}``: the Python ints an op computing in it can take.
+_INT_RANGES = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+               for t in (np.int8, np.int16, np.int32, np.int64,
+                         np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
+def _wide_int(a: Any, b: Any, d: np.dtype) -> int | None:
+    """The Python int among ``a``, ``b`` outside the range of ``d`` (the integer dtype
+    the op computes in), else ``None``."""
+    r = _INT_RANGES.get(d)
+    if r is None:
+        return None
+    for v in (a, b):
+        if type(v) is int and not r[0] <= v <= r[1]:
+            return v
+    return None
+
+
+def _check_int_fits(name: str, a: Any, b: Any, d: np.dtype) -> None:
+    """numpy 2's ``OverflowError`` for a Python int ``d`` cannot hold (NEP 50: it is
+    never wrapped, in eager calls, graphs and fused kernels alike)."""
+    v = _wide_int(a, b, d)
+    if v is not None:
+        shapes = ", ".join(str(getattr(x, "shape", ())) for x in (a, b))
+        raise OverflowError(f"{name}: Python integer {v} out of bounds for {d} "
+                            f"(operand shapes {shapes})")
+
+
 def _infer_binary(name: str):
     def infer(inputs, attrs):
         a, b = inputs
@@ -49,7 +78,9 @@ def _infer_binary(name: str):
         if sa is not None and sa == getattr(b, "shape", None):
             return ((sa, _promote(name, a, b)),)
         _array_operand(name, a, b)
-        return ((broadcast(name, inputs), _promote(name, a, b)),)
+        d = _promote(name, a, b)
+        _check_int_fits(name, a, b, d)
+        return ((broadcast(name, inputs), d),)
     return infer
 
 
@@ -57,9 +88,46 @@ def _infer_compare(name: str):
     def infer(inputs, attrs):
         a, b = inputs
         _array_operand(name, a, b)
-        _promote(name, a, b)
+        _check_int_fits(name, a, b, _promote(name, a, b))  # BinaryOp answers them first
         return ((broadcast(name, inputs), _BOOL),)
     return infer
+
+
+#: ``x OP c`` for an integer ``x`` and a Python int ``c`` above (first) or below
+#: (second) every value of ``x``'s dtype: the same for every element.
+_CONSTANT_COMPARE = {"equal": (False, False), "not_equal": (True, True),
+                     "less": (True, False), "less_equal": (True, False),
+                     "greater": (False, True), "greater_equal": (False, True)}
+
+
+def _out_of_range(op: Any, a: Any, b: Any) -> Any:
+    """``op(a, b)`` where a Python int operand is outside the integer dtype the op would
+    compute in, else ``None``: numpy 2's answer for a comparison (constant: ``x == x`` or
+    ``x != x`` of the array operand, so graphs record it like any other),
+    ``OverflowError`` for any other op whose result is an integer (a float result takes
+    any int). A logical op takes any int's truth (``0`` or ``1`` in its place)."""
+    rule = BINARY[op.name][0]
+    if rule in ("div", "float"):
+        return None
+    x = b if type(a) is int else a
+    if type(x) is int or type(x) is bool or getattr(x, "dtype", None) is None:
+        return None
+    if rule == "logical":  # only its truth counts (any int, the widest included)
+        if type(a) is int and a not in (0, 1):
+            return op(int(bool(a)), b)
+        return op(a, int(bool(b))) if type(b) is int and b not in (0, 1) else None
+    d = _promote(op.name, a, b)
+    v = _wide_int(a, b, d)
+    if v is None:
+        return None
+    if rule != "compare":
+        _check_int_fits(op.name, a, b, d)
+    above, below = _CONSTANT_COMPARE[op.name]
+    truth = above if v > 0 else below
+    if a is v:  # ``c OP x`` is ``x OP' c`` with the order reversed
+        truth = (below if v > 0 else above) if op.name not in ("equal", "not_equal") \
+            else truth
+    return (ops["equal"] if truth else ops["not_equal"])(x, x)
 
 
 def _infer_no_bool(name: str):
@@ -107,6 +175,7 @@ def _infer_clip(inputs, attrs):
     (x,) = inputs
     require_array("clip", "x", x)
     lo, hi = attrs.get("a_min"), attrs.get("a_max")
+    require_ordered("clip", (x, lo, hi), ("x", "a_min", "a_max"))
     if lo is None and hi is None:
         raise ValueError("clip: at least one of 'a_min' and 'a_max' must be given")
     d = x.dtype
@@ -173,6 +242,10 @@ class BinaryOp(Op):
             return name_result(self(a, b), name, (a, b))
         if type(a) is np.ndarray or type(b) is np.ndarray:  # uploaded where the op runs
             a, b = _protocol.operands(a, b)
+        if type(a) is int or type(b) is int:
+            r = _out_of_range(self, a, b)
+            if r is not None:
+                return r
         if isinstance(a, GraphValue):
             return a._record_binary(self, a, b)
         if isinstance(b, GraphValue):
@@ -200,36 +273,46 @@ class BinaryOp(Op):
     def function(self) -> Any:
         """The public ``F`` function of this op (``fn.op`` is the op)."""
         op, opname, metas, last = self, self.name, self.metas, self.last
+        ranges = _INT_RANGES
+        cast = opname in _autocast.POLICY  # then under autocast: the inputs cast first
+        active = _autocast.ACTIVE
 
         def fn(a: Any, b: Any, name: Any = None) -> Any:
+            if cast and active[0]:
+                a, b = _autocast.cast_inputs(opname, (a, b))
             if name is not None:  # a graph node's name (``nnarray.grad.naming``)
                 return op(a, b, name=name)
             if type(a) is NdArray:
                 tb = type(b)
+                # the slots behind ``shape``/``dtype`` (properties: checked setters)
+                sa, da = a._shape, a._dtype
                 if tb is NdArray:  # the short key (``_short_key``), inlined
-                    if a.shape == b.shape:
-                        d = metas.get(a.dtype) if a.dtype is b.dtype else \
-                            metas.get((a.dtype, b.dtype))
+                    if sa == b._shape:
+                        db = b._dtype
+                        d = metas.get(da) if da is db else metas.get((da, db))
                     else:  # a broadcast: the full key (``meta_key``), inlined
-                        m = metas.get(((a.shape, a.dtype), (b.shape, b.dtype)))
+                        m = metas.get(((sa, da), (b._shape, b._dtype)))
                         if m is not None:
                             k = dispatch(op, dispatch_context((a, b), opname))
-                            if m[0][0] == a.shape:  # ``fast`` sizes the result by a's
+                            if m[0][0] == sa:  # ``fast`` sizes the result by a's
                                 return k.fast(a, b, m[0])
                             return k.run((a, b), {}, m)
                         d = None
-                elif tb is float or tb is int:
-                    d = metas.get((a.dtype, tb))
+                elif tb is float:
+                    d = metas.get((da, tb))
+                elif tb is int:  # one that a's integer dtype cannot hold: ``op``
+                    r = ranges.get(da)
+                    d = metas.get((da, tb)) if r is None or r[0] <= b <= r[1] else None
                 else:
                     d = None
                 if d is not None:
                     c = scope_var.get(None)  # ``dispatch``'s memo hit, inlined
                     p = last[0]
                     if p[0] is c and c is not None and p[1].valid:
-                        return p[1].fast(a, b, (a.shape, d))
+                        return p[1].fast(a, b, (sa, d))
                     return dispatch(op, dispatch_context((a, b), opname)).fast(
-                        a, b, (a.shape, d))
-            elif isinstance(a, GraphValue):
+                        a, b, (sa, d))
+            elif isinstance(a, GraphValue) and type(b) is not int:
                 return a._record_binary(op, a, b)
             return op(a, b)
         fn.__name__ = fn.__qualname__ = opname
@@ -270,17 +353,21 @@ class UnaryOp(Op):
     def function(self) -> Any:
         """The public ``F`` function of this op (``fn.op`` is the op)."""
         op, metas, last = self, self.metas, self.last
+        cast = op.name in _autocast.POLICY  # then under autocast: the input cast first
+        active = _autocast.ACTIVE
 
         def fn(x: Any, name: Any = None) -> Any:
+            if cast and active[0]:
+                (x,) = _autocast.cast_inputs(op.name, (x,))
             if type(x) is NdArray and name is None:
-                d = metas.get(x.dtype)
+                d = metas.get(x._dtype)  # the slot behind ``dtype`` (a checked property)
                 if d is not None:
                     c = scope_var.get(None)  # ``dispatch``'s memo hit, inlined
                     p = last[0]
                     if p[0] is c and c is not None and p[1].valid:
-                        return p[1].fast(x, None, (x.shape, d))
+                        return p[1].fast(x, None, (x._shape, d))
                     return dispatch(op, dispatch_context((x,), op.name)).fast(
-                        x, None, (x.shape, d))
+                        x, None, (x._shape, d))
             return op(x, name)
         fn.__name__ = fn.__qualname__ = op.name
         fn.__doc__ = f"Elementwise ``{op.name}`` (see ``UNARY``)."
@@ -449,8 +536,21 @@ def _cj(v: Any) -> Any:
     return v
 
 
+#: Binary rows that order their operands: ``DTypeError`` for complex ones on every backend
+#: (the standard leaves complex ordering unspecified), before any kernel is looked up.
+ORDERED = frozenset({"less", "less_equal", "greater", "greater_equal", "maximum", "minimum"})
+
+
+def _ordered(name: str, infer: Any) -> Any:
+    def checked(inputs, attrs):
+        require_ordered(name, inputs, ("a", "b"))
+        return infer(inputs, attrs)
+    return checked
+
+
 #: pow's inference reads a scalar exponent's value (``check_int_pow``): not ``pure``.
-_binary_ops = {n: BinaryOp(n, _BINARY_RULES[rule](n), differentiable=da is not None,
+_binary_ops = {n: BinaryOp(n, (_ordered(n, _BINARY_RULES[rule](n)) if n in ORDERED else
+                               _BINARY_RULES[rule](n)), differentiable=da is not None,
                            pure=rule != "pow")
                for n, (rule, _, da, _) in BINARY.items()}
 _unary_ops = {n: UnaryOp(n, _infer_unary(n), differentiable=d is not None, pure=True)
@@ -473,6 +573,7 @@ signbit, floor_divide = _unary_ops["signbit"], _binary_ops["floor_divide"]
 leaky_relu = Op("leaky_relu", _infer_leaky_relu)
 clip = Op("clip", _infer_clip)
 cast = Op("cast", _infer_cast)
+_autocast.cast_op[0] = cast
 where = Op("where", _infer_where, pure=True)
 
 for _n, (_, _keep, _da, _db) in BINARY.items():

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
+from . import autocast as _autocast
 from .common import require_array
 from .elementwise import add
 from .op import Op
@@ -64,7 +65,9 @@ matmul = Op("matmul", _infer_matmul)
 
 
 def affine(x: Any, W: Any, b: Any = None) -> Any:
-    """``x.reshape(N, -1) @ W + b``."""
+    """``x.reshape(N, -1) @ W + b`` (under ``autocast``: all three in its dtype)."""
+    if _autocast.ACTIVE[0]:
+        x, W, b = _autocast.cast_inputs("affine", (x, W, b))
     for n, v in (("x", x), ("W", W)):
         require_array("affine", n, v)
     if x.ndim < 1 or W.ndim != 2:

@@ -15,9 +15,13 @@ from .. import late
 from ..context import dispatch_context
 from ..ndarray import NdArray
 from ..registry import Entry, dispatch
+from . import autocast as _autocast
 
 #: ``nnarray.grad.naming``, where graphs name their nodes: ``None`` until ``nnarray.grad``
 #: is imported, and until then no value records a node, so a ``name=`` names nothing.
+#: Threads inside ``nna.autocast`` (``ops/autocast.py``): tested before anything else.
+_AUTOCASTING = _autocast.ACTIVE
+
 naming: Any = late.bind(__name__, "naming", "nnarray.grad.naming", optional=True)
 
 
@@ -98,6 +102,8 @@ class Op(Entry):
             name = attrs.pop("name")
             if name is not None:
                 return name_result(self(*inputs, **attrs), name, inputs)
+        if _AUTOCASTING[0] and self.name in _autocast.POLICY:
+            inputs = _autocast.cast_inputs(self.name, inputs)
         metas = self.out_metas(inputs, attrs) if self.pure else self.infer(inputs, attrs)
         for x in inputs:
             if type(x) is not NdArray and isinstance(x, GraphValue):

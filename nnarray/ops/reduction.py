@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DTypeError
-from .common import norm_axes, norm_axis, require_array
+from .common import norm_axes, norm_axis, require_array, require_ordered
 from .op import Op
 
 _I64 = np.dtype(np.int64)
@@ -31,6 +31,8 @@ def _infer_reduce(name: str):
     def infer(inputs, attrs):
         (x,) = inputs
         require_array(name, "x", x)
+        if name in ("max", "min"):
+            require_ordered(name, (x,))
         axes = attrs["axis"] = norm_axes(name, attrs.get("axis"), x.shape)
         keep = attrs["keepdims"] = bool(attrs.get("keepdims", False))
         if name in ("max", "min") and (any(x.shape[a] == 0 for a in axes) or
@@ -51,6 +53,7 @@ def _infer_arg(name: str):
     def infer(inputs, attrs):
         (x,) = inputs
         require_array(name, "x", x)
+        require_ordered(name, (x,))
         if x.dtype == np.bool_:
             raise DTypeError(f"{name}: bool input is not supported (shape {x.shape})")
         axis = attrs.get("axis")

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
-from .common import require_array
+from .common import require_array, require_ordered
 from .op import Op
 
 _I64 = np.dtype(np.int64)
@@ -28,8 +28,7 @@ def _infer_sort(name: str, out_dtype: np.dtype | None):
         require_array(name, "x", x)
         if x.ndim == 0:
             raise ValueError(f"{name}: argument 'x' must have at least one dimension")
-        if x.dtype.kind == "c":
-            raise DTypeError(f"{name}: complex input is not supported (shape {x.shape})")
+        require_ordered(name, (x,))
         attrs["descending"] = bool(attrs.get("descending", False))
         return ((x.shape, out_dtype or x.dtype),)
     return infer
@@ -39,6 +38,7 @@ def _infer_searchsorted(inputs, attrs):
     x1, x2 = inputs
     require_array("searchsorted", "x1", x1)
     require_array("searchsorted", "x2", x2)
+    require_ordered("searchsorted", (x1, x2), ("x1", "x2"))
     if x1.ndim != 1:
         raise ValueError(f"searchsorted: argument 'x1' must be 1-D, got shape {x1.shape}")
     if x1.dtype != x2.dtype:

@@ -279,7 +279,9 @@ ROWS: tuple[Ufunc, ...] = (
     _u("sqrt", "float", "y", lambda x, y, g: g * 0.5 / y, "sqrt", onnx="Sqrt"),
     _u("tanh", "float", "y", lambda x, y, g: g * (1.0 - y * y), "tanh", onnx="Tanh"),
     _u("sigmoid", "float", "y", lambda x, y, g: g * (y * (1.0 - y)), None,
-       "(T)0.5 * tanh((T)0.5 * x) + (T)0.5", "Sigmoid", ()),  # stable for any x
+       # e / (1 + e) below 0, 1 / (1 + e) above, e = exp(-|x|): no overflow, each tail to
+       # its relative rounding (0.5 tanh(x / 2) + 0.5 lost the left one: 0 or 2^-25)
+       "(x < (T)0 ? exp(-fabs(x)) : (T)1) / ((T)1 + exp(-fabs(x)))", "Sigmoid", ()),
     _u("sin", "float", "x", lambda x, y, g: g * F.cos(x), "sin", onnx="Sin"),
     _u("cos", "float", "x", lambda x, y, g: -(g * F.sin(x)), "cos", onnx="Cos"),
     _u("tan", "float", "y", lambda x, y, g: g * (y * y + 1.0), "tan", onnx="Tan"),
@@ -323,12 +325,12 @@ ROWS: tuple[Ufunc, ...] = (
 #: for its complex types (``C``; ``R`` its real component type): ``c_re``/``c_im`` (parts),
 #: ``c_new(re, im)``, ``c_abs``, and the complex ``c_mul c_div c_pow c_exp c_expm1 c_log
 #: c_log1p c_log2 c_log10 c_sqrt c_sin c_cos c_tan c_sinh c_cosh c_tanh c_asin c_acos c_atan
-#: c_asinh c_acosh c_atanh c_sign``. ``+``,
+#: c_asinh c_acosh c_atanh c_sign c_square``. ``+``,
 #: ``-`` and unary ``-`` act on the parts (C vector types and structs with operators).
 COMPLEX_HELPERS = ("c_re", "c_im", "c_new", "c_abs", "c_mul", "c_div", "c_pow", "c_exp",
                    "c_expm1", "c_log", "c_log1p", "c_log2", "c_log10", "c_sqrt", "c_sin",
                    "c_cos", "c_tan", "c_sinh", "c_cosh", "c_tanh", "c_asin", "c_acos",
-                   "c_atan", "c_asinh", "c_acosh", "c_atanh", "c_sign")
+                   "c_atan", "c_asinh", "c_acosh", "c_atanh", "c_sign", "c_square")
 
 #: The complex variant of the rows defined for complex operands (``Ufunc.cc``).
 _COMPLEX_C = {
@@ -336,7 +338,7 @@ _COMPLEX_C = {
     "pow": "c_pow(x, y)",
     "equal": "(c_re(x) == c_re(y) && c_im(x) == c_im(y))",
     "not_equal": "(c_re(x) != c_re(y) || c_im(x) != c_im(y))",
-    "neg": "-x", "positive": "x", "abs": "c_abs(x)", "square": "c_mul(x, x)", "sign": "c_sign(x)",
+    "neg": "-x", "positive": "x", "abs": "c_abs(x)", "square": "c_square(x)", "sign": "c_sign(x)",
     "round": "c_new(rint(c_re(x)), rint(c_im(x)))",
     **{f: f"c_{f}(x)" for f in ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin",
                                 "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",

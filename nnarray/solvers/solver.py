@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import numbers
 import os
 from abc import ABC, abstractmethod
@@ -29,6 +30,7 @@ from ..nn import parameter as _p
 from ..nn import serialization as _io
 from ..nn.module import _assign, _value
 from . import groups as _groups
+from . import master as _master
 
 
 def _signatures(items: dict[str, Any]) -> list[tuple]:
@@ -44,13 +46,21 @@ def _takes_params(init: Any) -> Any:
     """``init`` also taking torch's spelling ``Solver(params, lr=...)``: a first argument
     that is not a number is the parameters, set after ``init`` ran."""
     @functools.wraps(init)
-    def wrapped(self: Any, *args: Any, **kwargs: Any) -> None:
+    def wrapped(self: Any, *args: Any, master_dtype: Any = None, **kwargs: Any) -> None:
         params = None
         if args and not isinstance(args[0], numbers.Real):
             params, args = args[0], args[1:]
         init(self, *args, **kwargs)
+        if master_dtype is not None:  # None: parameters update in their own dtype
+            self.master_dtype = _master.check_dtype(type(self).__name__, master_dtype)
         if params is not None:
             self.set_parameters(params)
+    sig = inspect.signature(init)
+    extra = inspect.Parameter("master_dtype", inspect.Parameter.KEYWORD_ONLY, default=None)
+    ps = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    wrapped.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[*ps, extra, *[p for p in sig.parameters.values()
+                                  if p.kind is p.VAR_KEYWORD]])
     return wrapped
 
 
@@ -80,6 +90,12 @@ class Solver(ABC):
         self.params: dict[str, Any] = {}
         self.states: dict[str, dict[str, NdArray]] = {}
         self._contexts: dict[str, Context] = {}
+        #: ``master_dtype=``: 16-bit parameters are updated through a copy of this dtype
+        #: (``solvers/master.py``); ``None``: in their own dtype
+        self.master_dtype: np.dtype | None = None
+        #: multiplies the gradients of master-weight parameters as they are widened (the
+        #: loss scaler's unscale, applied in the master dtype); reset by every update
+        self.grad_factor = 1.0
 
     @property
     def lr(self) -> float:
@@ -119,9 +135,17 @@ class Solver(ABC):
         old, self.params, self.states = self.states, items, {}
         self.param_groups, self._names = groups, names
         for k, p in items.items():
+            master = _master.make(p, self.master_dtype, self._scope(p)) \
+                if self.master_dtype is not None else None
+            dtype = p.data.dtype if master is None else master.dtype
             st = old.get(k)
-            if st is None or any(a.shape != p.shape for a in st.values()):
-                st = {s: zeros(p.shape, p.data.dtype) for s in self.state_names}
+            if st is None or any(a.shape != p.shape or a.dtype != dtype
+                                 for n, a in st.items() if n != _master.KEY):
+                st = {s: zeros(p.shape, dtype) for s in self.state_names}
+            else:
+                st.pop(_master.KEY, None)
+            if master is not None:
+                st[_master.KEY] = master
             self.states[k] = st
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -166,6 +190,7 @@ class Solver(ABC):
                 self._update_names(names)
         finally:
             self._active = None
+            self.grad_factor = 1.0
 
     def step(self, closure: Any = None) -> Any:
         """torch's name for ``update()``; ``closure`` (torch's: re-evaluates the model
@@ -194,10 +219,20 @@ class Solver(ABC):
                         elsewhere = {}
                     elsewhere.setdefault(ctx, []).append((data, g, states[name]))
         if here:
-            self.update_group(here)
+            self._update_items(here)
         for ctx, items in (elsewhere or {}).items():
             with context_scope(ctx):
-                self.update_group(items)
+                self._update_items(items)
+
+    def _update_items(self, items: list[tuple[NdArray, NdArray, dict]]) -> None:
+        """``update_group(items)``, the master-weight parameters through their copies
+        (``solvers/master.py``)."""
+        if self.master_dtype is None:
+            self.update_group(items)
+            return
+        items, written = _master.widen(items, self.grad_factor)
+        self.update_group(items)
+        _master.write_back(written)
 
     def update_group(self, items: list[tuple[NdArray, NdArray, dict]]) -> None:
         """Update the ``(data, grad, state)`` of parameters on one device (the current

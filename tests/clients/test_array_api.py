@@ -387,7 +387,8 @@ print(np.allclose(z.numpy(), np.sin([1.0, 2, 3]) + 1), float(s.numpy()) > 0)
 
 def test_device_follows_the_data(backend):
     """Outside every scope and with no default chosen, ops run on their inputs' device;
-    mixed inputs run on the default context; a chosen default decides (API.md §7)."""
+    a host array mixed in runs on the device (one counted upload); a chosen default
+    decides (API.md §7)."""
     import os
     import subprocess
     import sys
@@ -397,7 +398,7 @@ def test_device_follows_the_data(backend):
                          capture_output=True, text=True, cwd=root)
     assert out.returncode == 0, out.stderr
     key = nna.Context.parse(backend).key
-    assert out.stdout.split() == [key, key, key, "numpy:0", "True", "True"]
+    assert out.stdout.split() == [key, key, key, key, "True", "True"]
     if backend != "numpy":  # a chosen default is where work runs, even for device data
         env["NNARRAY_CONTEXT"] = "numpy"
         code = (f"import nnarray as n; x = n.ones(2, device='{backend}'); "

@@ -1,7 +1,7 @@
 """scikit-learn's own array-API tests pass with nnarray as a namespace (issue 23): a fast,
 representative subset (sklearn's array-API helpers, clustering metrics, PCA) run through
-``tests/sklearn_nnarray_plugin.py`` on every available context, in one child pytest (one
-sklearn import and collection). The full run is documented in docs/array_api.md."""
+``tests/clients/plugin.py`` on every available context, in one child pytest (one
+sklearn import and collection). The full run is documented in tests/clients/README.md."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def sklearn_run() -> dict[str, str]:
     """Each nnarray test id of the subset mapped to its outcome, for every available
     context, from one child pytest."""
     env = dict(os.environ, SCIPY_ARRAY_API="1", OPENBLAS_NUM_THREADS="1",
-               NNARRAY_SKLEARN_CONTEXTS=",".join(_available()))
-    cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "tests.sklearn_nnarray_plugin",
+               NNARRAY_CLIENT_DEVICE=",".join(_available()))
+    cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "tests.clients.plugin",
            "-p", "no:cacheprovider", "-v", "--tb=short", "-W", "ignore", "--pyargs", *MODULES,
            "-k", "array_api and nnarray"]
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)

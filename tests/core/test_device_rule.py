@@ -102,18 +102,60 @@ def test_no_scope_runs_on_the_inputs_device_and_scalars_never_pull_back(backend)
     np.testing.assert_array_equal(out["0-d host"].numpy(), np.full((2, 3), 3))
 
 
-def test_a_host_array_and_a_device_array_run_on_the_host(backend):
+def test_a_host_array_and_a_device_array_run_on_the_device(backend):
+    """The non-host device wins (API.md §7; issue 42 item 3): the host operand is uploaded
+    once, counted, and stays on the host; ``strict_transfers()`` refuses the upload."""
     x = nna.asarray(np.ones((2, 3), np.float32))
-    h = nna.asarray(np.ones((2, 3), np.float32), device="numpy")
+    h = nna.asarray(np.full((2, 3), 2, np.float32), device="numpy")
 
     def op():
         nna.reset_transfer_stats()
         y = x + h
-        return y, nna.transfer_stats()["count"]
+        z = x * h  # h's device copy is current now: no second upload
+        return y, z, nna.transfer_stats()["count"]
 
-    y, n = unscoped(op)
-    assert y.device.key == "numpy:0" and x.device.key == f"{backend}:0"
-    assert n == (0 if backend == "numpy" else 1)  # x's data read to the host, counted
+    y, z, n = unscoped(op)
+    assert y.device.key == z.device.key == x.device.key == f"{backend}:0"
+    assert h.device.key == "numpy:0"
+    assert n == (0 if backend == "numpy" else 1)  # h uploaded once, counted
+    np.testing.assert_array_equal(y.numpy(), np.full((2, 3), 3))
+    np.testing.assert_array_equal(z.numpy(), np.full((2, 3), 2))
+    if backend != "numpy":
+        h2 = nna.asarray(np.ones((2, 3), np.float32), device="numpy")
+
+        def strict():
+            with nna.strict_transfers():
+                return x + h2
+        with pytest.raises(nna.TransferError):
+            unscoped(strict)
+
+
+def test_a_model_on_a_device_fed_host_batches_runs_there(backend):
+    """``model.to(dev)`` fed host batches: forward, backward and the gradients stay on the
+    model's device; each batch is uploaded once (issue 42 item 3)."""
+    nna.seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    model.to(f"{backend}:0")
+    xb = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    tb = np.random.default_rng(1).standard_normal((5, 2)).astype(np.float32)
+
+    def step():
+        x = nna.asarray(xb, device="numpy")
+        t = nna.asarray(tb, device="numpy")
+        nna.reset_transfer_stats()
+        nna.reset_kernel_stats()
+        with grad.auto_forward():
+            loss = F.mean_squared_error(model(x), t)
+        loss.backward()
+        return loss, nna.transfer_stats()["count"], nna.kernel_stats()["by_device"]
+
+    loss, n, by_dev = unscoped(step)
+    key = f"{backend}:0"
+    assert loss.data.head == key
+    assert set(by_dev) == {key}, by_dev
+    for name, p in model.parameters().items():
+        assert p.data.head == p.grad.head == key, name
+    assert n == (0 if backend == "numpy" else 2)  # the batch and the targets, once each
 
 
 def test_two_non_host_devices_raise_naming_both(backend):

@@ -111,3 +111,67 @@ def test_scipy_sosfilt_takes_ndarrays():
     got, gz = signal.sosfilt(nna.asarray(sos), nna.asarray(xn), zi=nna.asarray(zi))
     np.testing.assert_allclose(got, want)
     np.testing.assert_allclose(gz, wz)
+
+
+HOST_ARRAYS = {
+    "zeros": lambda: nna.zeros((4, 6), device="numpy"),
+    "full": lambda: nna.full((4, 6), 3.0, device="numpy"),
+    "fill": lambda: _filled(),
+    "empty": lambda: nna.empty((4, 6), device="numpy"),
+    "view of zeros": lambda: nna.zeros((8, 6), device="numpy")[2:6],
+    "strided view": lambda: nna.zeros((4, 12), device="numpy")[:, ::2],
+}
+
+
+def _filled():
+    a = nna.asarray(np.ones((4, 6), np.float32), device="numpy")
+    a.fill(2.0)
+    return a
+
+
+@pytest.mark.parametrize("kind", list(HOST_ARRAYS))
+def test_np_asarray_of_every_host_array_is_a_writable_handle(backend, kind):
+    """Lazy fills, never-written arrays and views on the host hand out writable handles
+    as ``asarray`` results do (SciPy's ``ndimage.correlate(a, k, output=xp.zeros(...))``
+    writes through ``np.asarray(output)``; issue 43 item 1). The write reaches every
+    device read."""
+    a = HOST_ARRAYS[kind]()
+    h = np.asarray(a)
+    assert h.flags.writeable and a.head == "numpy:0"
+    want = np.arange(24, dtype=np.float32).reshape(4, 6)
+    h[...] = want
+    np.testing.assert_array_equal(a.numpy(), want)
+    np.testing.assert_array_equal(a.to_device(f"{backend}:0").numpy(), want)
+    np.testing.assert_array_equal((a * 2).numpy(), want * 2)
+
+
+def test_scipy_ndimage_writes_into_a_zeros_output():
+    ndimage = pytest.importorskip("scipy.ndimage")
+    a = np.arange(20, dtype=np.float32).reshape(4, 5)
+    k = np.ones((3, 3), np.float32)
+    out = nna.zeros((4, 5), device="numpy")
+    ndimage.correlate(nna.asarray(a, device="numpy"), nna.asarray(k, device="numpy"),
+                      output=out)
+    np.testing.assert_allclose(out.numpy(), ndimage.correlate(a, k))
+
+
+def test_threads_writing_through_handles_of_views_of_one_lazy_fill_lose_nothing():
+    """Each thread takes ``np.asarray`` of its own row of one ``zeros`` array at once
+    (SciPy ndimage's TestThreading): every write lands in the one root copy (issue 43
+    item 5; lost 100 of 200 trials before)."""
+    import threading
+    for _ in range(100):
+        out = nna.zeros((4, 500), device="numpy")
+        start = threading.Barrier(4)
+
+        def write(i, out=out, start=start):
+            start.wait()
+            np.asarray(out[i])[...] = i + 1
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        np.testing.assert_array_equal(out.numpy(), np.repeat(np.arange(1, 5.0), 500)
+                                      .reshape(4, 500))

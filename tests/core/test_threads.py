@@ -110,3 +110,62 @@ def test_threads_first_touch_every_device(backend):
     in about 1 of 8 processes, and two or more device objects in most)."""
     ctxs = _devices_of([backend])
     _run_threads(ctxs, n_threads=6 * len(ctxs), iters=300, work="ew")
+
+
+_VIEWS = r"""
+import faulthandler, sys, threading
+import numpy as np
+import nnarray as nna
+
+ctxs, rounds, limit = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
+faulthandler.dump_traceback_later(limit + 30, exit=True)  # fires even if the GIL is held
+rows, adds, lost, errors = 40, 5, 0, []
+for r in range(rounds):
+    with nna.context_scope(ctxs[r % len(ctxs)]):
+        a = nna.array(np.zeros((rows, 8), np.float32)) + 0
+    start = threading.Barrier(len(ctxs))
+
+    def work(k, ctx):
+        try:
+            start.wait(limit)
+            with nna.context_scope(ctx):
+                for _ in range(adds):
+                    for i in range(k, rows, len(ctxs)):
+                        if r % 2:
+                            a[i] += 1  # a view, then setitem of the root's region
+                        else:
+                            v = a[i]
+                            v += 1
+        except BaseException as e:
+            errors.append(f"{ctx}: {e!r}")
+
+    ts = [threading.Thread(target=work, args=(k, c), daemon=True) for k, c in enumerate(ctxs)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(limit)
+    if any(t.is_alive() for t in ts):
+        print("hung")
+        sys.exit(2)
+    lost += int((np.asarray(a) != adds).any(axis=1).sum())
+print(f"rows lost={lost} of {rounds * rows} errors={errors[:3]}")
+sys.exit(1 if lost or errors else 0)
+"""
+
+
+@pytest.mark.parametrize("pair", ["numpy:0,opencl:0", "opencl:0,opencl:1", "numpy:0,opencl:1",
+                                  "numpy:0,cuda:0", "cuda:0,opencl:0"])
+def test_writes_through_views_from_threads_on_two_devices_are_kept(pair):
+    """Two threads, each on its own device, add to disjoint rows of one array through
+    views, many rounds: every row has every add (10 of 40 rows were lost for numpy +
+    ``opencl:1``, 24 for ``opencl:0`` + ``opencl:1``: one thread synced the root before
+    the other's kernel wrote it, then made that copy stale)."""
+    have = _devices_of(nna.backends.registered())
+    if any(c not in have for c in pair.split(",")):
+        pytest.skip(f"{pair}: not every device is available here")
+    try:
+        r = subprocess.run([sys.executable, "-c", _VIEWS, pair, "30", str(CHILD_LIMIT - 60)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=CHILD_LIMIT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"threads on {pair} hung (killed after {CHILD_LIMIT} s)")
+    assert r.returncode == 0, f"{pair}: rc {r.returncode}\n{r.stdout}\n{r.stderr[-4000:]}"

@@ -288,3 +288,63 @@ def test_a_large_reduction_joins_its_group(backend: str, n: int) -> None:
         assert ops == (["fused_elementwise"] if joins else ["fused_elementwise", "sum"])
     elif not _fuses(backend):
         assert ops == ["mul", "add", "sum"]
+
+
+def test_fusion_switch_is_per_thread(backend: str) -> None:
+    """``fusion_enabled`` holds in the thread that entered it, as the graph modes do: a
+    graph another thread builds meanwhile fuses (where its backend fuses), with the same
+    values."""
+    import threading
+
+    ctx = nna.get_current_context()  # the backend fixture's: thread-local too
+
+    def build() -> tuple:
+        with nna.context_scope(ctx):
+            return _build()
+
+    def _build() -> tuple:
+        x = Variable.from_numpy_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+        y = F.tanh(x * 0.5 + 0.1) * F.sigmoid(x)
+        y.forward()
+        return y.d.copy(), _fused_steps(grad.schedule_of(y))
+
+    got: dict = {}
+    with grad.fusion_enabled(False):
+        assert not grad.fuse.enabled()
+        worker = threading.Thread(target=lambda: got.update(other=build(),
+                                                            on=grad.fuse.enabled()))
+        worker.start()
+        worker.join(600)
+        here = build()
+    assert got["on"] and here[1] == []
+    assert len(got["other"][1]) == (1 if _fuses(backend) else 0)
+    np.testing.assert_allclose(got["other"][0], here[0], **tol(np.float32))
+
+
+def test_frees_follow_the_final_steps(backend: str) -> None:
+    """The last-use pass runs on the schedule's steps as the rewriting passes left them:
+    with ``clear_buffer`` every intermediate a step reads is freed once, after the last
+    step reading it (fused or not), and the values stay right."""
+    from nnarray.grad import executor
+    rng = np.random.default_rng(4)
+    xn, wn = rng.standard_normal((8, 6)), rng.standard_normal((6, 6))
+    x = Variable.from_numpy_array(xn.astype(np.float32), need_grad=True)
+    w = Variable.from_numpy_array(wn.astype(np.float32), need_grad=True)
+    h = F.matmul(x, w)
+    a = F.tanh(h) * 2.0 + 1.0  # a fusable run reading h
+    y = F.sum(F.matmul(a, w)) + F.sum(h * h)  # h read again after the run
+    y.forward(clear_buffer=True)
+    hn = xn @ wn
+    want = np.sum((np.tanh(hn) * 2 + 1) @ wn) + np.sum(hn * hn)
+    np.testing.assert_allclose(float(y.d), want, rtol=1e-4)
+    s = executor.forward_schedule(executor.plan_of(y), nna.get_current_context(), True)
+    last: dict = {}
+    for k, st in enumerate(s.steps):
+        for v in st.inputs:
+            if isinstance(v, Variable) and v.parent is not None:
+                last[id(v)] = k
+    freed = [(id(v), k) for k, st in enumerate(s.steps) for v in st.free
+             if not isinstance(v, int)]
+    assert len(freed) == len(set(freed)) and set(freed) == set(last.items())
+    if _fuses(backend):
+        assert _fused_steps(s)

@@ -90,6 +90,21 @@ def test_char_transformer_trains_and_samples(backend):
     assert "final loss after 12 steps" in out and "sample: " in out
 
 
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_char_transformer_trains_in_reduced_precision(backend, precision):
+    needs(backend)
+    args = ("--backend", backend, "--steps", "12", "--warmup", "3", "--dim", "16",
+            "--heads", "2", "--layers", "1", "--sample", "5")
+
+    def final(*more):
+        out = run(str(EXAMPLES / "char_transformer.py"), *args, *more)
+        return float(out.split("final loss after 12 steps: ")[1].split()[0])
+
+    # autocast's products in 16 bits: the loss tracks float32's on the same data and seed
+    assert abs(final("--precision", precision) - final()) < 0.02 * final()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_mxnet_symbol_tutorial(backend):
     needs(backend)

@@ -116,7 +116,11 @@ NAMES = {
         "nnarray.solvers.SGD.state_dict", "nnarray.solvers.SGD.load_state_dict",
         "nnarray.NdArray.to", "nnarray.NdArray.detach",
         "nnarray.NdArray.unsqueeze", "nnarray.NdArray.view", "nnarray.grad.Variable.detach",
-    ],
+    ] + [f"nnarray.grad.{f}" for f in (
+        "grad vjp jvp hvp vhp jacobian hessian gradgradcheck").split()] + [
+        "nnarray.bfloat16", "nnarray.autocast", "nnarray.autocast.policy",
+        "nnarray.solvers.LossScaler", "nnarray.nn.Module.half", "nnarray.nn.Module.bfloat16",
+        "nnarray.set_default_dtype", "nnarray.set_default_device"],
 }
 
 
@@ -147,7 +151,9 @@ SIGNATURES = [
     ("nnarray.device_synchronize", [("ctx", None)]),
     ("nnarray.backends.why_unavailable", [("name", REQUIRED)]),
     # 2
-    ("nnarray.NdArray", [("shape", ...), ("dtype", np.float32)]),
+    # dtype=None: the default float dtype, float32 unless nna.set_default_dtype says
+    # otherwise (test_ndarray_default_dtype_is_float32)
+    ("nnarray.NdArray", [("shape", ...), ("dtype", ...)]),
     ("nnarray.NdArray.get_data", [("self", REQUIRED), ("mode", "rw"), ("ctx", None)]),
     ("nnarray.NdArray.from_numpy_array", [("a", REQUIRED)]),
     ("nnarray.array", [("obj", REQUIRED), ("dtype", None)]),
@@ -263,7 +269,21 @@ SIGNATURES = [
     ("nnarray.pad", [("x", REQUIRED), ("pad_width", REQUIRED), ("mode", "constant"),
                      ("constant_values", 0)]),
     # 11, built
-    ("nnarray.nn.Linear", [("base_axis", 1)]),
+    ("nnarray.nn.Linear", [("in_features", REQUIRED), ("out_features", REQUIRED),
+                           ("bias", True), ("base_axis", 1)]),
+    ("nnarray.grad.grad", [("outputs", REQUIRED), ("inputs", REQUIRED),
+                           ("grad_outputs", None), ("create_graph", False),
+                           ("retain_graph", None), ("allow_unused", False)]),
+    ("nnarray.grad.Variable.backward", [("self", REQUIRED), ("grad", 1),
+                                        ("clear_buffer", False), ("retain_graph", False),
+                                        ("create_graph", False)]),
+    ("nnarray.grad.gradgradcheck", [("fn", REQUIRED), ("inputs", REQUIRED)]),
+    ("nnarray.solvers.LossScaler", [("init_scale", 2 ** 16), ("growth_factor", 2),
+                                    ("backoff_factor", 0.5), ("growth_interval", 2000)]),
+    ("nnarray.autocast", [("dtype", nna.bfloat16), ("enabled", True)]),
+    ("nnarray.solvers.SGD", [("master_dtype", None)]),
+    ("nnarray.solvers.Adam", [("master_dtype", None)]),
+    ("nnarray.nn.Module.to", [("dtype", ...)]),
 ]
 
 
@@ -345,28 +365,9 @@ def test_pool_modules_take_nnabla_pad():
 # =========================================================================================
 
 PENDING = [
-    ("nnarray.grad.grad", None, 37),
-    ("nnarray.grad.vjp", None, 37),
-    ("nnarray.grad.jvp", None, 37),
-    ("nnarray.grad.hvp", None, 37),
-    ("nnarray.grad.vhp", None, 37),
-    ("nnarray.grad.jacobian", None, 37),
-    ("nnarray.grad.hessian", None, 37),
-    ("nnarray.grad.gradgradcheck", None, 37),
-    ("nnarray.grad.Variable.backward", ("create_graph", False), 37),  # API.md section 5
-    ("nnarray.bfloat16", None, 38),
-    ("nnarray.autocast", None, 38),
-    ("nnarray.autocast.policy", None, 38),
-    ("nnarray.solvers.LossScaler", None, 38),
-    ("nnarray.solvers.SGD", ("master_dtype", ...), 38),
-    ("nnarray.nn.Module.to", ("dtype", ...), 38),
-    ("nnarray.nn.Module.half", None, 38),
-    ("nnarray.nn.Module.bfloat16", None, 38),
     ("nnarray.grad.cuda_graphs", None, 39),
     ("nnarray.data.DataLoader", ("device", ...), 39),
     ("nnarray.data.DataLoader", ("pin_memory", False), 39),
-    ("nnarray.set_default_dtype", None, 43),
-    ("nnarray.set_default_device", None, 43),
 ]
 
 
@@ -383,3 +384,8 @@ def test_pending(path, param, issue):
             assert default is ... or _same(ps[name].default, default)
     except (ImportError, AttributeError):
         pytest.xfail(f"not yet built (issue {issue})")
+
+
+def test_ndarray_default_dtype_is_float32():
+    import nnarray as nna
+    assert nna.NdArray((2,)).dtype == np.float32

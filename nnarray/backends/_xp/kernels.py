@@ -17,7 +17,15 @@ import numpy as np
 
 from ...dtypes import promote
 from ...registry import register_kernel
-from .complex import register_xp_complex
+from .amp import register_xp_amp
+from .complex import (
+    register_xp_complex,
+    standard_expm1,
+    standard_log1p,
+    standard_sign,
+    standard_square,
+    standard_tanh,
+)
 from .elementwise import functions, in_result_dtype
 from .fft import register_xp_fft
 from .linalg import register_xp_linalg
@@ -50,6 +58,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
         return out
 
     register_sorting_kernels(backend, xp, fresh)
+    register_xp_amp(backend, xp)
 
     def _none(v: Any) -> Any:
         """``v`` with no elements (a scalar as is): a ufunc on it gives the result dtype
@@ -67,7 +76,7 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
                             uf(_none(a), _none(b)).dtype)  # bool for comparisons
             uf(a, b, out=out)
             return out
-        k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.fast_runner
+        k.small = (uf, big)  # type: ignore[attr-defined]  # see kernel.fast_runner
         reg(name)(k)
 
     def unary(name: str, uf: Any) -> None:
@@ -79,10 +88,16 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
                 out = empty(x.shape, uf(_none(x)).dtype)
             uf(x, out=out)
             return out
-        k.small = (uf, big)  # type: ignore[attr-defined]  # see synced.fast_runner
+        k.small = (uf, big)  # type: ignore[attr-defined]  # see kernel.fast_runner
         reg(name)(k)
 
     binaries, unaries = functions(xp)
+    unaries["tanh"] = standard_tanh(xp, unaries["tanh"])
+    unaries["tan"] = standard_tanh(xp, unaries["tan"], tan=True)
+    unaries["expm1"] = standard_expm1(xp, unaries["expm1"])
+    for name, fix in (("sign", standard_sign), ("log1p", standard_log1p),
+                      ("square", standard_square)):
+        unaries[name] = fix(xp, unaries[name])
     for name, fn in binaries.items():
         binary(name, in_result_dtype(name, fn))
     for name, fn in unaries.items():
@@ -98,14 +113,13 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
     def _sigmoid(x, out=None):
         if x.dtype.kind != "f":
             x = x.astype(xp.exp(x.reshape(-1)[:0]).dtype)
+        # the row's C expression: e / (1 + e) below 0, 1 / (1 + e) above, e = exp(-|x|)
+        e = xp.exp(-xp.abs(x))
+        num = xp.where(x < 0, e, x.dtype.type(1))
+        xp.add(e, x.dtype.type(1), out=e)
         if out is None:
-            out = empty(x.shape, x.dtype)
-        # 0.5 * tanh(x / 2) + 0.5: stable for any x, one transcendental per element.
-        xp.multiply(x, 0.5, out=out)
-        xp.tanh(out, out=out)
-        xp.multiply(out, 0.5, out=out)
-        xp.add(out, 0.5, out=out)
-        return out
+            return xp.divide(num, e, out=num)
+        return xp.divide(num, e, out=out)
 
     unary("relu", _relu)
     unary("sigmoid", _sigmoid)

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from ...device import Device
-from ...errors import InvalidValueError
+from ...dtypes import bfloat16
+from ...errors import DTypeError, InvalidValueError
 from ...memory import out_of_memory, release_all
 from . import raw
 from .scope import scoped
@@ -83,7 +84,13 @@ class CudaDevice(Device):
 
     def _alloc(self, make: Callable, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """``make(shape, dtype)`` here; CuPy's out-of-memory error releases every pool's
-        cache and retries once, then becomes nnarray's ``OutOfMemoryError``."""
+        cache and retries once, then becomes nnarray's ``OutOfMemoryError``. bfloat16
+        is refused (``DTypeError``): CuPy has no bfloat16 arrays, and no
+        ``__nv_bfloat16`` kernel path exists yet."""
+        if dtype == bfloat16:
+            raise DTypeError(f"{self.key}: dtype bfloat16 is not supported on CUDA yet (CuPy "
+                             "has no bfloat16 arrays); use float16, or bfloat16 on numpy or "
+                             "OpenCL")
         try:
             with self.scope:
                 return make(shape, dtype)

@@ -91,28 +91,30 @@ __device__ __forceinline__ double nna_affine(double a, double b, double c) {
 
 #define NNA_PER ((long long)(16 / sizeof(T)))
 
-extern "C" __global__ void nna_rand(T* y, long long n, unsigned int k0, unsigned int k1,
-                                    T scale, T low) {
+// One grid-stride loop for both draws: uniforms (stream 0) or normals (stream 1), each
+// value mapped by v * a + b.
+template <bool NORMAL>
+__device__ __forceinline__ void nna_draw(T* y, long long n, unsigned int k0,
+                                         unsigned int k1, T a, T b) {
     const long long blocks = (n + NNA_PER - 1) / NNA_PER;
     for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < blocks;
          g += (long long)blockDim.x * gridDim.x) {
         T v[4];
-        nna_uniform(nna_block(g, 0u, k0, k1), v);
+        if (NORMAL) nna_normal(nna_block(g, 1u, k0, k1), v);
+        else nna_uniform(nna_block(g, 0u, k0, k1), v);
         for (long long j = 0, i = g * NNA_PER; j < NNA_PER && i < n; ++j, ++i)
-            y[i] = nna_affine(v[j], scale, low);
+            y[i] = nna_affine(v[j], a, b);
     }
+}
+
+extern "C" __global__ void nna_rand(T* y, long long n, unsigned int k0, unsigned int k1,
+                                    T scale, T low) {
+    nna_draw<false>(y, n, k0, k1, scale, low);
 }
 
 extern "C" __global__ void nna_randn(T* y, long long n, unsigned int k0, unsigned int k1,
                                      T sigma, T mu) {
-    const long long blocks = (n + NNA_PER - 1) / NNA_PER;
-    for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < blocks;
-         g += (long long)blockDim.x * gridDim.x) {
-        T v[4];
-        nna_normal(nna_block(g, 1u, k0, k1), v);
-        for (long long j = 0, i = g * NNA_PER; j < NNA_PER && i < n; ++j, ++i)
-            y[i] = nna_affine(v[j], sigma, mu);
-    }
+    nna_draw<true>(y, n, k0, k1, sigma, mu);
 }
 
 extern "C" __global__ void nna_dropout(const T* x, T* y, T* mask, long long n,

@@ -27,4 +27,13 @@ def describe_devices() -> list[str]:
 
 def load_kernels() -> None:
     # each registers on import (elementwise and reduction wrap kernels' shared set)
-    from . import conv, elementwise, fused, kernels, matmul, random, reduction  # noqa: F401
+    from . import (  # noqa: F401
+        conv,
+        elementwise,
+        fused,
+        kernels,
+        low,  # wraps the accumulating kernels for 16-bit inputs (imports what it wraps)
+        matmul,
+        random,
+        reduction,
+    )

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ...dtypes import LOW
+from ...ops.upcast import widened
 from ...registry import register_kernel
 
 #: The inner-dimension slice of a split product (OpenBLAS's own K block on AVX2 cores).
@@ -27,6 +29,7 @@ TRIALS = 3
 #: A split must be this much faster to be chosen (it adds one pass over the output).
 MARGIN = 0.9
 _MAX_SHAPES = 1024
+_LOW = "".join(d.char for d in LOW)  # the 16-bit floats' type codes ("e", "E")
 
 _choice: dict[tuple, bool] = {}  # (shape key) -> split?
 _trials: dict[tuple, tuple[list, list]] = {}  # (shape key) -> (plain times, split times)
@@ -36,6 +39,9 @@ _trials: dict[tuple, tuple[list, list]] = {}  # (shape key) -> (plain times, spl
 def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool = False,
            transpose_b: bool = False) -> np.ndarray:
     """``a @ b`` (either transposed: a view, which BLAS takes as a flag, not a copy)."""
+    if a.dtype.char in _LOW or b.dtype.char in _LOW:  # 16-bit: float32 BLAS, rounded once
+        return widened("matmul", "numpy", matmul, _astype, (a, b, transpose_a, transpose_b),
+                       {})
     if transpose_a:
         a = a.swapaxes(-1, -2)
     if transpose_b:
@@ -59,7 +65,7 @@ def _specialize(in_metas: list, attrs: dict) -> Any:
         return None
     (sa, da), (sb, db) = in_metas
     ta, tb = attrs.get("transpose_a", False), attrs.get("transpose_b", False)
-    if len(sa) != 2 or len(sb) != 2 or da != db or da.kind != "f" or \
+    if len(sa) != 2 or len(sb) != 2 or da != db or da.kind != "f" or da in LOW or \
             (sa[0] if ta else sa[1]) >= 2 * SLICE:
         return None
     mm = np.matmul
@@ -71,6 +77,10 @@ def _specialize(in_metas: list, attrs: dict) -> Any:
 
 
 matmul.specialize = _specialize  # type: ignore[attr-defined]  # see Kernel.callee
+
+
+def _astype(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return x.astype(dtype)
 
 
 def split_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:

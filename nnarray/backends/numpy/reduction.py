@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ...dtypes import LOW
+from ...ops.upcast import widened
 from ...registry import backend_kernels, register_kernel
 from . import kernels as _shared  # noqa: F401  (registers the kernels wrapped here)
 
@@ -71,12 +73,18 @@ def mean(x, axis, keepdims):
     """float32/float64: numpy's ``mean`` less its Python layer (most of its time on small
     vectors): the same sum divided by the same count."""
     if x.dtype != np.float32 and x.dtype != np.float64 or x.size == 0:
+        if x.dtype in LOW:  # 16-bit: in float32, rounded once (``ops/upcast.py``)
+            return widened("mean", "numpy", _mean, _astype, (x, axis, keepdims), {})
         return _mean(x, axis, keepdims)
     n = 1
     for a in axis:
         n *= x.shape[a]
     r = np.add.reduce(x, axis=axis, keepdims=keepdims)
     return np.true_divide(r, n, out=r) if type(r) is np.ndarray else np.asarray(r / n)
+
+
+def _astype(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return x.astype(dtype)
 
 
 _fold("max", np.maximum, _any)
@@ -91,6 +99,8 @@ def sum_first_axis_first(x, axis, keepdims):
     the first axis alone first, adding whole rows (numpy's one reduce walks short inner
     loops), then the others."""
     if len(axis) < 2 or axis[0] != 0 or not _f32_f64(x.dtype):
+        if x.dtype in LOW:  # 16-bit: accumulated in float32 (``ops/upcast.py``)
+            return widened("sum", "numpy", _sum, _astype, (x, axis, keepdims), {})
         return _sum(x, axis, keepdims)
     r = _sum(np.add.reduce(x, axis=0), tuple(a - 1 for a in axis[1:]), False)
     if keepdims:

@@ -76,6 +76,7 @@ def load_kernels() -> None:
         elementwise,
         fft,
         fused,
+        low,  # wraps the kernels without 16-bit code (imports what it wraps)
         matmul,
         random,
         reduction,
@@ -85,4 +86,5 @@ def load_kernels() -> None:
         shape,
         softmax,
         sort,
+        unscale,
     )

@@ -2,7 +2,9 @@
 
 float16 is stored as ``half`` but read and written only through ``vload_half`` /
 ``vstore_half_rte`` (core OpenCL, no ``cl_khr_fp16`` needed) and computed in ``float``, so
-it works on every device. bool is stored as ``uchar`` (0 or 1, like numpy). complex64 and
+it works on every device. bfloat16 is stored as ``ushort`` and computed in ``float``: a
+load shifts the 16 bits into the top of a float, a store rounds to nearest even (NaN
+kept NaN). bool is stored as ``uchar`` (0 or 1, like numpy). complex64 and
 complex128 are ``float2``/``double2`` (``.x`` real, ``.y`` imaginary: numpy's layout, and
 that of ``cfloat_t``/``cdouble_t`` of pyopencl's complex header).
 """
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...dtypes import bfloat16 as _BF16
 from ...errors import DTypeError
 
 
@@ -27,7 +30,11 @@ class CLType:
 
     @property
     def is_float(self) -> bool:
-        return self.dtype.kind == "f"
+        return self.dtype.kind == "f" or self.is_bf16
+
+    @property
+    def is_bf16(self) -> bool:
+        return self.dtype == _BF16
 
     @property
     def is_complex(self) -> bool:
@@ -47,6 +54,8 @@ class CLType:
         complex element as its two parts (see ``_PAIRS``)."""
         if self.storage == "half":
             return f"vload_half({idx}, {ptr})"
+        if self.is_bf16:
+            return f"as_float((uint)({ptr}[{idx}]) << 16)"
         if pairs and self.is_complex:
             return f"NNA_PAIR_LOAD({self.real}, {ptr}, {idx})"
         if self.storage == "float2":
@@ -57,6 +66,10 @@ class CLType:
         """Statement writing ``value`` (already of the compute type) to ``ptr[idx]``."""
         if self.storage == "half":
             return f"vstore_half_rte({value}, {idx}, {ptr});"
+        if self.is_bf16:
+            return (f"{{ const uint nna_u_ = as_uint((float)({value})); {ptr}[{idx}] = "
+                    "(nna_u_ & 0x7fffffffu) > 0x7f800000u ? (ushort)((nna_u_ >> 16) | 0x40u) : "
+                    "(ushort)((nna_u_ + 0x7fffu + ((nna_u_ >> 16) & 1u)) >> 16); }")
         if pairs and self.is_complex:
             return f"NNA_PAIR_STORE({self.real}, {ptr}, {idx}, {value});"
         if self.storage == "float2":
@@ -98,6 +111,7 @@ _TABLE = {np.dtype(d): CLType(np.dtype(d), s, c, t) for d, s, c, t in (
     (np.bool_, "uchar", "uchar", np.uint8),
     (np.complex64, "float2", "float2", np.complex64),
     (np.complex128, "double2", "double2", np.complex128),
+    (_BF16, "ushort", "float", np.float32),
 )}
 
 

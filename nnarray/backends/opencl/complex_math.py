@@ -61,7 +61,8 @@ NNA_CINL R r_logabs_C(R x, R y) {
   const R lo = (R)((xd * xd + yd * yd) - (double)hi);
   const R l = (R)0.5 * (log(hi) + lo / hi)
               + (R)(int)((e >> 23) - 127u) * (R)0.693147180559945309417f;
-  return (isinf(x) | isinf(y)) ? (R)INFINITY : l;
+  // z = 0: log 0 = -inf (lo / hi was 0 / 0, which made complex64 log(0) NaN)
+  return (isinf(x) | isinf(y)) ? (R)INFINITY : (hi == 0 ? -(R)INFINITY : l);
 }
 // sqrt((|x| + |x + iy|) / 2) on x, y scaled by an even power of two near 1 / max(|x|, |y|)
 // (the scale at most 2^126: both parts subnormal). Tried: |z| as max(|zs|, |xs|) for the
@@ -170,18 +171,32 @@ NNA_CINL R r_logabs_C(R x, R y) {
     const R s = p - 1.0, se = p - (s + 1.0);  // p - 1 = s + se exactly
     return 0.5 * log1p((s + n2) + ((se + pe) + n2e));
   }
-  return log(hypot(x, y));
+  // parts below 2^-900 scaled up, above 2^1000 down (exactly): hypot of subnormal parts
+  // rounded to the subnormal grid (log(5e-324 + 5e-324i) was off by 0.35), of the largest
+  // ones overflowed (log(max + max i) was inf)
+  const R k = m < 0x1p-900 ? -600.0 : (m > 0x1p1000 ? 600.0 : 0.0);
+  const R sc = m < 0x1p-900 ? 0x1p600 : (m > 0x1p1000 ? 0x1p-600 : 1.0);
+  return log(hypot(x * sc, y * sc)) + k * 0.69314718055994530942;
 }
 NNA_CINL R r_sqrtmod_C(R x, R y) {  // tiny x, y scaled up (exactly): 0.5 x keeps its bits
   const int tiny = (fabs(x) < 0x1p-900) & (fabs(y) < 0x1p-900);
-  const R sc = tiny ? 0x1p600 : 1.0, xs = x * sc;
-  return NNA_SQRT(0.5 * fabs(xs) + hypot(0.5 * xs, 0.5 * y * sc)) * (tiny ? 0x1p-300 : 1.0);
+  // parts past 2^1020 scaled down: |x| / 2 + |z| / 2 overflowed (sqrt(max + max i) was inf)
+  const int huge = (fabs(x) > 0x1p1020) | (fabs(y) > 0x1p1020);
+  const R sc = tiny ? 0x1p600 : (huge ? 0x1p-4 : 1.0), xs = x * sc;
+  // (y scaled first: 0.5 * 5e-324 rounds to 0, which made sqrt(5e-324i) 1.1e-16i)
+  return NNA_SQRT(0.5 * fabs(xs) + hypot(0.5 * xs, 0.5 * (y * sc)))
+         * (tiny ? 0x1p-300 : (huge ? 4.0 : 1.0));
 }
 NNA_CINL R r_arg_C(R y, R x) { return atan2(y, x); }
 NNA_CINL R r_sign_C(R x, R y, R *im) {
-  const R r = hypot(x, y), q = (R)1 / r;
-  *im = r == 0 ? (R)0 : y * q;
-  return r == 0 ? (R)0 : x * q;
+  // divided: 1 / |z| of a subnormal z overflows (0 * inf); parts scaled (exactly): up below
+  // 2^-900 (hypot of subnormal parts rounded: sign(5e-324 + 5e-324i) was 1 + i), down past
+  // 2^1000 (hypot overflowed: sign(max + max i) was 0)
+  const R m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+  const R sc = m < 0x1p-900 ? 0x1p600 : (m > 0x1p1000 ? 0x1p-600 : 1.0);
+  const R xs = x * sc, ys = y * sc, r = hypot(xs, ys);
+  *im = r == 0 ? (R)0 : ys / r;
+  return r == 0 ? (R)0 : xs / r;
 }
 """
 
@@ -229,6 +244,14 @@ NNA_CINL C c_scale_C(C a, R k) { return (C)(a.x * k, a.y * k); }
 NNA_CINL C c_sel_C(int c, C a, C b) { return (C)(c ? a.x : b.x, c ? a.y : b.y); }
 NNA_CINL R c_abs_C(C a) { return r_hypot_C(a.x, a.y); }
 NNA_CINL C c_mul_C(C a, C b) { return (C)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+// z^2 with x^2 - y^2 as (x - y)(x + y): (1e38 + 1e38i)^2 was -inf + inf i (inf - inf), not
+// 0 + inf i
+// (|x| = |y|: x - y or x + y is 0 exactly, the other maybe inf: 0, made +0 by + 0, as
+// x^2 - y^2 rounds)
+NNA_CINL C c_square_C(C a) {
+  const R d = a.x - a.y, s = a.x + a.y;
+  return (C)((d == 0 | s == 0 ? (R)0 : d * s) + (R)0, (R)2 * (a.x * a.y));
+}
 // x where the mask m is all ones, else y: bit operations, not a select (selects of a pair's
 // two parts made LLVM select the pair, a vector, which stops pocl's vectorizer)
 NNA_CINL R r_pick_C(U m, R x, R y) { return as_R((as_U(x) & m) | (as_U(y) & ~m)); }
@@ -263,8 +286,16 @@ NNA_CINL C c_exp_C(C a) {
 NNA_CINL C c_expm1_C(C a) {  // past e^88 (e^709) as exp's (expm1 x is e^x there)
   R c, e2;
   const R h = sin(a.y * (R)0.5), s = sincos(a.y, &c), e = r_exp2_C(a.x, &e2);
-  const R re = NNA_HUGE(a.x, NNA_EXP_MAX(R)) ? (e * c) * e2 : r_expm1_C(a.x) * c - (R)2 * h * h;
-  return (C)(re, (e * s) * e2);
+  R re = NNA_HUGE(a.x, NNA_EXP_MAX(R)) ? (e * c) * e2 : r_expm1_C(a.x) * c - (R)2 * h * h;
+  R im = (e * s) * e2;
+  // the standard's cases: y = 0 keeps it (inf * 0 was NaN); x = +inf beside an infinite or
+  // NaN y: inf + NaN i; x = -inf: -1 + 0i (NaN times e^x = 0 was NaN)
+  const int y0 = NNA_SPECIAL(a.y == 0), nf = NNA_SPECIAL(!isfinite(a.y));
+  const int pinf = NNA_SPECIAL(isinf(a.x) & (a.x > 0)) & nf;
+  const int ninf = NNA_SPECIAL(isinf(a.x) & (a.x < 0)) & nf;
+  re = pinf ? a.x : (ninf ? (R)-1 : re + (R)0);  // + 0: expm1(-0 + 0i) is +0 + 0i
+  im = y0 ? a.y : (pinf ? a.y - a.y : (ninf ? (R)0 : im));
+  return (C)(re, im);
 }
 NNA_CINL C c_log_C(C a) { return (C)(r_logabs_C(a.x, a.y), r_arg_C(a.y, a.x)); }
 // log1p given t = arg(1 + z)
@@ -291,16 +322,6 @@ NNA_CINL C c_sqrt_C(C a) {  // t = sqrt((|x| + |z|) / 2), then y / 2t: no cancel
   const R re = pos ? t : o, im = copysign(pos ? o : t, a.y);
   return (C)(yinf ? (R)INFINITY : re, yinf ? a.y : im);
 }
-NNA_CINL C c_sin_C(C a) {
-  R c, ch, ie, up;
-  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie, &up);
-  return (C)((s * ch) * up, (c * sh) * up);
-}
-NNA_CINL C c_cos_C(C a) {
-  R c, ch, ie, up;
-  const R s = sincos(a.x, &c), sh = r_sinhcosh_C(a.y, &ch, &ie, &up);
-  return (C)((c * ch) * up, (-s * sh) * up);
-}
 // sinh, cosh, tanh: the standard's (C99 Annex G's) special cases, as selects over the
 // formulas (the first case listed wins)
 NNA_CINL C c_sinh_C(C a) {
@@ -314,7 +335,9 @@ NNA_CINL C c_cosh_C(C a) {
   R cy, cx, ie, up;
   const R sy = sincos(a.y, &cy), sx = r_sinhcosh_C(a.x, &cx, &ie, &up);
   const R re = (cx * cy) * up, im = (sx * sy) * up;
-  const R i0 = isfinite(a.x) ? (sx * a.y) * up : a.y, nan = a.y - a.y;
+  // y = 0: y sinh x, a zero of y's sign times x's (sinh x overflowed past 1e38 to 0 * inf
+  // = NaN; cosh(-inf + 0i) = inf - 0i, cosh being even)
+  const R i0 = a.y * copysign((R)1, a.x), nan = a.y - a.y;
   const int y0 = NNA_SPECIAL(a.y == 0), nf = NNA_SPECIAL(!isfinite(a.y));
   const int z = (a.x == 0) & nf, inf = isinf(a.x) & nf;
   return (C)(y0 ? cx * up : (z ? nan : (inf ? fabs(a.x) : re)),
@@ -342,6 +365,10 @@ NNA_CINL C c_tanh_C(C a) {
   const int inf = NNA_SPECIAL(isinf(a.x));
   return (C)(inf ? one : re, inf ? copysign((R)0, a.y) : im);
 }
+// sin z = -i sinh(iz), cos z = cosh(iz) (C99 Annex G): sinh's and cosh's special cases
+// (cos(inf i) and sin(inf i) had a NaN part from 0 * inf)
+NNA_CINL C c_sin_C(C a) { const C t = c_sinh_C((C)(-a.y, a.x)); return (C)(t.y, -t.x); }
+NNA_CINL C c_cos_C(C a) { return c_cosh_C((C)(-a.y, a.x)); }
 NNA_CINL C c_tan_C(C a) { const C t = c_tanh_C((C)(-a.y, a.x)); return (C)(t.y, -t.x); }
 NNA_CINL C c_pow_C(C a, C b) {
   const C r = c_exp_C(c_mul_C(b, c_log_C(a)));
@@ -352,6 +379,42 @@ NNA_CINL C c_pow_C(C a, C b) {
 // Inverse functions: asinh by its logarithm on the right half-plane (odd symmetry, log 2z
 // for large |z|, log1p near 0), acosh by Kahan's log(z + sqrt(z + 1) sqrt(z - 1)), atanh
 // from log1p; asin, acos, atan through them.
+NNA_CINL C c_acosh_C(C z) {
+  // z + sqrt(z + 1) sqrt(z - 1) ~ 2z overflows for |z| past half the largest number (acosh
+  // of 2.4e38 was inf): there, the log of half of it, plus log 2 (scaled only there: near
+  // z = 1, adding log 2 back would cancel)
+  const R big = sizeof(R) == 8 ? (R)1e300 : (R)1e37;
+  const int far = (fabs(z.x) > big) | (fabs(z.y) > big);
+  // (a quarter: with a half, acosh(3.4e38 + 1e38i)'s sum 2z / 2 overflowed)
+  const R h = (R)0.25;
+  // (quartered inside the square roots: their product's parts square |z|'s square roots)
+  const C rf = c_log_C(c_add_C(c_scale_C(z, h),
+                               c_mul_C(c_sqrt_C(c_scale_C(c_add_C(z, (C)((R)1, (R)-0.0)), h)),
+                                       c_sqrt_C(c_scale_C(c_sub_C(z, (C)((R)1, (R)0)), h)))));
+  // elsewhere on the right half-plane w = ±z: log1p((w - 1) + sqrt(w + 1) sqrt(w - 1)), exact
+  // next to the branch point 1 (log(w + ...) rounded w + ... to 1 there: acosh(1 + 1e-45i)
+  // lost its 3.7e-23 real part); the left half-plane by acosh(z) = acosh(-z) ± i pi (y's sign)
+  const int left = signbit(z.x);
+  const C w = c_sel_C(left, c_neg_C(z), z), wm = c_sub_C(w, (C)((R)1, (R)0));
+  C r = c_log1p_C(c_add_C(wm, c_mul_C(c_sqrt_C(c_add_C(w, (C)((R)1, (R)-0.0))), c_sqrt_C(wm))));
+  r.y = left ? r.y + copysign((R)3.14159265358979323846, z.y) : r.y;  // (-0 + 0 is +0)
+  r = c_sel_C(far, (C)(rf.x + (R)1.38629436111989061883, rf.y), r);
+  const R ii = (isnan(z.x) | isnan(z.y)) ? (R)NAN : r_atan2_C(z.y, z.x);
+  const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y);
+  // next to the segment y = 0, |x| < 1 (as asinh's): |y| / sqrt(1 - x^2) + i acos(x) (sign
+  // of y), not the formula's 4e-8 real part
+  const R thr = sizeof(R) == 8 ? (R)1e-8 : (R)1e-4, ax = fabs(z.x);
+  const int seg = (ax <= (R)1) & (fabs(z.y) < thr * ((R)1 - ax) | (z.y == 0));
+  const R sr = z.y == 0 ? (R)0 : fabs(z.y) / NNA_SQRT(((R)1 - ax) * ((R)1 + ax));
+  return (C)(inf ? (R)INFINITY : (zn ? z.y : (seg ? sr : r.x)),
+             inf ? ii : (zn ? (R)1.57079632679489661923 : (seg ? copysign(acos(z.x), z.y) : r.y)));
+}
+// acos z = -i acosh z for y >= +0, i acosh z below (Annex G's signs follow): its real part
+// is acosh's argument, not pi/2 - asin z (-2e-16, not 0, at 2 + 1e-300i; 0 for 1e38 + i)
+NNA_CINL C c_acos_C(C z) {
+  const C t = c_acosh_C(z);
+  return signbit(z.y) ? (C)(-t.y, t.x) : (C)(t.y, -t.x);
+}
 NNA_CINL C c_asinh_C(C z) {
   const int neg = signbit(z.x);
   const C w = c_sel_C(neg, c_neg_C(z), z);
@@ -367,36 +430,38 @@ NNA_CINL C c_asinh_C(C z) {
   const C l = c_sel_C(far, c_log_C(w), c_log1pd_C(u));
   const R re = l.x + (far ? (R)0.69314718055994530942 : (R)0);
   const int y0 = z.y == 0;
-  return (C)(y0 ? r_asinh_C(z.x) : (neg ? -re : re), y0 ? z.y : (neg ? -l.y : l.y));
-}
-NNA_CINL C c_acosh_C(C z) {
-  // z + sqrt(z + 1) sqrt(z - 1) ~ 2z overflows for |z| past half the largest number (acosh
-  // of 2.4e38 was inf): there, the log of half of it, plus log 2 (scaled only there: near
-  // z = 1, adding log 2 back would cancel)
-  const R big = sizeof(R) == 8 ? (R)1e300 : (R)1e37;
-  const int far = (fabs(z.x) > big) | (fabs(z.y) > big);
-  const R h = far ? (R)0.5 : (R)1;
-  // (halved inside the square roots: their product's parts square |z|'s square roots)
-  C r = c_log_C(c_add_C(c_scale_C(z, h),
-                        c_mul_C(c_sqrt_C(c_scale_C(c_add_C(z, (C)((R)1, (R)-0.0)), h)),
-                                c_sqrt_C(c_scale_C(c_sub_C(z, (C)((R)1, (R)0)), h)))));
-  r.x += far ? (R)0.69314718055994530942 : (R)0;
-  const R ii = (isnan(z.x) | isnan(z.y)) ? (R)NAN : r_atan2_C(z.y, z.x);
-  const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y);
-  return (C)(inf ? (R)INFINITY : (zn ? z.y : r.x),
-             inf ? ii : (zn ? (R)1.57079632679489661923 : r.y));
+  // next to the segment x = 0, |y| < 1 (|x| below thr (1 - |y|): the next terms are below
+  // an ULP): x / sqrt(1 - y^2) + i asin y (the formula left 4e-8 |z| in the real part)
+  const R thr = sizeof(R) == 8 ? (R)1e-8 : (R)1e-4, ay = fabs(z.y);
+  const int seg = (ay <= (R)1) & (fabs(z.x) < thr * ((R)1 - ay) | (z.x == 0));
+  const R sr = z.x == 0 ? z.x : z.x / NNA_SQRT(((R)1 - ay) * ((R)1 + ay));  // (no 0 / 0)
+  // next to the branch points ±i (|y| > 3/4, |x| < 1/4): -i (pi/2 - acos iz), exact there
+  // (the formula rounded 1 + sqrt|x| to 1: asinh(1e-45 + i) lost its 3.7e-23 real part)
+  const C a = c_acos_C((C)(-z.y, z.x));
+  const int br = (ay > (R)0.75) & (fabs(z.x) < (R)0.25) & isfinite(z.y);
+  const R bre = -a.y, bim = a.x - (R)1.57079632679489661923;
+  return (C)(y0 ? r_asinh_C(z.x) : (seg ? sr : (br ? bre : (neg ? -re : re))),
+             y0 ? z.y : (seg ? asin(z.y) : (br ? bim : (neg ? -l.y : l.y))));
 }
 NNA_CINL C c_atanh_C(C z) {
-  const C r = c_scale_C(c_sub_C(c_log1p_C(z), c_log1p_C(c_neg_C(z))), (R)0.5);
+  C r = c_scale_C(c_sub_C(c_log1p_C(z), c_log1p_C(c_neg_C(z))), (R)0.5);
+  // real part log1p(4x / ((1 - x)^2 + y^2)) / 4, and x / |z|^2 on scaled parts past big:
+  // (log|1 + z| - log|1 - z|) / 2 cancelled (atanh(1e38) had real part 0, not 1e-38; 1e-5
+  // relative at 0.5 + 20i)
+  const R ax = fabs(z.x), ay = fabs(z.y), m = ax > ay ? ax : ay, n = ax > ay ? ay : ax;
+  const R big = sizeof(R) == 8 ? (R)1e150 : (R)1e15, q = n / m, u = (R)1 - z.x;
+  const R far = ((z.x / m) / m) / ((R)1 + q * q);
+  // (only for |t| < 1/2: past it |1 + z|^2 / |1 - z|^2 = 1 + t is at least 3/2 or at most
+  // 1/2, the two logs do not cancel, and 1 + t would (near z = -1, t is -1 + |1 + z|^2 / 4:
+  // 2.5e6 ULP); y^2 may underflow near z = 1, where the logs take it)
+  const R t = (R)4 * z.x / (u * u + z.y * z.y);
+  r.x = m > big ? far : (fabs(t) < (R)0.5 ? (R)0.25 * r_log1p_C(t) : r.x);
   const R ii = isnan(z.y) ? z.y : copysign((R)1.57079632679489661923, z.y);
-  const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y);
-  return (C)(inf ? copysign((R)0, z.x) : (zn ? z.x : r.x), inf ? ii : (zn ? z.y : r.y));
+  // x = 0: atanh(iy) = i atan y, the real part x itself (+0 - 0 lost -0's sign)
+  const int inf = isinf(z.x) | isinf(z.y), zn = (z.x == 0) & isnan(z.y), x0 = z.x == 0;
+  return (C)(inf ? copysign((R)0, z.x) : (x0 ? z.x : r.x), inf ? ii : (zn ? z.y : r.y));
 }
 NNA_CINL C c_asin_C(C z) { const C t = c_asinh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
-NNA_CINL C c_acos_C(C z) {
-  const C t = c_asin_C(z);
-  return (C)((R)1.57079632679489661923 - t.x, -t.y);
-}
 NNA_CINL C c_atan_C(C z) { const C t = c_atanh_C((C)(-z.y, z.x)); return (C)(t.y, -t.x); }
 NNA_CINL C c_sign_C(C a) {
   R im;

@@ -44,6 +44,7 @@ _Array = cla.Array
 _enqueue = cl.enqueue_nd_range_kernel
 _LOCAL = (LOCAL,)
 _BOOL = np.dtype(np.bool_)
+_F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 #: An expression builder: (operand value names, compute type) -> C expression.
 Expr = Callable[[list[str], CLType], str]
@@ -393,6 +394,17 @@ float nna_nextafter_h(float a, float b) {
 }
 """
 
+#: bfloat16 nextafter: a bfloat16 value is a float whose low 16 bits are zero.
+_NEXTAFTER_BF16 = """
+float nna_nextafter_b(float a, float b) {
+  if (isnan(a) || isnan(b)) return a + b;
+  if (a == b) return b;
+  if (a == 0.0f) return b > 0.0f ? as_float(0x10000u) : as_float(0x80010000u);
+  const uint u = as_uint(a);
+  return as_float(((a < b) == (a > 0.0f)) ? u + 0x10000u : u - 0x10000u);
+}
+"""
+
 
 def _special(name: str, ct: CLType) -> tuple[str, str] | None:
     """(expression, helpers) where OpenCL writes its own C: numpy's divmod, integer
@@ -401,6 +413,8 @@ def _special(name: str, ct: CLType) -> tuple[str, str] | None:
         return _float_divmod(name, ct) if ct.is_float else (_int_divmod(name, ct), "")
     if name == "pow" and not ct.is_float:
         return f"({ct.calc})ipow((long)v0, (long)v1)", _IPOW
+    if name == "nextafter" and ct.is_bf16:
+        return "nna_nextafter_b(v0, v1)", _NEXTAFTER_BF16
     if name == "nextafter" and ct.dtype.itemsize == 2:
         return "nna_nextafter_h(v0, v1)", _NEXTAFTER_HALF
     return None
@@ -413,7 +427,9 @@ def expression(name: str, ct: CLType) -> tuple[str, str]:
     special = _special(name, ct)
     if special is not None:
         return special
-    return render(BY_NAME[name].c_expr(ct.dtype), ct), ""
+    # bfloat16 computes in float: the row's float32 expression (a row that asks the
+    # dtype's kind would see bfloat16's "V")
+    return render(BY_NAME[name].c_expr(_F32 if ct.is_bf16 else ct.dtype), ct), ""
 
 
 def _register_binary(name: str) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ...dtypes import promote
+from ...dtypes import bfloat16, promote
 from ...errors import DTypeError
 from ...ops.elementwise import BINARY as _RULES
 from ...ops.elementwise import UNARY as _URULES
@@ -116,7 +116,7 @@ class _Gen:
         res = binary_dtype(op, d)
         if res != _BOOL:
             d = res  # computed in the result type, as the unfused kernel does
-        if op == "pow" and d.kind != "f":  # the unfused kernel checks the exponent first
+        if op == "pow" and d.kind != "f" and d != bfloat16:  # unfused: exponent checked first
             raise DTypeError(f"fused_elementwise: integer pow is not fused (program:\n{self.p})")
         ct = cltype(d)
         expr, helpers = expression(op, ct)

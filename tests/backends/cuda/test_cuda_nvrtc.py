@@ -197,7 +197,7 @@ def test_nvrtc_compiles(case: Case, compiled: dict[str, Future], env: _Env):
 def test_nvrtc_compiles_fused_programs(env: _Env, which: str):
     """Every row that fuses, inside one generated ``fused_elementwise`` kernel
     (``backends/cuda/fused.py``) with mixed input dtypes and constants, compiles: the
-    programs ``tests/test_fusion.py`` checks on numpy and OpenCL; so do infinite, NaN and
+    programs ``tests/ops/test_fusion.py`` checks on numpy and OpenCL; so do infinite, NaN and
     bool constants. (The table's samples, the chain and its backward, are compiled with
     the other entries.)"""
     from helpers import fused_rows, row_program, special_program

@@ -1,16 +1,13 @@
-"""pytest plugin: scikit-learn's own array-API tests also run with nnarray as a namespace.
+"""scikit-learn's array-API test generators, with nnarray among their namespaces (loaded
+by ``tests/clients/plugin.py``).
 
 scikit-learn parametrizes its array-API tests with the generators in
-``sklearn.utils._array_api``. This plugin wraps them so that, after sklearn's namespaces
+``sklearn.utils._array_api``. This module wraps them so that, after sklearn's namespaces
 (array_api_strict is the reference in the same run), they also yield ``"nnarray"`` on each
-available nnarray context (``"numpy"``, ``"opencl"``, ``"cuda"``), the context name being the
-device that sklearn passes to ``nnarray.asarray(..., device=)``. Run it with::
-
-    SCIPY_ARRAY_API=1 python -m pytest -p tests.sklearn_nnarray_plugin \\
-        --pyargs sklearn -k array_api -p no:cacheprovider
-
-from the repository root. ``NNARRAY_SKLEARN_CONTEXTS=numpy`` limits the contexts added.
-Test ids name the namespace and context (``[nnarray-opencl-float32]``).
+device of ``NNARRAY_CLIENT_DEVICE`` (a comma list, default ``numpy``; those unavailable here
+are dropped), the context name being the device that sklearn passes to
+``nnarray.asarray(..., device=)``. Test ids name the namespace and context
+(``[nnarray-opencl-float32]``). tests/clients/README.md gives the commands.
 """
 
 from __future__ import annotations
@@ -28,11 +25,11 @@ import nnarray as nna  # noqa: E402
 _DTYPES = ("float64", "float32")
 
 
-def nnarray_contexts() -> tuple[str, ...]:
-    """The nnarray contexts to test: those named by ``NNARRAY_SKLEARN_CONTEXTS`` (default:
-    numpy, opencl, cuda) that are available here."""
-    wanted = os.environ.get("NNARRAY_SKLEARN_CONTEXTS", "numpy,opencl,cuda").split(",")
-    names = (c.strip() for c in wanted)
+def client_devices() -> tuple[str, ...]:
+    """The devices of ``NNARRAY_CLIENT_DEVICE`` (a comma list, default numpy) that are
+    available here."""
+    wanted = os.environ.get("NNARRAY_CLIENT_DEVICE", "numpy").split(",")
+    names = (c.strip().partition(":")[0] for c in wanted if c.strip())
     return tuple(c for c in names
                  if c in nna.backends.registered() and nna.backends.why_unavailable(c) is None)
 
@@ -67,7 +64,7 @@ def yield_namespace_device_dtype_combinations(include_numpy_namespaces=True):
     for combination in _orig_combinations(include_numpy_namespaces=include_numpy_namespaces):
         if combination[0] not in ("nnarray", *_DROP):  # it reads the patched yield_namespaces
             yield combination
-    for context in nnarray_contexts():
+    for context in client_devices():
         for dtype in _DTYPES:
             yield "nnarray", context, dtype
 
@@ -77,7 +74,7 @@ def yield_mixed_namespace_input_permutations():
     for a, b, name in _orig_mixed():
         if a.xp not in _DROP and b.xp not in _DROP:
             yield a, b, name
-    devices = [c for c in nnarray_contexts() if c != "numpy"]
+    devices = [c for c in client_devices() if c != "numpy"]
     if not devices:
         return
     nd = _aa.NamespaceAndDevice

@@ -1,0 +1,134 @@
+"""``nna.autocast``: automatic mixed precision, torch's ``autocast`` for nnarray.
+
+Inside ``with nna.autocast(dtype=nna.bfloat16):`` (thread-local, nests, restored on
+exceptions) each op named in ``POLICY`` casts its floating inputs before it runs:
+
+- ``"low"`` ops (products and convolutions) run in the autocast dtype: every floating
+  input that is not already of it is cast to it;
+- ``"float32"`` ops (precision-sensitive: exponentials and logarithms, ``pow``, softmax
+  and the losses, normalization statistics, sums and means) run in float32: 16-bit
+  inputs are cast up (float64 stays float64).
+
+Every other op runs on its inputs as given (numpy's promotion decides, so ``bf16 + f32``
+is float32, as torch's "promote" list). The casts are ``cast`` ops: on Variables they are
+graph nodes, so backward computes each gradient in its forward's dtype and casts it back
+to the input's, and a static graph built under autocast records them (its schedule runs
+them whether or not autocast is on later). ``POLICY`` is the one table;
+``nna.autocast.policy()`` prints it.
+
+The hook costs next to nothing outside autocast: ``Op.__call__`` and the ``F`` functions
+of the elementwise ops in ``POLICY`` test one counter (``ACTIVE``) first.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import LOW as _LOW16
+from ..dtypes import bfloat16, is_floating, normalize
+from ..errors import DTypeError
+
+LOW, FLOAT32 = "low", "float32"
+
+#: The op table: op name -> ``"low"`` (runs in the autocast dtype) or ``"float32"``.
+#: Composite functions follow through the ops they call: ``einsum`` and
+#: ``scaled_dot_product_attention`` run their products through ``matmul`` (low) and
+#: their softmax in float32; ``nn.Linear`` calls ``affine``, ``nn.Conv2d`` ``conv2d``.
+POLICY: dict[str, str] = {
+    # torch's lower_precision_fp list (the products)
+    "matmul": LOW, "affine": LOW, "conv2d": LOW,
+    # torch's fp32 list (what loses accuracy or overflows in 16 bits)
+    "exp": FLOAT32, "expm1": FLOAT32, "log": FLOAT32, "log1p": FLOAT32, "log2": FLOAT32,
+    "log10": FLOAT32, "pow": FLOAT32, "sinh": FLOAT32, "cosh": FLOAT32, "tan": FLOAT32,
+    "acos": FLOAT32, "asin": FLOAT32,
+    "softmax": FLOAT32, "log_softmax": FLOAT32, "softmax_cross_entropy": FLOAT32,
+    "mean_squared_error": FLOAT32, "layer_norm": FLOAT32, "batch_normalization": FLOAT32,
+    "sum": FLOAT32, "mean": FLOAT32, "prod": FLOAT32, "cumulative_sum": FLOAT32,
+    "cumulative_prod": FLOAT32,
+}
+
+#: Threads inside an enabled autocast block (a fast test before the thread-local one).
+ACTIVE = [0]
+_lock = threading.Lock()
+_dtype: contextvars.ContextVar[np.dtype | None] = contextvars.ContextVar(
+    "nnarray_autocast", default=None)
+_F32 = np.dtype(np.float32)
+#: The ``cast`` op (``ops/elementwise.py`` sets it: that module imports this one).
+cast_op: list[Any] = [None]
+
+
+class autocast:  # noqa: N801  (torch's and the API's name)
+    """``with nna.autocast(dtype=nna.bfloat16, enabled=True):`` products in ``dtype``,
+    precision-sensitive ops in float32 (``POLICY``); ``enabled=False`` turns it off inside
+    an enclosing block. Also a decorator."""
+
+    def __init__(self, dtype: Any = bfloat16, enabled: bool = True) -> None:
+        d = normalize(dtype, "autocast")
+        if d not in _LOW16:
+            raise DTypeError(f"autocast: argument 'dtype' must be bfloat16 or float16, got {d}")
+        self.dtype = d
+        self.enabled = bool(enabled)
+        self._tokens: list = []
+
+    def __enter__(self) -> autocast:
+        self._tokens.append(_dtype.set(self.dtype if self.enabled else None))
+        _count(1 if self.enabled else 0)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _dtype.reset(self._tokens.pop())
+        _count(-1 if self.enabled else 0)
+
+    def __call__(self, fn: Callable) -> Callable:
+        import functools
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with autocast(self.dtype, self.enabled):
+                return fn(*args, **kwargs)
+        return run
+
+    @staticmethod
+    def policy() -> str:
+        """The op table as text (``print(nna.autocast.policy())``)."""
+        rows = [f"{'op':<24} runs in", f"{'-' * 24} -------"]
+        rows += [f"{op:<24} {'the autocast dtype' if r == LOW else 'float32'}"
+                 for op, r in POLICY.items()]
+        rows.append(f"{'(any other op)':<24} its inputs' promoted dtype")
+        return "\n".join(rows)
+
+    @staticmethod
+    def current() -> np.dtype | None:
+        """The autocast dtype in force in this thread, or ``None``."""
+        return _dtype.get() if ACTIVE[0] else None
+
+
+def _count(n: int) -> None:
+    if n:
+        with _lock:
+            ACTIVE[0] += n
+
+
+def cast_inputs(op: str, inputs: Sequence[Any]) -> tuple:
+    """``inputs`` cast as ``POLICY`` says for ``op`` under the autocast in force (as
+    they are when there is none, or ``op`` is not in the table)."""
+    d = _dtype.get()
+    rule = POLICY.get(op)
+    if d is None or rule is None:
+        return tuple(inputs)
+    target = d if rule == LOW else _F32
+    return tuple(_cast(x, target, rule) for x in inputs)
+
+
+def _cast(x: Any, target: np.dtype, rule: str) -> Any:
+    d = getattr(x, "dtype", None)
+    if d is None or d == target or not hasattr(x, "shape") or not is_floating(d):
+        return x
+    if rule == FLOAT32 and d not in _LOW16:
+        return x  # float64 stays float64, float32 is already float32
+    return cast_op[0](x, dtype=target)

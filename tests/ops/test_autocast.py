@@ -1,0 +1,183 @@
+"""``nna.autocast``: the op table tested op by op (which dtype each runs in), the context's
+thread-local nesting, gradients in each forward's dtype, static graphs recording the
+casts, and a model step against ``torch.autocast("cpu", torch.bfloat16)``."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray import grad, nn
+from nnarray.ops.autocast import FLOAT32, LOW, POLICY
+
+BF = nna.bfloat16
+RNG = np.random.default_rng(0)
+
+
+def arr(shape, dtype=np.float32, positive=False):
+    v = RNG.standard_normal(shape).astype(np.float32)
+    return nna.array((np.abs(v) + 0.5 if positive else v).astype(dtype))
+
+
+#: One call per POLICY entry: the inputs' dtype given, the op run.
+CALLS = {
+    "matmul": lambda d: F.matmul(arr((3, 4), d), arr((4, 2), d)),
+    "affine": lambda d: F.affine(arr((3, 4), d), arr((4, 2), d), arr((2,), d)),
+    "conv2d": lambda d: F.conv2d(arr((1, 2, 5, 5), d), arr((3, 2, 3, 3), d), arr((3,), d)),
+    "exp": lambda d: F.exp(arr((4,), d)),
+    "expm1": lambda d: F.expm1(arr((4,), d)),
+    "log": lambda d: F.log(arr((4,), d, True)),
+    "log1p": lambda d: F.log1p(arr((4,), d, True)),
+    "log2": lambda d: F.log2(arr((4,), d, True)),
+    "log10": lambda d: F.log10(arr((4,), d, True)),
+    "pow": lambda d: arr((4,), d, True) ** 1.5,
+    "sinh": lambda d: F.sinh(arr((4,), d)),
+    "cosh": lambda d: F.cosh(arr((4,), d)),
+    "tan": lambda d: F.tan(arr((4,), d)),
+    "acos": lambda d: F.acos(arr((4,), d) * 0.1),
+    "asin": lambda d: F.asin(arr((4,), d) * 0.1),
+    "softmax": lambda d: F.softmax(arr((3, 5), d)),
+    "log_softmax": lambda d: F.log_softmax(arr((3, 5), d)),
+    "softmax_cross_entropy": lambda d: F.softmax_cross_entropy(arr((3, 5), d),
+                                                               nna.array(np.array([0, 4, 2]))),
+    "mean_squared_error": lambda d: F.mean_squared_error(arr((3, 5), d), arr((3, 5), d)),
+    "layer_norm": lambda d: F.layer_norm(arr((3, 5), d), (5,)),
+    "batch_normalization": lambda d: F.batch_normalization(
+        arr((4, 3), d), nna.ones((1, 3)), nna.zeros((1, 3)), nna.zeros((1, 3)),
+        nna.ones((1, 3))),
+    "sum": lambda d: F.sum(arr((3, 5), d), axis=1),
+    "mean": lambda d: F.mean(arr((3, 5), d)),
+    "prod": lambda d: F.prod(arr((3, 5), d), axis=0),
+    "cumulative_sum": lambda d: F.cumulative_sum(arr((3, 5), d), axis=1),
+    "cumulative_prod": lambda d: F.cumulative_prod(arr((3, 5), d), axis=1),
+}
+
+
+def test_every_policy_entry_is_tested():
+    assert set(CALLS) == set(POLICY)
+
+
+@pytest.mark.parametrize("low", [BF, np.dtype(np.float16)], ids=["bfloat16", "float16"])
+@pytest.mark.parametrize("op", sorted(POLICY))
+def test_each_op_runs_in_the_table_dtype(backend, op, low):
+    rule = POLICY[op]
+    given = np.float32 if rule == LOW else low  # inputs the rule must change
+    with nna.autocast(dtype=low):
+        out = CALLS[op](given)
+    assert out.dtype == (low if rule == LOW else np.float32), (op, out.dtype)
+    # and outside autocast the same call keeps its inputs' dtype
+    assert CALLS[op](given).dtype == np.dtype(given)
+
+
+def test_other_ops_follow_promotion_and_float64_stays(backend):
+    with nna.autocast():
+        a, b = arr((4,), BF), arr((4,))
+        assert (a + a).dtype == BF and F.tanh(a).dtype == BF
+        assert (a + b).dtype == np.float32  # torch's "promote" list
+        assert F.exp(arr((4,), np.float64)).dtype == np.float64
+        assert F.matmul(arr((2, 2), np.int32), arr((2, 2), np.int32)).dtype == np.int32
+
+
+def test_policy_prints_the_one_table():
+    text = nna.autocast.policy()
+    for op, rule in POLICY.items():
+        line = next(x for x in text.splitlines() if x.split()[0] == op)
+        assert ("float32" in line) == (rule == FLOAT32)
+
+
+def test_context_is_thread_local_nests_and_restores():
+    seen = {}
+
+    def other():
+        seen["other"] = F.matmul(arr((2, 2)), arr((2, 2))).dtype
+
+    with nna.autocast(dtype=np.float16):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert nna.autocast.current() == np.float16
+        with nna.autocast(enabled=False):
+            assert F.matmul(arr((2, 2)), arr((2, 2))).dtype == np.float32
+            with nna.autocast(dtype=BF):
+                assert F.matmul(arr((2, 2)), arr((2, 2))).dtype == BF
+        with pytest.raises(RuntimeError), nna.autocast(dtype=BF):
+            raise RuntimeError("inside")
+        assert F.matmul(arr((2, 2)), arr((2, 2))).dtype == np.float16
+    assert seen["other"] == np.float32
+    assert nna.autocast.current() is None
+    assert F.matmul(arr((2, 2)), arr((2, 2))).dtype == np.float32
+
+
+def test_dtype_is_checked():
+    with pytest.raises(nna.DTypeError, match="bfloat16 or float16"):
+        nna.autocast(dtype=np.float32)
+
+
+def _model():
+    nna.seed(0)
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+X = RNG.standard_normal((8, 6)).astype(np.float32)
+T = np.array([0, 1, 2, 3, 3, 2, 1, 0])
+
+
+def test_step_matches_torch_autocast_and_gradients_keep_their_dtypes(backend):
+    m = _model()
+    with grad.auto_forward():
+        with nna.autocast(dtype=BF):
+            logits = m(nna.array(X))
+            loss = F.mean(F.softmax_cross_entropy(logits, nna.array(T)))
+            loss.backward()  # inside the block: each gradient in its forward's dtype
+    assert logits.dtype == BF and loss.dtype == np.float32
+    params = m.parameters()
+    assert {v.grad.dtype for v in params.values()} == {np.dtype(np.float32)}
+
+    tm = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    with torch.no_grad():
+        for i, j in ((0, 0), (2, 2)):
+            tm[j].weight.copy_(torch.tensor(params[f"{i}.W"].d.T))
+            tm[j].bias.copy_(torch.tensor(params[f"{i}.b"].d))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        tl = torch.nn.functional.cross_entropy(tm(torch.tensor(X)), torch.tensor(T))
+    tl.backward()
+    assert abs(float(loss.d) - tl.item()) < 2e-2 * max(1.0, abs(tl.item()))
+    for i, j in ((0, 0), (2, 2)):
+        np.testing.assert_allclose(params[f"{i}.W"].g, tm[j].weight.grad.numpy().T,
+                                   rtol=5e-2, atol=1e-2)
+        np.testing.assert_allclose(params[f"{i}.b"].g, tm[j].bias.grad.numpy(),
+                                   rtol=5e-2, atol=1e-2)
+
+
+def test_backward_inside_or_outside_the_block_agree(backend):
+    grads = []
+    for inside in (True, False):
+        m = _model()
+        with grad.auto_forward():
+            with nna.autocast(dtype=BF):
+                loss = F.mean(F.softmax_cross_entropy(m(nna.array(X)), nna.array(T)))
+                if inside:
+                    loss.backward()
+            if not inside:
+                loss.backward()
+        grads.append({k: v.g.copy() for k, v in m.parameters().items()})
+    for k in grads[0]:
+        np.testing.assert_array_equal(grads[0][k], grads[1][k])
+
+
+def test_static_graph_records_the_casts(backend):
+    m = _model()
+    x = grad.Variable.from_numpy_array(X)
+    with nna.autocast(dtype=BF):
+        y = m(x)  # static: recorded, not run
+    assert y.dtype == BF
+    y.forward()  # outside the block: the recorded casts still run
+    with grad.auto_forward():
+        want = m(nna.array(X).astype(BF).astype(np.float32))
+    assert y.d.dtype == BF
+    np.testing.assert_allclose(y.d.astype(np.float32), want.d, rtol=0.1, atol=0.05)
