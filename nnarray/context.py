@@ -236,7 +236,7 @@ def dispatch_into(dst, arrays: Sequence, op: str = "op") -> Context:
 
 
 def _check(ctx: Context) -> None:
-    from . import backends
+    from . import discovery as backends
     backends.get_device(ctx.backend, ctx.device_id)
 
 
@@ -266,9 +266,9 @@ def context_scope(ctx: Context | str) -> Iterator[Context]:
 
 
 #: ``id(context) -> its device's bound synchronize``, for ``device_synchronize`` (a
-#: benchmark loop calls it per step: the import and the device lookup cost 0.4 us of a 6
-#: us tiny add on OpenCL, the context's Python ``__hash__`` 0.1 more; contexts are
-#: interned, so ids stay theirs)
+#: benchmark loop calls it per step: the import, the device lookup and the context's
+#: Python ``__hash__`` were a visible part of a tiny add; contexts are interned, so ids
+#: stay theirs)
 _sync_fns: dict[int, Callable[[], None]] = {}
 
 
@@ -277,7 +277,7 @@ def device_synchronize(ctx: Context | str | None = None) -> None:
     ctx = _current.get(_default) if ctx is None else as_context(ctx)
     sync = _sync_fns.get(id(ctx))
     if sync is None:
-        from . import backends
+        from . import discovery as backends
         sync = _sync_fns[id(ctx)] = backends.get_device(ctx.backend, ctx.device_id).synchronize
     sync()
 

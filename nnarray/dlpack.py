@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import backends, dtypes, late
+from . import discovery as backends
+from . import dtypes, late
 from .context import get_current_context
 from .device import Device
 from .errors import DTypeError

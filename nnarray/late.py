@@ -15,7 +15,7 @@ imports every provider of the core before any array exists. Until then a slot ho
 loads on first use (``nnarray.grad.naming``) is declared ``optional`` and reads ``None``
 until then. Each module declares its own slots: ``from .backward import F`` copies the
 placeholder before it is bound, which then forwards every attribute (correct, but slower
-than a bound slot; ``tests/test_late.py`` finds such copies).
+than a bound slot; ``tests/core/test_late.py`` finds such copies).
 """
 
 from __future__ import annotations

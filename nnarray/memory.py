@@ -35,7 +35,7 @@ def cache_limit() -> int:
 def empty_cache(ctx: Any = None) -> None:
     """Release the cached (free) blocks of ``ctx``'s device's memory pool, or of every
     device's pool when ``ctx`` is ``None``. Arrays in use keep their memory."""
-    from . import backends
+    from . import discovery as backends
     if ctx is None:
         for dev in list(backends._devices.values()):
             dev.empty_cache()
@@ -61,7 +61,7 @@ def reset_peak_memory(ctx: Any = None) -> None:
 
 
 def _device_of(ctx: Any) -> Any:
-    from . import backends
+    from . import discovery as backends
     from .context import as_context, get_current_context
     c = get_current_context() if ctx is None else as_context(ctx)
     return backends.get_device(c.backend, c.device_id)
@@ -70,7 +70,7 @@ def _device_of(ctx: Any) -> Any:
 def release_all() -> None:
     """After a failed allocation: every instantiated device gives its cache back (an
     OpenCL CPU device's memory is the host's)."""
-    from . import backends
+    from . import discovery as backends
     for dev in list(backends._devices.values()):
         try:
             dev.empty_cache()

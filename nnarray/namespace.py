@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends
+from . import discovery as backends
 from . import dtypes as _dtypes
 from .context import Context, as_context, creation_context
 from .errors import DTypeError

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, dtypes, late, views
+from . import discovery as backends
+from . import dtypes, late, views
 from .context import Context, as_context, context_scope, dispatch_into, get_current_context
 from .errors import AttributeShapeError, DTypeError, InvalidValueError, ShapeError
 from .operators import ArrayOperators

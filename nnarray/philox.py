@@ -30,7 +30,7 @@ W0, W1 = 0x9E3779B9, 0xBB67AE85  # the key increments (golden ratio, sqrt(3) - 1
 MASK32, MASK64 = 0xFFFFFFFF, (1 << 64) - 1
 UNIFORM, NORMAL, PERMUTATION = 0, 1, 2  # the counter's third word per distribution
 #: Blocks per numpy pass: the temporaries (4 words x 8 bytes each) stay in the caches
-#: (2^14: 8 ms per 2^20 float32 uniforms; 2^18: 22 ms).
+#: (a larger chunk spills them; benchmarks/README.md).
 CHUNK = 1 << 14
 
 _TWO_PI = {np.dtype(np.float32): np.float32(2 * np.pi), np.dtype(np.float64): 2 * np.pi}

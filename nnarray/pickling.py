@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, late
+from . import discovery as backends
+from . import late
 from .context import device_created
 from .device import Device
 from .errors import BackendError, BackendUnavailableError

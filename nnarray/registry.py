@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import backends, late
+from . import discovery as backends
+from . import late
 from .context import Context
 from .errors import BackendUnavailableError, KernelNotFoundError
 from .kernel import Kernel, fallback_counts

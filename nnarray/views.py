@@ -272,7 +272,7 @@ def write(a: Any, dev: Any, x: Any) -> None:
 
 def fill(a: Any, value: Any) -> None:
     """Set every element of the view to ``value`` where the root is."""
-    from .backends import host_device
+    from .discovery import host_device
     v = a._fill
     root = v.base
     if v.contiguous and not v.offset and a.size == root.size:  # all of it: a lazy fill

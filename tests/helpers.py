@@ -130,7 +130,7 @@ def run_json_child(code: str, *args: str, timeout: float = CHILD_LIMIT) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-# -- fused programs (tests/test_fusion.py, tests/test_cuda_nvrtc.py) ------------------
+# -- fused programs (ops/test_fusion.py, backends/cuda/test_cuda_nvrtc.py) ----------
 def row_program(rows: list, integral: bool) -> Program:
     """Each row applied to alternating inputs (and a constant for every third binary
     row), then ``r * 0.5 + other``: broadcasting, mixed dtypes, weak constants. Inputs:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import backends
+from .. import discovery as backends
 from ..context import Context
 from .errors import DistributedError
 

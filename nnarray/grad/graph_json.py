@@ -423,7 +423,7 @@ def _check_call(op: Any, ins: tuple, attrs: dict, where: str) -> None:
     does not take)."""
     sig = _signatures.get(op.name, False)
     if sig is False:
-        from .. import backends
+        from .. import discovery as backends
         from ..registry import backend_kernels, composite
         backends.load_all()
         fn = backend_kernels("numpy").get(op.name) or composite(op.name)

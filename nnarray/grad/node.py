@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import host_device
+from ..discovery import host_device
 from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops.op import GraphValue

@@ -181,7 +181,7 @@ def host_values(t: Any) -> np.ndarray | None:
     """The values of NdArray (or Variable) ``t`` where reading them costs no transfer:
     its current host copy, or its lazy fill as one element; else ``None`` (only a
     device holds them: the backend's kernel checks them)."""
-    from .. import backends
+    from .. import discovery as backends
     a = t if type(t) is NdArray else getattr(t, "_data", None)  # an un-run Variable: None
     if type(a) is not NdArray:
         return None

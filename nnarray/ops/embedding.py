@@ -40,7 +40,7 @@ embedding_op = Op("embedding", _infer)
 def _check_range(idx: Any, n: int) -> None:
     """``IndexError`` unless every index is in ``[0, n)``: on a current host copy where
     there is one, else on the device with one flag read back (counted)."""
-    from .. import backends
+    from .. import discovery as backends
     if idx.size == 0:
         return
     v = idx.current_copy(backends.host_device()) if idx.lazy_fill is None else None

@@ -62,7 +62,7 @@ class CudaDevice(Device):
         self._peers: set[int] = set()
         self._oom = cupy.cuda.memory.OutOfMemoryError
         self._pinned_type = cupy.cuda.PinnedMemoryPointer
-        from . import device_count
+        from .probe import device_count
         self._single = device_count() == 1
         self._err: Any = None
         self._checks: list[tuple[str, str]] = []  # (op, message) per check code

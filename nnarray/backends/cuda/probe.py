@@ -11,6 +11,7 @@ from typing import Any
 
 _UNSET = object()
 _reason: Any = _UNSET
+_count: list[int] = []
 
 
 def why_unavailable() -> str | None:
@@ -22,6 +23,16 @@ def why_unavailable() -> str | None:
         except Exception as e:  # never raise: any surprise becomes the reason
             _reason = f"CUDA probe failed: {_one_line(e)}"
     return _reason
+
+
+def device_count() -> int:
+    """GPUs visible to CuPy (0 when the backend is unavailable)."""
+    if not _count:
+        if why_unavailable() is not None:
+            return 0
+        import cupy
+        _count.append(cupy.cuda.runtime.getDeviceCount())
+    return _count[0]
 
 
 def reset() -> None:

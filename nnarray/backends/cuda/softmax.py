@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from . import get_device, raw
+from . import raw
+from .devices import get_device
 from .scope import register
 
 MAX_ROW = 1024

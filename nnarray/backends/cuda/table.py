@@ -2,7 +2,8 @@
 
 Raw sources (``raw.Source``, run by ``cupy.RawKernel``) and CuPy kernel bodies
 (``Elementwise``, run by ``cupy.ElementwiseKernel``) record themselves here when their
-module is imported; ``load()`` imports every module that defines one. The NVRTC test
+module is imported; ``programs.load()`` imports every module that defines one (this
+module imports none of them, so each can import it). The NVRTC test
 compiles each entry in every specialisation the backend can produce, so a new kernel
 declared this way is covered without editing the test.
 """
@@ -39,9 +40,3 @@ class Elementwise(NamedTuple):
         return xp.ElementwiseKernel(self.in_params, self.out_params, self.operation,
                                     self.name, preamble=self.preamble, options=self.options)
 
-
-def load() -> tuple[list, list[Elementwise]]:
-    """``(SOURCES, ELEMENTWISE)`` once every module holding CUDA C is imported."""
-    # the modules fill the table as they are imported
-    from . import conv, device, divmod, elementwise, fused, nextafter, random, softmax, vector  # noqa: F401, I001
-    return SOURCES, ELEMENTWISE

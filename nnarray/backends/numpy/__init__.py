@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from .device import DEVICE as _device
 from .device import NumpyDevice
 
-_device = NumpyDevice(0)
 #: DLPack device types whose tensors this backend adopts.
 DLPACK_TYPES = NumpyDevice.dlpack_types
 

@@ -1,14 +1,12 @@
 """``where`` and ``relu`` without numpy's slow paths.
 
 - ``np.where`` branches per element: on a mask without a pattern (max pooling's hits, a
-  quarter set) it mispredicts and takes 270 us for 64 Ki float32. Selecting the bits
-  through an all-ones / all-zeros mask (``y ^ ((x ^ y) & mask)``, or ``x & mask`` where
-  y is +0) is branch-free, exact (signed zeros and NaN payloads included) and takes
-  70 us.
-- ``np.maximum`` against a scalar is not vectorized (79 us for 64 Ki float32); against an
-  array of zeros it is (23 us, the fill included). Generated code on fixed shapes reads a
-  shared read-only zeros array instead (``relu.specialize``: 4.3 us for a 64x100 float32
-  relu where the kernel takes 10.9 and ``np.maximum(x, 0)`` 15.8).
+  quarter set) it mispredicts. Selecting the bits through an all-ones / all-zeros mask
+  (``y ^ ((x ^ y) & mask)``, or ``x & mask`` where y is +0) is branch-free and exact
+  (signed zeros and NaN payloads included).
+- ``np.maximum`` against a scalar is not vectorized; against an array of zeros it is, the
+  fill included. Generated code on fixed shapes reads a shared read-only zeros array
+  instead (``relu.specialize``). Figures: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -20,8 +18,8 @@ import numpy as np
 
 from ...dtypes import promote
 from ...registry import backend_kernels, register_kernel
-from . import _device
 from . import kernels as _shared  # noqa: F401  (registers the kernels wrapped here)
+from .device import DEVICE as _device
 
 _empty = _device.pool.empty
 #: Elements (of the condition; of x for relu) from which these beat numpy (below them
@@ -61,8 +59,8 @@ def where(c, x, y):
     if xb is None or (yb is None and not zero):
         return _where(c, x, y)
     # Every buffer from the pool: numpy's own temporaries (the mask, x ^ y), freshly
-    # mapped per call, cost page faults: 7.4 ms instead of 1.3 per 1e6 float32 here where
-    # each result was dropped before the next call.
+    # mapped per call, cost page faults where each result was dropped before the next
+    # call.
     shape = np.broadcast_shapes(c.shape, np.shape(x), np.shape(y))
     out = _empty(shape, s)
     np.negative(c.view(np.int8), out=out)  # True -> -1 (all ones), False -> 0

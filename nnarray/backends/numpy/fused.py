@@ -24,8 +24,8 @@ from ...ops.fused import (
     evaluate_types,
 )
 from ...registry import backend_kernels, register_kernel
-from . import _device
 from . import elementwise as _own  # noqa: F401  (registers the kernels this one calls)
+from .device import DEVICE as _device
 
 _empty = _device.pool.empty
 #: (program, input metas) -> the step list (see ``_plan``).

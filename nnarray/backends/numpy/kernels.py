@@ -7,7 +7,7 @@ import numpy as np
 from ...ops.common import check_int_pow, check_labels
 from ...registry import backend_kernels, register_kernel
 from .._xp import register_xp_kernels
-from . import _device
+from .device import DEVICE as _device
 
 # Results of 256 Ki elements (1 MiB of float32) or more come from the caching pool.
 register_xp_kernels("numpy", np, _device.pool.empty, big=1 << 18)

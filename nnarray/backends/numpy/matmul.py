@@ -3,7 +3,7 @@
 Why not numpy's alone: OpenBLAS's Haswell SGEMM (what numpy's wheel runs on AVX2 CPUs,
 AMD's included) computes a 64x1000 @ 1000x100 product at half the rate it reaches on the
 same work as 1000x64 @ 64x100, or as three products over 384-long slices of the inner
-dimension summed (822 vs 386 us on a 2-core EPYC; torch's BLAS: 386 us). That product is
+dimension summed (benchmarks/README.md; torch's BLAS runs it at the fast rate). That product is
 the MLP's first layer. Which shapes suffer depends on the BLAS build, the CPU and even the
 process's history (measured: once a product of 512^3 or more has run, the same 64x1000
 product runs at full rate unsplit), so a 2-D product with a long inner dimension is

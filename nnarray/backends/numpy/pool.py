@@ -1,7 +1,7 @@
 """A caching host allocator.
 
 Fresh multi-megabyte numpy arrays come from mmap and page-fault on first touch, which
-halves elementwise throughput (DESIGN.md: 26 ms vs 13.5 ms for the seed workload). The
+halves elementwise throughput (the seed workload; benchmarks/README.md). The
 pool keeps large buffers and hands one out again once nothing but the pool refers to it:
 a buffer is free exactly when its reference count says only the pool holds it, so a
 numpy view a user still keeps can never be recycled under them.

@@ -3,10 +3,9 @@ the first axis and others, the first one first; ``mean`` without numpy's Python 
 
 numpy's ``ufunc.reduce`` over a middle axis of a few elements with a short inner block,
 such as pooling's ``max`` over the window axis of ``(N*C, kh*kw, OH*OW)``, iterates with
-an inner loop of a handful of elements: 250 us for a ``(1024, 4, 16)`` float32 max, where
-folding the ``k`` slices ``x[:, i]`` into one another with the elementwise ufunc takes
-55 us. ``max``/``min`` are then identical to numpy's; sums add the slices in order, within
-rounding of numpy's.
+an inner loop of a handful of elements, where folding the ``k`` slices ``x[:, i]`` into
+one another with the elementwise ufunc streams whole slices. ``max``/``min`` are then
+identical to numpy's; sums add the slices in order, within rounding of numpy's.
 """
 
 from __future__ import annotations
@@ -71,8 +70,8 @@ _mean: Callable = backend_kernels("numpy")["mean"]
 
 @register_kernel("mean", "numpy")
 def mean(x, axis, keepdims):
-    """float32/float64: numpy's ``mean`` less its Python layer (8 of its 11 us on a
-    64-element vector): the same sum divided by the same count."""
+    """float32/float64: numpy's ``mean`` less its Python layer (most of its time on small
+    vectors): the same sum divided by the same count."""
     if x.dtype != np.float32 and x.dtype != np.float64 or x.size == 0:
         if x.dtype in LOW:  # 16-bit: in float32, rounded once (``ops/upcast.py``)
             return widened("mean", "numpy", _mean, _astype, (x, axis, keepdims), {})
@@ -97,8 +96,8 @@ _sum: Callable = backend_kernels("numpy")["sum"]
 @register_kernel("sum", "numpy")
 def sum_first_axis_first(x, axis, keepdims):
     """float32/float64 over the first axis and others (a bias gradient's ``(0, 2, 3)``):
-    the first axis alone first, adding whole rows (20 us where numpy's one reduce over
-    ``(64, 16, 8, 8)`` takes 50), then the others."""
+    the first axis alone first, adding whole rows (numpy's one reduce walks short inner
+    loops), then the others."""
     if len(axis) < 2 or axis[0] != 0 or not _f32_f64(x.dtype):
         if x.dtype in LOW:  # 16-bit: accumulated in float32 (``ops/upcast.py``)
             return widened("sum", "numpy", _sum, _astype, (x, axis, keepdims), {})

@@ -12,7 +12,7 @@ copies, fills, pool allocations, ``finish``) runs under the device's ``lock``. p
 basic driver from the PyPI wheel (3.0) deadlocks when two threads enqueue on one queue
 (one thread blocks in ``clEnqueueNDRangeKernel`` holding the GIL while another waits in a
 blocking copy), and a shared ``cl.Kernel`` must not have its arguments set by one thread
-while another launches it. The lock costs ~0.1 us per launch; per-thread queues would
+while another launches it. The lock is cheap per launch; per-thread queues would
 cost a thread-local lookup per launch plus cross-queue events for every array passed
 between threads, and still need the kernel-argument lock.
 
@@ -33,12 +33,10 @@ from ...device import Device
 from ...errors import DTypeError, InvalidValueError
 from ...memory import address_space_left, cache_limit, out_of_memory, release_all
 from .hugepages import MIN_BYTES, advise
+from .queues import HEADROOM, _by_queue, _locks, device_of  # noqa: F401 (kernels' import)
 
 #: Allocations of this many bytes or more first check the pool's cache bound.
 _BIG = 1 << 20
-#: Bytes of the process's address space that allocations leave free and that a program
-#: build needs (under ``RLIMIT_AS``): pocl crashed compiling and linking with 384 MiB left.
-HEADROOM = 512 << 20
 #: Allocated bytes (pool hits included) between two measurements of the memory left.
 _RECHECK = 256 << 20
 
@@ -214,9 +212,9 @@ class OpenCLDevice(Device):
         pyopencl routine takes its arrays) and holds as class attributes the attributes
         that pyopencl's constructor gave one array of this layout, all but ``base_data``
         and ``events``, whatever its version sets; ``new_locked`` sets only those two.
-        Made and freed, such an array costs 0.2 us on pocl's CPU, one with its own copy
-        of the attributes 0.45 us and pyopencl's ``_fast`` constructor 0.8 (its checked
-        path ~15 us): on a tiny op that is a tenth of the launch."""
+        Made and freed, such an array costs less than one with its own copy of the
+        attributes or pyopencl's ``_fast`` constructor (and far less than its checked
+        path): on a tiny op the array is a visible part of the launch."""
         dt = np.dtype(dtype)
         lay = self._layouts.get((shape, dt))
         if lay is not None:
@@ -369,18 +367,8 @@ _new = object.__new__
 #: The ``data`` of the array that ``_layout`` copies its attributes from (allocates nothing).
 _NO_BUFFER = object()
 
-#: Devices by ``id()`` of their queue: kernels find the device of an input array here.
-_by_queue: dict[int, OpenCLDevice] = {}
-#: Each device's ``lock`` by ``id()`` of its queue (``programs.launch`` takes a queue).
-_locks: dict[int, Any] = {}
-
 
 _DOUBLE = (np.dtype(np.float64), np.dtype(np.complex128))
-
-
-def device_of(x: Any) -> OpenCLDevice:
-    """The device that owns native array ``x``."""
-    return _by_queue[id(x.queue)]
 
 
 def _layout(shape: tuple[int, ...], itemsize: int) -> tuple[int, tuple[int, ...]]:
@@ -407,9 +395,9 @@ class Discovery:
             self.reason = f"OpenCL initialization failed: {type(e).__name__}: {e}"
 
     def _discover(self) -> None:
-        # pocl's pthread CPU driver pays 20-60 us per launch + finish on a small machine
-        # (measured here: a bare kernel's floor is 31 us); its basic driver ~1 us, and it
-        # matches pthread's SGEMM and elementwise speed on 2 cores. Unless the user chose
+        # pocl's pthread CPU driver pays far more per launch + finish than its basic
+        # driver on a small machine, which matches pthread's SGEMM and elementwise speed
+        # there (benchmarks/README.md). Unless the user chose
         # (POCL_DEVICES set), pocl lists both: basic first (opencl:0), pthread second.
         os.environ.setdefault("POCL_DEVICES", "basic pthread")
         try:

@@ -75,13 +75,12 @@ SMALL_WORK = 4096
 #: On CPUs, products of at least ``work`` multiply-adds (m*n*k), with m >= ``min_m``, first
 #: copy B into k-contiguous panels: one extra pass over B, then streaming loads instead of one
 #: row of B per step of k (with a power-of-two n those rows all hit one cache set). By vector
-#: register count. 32 (AVX-512): 2048^3 ~1.7x faster packed, up to ~1536^3 the extra pass cost
-#: more than it saved. 16 (AVX2): packed wins from 512^3 (+13%; 1024^3 +25%) and loses at
-#: 256^3 (-12%), 1000x1000x64 (-7%) and 64x1000x100 (-35%).
+#: register count: below these sizes the extra pass costs more than it saves (measured per
+#: vector width, benchmarks/README.md).
 PACK_AT: dict[int, tuple[int, int]] = {32: (1 << 32, 512), 16: (1 << 27, 256)}
 #: The ``A @ B.T`` kernel's rows x columns of dot products per work-item, by vector register
-#: count: 12 accumulators + 3 + 1 loads in 16 registers, 24 + 4 + 1 in 32. On pocl 3.0
-#: (AVX2 code), 64x100x1000: 3x4 and 2x6 ~185 us, 2x4 194, 4x3 269 (one core).
+#: count: 12 accumulators + 3 + 1 loads in 16 registers, 24 + 4 + 1 in 32 (the fastest
+#: tile of those tried; benchmarks/README.md).
 NT_TILE: dict[int, tuple[int, int]] = {16: (3, 4), 32: (4, 6)}
 #: Packed B of a batch is made (and used) in chunks of at most this many bytes.
 SCRATCH_BYTES = 256 << 20

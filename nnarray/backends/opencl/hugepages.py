@@ -3,9 +3,7 @@
 numpy asks Linux for transparent huge pages (``madvise(MADV_HUGEPAGE)``) on arrays of
 4 MiB or more; pocl's buffers are plain ``malloc`` memory, so where the kernel's mode is
 ``madvise`` (the default of many distributions) they get 4 KiB pages, and a memory-bound
-pass over them pays TLB misses. ``y = 2x`` on 64x3x224x224 float32 (one pass, pocl's
-basic driver, this 2-core machine): 3.4-3.8 ms on plain pages, 2.4-2.9 with huge pages;
-numpy's own ``multiply(out=)`` 2.6-2.9 ms, 3.6 with its huge pages turned off. So a new
+pass over them pays TLB misses that numpy's arrays do not (benchmarks/README.md). So a new
 pool block of ``MIN_BYTES`` or more on a host-memory device is advised before its first
 use: mapped (pocl allocates at first use; a CPU device maps its own memory, no copy),
 its whole 2 MiB pages advised, and unmapped.

@@ -26,8 +26,9 @@ calls those out of line too. The complex helpers (``complex_math``) call ``hypot
 ``atan2``, ``sinh``... by name, so they take these definitions as well.
 
 Each is held within a few ULP of numpy (float64 rounded to float32) over the whole float32
-range by ``tests/test_inline_math.py``, which states the bounds. float64 keeps the builtins
-(an overload that calls them), as do the double-internal ones on a device without fp64.
+range by ``tests/backends/opencl/test_inline_math.py``, which states the bounds. float64
+keeps the builtins (an overload that calls them), as do the double-internal ones on a
+device without fp64.
 
 Which devices: CPU devices (pocl's ``basic``/``pthread``, any OpenCL CPU driver) get the
 inline versions; GPUs keep the vendor builtins, which are vectorized hardware there.

@@ -110,7 +110,7 @@ def _matmul(dev: OpenCLDevice, key: tuple, a: Any, b: Any, transpose_a: bool,
             transpose_b: bool) -> Any:
     """``matmul`` on its first call for these operand dtypes, shapes and flags; where
     both operands go to the float GEMM unchanged, it stores the call's arguments under
-    ``key`` (this preparation is ~15 us of Python, five times a small product's GEMM)."""
+    ``key`` (this preparation's Python outweighs a small product's GEMM)."""
     a0, b0 = a, b
     ta, tb = _in_place(dev, a, b, transpose_a, transpose_b)
     if transpose_a and not ta:

@@ -34,10 +34,10 @@ import pyopencl as cl
 from ...atomic_file import write_bytes
 from ...errors import OutOfMemoryError
 from ...memory import address_space_left, release_all
-from .device import HEADROOM, _locks
+from .queues import HEADROOM, _locks
 
 #: Work-group size of every 1-D launch: fixed, because pocl compiles a work-group
-#: function per distinct local size (~40 ms each) and a size it picks varies with n.
+#: function per distinct local size (a compile each) and a size it picks varies with n.
 LOCAL = 256
 
 _enqueue = cl.enqueue_nd_range_kernel
@@ -229,8 +229,8 @@ _typed: set[int] = set()
 def typed(kernel: cl.Kernel, args: Any) -> cl.Kernel:
     """``kernel``, its scalar argument types declared from ``args`` on first use (the numpy
     scalars' dtypes; every other argument a buffer). pyopencl sets a numpy scalar on a kernel
-    without declared types through a generic path: ~5 us per scalar (43 us for a reduction's
-    9 arguments, 80% of a small ``sum``); declared, the whole ``set_args`` takes ~0.5 us.
+    without declared types through a generic path, per scalar (most of a small ``sum``'s
+    time); declared, the whole ``set_args`` is one packed call.
     Every launch of one kernel passes the same scalar types (its C signature fixes them)."""
     if id(kernel) not in _typed:
         kernel.set_scalar_arg_dtypes([a.dtype if isinstance(a, np.generic) else None

@@ -4,15 +4,14 @@ The input's dimensions are coalesced into kept and reduced groups. Work-item ``g
 output ``g % nout`` and reduces chunk ``g / nout`` of its reduced elements, walking them
 with an odometer (adds, no divisions per element). Neighbouring work-items take
 neighbouring outputs, so a reduction over an outer axis (``sum(x, axis=0)``) reads
-contiguous memory across a work-group, which pocl vectorizes (outputs-major: 5x faster
-than chunk-major there). When the outputs are few and
-the reductions long, chunks run in parallel into a partials array that a second pass
-reduces; chunked sums are also more accurate than one serial sum. float32 sums and means
-accumulate in double where the device has fp64.
+contiguous memory across a work-group, which pocl vectorizes (chunk-major would not).
+When the outputs are few and the reductions long, chunks run in parallel into a
+partials array that a second pass reduces; chunked sums are also more accurate than one
+serial sum. float32 sums and means accumulate in double where the device has fp64.
 
 The launches of a reduction depend only on its op, the input's shape and dtype, the axes and
 the ``Load``: the first call records them (``_Plan``) and later calls replay them, without
-building sources and arguments again (~25 us of Python per small reduction, 10x its kernel).
+building sources and arguments again (Python that outweighed a small reduction's kernel).
 """
 
 from __future__ import annotations
@@ -255,8 +254,8 @@ def _columns(dev: _Plan, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
     """An outer-axis reduction, ``x`` as (A, R, K) reduced over R, on a CPU device: each
     work-item sums a row of ``_TILE`` neighbouring outputs while walking R. pocl runs a
     work-group's items one after another, so the general kernel's one-column walk per
-    item costs a cache line and a TLB entry per element (sum(axis=0) of 4096x4096 f32:
-    275 ms, numpy 6 ms). False where the layout is not (A, R, K) or the device no CPU."""
+    item costs a cache line and a TLB entry per element. False where the layout is not
+    (A, R, K) or the device no CPU."""
     if len(red) != 1 or not kept or kept[-1][1] != 1 or len(kept) > 2 \
             or not dev.cl_device.type & 2:  # CL_DEVICE_TYPE_CPU
         return False

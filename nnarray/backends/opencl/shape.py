@@ -8,13 +8,12 @@ c.src_strides]`` (strides in elements, any sign, 0 broadcasts), converting dtype
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...registry import register_kernel
 from .cltypes import cltype, convert, header, index_type
-from .device import OpenCLDevice, device_of
 from .indexing import (
     broadcast_strides,
     c_strides,
@@ -25,6 +24,10 @@ from .indexing import (
     span,
 )
 from .programs import launch
+from .queues import device_of
+
+if TYPE_CHECKING:
+    from .device import OpenCLDevice
 
 
 def _source(st: Any, dt: Any, rank: int, idx: str) -> str:

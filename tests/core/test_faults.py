@@ -16,7 +16,7 @@ import nnarray as nna
 import nnarray.functions as F
 from nnarray import InvalidValueError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
 

@@ -18,7 +18,7 @@ import nnarray as nna
 import nnarray.functions as F
 from nnarray import grad, nn, solvers
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def unscoped(fn, *args):

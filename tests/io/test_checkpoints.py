@@ -20,7 +20,7 @@ from helpers import CHILD_LIMIT, peak_rss
 from nnarray import atomic_file, nn
 from nnarray.nn import serialization
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # A child that dies by SIGKILL in the middle of writing its checkpoint.
 _KILLED_SAVE = r"""

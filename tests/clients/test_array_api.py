@@ -363,11 +363,12 @@ def test_nnarray_context_environment_variable():
     code = "import nnarray as n; print(n.get_current_context().key, (n.ones(2) + 1).device.key)"
     env = {**os.environ, "NNARRAY_CONTEXT": "numpy:0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+                         check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert out.stdout.split() == ["numpy:0", "numpy:0"]
     env["NNARRAY_CONTEXT"] = "nosuch"
     bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         cwd=os.path.dirname(os.path.dirname(__file__)))
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert bad.returncode != 0 and "unknown backend 'nosuch'" in bad.stderr
 
 
@@ -391,7 +392,7 @@ def test_device_follows_the_data(backend):
     import os
     import subprocess
     import sys
-    root = os.path.dirname(os.path.dirname(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CONTEXT"}
     out = subprocess.run([sys.executable, "-c", _FOLLOW.format(b=backend)], env=env,
                          capture_output=True, text=True, cwd=root)

@@ -12,7 +12,7 @@ import pytest
 from conftest import needs
 from helpers import CHILD_LIMIT, child_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 CODE = ("import numpy as np, nnarray as nna, nnarray.functions as F\n"
         "with nna.context_scope('opencl'):\n"
         "    x = nna.array(np.ones((64, 64), np.float32))\n"

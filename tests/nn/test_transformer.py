@@ -18,7 +18,7 @@ torch = pytest.importorskip(
     "torch", reason="torch is not installed: it is the oracle of this test (pip install torch)")
 tF = torch.nn.functional
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from char_transformer import CharTransformer, lm_loss  # noqa: E402
 
 VOCAB, CONTEXT, DIM, HEADS, LAYERS = 11, 8, 16, 2, 2

@@ -30,7 +30,7 @@ from nnarray.distributed.communicator import Communicator
 from nnarray.distributed.transport import LocalTransport
 from nnarray.training import Trainer, shard
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "mpi_worker.py"
 LAUNCHER_VARS = world.LAUNCHER_VARS
 

@@ -17,7 +17,7 @@ from nnarray import atomic_file
 from nnarray.grad import Graph, Variable
 from nnarray.nn import serialization
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _graphs(n: int) -> list[Graph]:

@@ -23,7 +23,7 @@ from nnarray.errors import GraphError
 from nnarray.grad import Graph, Variable
 from nnarray.ops.indexing import scatter_add
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _child(code: str, *args: str, stdin: str | None = None) -> str:

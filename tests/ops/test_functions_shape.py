@@ -174,7 +174,7 @@ def test_getitem_dtypes_and_chains(backend, dtype):
 
 def test_shape_ops_return_new_arrays(backend):
     """The F functions copy; basic indexing and the reshape/transpose methods give views
-    (tests/test_views.py)."""
+    (tests/core/test_views.py)."""
     x = arange((2, 3))
     a = A(x)
     outs = [F.reshape(a, (3, 2)), F.transpose(a), F.broadcast_to(a, (2, 3)),

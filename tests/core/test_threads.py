@@ -24,7 +24,7 @@ from helpers import CHILD_LIMIT
 
 import nnarray as nna
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _CHILD = r"""
 import faulthandler, sys, threading

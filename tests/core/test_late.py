@@ -14,7 +14,7 @@ from helpers import CHILD_LIMIT
 
 from nnarray import late
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from helpers import CHILD_LIMIT, child_env
 
 import nnarray as nna
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 #: Collected whether or not available: an unavailable one skips (or fails, when
 #: NNARRAY_REQUIRE_BACKENDS names it) with its reason instead of vanishing.

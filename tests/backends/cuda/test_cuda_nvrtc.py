@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import nnarray
-from nnarray.backends.cuda import table
+from nnarray.backends.cuda import programs, table
 
 pytestmark = pytest.mark.skipif(sys.platform == "darwin",
                                 reason="NVIDIA ships no NVRTC or CuPy wheels for macOS")
@@ -68,7 +68,7 @@ class Case(NamedTuple):
 
 
 def _cases() -> list[Case]:
-    sources, elementwise = table.load()
+    sources, elementwise = programs.load()
     cases = []
     for arch in ARCHS:
         for src in sources:
@@ -197,7 +197,7 @@ def test_nvrtc_compiles(case: Case, compiled: dict[str, Future], env: _Env):
 def test_nvrtc_compiles_fused_programs(env: _Env, which: str):
     """Every row that fuses, inside one generated ``fused_elementwise`` kernel
     (``backends/cuda/fused.py``) with mixed input dtypes and constants, compiles: the
-    programs ``tests/test_fusion.py`` checks on numpy and OpenCL; so do infinite, NaN and
+    programs ``tests/ops/test_fusion.py`` checks on numpy and OpenCL; so do infinite, NaN and
     bool constants. (The table's samples, the chain and its backward, are compiled with
     the other entries.)"""
     from helpers import fused_rows, row_program, special_program
@@ -221,7 +221,7 @@ def test_nvrtc_sources_are_what_the_backend_hands_cupy(env: _Env):
     """``raw.kernel``/``kernel_bytes`` give CuPy exactly the code compiled above, with no
     options of the backend's own (making a ``cupy.RawKernel`` compiles nothing)."""
     from nnarray.backends.cuda import raw
-    sources, _ = table.load()
+    sources, _ = programs.load()
     for src in sources:
         get = {"itemsize": raw.kernel_bytes, "plain": raw.kernel_plain}.get(src.by, raw.kernel)
         for key, code in src.variants.items():
@@ -245,8 +245,8 @@ def _module(path: str) -> str:
 
 def test_nvrtc_table_covers_every_global_function():
     """Every ``__global__`` function written in nnarray is in a ``raw.Source`` that the
-    table lists (a source defined outside ``table.load()``'s modules is not)."""
-    sources, elementwise = table.load()
+    table lists (a source defined outside ``programs.load()``'s modules is not)."""
+    sources, elementwise = programs.load()
     listed = {n for s in sources for n in s.names}
     assert len(listed) == sum(len(s.names) for s in sources), "a kernel name is repeated"
     assert {e.name for e in elementwise}.isdisjoint(listed)
@@ -255,7 +255,7 @@ def test_nvrtc_table_covers_every_global_function():
     assert found, "the scan found no kernel at all"
     missing = sorted(f"{f}: {n}" for f, n in found if n not in listed)
     assert not missing, ("CUDA kernels outside the table (declare them with raw.Source in a "
-                         f"module that table.load() imports): {missing}")
+                         f"module that programs.load() imports): {missing}")
 
 
 def test_nvrtc_table_covers_every_cupy_kernel_constructor():
@@ -269,11 +269,11 @@ def test_nvrtc_table_covers_every_cupy_kernel_constructor():
                        f"{SINKS} (declare them in table.py so NVRTC checks them): {ctors}")
     for name, sink in SINKS.items():
         assert re.search(rf"\b{name}\s*\(", files[sink]), f"{sink} no longer makes {name}"
-    sources, elementwise = table.load()
+    sources, elementwise = programs.load()
     for cls, listed in (("Source", sources), ("Elementwise", elementwise)):
         where = [f for f, t in files.items() if re.search(rf"(?<!class )\b{cls}\(", t)]
         unloaded = [f for f in where if _module(f) not in sys.modules]
-        assert not unloaded, (f"{cls}(...) written in {unloaded}, modules table.load() does "
+        assert not unloaded, (f"{cls}(...) written in {unloaded}, modules programs.load() does "
                               "not import: import them there")
         made = sum(len(re.findall(rf"(?<!class )\b{cls}\(", files[f])) for f in where)
         assert made <= len(listed), f"{made} {cls}(...) written, {len(listed)} in the table"

@@ -373,7 +373,7 @@ def test_sigmoid_of_integers_on_cuda(dtype):
 
 @gpu
 def test_int_pow_negative_exponent_on_cuda():
-    """Row 4 (also tests/test_faults.py::test_int_pow_negative_exponent_raises[cuda])."""
+    """Row 4 (also tests/core/test_faults.py::test_int_pow_negative_exponent_raises[cuda])."""
     with nna.context_scope("cuda"):
         a = A([2, 3], np.int32) * 1
         with pytest.raises(InvalidValueError, match="pow"):
@@ -435,7 +435,7 @@ def test_device_labels_out_of_range_raise_on_cuda(dtype, bad):
 @gpu
 def test_out_of_memory_inside_a_cupy_kernel_is_named():
     """Row 8: CuPy's OutOfMemoryError from inside a kernel (its own output) is released,
-    retried and raised as nnarray's, naming the op (tests/test_faults.py checks an
+    retried and raised as nnarray's, naming the op (tests/core/test_faults.py checks an
     allocation through the device)."""
     import cupy
     pool = cupy.get_default_memory_pool()
