@@ -259,7 +259,8 @@ SIGNATURES = [
     ("nnarray.solvers.StepSchedule", [("solver", REQUIRED), ("step_size", REQUIRED),
                                       ("gamma", 0.1)]),
     ("nnarray.data.DataLoader", [("arrays", REQUIRED), ("batch_size", REQUIRED),
-                                 ("shuffle", False), ("drop_last", False), ("seed", None)]),
+                                 ("shuffle", False), ("drop_last", False), ("seed", None),
+                                 ("device", None), ("pin_memory", False)]),
     ("nnarray.training.Trainer", [("model", REQUIRED), ("solver", REQUIRED),
                                   ("plot", None)]),
     ("nnarray.NdArray.squeeze", [("self", REQUIRED), ("axis", None)]),
@@ -366,8 +367,6 @@ def test_pool_modules_take_nnabla_pad():
 
 PENDING = [
     ("nnarray.grad.cuda_graphs", None, 39),
-    ("nnarray.data.DataLoader", ("device", ...), 39),
-    ("nnarray.data.DataLoader", ("pin_memory", False), 39),
 ]
 
 
