@@ -200,7 +200,9 @@ def eager_step(grad: Any, solver: Any, loss_of: Any) -> Any:
     return loss
 
 
-def torch_step(kind: str, ref: Reference) -> Any:
+def torch_step(kind: str, ref: Reference, wrap: Any = None) -> Any:
+    """torch's step of the MLP or CNN from the shared initial parameters; ``wrap``
+    (e.g. ``torch.compile``) is applied to the model."""
     torch = ref.xp
     nn = torch.nn
     if kind == "mlp":
@@ -223,8 +225,8 @@ def torch_step(kind: str, ref: Reference) -> Any:
                 m.weight.copy_(torch.from_numpy(w))
     model.to(ref.device)
     x, t = ref.asarray(xs), ref.asarray(ts)
-    return _torch_loop(torch.optim.SGD(model.parameters(), lr=LR), model, loss_fn,
-                       lambda: (x, t))
+    return _torch_loop(torch.optim.SGD(model.parameters(), lr=LR),
+                       wrap(model) if wrap is not None else model, loss_fn, lambda: (x, t))
 
 
 def _torch_loop(opt: Any, forward: Any, loss_fn: Any, batch: Any) -> Any:

@@ -31,6 +31,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+#: Whether ``run`` launches the captured graph (not yet: see the module doc).
+WIRED = False
+
 #: ``run``/``decide`` actions.
 PLAIN, CAPTURE, REPLAY = "plain", "capture", "replay"
 
