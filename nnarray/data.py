@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, transfers
-from .context import Context, as_context
+from .context import Context, as_context, context_of, context_scope, get_current_context
 from .device import Device
 from .discovery import get_device, host_device
 from .errors import BackendError, InvalidValueError
@@ -122,7 +122,7 @@ class Prefetcher:
         out: list = []
         for a in arrays:
             if isinstance(a, NdArray):
-                out.append(a[idx])
+                out.append(_gathered(a, idx))
                 continue
             rows = a[idx]
             dt = dtypes.normalize(rows.dtype, "DataLoader", "arrays")
@@ -147,7 +147,7 @@ class Prefetcher:
         staged = [s for s in pending if type(s) is Staged]
         if staged:
             self.up.finish([s.native for s in staged])
-        return tuple(s.array(self.dev) if type(s) is Staged else place(s.copy(), self.dev.key)
+        return tuple(s.array(self.dev) if type(s) is Staged else place(s, self.dev.key)
                      for s in pending)
 
     def close(self) -> None:
@@ -213,6 +213,13 @@ def _device_of(device: Any, pin_memory: Any) -> tuple[Device | None, bool]:
         return get_device(ctx.backend, ctx.device_id), bool(pin_memory)
     except BackendError as e:
         raise type(e)(f"DataLoader: argument 'device' {device!r}: {e}") from None
+
+
+def _gathered(a: NdArray, idx: Any) -> NdArray:
+    """Rows ``idx`` of ``a`` as a new array, gathered on the device that holds it."""
+    dev = a.head_device
+    with context_scope(context_of(dev) if dev is not None else get_current_context()):
+        return a[idx].copy()
 
 
 def _batch(a: Any, idx: Any) -> NdArray:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import nnarray as nna
+import nnarray.functions as F
 from nnarray.data import DataLoader
 
 X = np.arange(20, dtype=np.float32).reshape(10, 2)
@@ -193,3 +194,31 @@ def test_an_abandoned_pass_is_cleaned_up(backend):
     nna.device_synchronize(backend)
     again = values(DataLoader(big, 16, device=backend))
     np.testing.assert_array_equal(np.concatenate([b for b, in again]), big)
+
+
+def test_prefetched_ndarray_inputs_are_gathered_where_they_live(backend):
+    """An NdArray input is gathered on its own device, then moved explicitly: the loop
+    runs inside strict_transfers."""
+    with nna.context_scope("numpy"):
+        a = nna.array(N)
+    with nna.strict_transfers():
+        got = [x.numpy() for x, in DataLoader(a, 4, shuffle=True, seed=3, device=backend)]
+    order = DataLoader(np.arange(11), 4, shuffle=True, seed=3)
+    np.testing.assert_array_equal(np.concatenate(got), N[np.concatenate(
+        [t for t, in values(order)])])
+
+
+def test_uploads_are_ordered_with_the_steps_work(backend):
+    """Large batches used at once, each step's temporaries freed while the next upload
+    is under way (its pool may hand their buffers to the next batch): every step sees
+    its own batch whole."""
+    big = np.random.default_rng(4).standard_normal((24, 512, 256)).astype(np.float32)
+    got = []
+    for (x,) in DataLoader(big, 3, shuffle=True, seed=9, device=backend):
+        y = x * 2.0 + 1.0
+        got.append(F.sum(y * y, axis=(1, 2)))
+        del y
+    order = np.concatenate([t for t, in values(DataLoader(np.arange(24), 3, shuffle=True,
+                                                          seed=9))])
+    want = ((big[order] * 2 + 1) ** 2).sum(axis=(1, 2))
+    np.testing.assert_allclose(np.concatenate([g.numpy() for g in got]), want, rtol=1e-4)
