@@ -26,7 +26,15 @@ import nnarray as nna
 
 from .conftest import Reference, _torch_cuda_reason, expect, measure, require, small
 from .test_math import CHAIN, _chain_inputs, chain_by_hand
-from .test_training import GROUPS, _first_loss, eager_step, initial, nnarray_step, torch_step
+from .test_training import (
+    GROUPS,
+    _first_loss,
+    eager_step,
+    initial,
+    nnarray_step,
+    static_step,
+    torch_step,
+)
 
 CHAR = "char-transformer step 32x32 vocab32 dim64 h4 2 layers sgd"
 MODES = {"default": "torch.compile", "reduce-overhead": "torch.compile reduce-overhead"}
@@ -207,14 +215,7 @@ def test_char_step_nnarray(benchmark, backend, static):
     solver = solvers.SGD(LR)
     solver.set_parameters(model.parameters())
     if static:
-        graph = ex.lm_loss(model(x), t)
-
-        def step() -> Any:
-            graph.forward()
-            solver.zero_grad()
-            graph.backward()
-            solver.update()
-            return graph
+        step = static_step(ex.lm_loss(model(x), t), solver)
     else:
         def step() -> Any:
             return eager_step(grad, solver, lambda: ex.lm_loss(model(x), t))

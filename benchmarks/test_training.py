@@ -174,19 +174,24 @@ def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None,
             solver.update()
             return loss.__class__.from_ndarray(ex.outputs[0])
     elif static:
-        graph = loss_of(model(x))
-
-        def step() -> Any:
-            graph.forward()
-            solver.zero_grad()
-            graph.backward()
-            solver.update()
-            return graph
+        step = static_step(loss_of(model(x)), solver)
     else:
         def step() -> Any:
             return eager_step(grad, solver, lambda: loss_of(model(x)))
 
     return model, step
+
+
+def static_step(graph: Any, solver: Any) -> Any:
+    """One step on the static graph ``graph`` (the loss, built once): ``forward``,
+    ``zero_grad``, ``backward``, ``update``; returns the loss."""
+    def step() -> Any:
+        graph.forward()
+        solver.zero_grad()
+        graph.backward()
+        solver.update()
+        return graph
+    return step
 
 
 def eager_step(grad: Any, solver: Any, loss_of: Any) -> Any:
