@@ -16,10 +16,10 @@ capture again after a key change, with the reason.
 sets the default off) switches it: called, it switches for the rest of the thread's
 context; used as a ``with`` block, it restores the previous setting at the end.
 
-Status: ``run`` is the hook where ``forward`` would replay; it keeps the decision state
-(``print_schedule`` reports it) and runs the schedule plainly. Launching the captured
-graph in place of the run (output buffers bound to the graph's, inputs copied in) needs
-a GPU to be checked and is not wired yet.
+Status: ``run`` is the hook where ``forward`` would replay; until ``WIRED`` it runs the
+schedule plainly and makes no decision. Launching the captured graph in place of the
+run (output buffers bound to the graph's, inputs copied in, ``Captured``) needs a GPU to
+be checked and is not written yet.
 """
 
 from __future__ import annotations
@@ -170,9 +170,6 @@ class Replay:
         self.graph = graph
 
 
-#: ``run``'s stand-in for a graph while the launch is not wired (see the module doc).
-NOT_WIRED = object()
-
 #: Each schedule's ``Replay`` (weakly: a schedule dropped with its plan drops its own).
 _states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -184,17 +181,24 @@ def state_of(schedule: Any) -> Replay:
     return s
 
 
+def decision(schedule: Any, leaves: Any, dev: Any) -> str:
+    """What this run of ``schedule`` does (``PLAIN``, ``CAPTURE``, ``REPLAY``): its
+    ``Replay`` fed the run's key (``dev``: the context's device)."""
+    return state_of(schedule).decide(key_of(schedule.ctx, leaves, dev),
+                                     schedule.ctx.backend == "cuda", cuda_graphs_enabled())
+
+
 def run(schedule: Any, root: Any, leaves: Any) -> None:
-    """Run a static forward ``schedule`` (the hook ``executor.forward`` calls): its
-    ``Replay`` decides, on CUDA, whether this run would capture or replay; the run
-    itself is plain for now (see the module doc)."""
-    ctx = schedule.ctx
-    if ctx.backend == "cuda":
+    """Run a static forward ``schedule`` (the hook ``executor.forward`` calls). Once the
+    launch is wired (``WIRED``), a CUDA run asks ``decision`` and captures or replays;
+    until then it runs plainly and pays nothing for the hook (the key costs a few
+    microseconds a run, which a launch-bound step would feel)."""
+    if WIRED and schedule.ctx.backend == "cuda":  # pragma: no cover (not wired yet)
         from .. import discovery
-        dev = discovery.get_device(ctx.backend, ctx.device_id)
-        st = state_of(schedule)
-        if st.decide(key_of(ctx, leaves, dev), True, cuda_graphs_enabled()) == CAPTURE:
-            st.captured(NOT_WIRED)
+        ctx = schedule.ctx
+        action = decision(schedule, leaves, discovery.get_device(ctx.backend, ctx.device_id))
+        if action != PLAIN:
+            raise NotImplementedError(f"cuda graph {action}: see the module doc")
     schedule.run(root)
 
 

@@ -142,3 +142,39 @@ def test_print_schedule_says_whether_it_replays_as_a_cuda_graph(backend, capsys)
         grad.print_schedule(y)
     assert capsys.readouterr().out.strip().splitlines()[-1] == (
         "cuda graph: no (grad.cuda_graphs(False) or NNARRAY_CUDA_GRAPHS=0)")
+
+
+def test_decision_on_a_cuda_schedule():
+    """On CUDA (GPU only): a static graph's schedule warms up, captures, replays; a new
+    batch of the same shape replays; a parameter the user replaced starts over."""
+    from conftest import needs
+    needs("cuda")
+    with nna.context_scope("cuda"):
+        dev = nna.backends.get_device("cuda", 0)
+        w = Variable.from_numpy_array(np.ones((3, 2), np.float32), need_grad=True)
+        x, y = _mlp(4, w)
+        plan = executor.plan_of(y)
+        s = grad.schedule_of(y)
+        assert cuda_replay.decision(s, plan.leaves, dev) == PLAIN
+        assert cuda_replay.decision(s, plan.leaves, dev) == CAPTURE
+        cuda_replay.state_of(s).captured("graph")
+        x.d = np.zeros((4, 3), np.float32)
+        y.forward()
+        assert cuda_replay.decision(s, plan.leaves, dev) == REPLAY
+        old = w.data
+        w.data = nna.NdArray.from_numpy_array(np.zeros((3, 2), np.float32))
+        y.forward()
+        assert cuda_replay.decision(s, plan.leaves, dev) == PLAIN
+        assert cuda_replay.state_of(s).reason == "parameter 0's buffer was replaced"
+        with grad.cuda_graphs(False):
+            assert cuda_replay.decision(s, plan.leaves, dev) == PLAIN
+        assert old.shape == (3, 2)
+
+
+def test_decision_off_cuda_is_plain(backend):
+    w = Variable.from_numpy_array(np.ones((3, 2), np.float32), need_grad=True)
+    _, y = _mlp(4, w)
+    s, leaves = grad.schedule_of(y), executor.plan_of(y).leaves
+    dev = nna.backends.get_device(backend, 0)
+    assert [cuda_replay.decision(s, leaves, dev) for _ in range(3)] == [PLAIN] * 3
+    assert cuda_replay.state_of(s).key is None
