@@ -17,7 +17,7 @@ from .. import context as _context
 from .. import dtypes, late
 from ..errors import GraphError
 from ..ndarray import NdArray
-from . import fuse, recompute, schedule
+from . import cuda_replay, fuse, recompute, schedule
 from .planner import forward_releasable
 from .variable import Variable
 
@@ -181,7 +181,7 @@ def forward(root: Variable, clear_buffer: bool = False) -> None:
                              f"{v.shape} (reset_shape) after the graph was built; build the "
                              "graph again, or bind the new shape with grad.Graph(...).bind")
     s = forward_schedule(plan, _context.get_current_context(), clear_buffer)
-    s.run(root)
+    cuda_replay.run(s, root, leaves)  # the CUDA-graph hook
     plan.recompute = s.recompute
 
 
@@ -257,6 +257,7 @@ def print_schedule(v: Variable, backward: bool = False, source: bool = False) ->
     source after it."""
     s = schedule_of(v, backward)
     print(s.describe())
+    print(cuda_replay.describe(s))
     if source:
         print(s.sources())
 
