@@ -7,10 +7,15 @@ gradient in ``test_grad_functions.py`` and its ONNX export in ``test_onnx.py``."
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from conftest import needs
 
 import nnarray as nna
 import nnarray.functions as F
@@ -50,28 +55,122 @@ def test_every_row_has_numpy_and_cupy_functions():
             assert callable(getattr(np, r.xp)), r.name
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_opencl_renders_every_row_for_every_dtype_it_takes(row):
-    pytest.importorskip("pyopencl")
+#: The operand dtypes a row's kernels are built for (those the row takes).
+_DTYPES = tuple(map(np.dtype, (np.bool_, np.int8, np.uint8, np.int32, np.uint64, np.float16,
+                               np.float32, np.float64, np.complex64, np.complex128)))
+
+
+def _takes(row, d: np.dtype) -> np.dtype | None:
+    """The result dtype of ``row`` on operands of ``d``, or ``None`` where it refuses them
+    (or has no complex C expression)."""
+    if (d.kind == "c" and row.cc is None) or (row.rule in ("no_bool", "pow") and d == np.bool_) \
+            or (row.rule == "integral" and d.kind in "fc") or (row.rule == "int" and
+                                                                d.kind not in "iu"):
+        return None
+    try:
+        if row.arity == 2:
+            return elementwise.binary_dtype(row.name, d)
+        return elementwise.unary_dtype(row.name, d)
+    except nna.errors.DTypeError:
+        return None
+
+
+def _opencl_kernel(row, d: np.dtype, res: np.dtype, k: int) -> tuple[str, str]:
+    """(kernel ``map_k`` of ``row`` on contiguous operands of ``d``, its helpers), as the
+    backend's kernels render it (``backends/opencl/elementwise.py``): in the result type,
+    a predicate or a complex function in the operands' type."""
+    from nnarray.backends.opencl.cltypes import cltype, convert
+    from nnarray.backends.opencl.elementwise import expression, source
+    keep = row.rule == "pred" or d.kind == "c" or res == np.bool_
+    ct = cltype(d if keep else res)
+    expr, helpers = expression(row.name, ct)
+    assert expr and not _UNRENDERED.search(expr), (row.name, d, expr)
+    rt = cltype(res) if row.arity == 2 or (ct.is_complex and row.rule != "pred") else \
+        cltype(np.dtype(np.bool_)) if ct.is_complex else ct
+    operands = [(True, cltype(d), ct)] * row.arity
+    src = source(convert(expr, rt, cltype(res)), operands, cltype(res), 0, "int")
+    return src.replace("__kernel void map(", f"__kernel void map_{k}("), helpers
+
+
+def _opencl_program(row, dev) -> str:
+    """One program holding ``row``'s kernel for every dtype it takes (each helper once),
+    and its complex64 fast path (``Hints.complex_fast``)."""
+    from nnarray.backends.opencl import complex_fast
     from nnarray.backends.opencl.cltypes import cltype
-    from nnarray.backends.opencl.elementwise import expression
-    for d in map(np.dtype, (np.bool_, np.int8, np.uint8, np.int32, np.uint64, np.float16,
-                            np.float32, np.float64)):
-        try:
-            if row.arity == 2:
-                res = elementwise.binary_dtype(row.name, d)
-                ct = d if res == np.bool_ else res
-            else:
-                res = elementwise.unary_dtype(row.name, d)
-                ct = d if row.rule == "pred" else res
-        except nna.errors.DTypeError:
+    from nnarray.backends.opencl.inline_math import inline
+    parts, seen = [], set()
+    for k, d in enumerate(_DTYPES):
+        res = _takes(row, d)
+        if res is None or (not dev.fp64 and {d.name, res.name} & {"float64", "complex128"}):
             continue
-        if (row.rule in ("no_bool", "pow") and d == np.bool_) or \
-                (row.rule == "integral" and d.kind == "f") or \
-                (row.rule == "int" and d.kind not in "iu"):
-            continue  # the op refuses these operands
-        expr, _ = expression(row.name, cltype(ct))
-        assert expr and not _UNRENDERED.search(expr), (row.name, d, expr)
+        src, helpers = _opencl_kernel(row, d, res, k)
+        parts.append(("" if helpers in seen else helpers) + src)
+        seen.add(helpers)
+        if d == np.complex64 and row.name in complex_fast.FAST and dev.fp64:
+            from nnarray.backends.opencl.elementwise import expression
+            expr, helpers = expression(row.name, cltype(d))
+            fast = complex_fast.source(row.name, expr, cltype(d), cltype(res), helpers,
+                                       False)
+            parts.append(fast.replace("__kernel void map(", "__kernel void map_fast("))
+    return inline("".join(parts), dev)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_opencl_builds_every_row_for_every_dtype_it_takes(row):
+    """Each row's kernels, for every operand dtype it takes, build on OpenCL: one program
+    per row (cached on disk), so a row whose C the device cannot compile (a math function
+    OpenCL lacks) fails here, by name."""
+    needs("opencl")
+    dev = nna.backends.get_device("opencl", 0)
+    src = _opencl_program(row, dev)
+    assert "map_" in src
+    try:
+        dev.programs.build(src)
+    except Exception as e:  # pyopencl's build failure carries the compiler's log
+        pytest.fail(f"{row.name}: its OpenCL kernels do not build:\n{e}", pytrace=False)
+
+
+def _nvrtc() -> Any:
+    """``tests/backends/cuda/test_cuda_nvrtc.py``: CuPy's code generation and NVRTC, which
+    need no GPU."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "backends" / "cuda"))
+    try:
+        return importlib.import_module("test_cuda_nvrtc")
+    finally:
+        sys.path.pop(0)
+
+
+_C_ROWS = [r for r in ROWS if r.c is not None]  # the others: CuPy's functions on CUDA
+
+
+@pytest.mark.parametrize("row", _C_ROWS, ids=[r.name for r in _C_ROWS])
+def test_nvrtc_builds_every_row(row):
+    """Each row's C expression compiles as CUDA C under NVRTC (for the newest architecture
+    the NVRTC test targets), inside the fused kernel that runs it on CUDA, on float and on
+    integer operands where it takes them; a row whose C NVRTC rejects fails by name."""
+    from helpers import fused_rows, row_program
+
+    from nnarray.backends.cuda import fused
+    t = _nvrtc()
+    try:
+        import cupy
+        from cuda.bindings import nvrtc
+        from cupy._core import core
+        _, major, minor = nvrtc.nvrtcVersion()
+    except Exception as e:  # a missing piece fails, never skips (as test_cuda_nvrtc)
+        pytest.fail(f"NVRTC or CuPy missing ({type(e).__name__}: {e}); install the test "
+                    "extra: pip install -e '.[test]'")
+    env = t._Env(nvrtc, f"{major}.{minor}", cupy, core)
+    variants = [(integral, ("int32", "int64", "int32") if integral else
+                 ("float32", "float64", "float32"))
+                for integral in (False, True) if row in fused_rows(integral)]
+    assert variants, f"{row.name} fuses on no operands"
+    for integral, dts in variants:
+        e = fused.elementwise(row_program([row], integral), dts)
+        code = t._elementwise_code(cupy, e, dts[0], "3-d strided 64-bit", dts)
+        ok, log = t._nvrtc(env, code, env.options(e.options, t.ARCHS[-1]))
+        log = t._BENIGN.sub("", log).strip()
+        assert ok and not log, f"{row.name} on {dts}: NVRTC {env.version}:\n{log}"
 
 
 def test_cuda_vector_kernels_render_their_rows():
