@@ -181,6 +181,11 @@ def _onnx_erfc(ex, ins, dt, outs):
     ex.emit("Sub", [ex.const(1, dt), ex.emit("Erf", ins)], outs)
 
 
+def _onnx_logit(ex, ins, dt, outs):  # log(x / (1 - x))
+    (x,) = ins
+    ex.emit("Log", [ex.emit("Div", [x, ex.emit("Sub", [ex.const(1, dt), x])])], outs)
+
+
 def _onnx_gelu(approximate: str) -> Callable:
     def emit(ex, ins, dt, outs):
         (x,) = ins
@@ -408,6 +413,9 @@ ROWS: tuple[Ufunc, ...] = (
     row("gelu_tanh", 1, "float", grad=_gelu_tanh_grad, xp=_gelu_xp("tanh"),
         c="x / ((T)1 + exp((T)-1.59576912160573071176 * (x + (T)0.044715 * x * x * x)))",
         onnx=_onnx_gelu("tanh"), api=(), hints=Hints(cuda_vector=True, cuda_kernel=True)),
+    # the log-odds, scipy.special.logit (inverse of sigmoid); no scipy needed: a composite
+    row("logit", 1, "float", grad="g / (x * (1.0 - x))", xp=lambda m: lambda x: m.log(
+        x / (1.0 - x)), c="log(x / ((T)1 - x))", onnx=_onnx_logit, api=()),
     row("square", 1, "numeric", grad="g * (x * 2.0)", xp="square", c="x * x",
         cc="c_square(x)", hints=_VEC),
     row("positive", 1, "numeric", grad="g", xp="positive", c="x", cc="x"),

@@ -1,5 +1,6 @@
 """The elementwise declarations (``nnarray/ops/ufuncs.py``): every row reaches every
-backend, and the rows added through them (``erf``, ``erfc``, ``gelu``, ``gelu_tanh``)
+backend and builds there, and the rows added through them (``erf``, ``erfc``, ``gelu``,
+``gelu_tanh``, ``logit``)
 match ``scipy.special`` in value and derivative on every backend, special values
 included.
 Each row's values against numpy are in ``test_functions_elementwise.py``, its numerical
@@ -205,6 +206,7 @@ ADDED = {  # name: (F function, reference, derivative)
     "erfc": (F.erfc, special.erfc, lambda x: -2 / np.sqrt(np.pi) * np.exp(-x * x)),
     "gelu": (F.gelu, _gelu, _gelu_grad),
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), _gelu_tanh, _gelu_tanh_grad),
+    "logit": (F.logit, special.logit, lambda x: 1 / (x * (1 - x))),
 }
 #: Over float32's range: tiny, moderate and huge magnitudes of both signs, and the
 #: special values (signed zeros, infinities, NaN).
@@ -235,10 +237,28 @@ def test_added_rows_derivatives_match_scipy(backend, name):
     x = np.linspace(-5, 5, 41)
     g = np.random.default_rng(0).standard_normal(x.shape)
     v = grad.Variable.from_numpy_array(x, need_grad=True)
-    y = fn(v)
-    y.forward()
-    y.backward(g)
-    np.testing.assert_allclose(v.g, g * deriv(x), rtol=1e-12, atol=1e-14)
+    with np.errstate(all="ignore"):  # logit: outside [0, 1] nan, at its ends infinite
+        y = fn(v)
+        y.forward()
+        y.backward(g)
+        want = g * deriv(x)
+    np.testing.assert_allclose(v.g, want, rtol=1e-12, atol=1e-14)
+
+
+def test_logit_at_its_ends_and_outside(backend):
+    """``logit``: -inf at 0, inf at 1, nan outside [0, 1] and for nan, as
+    ``scipy.special.logit``; integers compute in float64, float16 stays float16."""
+    x = np.array([0.0, 1.0, -0.0, 0.5, -1e-30, 1.5, -np.inf, np.inf, np.nan], np.float32)
+    with np.errstate(all="ignore"):
+        got = F.logit(nna.array(x)).numpy()
+        want = special.logit(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    assert np.isneginf(got[0]) and np.isposinf(got[1]) and got[3] == 0
+    with np.errstate(all="ignore"):
+        ints = F.logit(nna.array(np.array([0, 1, 2], np.int32)))
+        half = F.logit(nna.array(np.array([0.25], np.float16)))
+    assert ints.dtype == np.float64 and half.dtype == np.float16
+    np.testing.assert_allclose(half.numpy(), [np.log(1 / 3)], rtol=1e-3)
 
 
 def test_gelu_forms_are_rows():
