@@ -219,11 +219,11 @@ _BINARY_RULES = {"arith": _infer_binary, "no_bool": _infer_no_bool, "compare": _
 BINARY: dict[str, tuple] = {r.name: (r.rule, r.keep, *(r.grad or (None, None)))
                             for r in _ufuncs.ROWS if r.arity == 2}
 
-#: Unary elementwise functions: name -> (dtype rule, retained value, derivative), read
+#: Unary elementwise functions: name -> (dtype rule, retained values, derivative), read
 #: from their declarations. Rules: "any" the input's dtype; "numeric" the same, bool
 #: refused; "float" numpy's floating result (float16 stays, integers give float64);
 #: "integral" the input's dtype, floats refused; "pred" bool results. The derivative maps
-#: the retained input ``x`` or output ``y`` (named in the second field) and the output
+#: the retained input ``x`` and output ``y`` (named in the second field) and the output
 #: gradient ``g`` to the input gradient; ``None``: not differentiable.
 UNARY: dict[str, tuple] = {r.name: (r.rule, r.keep, r.grad[0] if r.grad else None)
                            for r in _ufuncs.ROWS if r.arity == 1}

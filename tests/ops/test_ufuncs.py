@@ -182,6 +182,31 @@ def test_cuda_vector_kernels_render_their_rows():
         assert not re.search(r"(?<!nna_)\b(exp|log|tanh|erf|sqrt|fabs|isnan)\(", e), e
 
 
+def test_what_backward_retains_is_read_from_the_derivatives():
+    """A row's ``keep`` comes from the names its derivatives use: a formula (``exp``:
+    ``g * y``) or a function's code (``gelu``'s); a derivative naming both the input and
+    the output retains both."""
+    from nnarray.ops.ufuncs import row
+    want = {"exp": "y", "log": "x", "add": "", "neg": "", "mul": "ab", "pow": "aby",
+            "hypot": "aby", "gelu": "x", "gelu_tanh": "x", "floor": "", "logit": "x"}
+    assert {n: BY_NAME[n].keep for n in want} == want
+    both = row("probe", 1, "float", grad="g * (x + y)")
+    assert both.keep == "xy" and both.grad[0](2.0, 3.0, 1.0) == 5.0
+    assert row("probe2", 2, "arith", grad=("g", "g * y")).keep == "y"
+
+
+def test_mul_of_one_value_has_one_gradient(backend):
+    """``x * x`` backpropagates its row's ``diag`` (``g * (a * 2.0)``) as one gradient."""
+    x = np.array([1.5, -2.0, 0.25])
+    v = grad.Variable.from_numpy_array(x, need_grad=True)
+    y = F.mul(v, v)
+    y.forward()
+    y.backward(np.ones(3))
+    np.testing.assert_array_equal(v.g, 2 * x)
+    assert BY_NAME["mul"].diag is not None and \
+        all(r.diag is None for r in ROWS if r.name != "mul")
+
+
 # -- the rows added through the declarations --------------------------------------------
 def _gelu(x):
     return x * special.ndtr(x)
