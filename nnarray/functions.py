@@ -23,6 +23,7 @@ from .ops import conv as _conv
 from .ops import elementwise as _ew
 from .ops import embedding as _embedding
 from .ops import gelu as _gelu
+from .ops import inplace as _inplace
 from .ops import layer_norm as _layer_norm
 from .ops import linalg as _linalg
 from .ops import normalization as _norm
@@ -47,7 +48,7 @@ neg, abs, sign, exp, log, sqrt, tanh, sigmoid, relu = (
     _ew.functions[n] for n in ("neg", "abs", "sign", "exp", "log", "sqrt", "tanh", "sigmoid",
                                "relu"))
 where = _ew.where
-inplace, assign = _ew.inplace, _ew.assign
+inplace, assign = _inplace.inplace, _inplace.assign
 
 # Parts of complex numbers (``real``/``imag``/``conj``/``angle`` of real arrays: the
 # namespace's functions).

@@ -1,16 +1,18 @@
-"""Every elementwise function declared once: one ``Ufunc`` row each.
+"""Every elementwise function declared once: one ``Ufunc`` row each, written with keywords.
 
 A row holds what each part of nnarray needs to know about the function, and each part
 reads it from here (none keeps a table of its own keyed by these names):
 
-- ``ops/elementwise.py``: the op, its dtype rule and its backward (what it retains, the
-  derivative per operand, written with ``F``);
+- ``ops/elementwise.py``: the op, its dtype rule and its backward (the derivative per
+  operand, written with ``F``; what backward retains is read from the names it uses);
 - ``backends/_xp``: numpy's (and CuPy's) function of that name, or a composite of them;
-- ``backends/opencl`` and ``backends/cuda``: the C expression, rendered by each;
-- ``grad/onnx.py``: the ONNX op (or composition) for export, and that op for import;
-- ``nnarray.functions`` (``F``) and ``nnarray.xp_functions`` (the Array API names).
+- ``backends/opencl`` and ``backends/cuda``: the real and complex C expressions, rendered
+  by each, and the row's ``Hints`` (which fast kernels take it);
+- ``grad/onnx_export.py``, ``grad/onnx_import.py``: the ONNX op (or composition);
+- ``nnarray.functions`` (``F``), ``nnarray.xp_functions`` (the Array API names) and numpy's
+  protocol (the numpy function).
 
-Adding a function is one row here plus its tests.
+Adding a function is one row here plus its tests (``docs/architecture.md``).
 
 C expressions are written in the operands ``x`` (and ``y``) and the compute type ``T``
 (``(T)0.5``); math functions are called by name (``exp(x)``, ``erf(x)``), each backend maps
@@ -22,9 +24,11 @@ divmod and half ``nextafter`` helpers); ``c`` is then ``None``.
 
 from __future__ import annotations
 
+import ast
+import dis
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,8 +43,40 @@ def _log(a: Any) -> Any:
     """``log(a)`` of an operand: a Python scalar base (``2.0 ** x``) is a number."""
     return np.log(a) if isinstance(a, (int, float, complex)) else F.log(a)
 
+
 #: A C expression, or a function of the compute dtype giving one.
 CExpr = str | Callable[[np.dtype], str]
+
+
+@dataclass(frozen=True)
+class ComplexFast:
+    """complex64's fast path on CPU OpenCL devices (``backends/opencl/complex_fast.py``).
+
+    ``flavor``: "trig" (Cody-Waite ``sincos``, exact for parts up to a bound) or "near"
+    (no scaling, exact for moderate moduli). ``bound``: a further range test on the
+    operand's parts, ``"re <= B"``, ``"|re| <= B"`` or ``"|im| <= B"``. ``zero``: z = 0's
+    value where the fast formula gets it wrong, ``"(0, 0)"`` or ``"(0, im)"``."""
+
+    flavor: str
+    bound: str = ""
+    zero: str = ""
+
+
+@dataclass(frozen=True)
+class Hints:
+    """Which backend kernels take a row beyond the generic ones.
+
+    ``cuda_vector``: CUDA's vectorized grid-stride kernels for large contiguous float work
+    (``backends/cuda/vector.py``). ``cuda_kernel``: on CUDA, one kernel made from the C
+    expression (numpy's composite is several passes). ``pairs``: the complex dtypes whose
+    OpenCL kernels move each element as its two parts (``complex_math.PAIR_IO``: pocl
+    vectorizes those wider). ``complex_fast``: complex64's fast path on CPU OpenCL devices.
+    """
+
+    cuda_vector: bool = False
+    cuda_kernel: bool = False
+    pairs: tuple[str, ...] = ()
+    complex_fast: ComplexFast | None = None
 
 
 @dataclass(frozen=True)
@@ -49,17 +85,19 @@ class Ufunc:
 
     ``rule``: the dtype rule (``ops.elementwise``: "arith", "no_bool", "pow", "div",
     "compare", "logical", "float", "integral", "int" for two operands; "any", "numeric",
-    "float", "integral", "pred" for one). ``keep``: what backward retains ("x" the input,
-    "y" the output, "ab" both operands, "aby" those and the output). ``grad``: one
-    derivative per operand, ``(x, y, g) -> dx`` or ``(a, b, y, g) -> da``; ``None``: not
-    differentiable. ``xp``: numpy's function name (CuPy has the same), a dotted
-    ``scipy.special`` name, or ``m -> function`` composing the backend's functions ``m``
-    (``m.erf``, ``m.tanh``, ...); ``None``: written out by each backend. ``c``: the C
-    expression. ``onnx``: the ONNX op (import maps it back), or ``(ex, ins, dtype, outs)
-    -> None`` emitting a composition; ``None``: not exported. ``api``: the Array API names
-    (the standard's name, then aliases); ``None``: the row's name. ``cc``: the C expression
-    for complex operands (``None``: not defined for complex on the C backends), written with
-    the complex helpers each C backend defines (``COMPLEX_HELPERS``).
+    "float", "integral", "pred" for one). ``grad``: one derivative per operand, ``(x, y, g)
+    -> dx`` or ``(a, b, y, g) -> da``; ``None``: not differentiable. ``keep``: what backward
+    retains, read from the names the derivatives use ("x" the input, "y" the output, "ab"
+    both operands). ``diag``: the derivative ``(a, y, g) -> da`` of ``f(a, a)``, where both
+    operands are one value (``x * x``: one gradient, not two summed). ``xp``: numpy's
+    function name (CuPy has the same), a dotted ``scipy.special`` name, or ``m -> function``
+    composing the backend's functions ``m`` (``m.erf``, ``m.tanh``, ...); ``None``: written
+    out by each backend. ``c``: the C expression. ``cc``: the C expression for complex
+    operands (``None``: not defined for complex on the C backends), written with the
+    complex helpers each C backend defines (``COMPLEX_HELPERS``). ``onnx``: the ONNX op
+    (import maps it back), or ``(ex, ins, dtype, outs) -> None`` emitting a composition;
+    ``None``: not exported. ``api``: the Array API names (the standard's name, then
+    aliases); ``None``: the row's name. ``hints``: the backends' fast kernels (``Hints``).
     """
 
     name: str
@@ -72,6 +110,8 @@ class Ufunc:
     onnx: str | Callable | None = None
     api: tuple[str, ...] | None = None
     cc: str | None = None
+    diag: Callable | None = None
+    hints: Hints = field(default_factory=Hints)
 
     @property
     def api_names(self) -> tuple[str, ...]:
@@ -141,6 +181,11 @@ def _onnx_erfc(ex, ins, dt, outs):
     ex.emit("Sub", [ex.const(1, dt), ex.emit("Erf", ins)], outs)
 
 
+def _onnx_logit(ex, ins, dt, outs):  # log(x / (1 - x))
+    (x,) = ins
+    ex.emit("Log", [ex.emit("Div", [x, ex.emit("Sub", [ex.const(1, dt), x])])], outs)
+
+
 def _onnx_gelu(approximate: str) -> Callable:
     def emit(ex, ins, dt, outs):
         (x,) = ins
@@ -190,135 +235,206 @@ def _gelu_xp(approximate: str) -> Callable:
     return build
 
 
-def _zero(x, y, g):  # piecewise constant: zero almost everywhere
-    return g * 0.0
+def _names(f: str | Callable) -> set[str]:
+    """The names derivative ``f`` reads: of its formula, or the parameters its code loads."""
+    if isinstance(f, str):
+        return {n.id for n in ast.walk(ast.parse(f, mode="eval")) if isinstance(n, ast.Name)}
+    code = f.__code__
+    params = set(code.co_varnames[:code.co_argcount])
+    loads = set()
+    for ins in dis.get_instructions(code):
+        if ins.opname.startswith(("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE")):
+            v = ins.argval
+            loads.update(v if isinstance(v, tuple) else (v,))
+    return loads & params
 
 
-def _u(name, rule, keep="", grad=None, xp=None, c=None, onnx=None, api=None) -> Ufunc:
-    return Ufunc(name, 1, rule, keep, None if grad is None else (grad,), xp,
-                 c if c is not None else (f"{xp}(x)" if isinstance(xp, str) else None),
-                 onnx, api)
+def _derivative(f: str | Callable, params: str) -> Callable:
+    """Derivative ``f``: a formula in ``params`` (and ``F``, this module's names), or a
+    function of them as it is."""
+    return f if callable(f) else eval(f"lambda {params}: {f}", globals())  # noqa: S307
 
 
-def _b(name, rule, keep="", grad=None, xp=None, c=None, onnx=None, api=None) -> Ufunc:
-    return Ufunc(name, 2, rule, keep, grad, xp, c, onnx, api)
+def _retained(arity: int, formulas: tuple) -> str:
+    """What backward retains for ``formulas``: the operands ("x", or "ab" for two) where a
+    formula names one, "y" where one names the output."""
+    names = set().union(*map(_names, formulas)) if formulas else set()
+    operands = "x" if arity == 1 else "ab"
+    return (operands if names & set(operands) else "") + ("y" if "y" in names else "")
+
+
+def row(name: str, arity: int, rule: str, *, grad: Any = None, diag: Any = None,
+        xp: str | Callable | None = None, c: CExpr | None = None, cc: str | None = None,
+        onnx: str | Callable | None = None, api: tuple[str, ...] | None = None,
+        hints: Hints = Hints()) -> Ufunc:
+    """One row (``Ufunc``). ``grad``: the derivative, a formula in ``x, y, g`` (a pair of
+    formulas in ``a, b, y, g`` for two operands) or a function of those; ``diag``: a
+    formula in ``a, y, g``. ``c`` defaults to a one-operand row's numpy name called on
+    ``x``."""
+    formulas = () if grad is None else (grad,) if arity == 1 else tuple(grad)
+    params = "x, y, g" if arity == 1 else "a, b, y, g"
+    if c is None and arity == 1 and isinstance(xp, str) and "." not in xp:
+        c = f"{xp}(x)"
+    return Ufunc(name, arity, rule, _retained(arity, formulas + ((diag,) if diag else ())),
+                 tuple(_derivative(f, params) for f in formulas) or None, xp, c, onnx, api,
+                 cc, None if diag is None else _derivative(diag, "a, y, g"), hints)
 
 
 _ROUND = "x"  # an integer rounds to itself
+_ZERO = "g * 0.0"  # piecewise constant: zero almost everywhere
+_VEC = Hints(cuda_vector=True)
+_C64 = ("complex64",)  # complex64 kernels moving parts as pairs (``Hints.pairs``)
+
+
+def _trig(bound: str = "") -> Hints:
+    """A complex function with the trigonometric fast path, its parts as pairs."""
+    return Hints(pairs=_C64, complex_fast=ComplexFast("trig", bound))
 
 
 #: Every elementwise function, in the order ``F`` lists them.
 ROWS: tuple[Ufunc, ...] = (
     # -- two operands -----------------------------------------------------------------
-    _b("add", "arith", "", (lambda a, b, y, g: g, lambda a, b, y, g: g), "add",
-       _by_kind("x | y", None, "x + y"), "Add"),
-    _b("sub", "no_bool", "", (lambda a, b, y, g: g, lambda a, b, y, g: -g), "subtract",
-       "x - y", "Sub", ("subtract",)),
-    _b("mul", "arith", "ab", (lambda a, b, y, g: g * b, lambda a, b, y, g: g * a),
-       "multiply", _by_kind("x & y", None, "x * y"), "Mul", ("multiply",)),
-    _b("div", "div", "ab", (lambda a, b, y, g: g / b, lambda a, b, y, g: -((g / b) * a) / b),
-       "true_divide", "x / y", "Div", ("divide",)),
-    _b("pow", "pow", "aby", (lambda a, b, y, g: g * (b * a ** (b - 1)),
-                             lambda a, b, y, g: g * y * _log(a)),
-       "power", "pow(x, y)", "Pow"),  # OpenCL writes the integer power
-    _b("maximum", "arith", "ab", (lambda a, b, y, g: F.where(F.greater_equal(a, b), g, 0.0),
-                                  lambda a, b, y, g: F.where(F.greater_equal(a, b), 0.0, g)),
-       "maximum", _extremum(">", "max(x, y)", "x | y"), "Max"),
-    _b("minimum", "arith", "ab", (lambda a, b, y, g: F.where(F.less_equal(a, b), g, 0.0),
-                                  lambda a, b, y, g: F.where(F.less_equal(a, b), 0.0, g)),
-       "minimum", _extremum("<", "min(x, y)", "x & y"), "Min"),
-    _b("atan2", "float", "ab", (lambda a, b, y, g: g * b / (a * a + b * b),
-                                lambda a, b, y, g: -(g * a) / (a * a + b * b)),
-       "arctan2", "atan2(x, y)"),
-    _b("hypot", "float", "aby", (lambda a, b, y, g: g * a / y, lambda a, b, y, g: g * b / y),
-       "hypot", "hypot(x, y)", _onnx_hypot),
-    _b("logaddexp", "float", "aby", (lambda a, b, y, g: g * F.exp(a - y),
-                                     lambda a, b, y, g: g * F.exp(b - y)),
-       "logaddexp",  # nan if either is; equal values (infinities too) need no inf - inf
-       "(isnan(x) || isnan(y)) ? x + y : (x == y ? x + log((T)2) : "
-       "fmax(x, y) + log1p(exp(-fabs(x - y))))"),
-    _b("copysign", "float", "ab",
-       (lambda a, b, y, g: F.where(F.equal(F.signbit(a), F.signbit(b)), g, -g),
-        lambda a, b, y, g: g * 0.0), "copysign", "copysign(x, y)"),
-    _b("remainder", "no_bool", "ab", (lambda a, b, y, g: g,
-                                      lambda a, b, y, g: -(g * F.floor_divide(a, b))),
-       "remainder"),  # C: each backend's divmod
-    _b("floor_divide", "no_bool", xp="floor_divide"),
-    _b("nextafter", "float", xp="nextafter", c="nextafter(x, y)"),
-    _b("bitwise_and", "integral", xp="bitwise_and", c="x & y"),
-    _b("bitwise_or", "integral", xp="bitwise_or", c="x | y"),
-    _b("bitwise_xor", "integral", xp="bitwise_xor", c="x ^ y"),
-    _b("bitwise_left_shift", "int", xp="left_shift", c=_shift(True)),
-    _b("bitwise_right_shift", "int", xp="right_shift", c=_shift(False)),
-    _b("logical_and", "logical", xp="logical_and", c="(x != 0) && (y != 0)"),
-    _b("logical_or", "logical", xp="logical_or", c="(x != 0) || (y != 0)"),
-    _b("logical_xor", "logical", xp="logical_xor", c="(x != 0) != (y != 0)"),
-    _b("equal", "compare", xp="equal", c="x == y", onnx="Equal"),
-    _b("not_equal", "compare", xp="not_equal", c="x != y", onnx=_onnx_not_equal),
-    _b("less", "compare", xp="less", c="x < y", onnx="Less"),
-    _b("less_equal", "compare", xp="less_equal", c="x <= y", onnx="LessOrEqual"),
-    _b("greater", "compare", xp="greater", c="x > y", onnx="Greater"),
-    _b("greater_equal", "compare", xp="greater_equal", c="x >= y", onnx="GreaterOrEqual"),
+    row("add", 2, "arith", grad=("g", "g"), xp="add", c=_by_kind("x | y", None, "x + y"),
+        cc="x + y", onnx="Add", hints=_VEC),
+    row("sub", 2, "no_bool", grad=("g", "-g"), xp="subtract", c="x - y", cc="x - y",
+        onnx="Sub", api=("subtract",), hints=_VEC),
+    row("mul", 2, "arith", grad=("g * b", "g * a"), diag="g * (a * 2.0)", xp="multiply",
+        c=_by_kind("x & y", None, "x * y"), cc="c_mul(x, y)", onnx="Mul", api=("multiply",),
+        hints=_VEC),
+    row("div", 2, "div", grad=("g / b", "-((g / b) * a) / b"), xp="true_divide", c="x / y",
+        cc="c_div(x, y)", onnx="Div", api=("divide",), hints=Hints(cuda_vector=True,
+                                                                   pairs=_C64)),
+    row("pow", 2, "pow", grad=("g * (b * a ** (b - 1))", "g * y * _log(a)"), xp="power",
+        c="pow(x, y)", cc="c_pow(x, y)", onnx="Pow"),  # OpenCL writes the integer power
+    row("maximum", 2, "arith", grad=("F.where(F.greater_equal(a, b), g, 0.0)",
+                                     "F.where(F.greater_equal(a, b), 0.0, g)"),
+        xp="maximum", c=_extremum(">", "max(x, y)", "x | y"), onnx="Max", hints=_VEC),
+    row("minimum", 2, "arith", grad=("F.where(F.less_equal(a, b), g, 0.0)",
+                                     "F.where(F.less_equal(a, b), 0.0, g)"),
+        xp="minimum", c=_extremum("<", "min(x, y)", "x & y"), onnx="Min", hints=_VEC),
+    row("atan2", 2, "float", grad=("g * b / (a * a + b * b)", "-(g * a) / (a * a + b * b)"),
+        xp="arctan2", c="atan2(x, y)"),
+    row("hypot", 2, "float", grad=("g * a / y", "g * b / y"), xp="hypot", c="hypot(x, y)",
+        onnx=_onnx_hypot),
+    row("logaddexp", 2, "float", grad=("g * F.exp(a - y)", "g * F.exp(b - y)"),
+        xp="logaddexp",  # nan if either is; equal values (infinities too) need no inf - inf
+        c="(isnan(x) || isnan(y)) ? x + y : (x == y ? x + log((T)2) : "
+          "fmax(x, y) + log1p(exp(-fabs(x - y))))"),
+    row("copysign", 2, "float",
+        grad=("F.where(F.equal(F.signbit(a), F.signbit(b)), g, -g)", "g * 0.0"),
+        xp="copysign", c="copysign(x, y)"),
+    row("remainder", 2, "no_bool", grad=("g", "-(g * F.floor_divide(a, b))"),
+        xp="remainder"),  # C: each backend's divmod
+    row("floor_divide", 2, "no_bool", xp="floor_divide"),
+    row("nextafter", 2, "float", xp="nextafter", c="nextafter(x, y)"),
+    row("bitwise_and", 2, "integral", xp="bitwise_and", c="x & y"),
+    row("bitwise_or", 2, "integral", xp="bitwise_or", c="x | y"),
+    row("bitwise_xor", 2, "integral", xp="bitwise_xor", c="x ^ y"),
+    row("bitwise_left_shift", 2, "int", xp="left_shift", c=_shift(True)),
+    row("bitwise_right_shift", 2, "int", xp="right_shift", c=_shift(False)),
+    row("logical_and", 2, "logical", xp="logical_and", c="(x != 0) && (y != 0)"),
+    row("logical_or", 2, "logical", xp="logical_or", c="(x != 0) || (y != 0)"),
+    row("logical_xor", 2, "logical", xp="logical_xor", c="(x != 0) != (y != 0)"),
+    row("equal", 2, "compare", xp="equal", c="x == y", onnx="Equal",
+        cc="(c_re(x) == c_re(y) && c_im(x) == c_im(y))"),
+    row("not_equal", 2, "compare", xp="not_equal", c="x != y", onnx=_onnx_not_equal,
+        cc="(c_re(x) != c_re(y) || c_im(x) != c_im(y))"),
+    row("less", 2, "compare", xp="less", c="x < y", onnx="Less"),
+    row("less_equal", 2, "compare", xp="less_equal", c="x <= y", onnx="LessOrEqual"),
+    row("greater", 2, "compare", xp="greater", c="x > y", onnx="Greater"),
+    row("greater_equal", 2, "compare", xp="greater_equal", c="x >= y", onnx="GreaterOrEqual"),
     # -- one operand ------------------------------------------------------------------
-    _u("neg", "numeric", "", lambda x, y, g: -g, "negative", "-x", "Neg", ("negative",)),
-    _u("abs", "any", "x", lambda x, y, g: g * F.sign(x), "absolute",
-       _by_kind("x", "(x < 0 ? -x : x)", "fabs(x)"), "Abs"),
-    _u("sign", "numeric", xp="sign", onnx="Sign",
-       c=_by_kind(None, "(T)((x > 0) - (x < 0))", "(isnan(x) ? x : (T)((x > 0) - (x < 0)))")),
-    _u("relu", "any", "y", lambda x, y, g: g * F.greater(y, 0), None,
-       _by_kind("x", "((x > 0) ? x : (T)0)", "((x > 0 || isnan(x)) ? x : (T)0)"), "Relu",
-       ()),
-    _u("exp", "float", "y", lambda x, y, g: g * y, "exp", onnx="Exp"),
-    _u("expm1", "float", "y", lambda x, y, g: g * (y + 1.0), "expm1", onnx=_onnx_expm1),
-    _u("log", "float", "x", lambda x, y, g: g / x, "log", onnx="Log"),
-    _u("log1p", "float", "x", lambda x, y, g: g / (x + 1.0), "log1p", onnx=_onnx_log1p),
-    _u("log2", "float", "x", lambda x, y, g: g / (x * float(np.log(2.0))), "log2",
-       onnx=_onnx_log_base(2.0)),
-    _u("log10", "float", "x", lambda x, y, g: g / (x * float(np.log(10.0))), "log10",
-       onnx=_onnx_log_base(10.0)),
-    _u("sqrt", "float", "y", lambda x, y, g: g * 0.5 / y, "sqrt", onnx="Sqrt"),
-    _u("tanh", "float", "y", lambda x, y, g: g * (1.0 - y * y), "tanh", onnx="Tanh"),
-    _u("sigmoid", "float", "y", lambda x, y, g: g * (y * (1.0 - y)), None,
-       # e / (1 + e) below 0, 1 / (1 + e) above, e = exp(-|x|): no overflow, each tail to
-       # its relative rounding (0.5 tanh(x / 2) + 0.5 lost the left one: 0 or 2^-25)
-       "(x < (T)0 ? exp(-fabs(x)) : (T)1) / ((T)1 + exp(-fabs(x)))", "Sigmoid", ()),
-    _u("sin", "float", "x", lambda x, y, g: g * F.cos(x), "sin", onnx="Sin"),
-    _u("cos", "float", "x", lambda x, y, g: -(g * F.sin(x)), "cos", onnx="Cos"),
-    _u("tan", "float", "y", lambda x, y, g: g * (y * y + 1.0), "tan", onnx="Tan"),
-    _u("asin", "float", "x", lambda x, y, g: g / F.sqrt(1.0 - x * x), "arcsin", "asin(x)",
-       "Asin"),
-    _u("acos", "float", "x", lambda x, y, g: -(g / F.sqrt(1.0 - x * x)), "arccos", "acos(x)",
-       "Acos"),
-    _u("atan", "float", "x", lambda x, y, g: g / (x * x + 1.0), "arctan", "atan(x)", "Atan"),
-    _u("sinh", "float", "x", lambda x, y, g: g * F.cosh(x), "sinh", onnx="Sinh"),
-    _u("cosh", "float", "x", lambda x, y, g: g * F.sinh(x), "cosh", onnx="Cosh"),
-    _u("asinh", "float", "x", lambda x, y, g: g / F.sqrt(x * x + 1.0), "arcsinh", "asinh(x)"),
-    _u("acosh", "float", "x", lambda x, y, g: g / F.sqrt(x * x - 1.0), "arccosh", "acosh(x)"),
-    _u("atanh", "float", "x", lambda x, y, g: g / (1.0 - x * x), "arctanh", "atanh(x)"),
-    _u("erf", "float", "x", lambda x, y, g: g * F.exp(-(x * x)) * _TWO_SQRT_PI,
-       "scipy.special.erf", "erf(x)", "Erf", ()),
-    _u("erfc", "float", "x", lambda x, y, g: g * F.exp(-(x * x)) * -_TWO_SQRT_PI,
-       "scipy.special.erfc", "erfc(x)", _onnx_erfc, ()),
+    row("neg", 1, "numeric", grad="-g", xp="negative", c="-x", cc="-x", onnx="Neg",
+        api=("negative",), hints=_VEC),
+    row("abs", 1, "any", grad="g * F.sign(x)", xp="absolute",
+        c=_by_kind("x", "(x < 0 ? -x : x)", "fabs(x)"), cc="c_abs(x)", onnx="Abs",
+        hints=Hints(cuda_vector=True, pairs=("complex64", "complex128"))),
+    row("sign", 1, "numeric", xp="sign", onnx="Sign", cc="c_sign(x)",
+        c=_by_kind(None, "(T)((x > 0) - (x < 0))", "(isnan(x) ? x : (T)((x > 0) - (x < 0)))"),
+        hints=Hints(pairs=_C64, complex_fast=ComplexFast("near", zero="(0, 0)"))),
+    row("relu", 1, "any", grad="g * F.greater(y, 0)", onnx="Relu", api=(),
+        c=_by_kind("x", "((x > 0) ? x : (T)0)", "((x > 0 || isnan(x)) ? x : (T)0)"),
+        hints=_VEC),
+    row("exp", 1, "float", grad="g * y", xp="exp", cc="c_exp(x)", onnx="Exp",
+        hints=Hints(cuda_vector=True, pairs=_C64,
+                    complex_fast=ComplexFast("trig", "re <= 88"))),
+    row("expm1", 1, "float", grad="g * (y + 1.0)", xp="expm1", cc="c_expm1(x)",
+        onnx=_onnx_expm1, hints=_trig("re <= 88")),
+    row("log", 1, "float", grad="g / x", xp="log", cc="c_log(x)", onnx="Log",
+        hints=Hints(cuda_vector=True, pairs=_C64)),
+    row("log1p", 1, "float", grad="g / (x + 1.0)", xp="log1p", cc="c_log1p(x)",
+        onnx=_onnx_log1p),
+    row("log2", 1, "float", grad="g / (x * float(np.log(2.0)))", xp="log2", cc="c_log2(x)",
+        onnx=_onnx_log_base(2.0), hints=Hints(pairs=_C64)),
+    row("log10", 1, "float", grad="g / (x * float(np.log(10.0)))", xp="log10",
+        cc="c_log10(x)", onnx=_onnx_log_base(10.0), hints=Hints(pairs=_C64)),
+    row("sqrt", 1, "float", grad="g * 0.5 / y", xp="sqrt", cc="c_sqrt(x)", onnx="Sqrt",
+        hints=Hints(cuda_vector=True, pairs=_C64,
+                    complex_fast=ComplexFast("near", zero="(0, im)"))),
+    row("tanh", 1, "float", grad="g * (1.0 - y * y)", xp="tanh", cc="c_tanh(x)",
+        onnx="Tanh", hints=Hints(cuda_vector=True, pairs=_C64,
+                                 complex_fast=ComplexFast("trig"))),
+    row("sigmoid", 1, "float", grad="g * (y * (1.0 - y))", onnx="Sigmoid", api=(),
+        # e / (1 + e) below 0, 1 / (1 + e) above, e = exp(-|x|): no overflow, each tail to
+        # its relative rounding (0.5 tanh(x / 2) + 0.5 lost the left one: 0 or 2^-25)
+        c="(x < (T)0 ? exp(-fabs(x)) : (T)1) / ((T)1 + exp(-fabs(x)))",
+        hints=Hints(cuda_vector=True, cuda_kernel=True)),
+    row("sin", 1, "float", grad="g * F.cos(x)", xp="sin", cc="c_sin(x)", onnx="Sin",
+        hints=_trig("|im| <= 88")),
+    row("cos", 1, "float", grad="-(g * F.sin(x))", xp="cos", cc="c_cos(x)", onnx="Cos",
+        hints=_trig("|im| <= 88")),
+    row("tan", 1, "float", grad="g * (y * y + 1.0)", xp="tan", cc="c_tan(x)", onnx="Tan",
+        hints=_trig()),
+    row("asin", 1, "float", grad="g / F.sqrt(1.0 - x * x)", xp="arcsin", c="asin(x)",
+        cc="c_asin(x)", onnx="Asin"),
+    row("acos", 1, "float", grad="-(g / F.sqrt(1.0 - x * x))", xp="arccos", c="acos(x)",
+        cc="c_acos(x)", onnx="Acos"),
+    row("atan", 1, "float", grad="g / (x * x + 1.0)", xp="arctan", c="atan(x)",
+        cc="c_atan(x)", onnx="Atan", hints=Hints(pairs=_C64)),
+    row("sinh", 1, "float", grad="g * F.cosh(x)", xp="sinh", cc="c_sinh(x)", onnx="Sinh",
+        hints=_trig("|re| <= 88")),
+    row("cosh", 1, "float", grad="g * F.sinh(x)", xp="cosh", cc="c_cosh(x)", onnx="Cosh",
+        hints=_trig("|re| <= 88")),
+    row("asinh", 1, "float", grad="g / F.sqrt(x * x + 1.0)", xp="arcsinh", c="asinh(x)",
+        cc="c_asinh(x)"),
+    row("acosh", 1, "float", grad="g / F.sqrt(x * x - 1.0)", xp="arccosh", c="acosh(x)",
+        cc="c_acosh(x)"),
+    row("atanh", 1, "float", grad="g / (1.0 - x * x)", xp="arctanh", c="atanh(x)",
+        cc="c_atanh(x)", hints=Hints(pairs=_C64)),
+    row("erf", 1, "float", grad="g * F.exp(-(x * x)) * _TWO_SQRT_PI", xp="scipy.special.erf",
+        c="erf(x)", onnx="Erf", api=(), hints=_VEC),
+    row("erfc", 1, "float", grad="g * F.exp(-(x * x)) * -_TWO_SQRT_PI",
+        xp="scipy.special.erfc", c="erfc(x)", onnx=_onnx_erfc, api=()),
     # x Phi(x) through erfc: no cancellation in the negative tail
-    _u("gelu", "float", "x", _gelu_grad, _gelu_xp("none"),
-       "(T)0.5 * x * erfc(x * (T)-0.70710678118654752440)", _onnx_gelu("none"), ()),
+    row("gelu", 1, "float", grad=_gelu_grad, xp=_gelu_xp("none"),
+        c="(T)0.5 * x * erfc(x * (T)-0.70710678118654752440)", onnx=_onnx_gelu("none"),
+        api=(), hints=Hints(cuda_vector=True, cuda_kernel=True)),
     # 0.5 x (1 + tanh(u)) as x / (1 + exp(-2u)): no cancellation where tanh(u) nears -1
-    _u("gelu_tanh", "float", "x", _gelu_tanh_grad, _gelu_xp("tanh"),
-       "x / ((T)1 + exp((T)-1.59576912160573071176 * (x + (T)0.044715 * x * x * x)))",
-       _onnx_gelu("tanh"), ()),
-    _u("square", "numeric", "x", lambda x, y, g: g * (x * 2.0), "square", "x * x"),
-    _u("positive", "numeric", "", lambda x, y, g: g, "positive", "x"),
-    _u("ceil", "numeric", "", _zero, "ceil", _by_kind(None, _ROUND, "ceil(x)")),
-    _u("floor", "numeric", "", _zero, "floor", _by_kind(None, _ROUND, "floor(x)")),
-    _u("trunc", "numeric", "", _zero, "trunc", _by_kind(None, _ROUND, "trunc(x)")),
-    _u("round", "numeric", "", _zero, "round", _by_kind(None, _ROUND, "rint(x)")),
-    _u("bitwise_invert", "integral", xp="invert", c=_by_kind("!x", "~x")),
+    row("gelu_tanh", 1, "float", grad=_gelu_tanh_grad, xp=_gelu_xp("tanh"),
+        c="x / ((T)1 + exp((T)-1.59576912160573071176 * (x + (T)0.044715 * x * x * x)))",
+        onnx=_onnx_gelu("tanh"), api=(), hints=Hints(cuda_vector=True, cuda_kernel=True)),
+    # the log-odds, scipy.special.logit (inverse of sigmoid); no scipy needed: a composite
+    row("logit", 1, "float", grad="g / (x * (1.0 - x))", xp=lambda m: lambda x: m.log(
+        x / (1.0 - x)), c="log(x / ((T)1 - x))", onnx=_onnx_logit, api=()),
+    row("square", 1, "numeric", grad="g * (x * 2.0)", xp="square", c="x * x",
+        cc="c_square(x)", hints=_VEC),
+    row("positive", 1, "numeric", grad="g", xp="positive", c="x", cc="x"),
+    row("ceil", 1, "numeric", grad=_ZERO, xp="ceil", c=_by_kind(None, _ROUND, "ceil(x)")),
+    row("floor", 1, "numeric", grad=_ZERO, xp="floor", c=_by_kind(None, _ROUND, "floor(x)")),
+    row("trunc", 1, "numeric", grad=_ZERO, xp="trunc", c=_by_kind(None, _ROUND, "trunc(x)")),
+    row("round", 1, "numeric", grad=_ZERO, xp="round", c=_by_kind(None, _ROUND, "rint(x)"),
+        cc="c_new(rint(c_re(x)), rint(c_im(x)))"),
+    row("bitwise_invert", 1, "integral", xp="invert", c=_by_kind("!x", "~x")),
     # predicates compute in the input's type
-    _u("isfinite", "pred", xp="isfinite", c=_by_kind(None, "1", "isfinite(x)")),
-    _u("isinf", "pred", xp="isinf", c=_by_kind(None, "0", "isinf(x)")),
-    _u("isnan", "pred", xp="isnan", c=_by_kind(None, "0", "isnan(x)")),
-    _u("signbit", "pred", xp="signbit", c=_signbit),
-    _u("logical_not", "pred", xp="logical_not", c="x == 0", onnx="Not"),
+    row("isfinite", 1, "pred", xp="isfinite", c=_by_kind(None, "1", "isfinite(x)"),
+        cc="(isfinite(c_re(x)) && isfinite(c_im(x)))"),
+    row("isinf", 1, "pred", xp="isinf", c=_by_kind(None, "0", "isinf(x)"),
+        cc="(isinf(c_re(x)) || isinf(c_im(x)))"),
+    row("isnan", 1, "pred", xp="isnan", c=_by_kind(None, "0", "isnan(x)"),
+        cc="(isnan(c_re(x)) || isnan(c_im(x)))"),
+    row("signbit", 1, "pred", xp="signbit", c=_signbit),
+    row("logical_not", 1, "pred", xp="logical_not", c="x == 0", onnx="Not",
+        cc="(c_re(x) == 0 && c_im(x) == 0)"),
 )
 
 #: The names a complex C expression (``Ufunc.cc``) may use, each defined by every C backend
@@ -331,24 +447,6 @@ COMPLEX_HELPERS = ("c_re", "c_im", "c_new", "c_abs", "c_mul", "c_div", "c_pow", 
                    "c_expm1", "c_log", "c_log1p", "c_log2", "c_log10", "c_sqrt", "c_sin",
                    "c_cos", "c_tan", "c_sinh", "c_cosh", "c_tanh", "c_asin", "c_acos",
                    "c_atan", "c_asinh", "c_acosh", "c_atanh", "c_sign", "c_square")
-
-#: The complex variant of the rows defined for complex operands (``Ufunc.cc``).
-_COMPLEX_C = {
-    "add": "x + y", "sub": "x - y", "mul": "c_mul(x, y)", "div": "c_div(x, y)",
-    "pow": "c_pow(x, y)",
-    "equal": "(c_re(x) == c_re(y) && c_im(x) == c_im(y))",
-    "not_equal": "(c_re(x) != c_re(y) || c_im(x) != c_im(y))",
-    "neg": "-x", "positive": "x", "abs": "c_abs(x)", "square": "c_square(x)", "sign": "c_sign(x)",
-    "round": "c_new(rint(c_re(x)), rint(c_im(x)))",
-    **{f: f"c_{f}(x)" for f in ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin",
-                                "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",
-                                "asinh", "acosh", "atanh")},
-    "isfinite": "(isfinite(c_re(x)) && isfinite(c_im(x)))",
-    "isinf": "(isinf(c_re(x)) || isinf(c_im(x)))",
-    "isnan": "(isnan(c_re(x)) || isnan(c_im(x)))",
-    "logical_not": "(c_re(x) == 0 && c_im(x) == 0)",
-}
-ROWS = tuple(replace(r, cc=_COMPLEX_C.get(r.name)) for r in ROWS)
 
 #: The rows by name.
 BY_NAME: dict[str, Ufunc] = {r.name: r for r in ROWS}

@@ -162,6 +162,7 @@ CASES = [
     Case("asinh", F.asinh, np.arcsinh, [(2, 3)]),
     Case("acosh", F.acosh, np.arccosh, [(2, 3)], low=1.5, high=3.0),
     Case("atanh", F.atanh, np.arctanh, [(2, 3)], low=-0.8, high=0.8),
+    Case("logit", F.logit, lambda x: np.log(x / (1 - x)), [(2, 3)], low=0.1, high=0.9),
     Case("positive", F.positive, np.positive, [(2, 3)]),
     Case("ceil", F.ceil, np.ceil, [(2, 3)]),
     Case("floor", F.floor, np.floor, [(2, 3)]),

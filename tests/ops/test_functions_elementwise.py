@@ -221,6 +221,7 @@ UNARY = {  # name: (F function, numpy reference, lo, hi, dtypes)
     "erfc": (F.erfc, _float_ref(_erfc64), -3, 3, NUMERIC),
     "gelu": (F.gelu, _float_ref(_gelu), -4, 4, NUMERIC),
     "gelu_tanh": (F.gelu_tanh, _float_ref(_gelu_tanh), -4, 4, NUMERIC),
+    "logit": (F.logit, _float_ref(lambda x: np.log(x / (1 - x))), 0.05, 0.95, FLOATS),
 }
 UNARY_CASES = [(n, d) for n, v in UNARY.items() for d in v[4]]
 

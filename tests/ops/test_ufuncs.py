@@ -1,5 +1,6 @@
 """The elementwise declarations (``nnarray/ops/ufuncs.py``): every row reaches every
-backend, and the rows added through them (``erf``, ``erfc``, ``gelu``, ``gelu_tanh``)
+backend and builds there, and the rows added through them (``erf``, ``erfc``, ``gelu``,
+``gelu_tanh``, ``logit``)
 match ``scipy.special`` in value and derivative on every backend, special values
 included.
 Each row's values against numpy are in ``test_functions_elementwise.py``, its numerical
@@ -7,10 +8,15 @@ gradient in ``test_grad_functions.py`` and its ONNX export in ``test_onnx.py``."
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from conftest import needs
 
 import nnarray as nna
 import nnarray.functions as F
@@ -50,28 +56,122 @@ def test_every_row_has_numpy_and_cupy_functions():
             assert callable(getattr(np, r.xp)), r.name
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_opencl_renders_every_row_for_every_dtype_it_takes(row):
-    pytest.importorskip("pyopencl")
+#: The operand dtypes a row's kernels are built for (those the row takes).
+_DTYPES = tuple(map(np.dtype, (np.bool_, np.int8, np.uint8, np.int32, np.uint64, np.float16,
+                               np.float32, np.float64, np.complex64, np.complex128)))
+
+
+def _takes(row, d: np.dtype) -> np.dtype | None:
+    """The result dtype of ``row`` on operands of ``d``, or ``None`` where it refuses them
+    (or has no complex C expression)."""
+    if (d.kind == "c" and row.cc is None) or (row.rule in ("no_bool", "pow") and d == np.bool_) \
+            or (row.rule == "integral" and d.kind in "fc") or (row.rule == "int" and
+                                                                d.kind not in "iu"):
+        return None
+    try:
+        if row.arity == 2:
+            return elementwise.binary_dtype(row.name, d)
+        return elementwise.unary_dtype(row.name, d)
+    except nna.errors.DTypeError:
+        return None
+
+
+def _opencl_kernel(row, d: np.dtype, res: np.dtype, k: int) -> tuple[str, str]:
+    """(kernel ``map_k`` of ``row`` on contiguous operands of ``d``, its helpers), as the
+    backend's kernels render it (``backends/opencl/elementwise.py``): in the result type,
+    a predicate or a complex function in the operands' type."""
+    from nnarray.backends.opencl.cltypes import cltype, convert
+    from nnarray.backends.opencl.elementwise import expression, source
+    keep = row.rule == "pred" or d.kind == "c" or res == np.bool_
+    ct = cltype(d if keep else res)
+    expr, helpers = expression(row.name, ct)
+    assert expr and not _UNRENDERED.search(expr), (row.name, d, expr)
+    rt = cltype(res) if row.arity == 2 or (ct.is_complex and row.rule != "pred") else \
+        cltype(np.dtype(np.bool_)) if ct.is_complex else ct
+    operands = [(True, cltype(d), ct)] * row.arity
+    src = source(convert(expr, rt, cltype(res)), operands, cltype(res), 0, "int")
+    return src.replace("__kernel void map(", f"__kernel void map_{k}("), helpers
+
+
+def _opencl_program(row, dev) -> str:
+    """One program holding ``row``'s kernel for every dtype it takes (each helper once),
+    and its complex64 fast path (``Hints.complex_fast``)."""
+    from nnarray.backends.opencl import complex_fast
     from nnarray.backends.opencl.cltypes import cltype
-    from nnarray.backends.opencl.elementwise import expression
-    for d in map(np.dtype, (np.bool_, np.int8, np.uint8, np.int32, np.uint64, np.float16,
-                            np.float32, np.float64)):
-        try:
-            if row.arity == 2:
-                res = elementwise.binary_dtype(row.name, d)
-                ct = d if res == np.bool_ else res
-            else:
-                res = elementwise.unary_dtype(row.name, d)
-                ct = d if row.rule == "pred" else res
-        except nna.errors.DTypeError:
+    from nnarray.backends.opencl.inline_math import inline
+    parts, seen = [], set()
+    for k, d in enumerate(_DTYPES):
+        res = _takes(row, d)
+        if res is None or (not dev.fp64 and {d.name, res.name} & {"float64", "complex128"}):
             continue
-        if (row.rule in ("no_bool", "pow") and d == np.bool_) or \
-                (row.rule == "integral" and d.kind == "f") or \
-                (row.rule == "int" and d.kind not in "iu"):
-            continue  # the op refuses these operands
-        expr, _ = expression(row.name, cltype(ct))
-        assert expr and not _UNRENDERED.search(expr), (row.name, d, expr)
+        src, helpers = _opencl_kernel(row, d, res, k)
+        parts.append(("" if helpers in seen else helpers) + src)
+        seen.add(helpers)
+        if d == np.complex64 and row.name in complex_fast.FAST and dev.fp64:
+            from nnarray.backends.opencl.elementwise import expression
+            expr, helpers = expression(row.name, cltype(d))
+            fast = complex_fast.source(row.name, expr, cltype(d), cltype(res), helpers,
+                                       False)
+            parts.append(fast.replace("__kernel void map(", "__kernel void map_fast("))
+    return inline("".join(parts), dev)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_opencl_builds_every_row_for_every_dtype_it_takes(row):
+    """Each row's kernels, for every operand dtype it takes, build on OpenCL: one program
+    per row (cached on disk), so a row whose C the device cannot compile (a math function
+    OpenCL lacks) fails here, by name."""
+    needs("opencl")
+    dev = nna.backends.get_device("opencl", 0)
+    src = _opencl_program(row, dev)
+    assert "map_" in src
+    try:
+        dev.programs.build(src)
+    except Exception as e:  # pyopencl's build failure carries the compiler's log
+        pytest.fail(f"{row.name}: its OpenCL kernels do not build:\n{e}", pytrace=False)
+
+
+def _nvrtc() -> Any:
+    """``tests/backends/cuda/test_cuda_nvrtc.py``: CuPy's code generation and NVRTC, which
+    need no GPU."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "backends" / "cuda"))
+    try:
+        return importlib.import_module("test_cuda_nvrtc")
+    finally:
+        sys.path.pop(0)
+
+
+_C_ROWS = [r for r in ROWS if r.c is not None]  # the others: CuPy's functions on CUDA
+
+
+@pytest.mark.parametrize("row", _C_ROWS, ids=[r.name for r in _C_ROWS])
+def test_nvrtc_builds_every_row(row):
+    """Each row's C expression compiles as CUDA C under NVRTC (for the newest architecture
+    the NVRTC test targets), inside the fused kernel that runs it on CUDA, on float and on
+    integer operands where it takes them; a row whose C NVRTC rejects fails by name."""
+    from helpers import fused_rows, row_program
+
+    from nnarray.backends.cuda import fused
+    t = _nvrtc()
+    try:
+        import cupy
+        from cuda.bindings import nvrtc
+        from cupy._core import core
+        _, major, minor = nvrtc.nvrtcVersion()
+    except Exception as e:  # a missing piece fails, never skips (as test_cuda_nvrtc)
+        pytest.fail(f"NVRTC or CuPy missing ({type(e).__name__}: {e}); install the test "
+                    "extra: pip install -e '.[test]'")
+    env = t._Env(nvrtc, f"{major}.{minor}", cupy, core)
+    variants = [(integral, ("int32", "int64", "int32") if integral else
+                 ("float32", "float64", "float32"))
+                for integral in (False, True) if row in fused_rows(integral)]
+    assert variants, f"{row.name} fuses on no operands"
+    for integral, dts in variants:
+        e = fused.elementwise(row_program([row], integral), dts)
+        code = t._elementwise_code(cupy, e, dts[0], "3-d strided 64-bit", dts)
+        ok, log = t._nvrtc(env, code, env.options(e.options, t.ARCHS[-1]))
+        log = t._BENIGN.sub("", log).strip()
+        assert ok and not log, f"{row.name} on {dts}: NVRTC {env.version}:\n{log}"
 
 
 def test_cuda_vector_kernels_render_their_rows():
@@ -80,6 +180,31 @@ def test_cuda_vector_kernels_render_their_rows():
         e = vector.expression(op)
         assert f"nna_f_{op}" in vector.SOURCE.code and e in vector.SOURCE.code, op
         assert not re.search(r"(?<!nna_)\b(exp|log|tanh|erf|sqrt|fabs|isnan)\(", e), e
+
+
+def test_what_backward_retains_is_read_from_the_derivatives():
+    """A row's ``keep`` comes from the names its derivatives use: a formula (``exp``:
+    ``g * y``) or a function's code (``gelu``'s); a derivative naming both the input and
+    the output retains both."""
+    from nnarray.ops.ufuncs import row
+    want = {"exp": "y", "log": "x", "add": "", "neg": "", "mul": "ab", "pow": "aby",
+            "hypot": "aby", "gelu": "x", "gelu_tanh": "x", "floor": "", "logit": "x"}
+    assert {n: BY_NAME[n].keep for n in want} == want
+    both = row("probe", 1, "float", grad="g * (x + y)")
+    assert both.keep == "xy" and both.grad[0](2.0, 3.0, 1.0) == 5.0
+    assert row("probe2", 2, "arith", grad=("g", "g * y")).keep == "y"
+
+
+def test_mul_of_one_value_has_one_gradient(backend):
+    """``x * x`` backpropagates its row's ``diag`` (``g * (a * 2.0)``) as one gradient."""
+    x = np.array([1.5, -2.0, 0.25])
+    v = grad.Variable.from_numpy_array(x, need_grad=True)
+    y = F.mul(v, v)
+    y.forward()
+    y.backward(np.ones(3))
+    np.testing.assert_array_equal(v.g, 2 * x)
+    assert BY_NAME["mul"].diag is not None and \
+        all(r.diag is None for r in ROWS if r.name != "mul")
 
 
 # -- the rows added through the declarations --------------------------------------------
@@ -106,6 +231,7 @@ ADDED = {  # name: (F function, reference, derivative)
     "erfc": (F.erfc, special.erfc, lambda x: -2 / np.sqrt(np.pi) * np.exp(-x * x)),
     "gelu": (F.gelu, _gelu, _gelu_grad),
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), _gelu_tanh, _gelu_tanh_grad),
+    "logit": (F.logit, special.logit, lambda x: 1 / (x * (1 - x))),
 }
 #: Over float32's range: tiny, moderate and huge magnitudes of both signs, and the
 #: special values (signed zeros, infinities, NaN).
@@ -136,10 +262,28 @@ def test_added_rows_derivatives_match_scipy(backend, name):
     x = np.linspace(-5, 5, 41)
     g = np.random.default_rng(0).standard_normal(x.shape)
     v = grad.Variable.from_numpy_array(x, need_grad=True)
-    y = fn(v)
-    y.forward()
-    y.backward(g)
-    np.testing.assert_allclose(v.g, g * deriv(x), rtol=1e-12, atol=1e-14)
+    with np.errstate(all="ignore"):  # logit: outside [0, 1] nan, at its ends infinite
+        y = fn(v)
+        y.forward()
+        y.backward(g)
+        want = g * deriv(x)
+    np.testing.assert_allclose(v.g, want, rtol=1e-12, atol=1e-14)
+
+
+def test_logit_at_its_ends_and_outside(backend):
+    """``logit``: -inf at 0, inf at 1, nan outside [0, 1] and for nan, as
+    ``scipy.special.logit``; integers compute in float64, float16 stays float16."""
+    x = np.array([0.0, 1.0, -0.0, 0.5, -1e-30, 1.5, -np.inf, np.inf, np.nan], np.float32)
+    with np.errstate(all="ignore"):
+        got = F.logit(nna.array(x)).numpy()
+        want = special.logit(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    assert np.isneginf(got[0]) and np.isposinf(got[1]) and got[3] == 0
+    with np.errstate(all="ignore"):
+        ints = F.logit(nna.array(np.array([0, 1, 2], np.int32)))
+        half = F.logit(nna.array(np.array([0.25], np.float16)))
+    assert ints.dtype == np.float64 and half.dtype == np.float16
+    np.testing.assert_allclose(half.numpy(), [np.log(1 / 3)], rtol=1e-3)
 
 
 def test_gelu_forms_are_rows():

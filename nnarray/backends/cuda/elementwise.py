@@ -27,7 +27,7 @@ import numpy as np
 from ... import dtypes
 from ...ops.common import check_int_pow
 from ...ops.elementwise import unary_dtype
-from ...ops.ufuncs import BY_NAME
+from ...ops.ufuncs import BY_NAME, ROWS
 from .._xp.elementwise import functions, in_result_dtype
 from .cmath import math_names, overloads, render
 from .scope import register, registered
@@ -122,9 +122,9 @@ def integer_identity(uf: Callable, xp: Any) -> Callable:
     return k
 
 
-#: Rows one CuPy kernel computes from their C expression (numpy composes them of several
-#: functions, each a pass over memory).
-ROW_KERNELS = ("sigmoid", "gelu", "gelu_tanh")
+#: Rows one CuPy kernel computes from their C expression (``Hints.cuda_kernel``: numpy
+#: composes them of several functions, each a pass over memory).
+ROW_KERNELS = tuple(r.name for r in ROWS if r.hints.cuda_kernel)
 
 
 def complex_logical_not(generic: Callable, xp: Any) -> Callable:

@@ -16,17 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from ...ops.ufuncs import BY_NAME
+from ...ops.ufuncs import BY_NAME, ROWS
 from . import raw
 from .cmath import math_names, overloads, render
 from .elementwise import coerce
 from .scope import register, registered
 
-#: The declared functions (``ops/ufuncs.py``) that run here; each kernel computes the
-#: row's C expression, its math through the ``nna_<fn>`` float/double overloads.
-BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
-UNARY = ("neg", "abs", "exp", "log", "sqrt", "tanh", "square", "relu", "sigmoid", "erf",
-         "gelu", "gelu_tanh")
+#: The declared functions (``ops/ufuncs.py``) that run here (``Hints.cuda_vector``); each
+#: kernel computes the row's C expression, its math through the ``nna_<fn>`` float/double
+#: overloads.
+BINARY = tuple(r.name for r in ROWS if r.hints.cuda_vector and r.arity == 2)
+UNARY = tuple(r.name for r in ROWS if r.hints.cuda_vector and r.arity == 1)
 #: dtype -> (C type, vector type, lanes, name suffix).
 TYPES = {np.dtype(np.float32): ("float", "float4", 4, "f32"),
          np.dtype(np.float64): ("double", "double2", 2, "f64")}

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...dtypes import bfloat16
+from ...ops.ufuncs import ROWS
 from ...ops.upcast import count, wrap_kernels
 from ...registry import backend_kernels, register_kernel
 from . import conv, elementwise, fused, kernels, matmul, reduction  # noqa: F401  (wrapped here)
@@ -27,8 +28,9 @@ UPCAST = ("prod", "cumulative_sum", "cumulative_prod", "softmax", "log_softmax",
           "batch_normalization", "det", "inv", "solve",
           "cholesky", "qr", "qr_q", "qr_r", "slogdet", "svd", "svd_u", "svd_vh",
           "svdvals", "eigh", "eigh_vectors", "eigvalsh", "clip")
-#: Elementwise kernels composed of several ufuncs (rounding bfloat16 at each).
-COMPOSED = ("gelu", "gelu_tanh", "sigmoid")
+#: Elementwise kernels composed of several ufuncs (rounding bfloat16 at each): the rows
+#: whose numpy function is a composite, and ``sigmoid`` (written out in ``_xp/kernels.py``).
+COMPOSED = (*(r.name for r in ROWS if callable(r.xp)), "sigmoid")
 
 wrap_kernels("numpy", UPCAST, lambda x, dtype: x.astype(dtype))
 

@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...ops.ufuncs import ROWS
 from .cltypes import CLType, header
 from .inline_math import FAST_TRIG_BOUND, use_inline
 
@@ -100,14 +101,31 @@ class Row(NamedTuple):
     zero: str = ""
 
 
-_EXP_PART = "(v0.x <= 88.0f)"  # e^x: no bigger; small ones underflow to 0 as they should
-#: The unary rows with a fast path.
-FAST = {"exp": Row("trig", _EXP_PART), "expm1": Row("trig", _EXP_PART),
-        "sinh": Row("trig", _abs_at_most("x", 88)), "cosh": Row("trig", _abs_at_most("x", 88)),
-        "sin": Row("trig", _abs_at_most("y", 88)), "cos": Row("trig", _abs_at_most("y", 88)),
-        "tan": Row("trig"), "tanh": Row("trig"),
-        "sign": Row("near", zero="(float2)(0.0f, 0.0f)"),
-        "sqrt": Row("near", zero="(float2)(0.0f, v0.y)")}
+_PART = {"re": "x", "im": "y"}
+_BOUND = re.compile(r"(\|?)(re|im)\|? <= (\d+)")
+
+
+def _bound(text: str) -> str:
+    """A row's bound (``ComplexFast.bound``: "re <= 88", "|im| <= 88") as a test on
+    ``v0`` (e^x: no bigger than 88; small ones underflow to 0 as they should)."""
+    m = _BOUND.fullmatch(text)
+    if m is None:
+        raise ValueError(f"complex_fast: bound {text!r} is not 're <= B' or '|re| <= B'")
+    part, bound = _PART[m[2]], float(m[3])
+    return _abs_at_most(part, bound) if m[1] else f"(v0.{part} <= {bound}f)"
+
+
+def _zero_value(text: str) -> str:
+    """A row's value at z = 0 (``ComplexFast.zero``: "(0, 0)", "(0, im)") as a float2."""
+    parts = [p.strip() for p in text.strip("()").split(",")]
+    return "(float2)(" + ", ".join(f"v0.{_PART[p]}" if p in _PART else f"{float(p)}f"
+                                   for p in parts) + ")"
+
+
+#: The unary rows with a fast path (``Hints.complex_fast``).
+FAST = {r.name: Row(f.flavor, _bound(f.bound) if f.bound else "",
+                    _zero_value(f.zero) if f.zero else "")
+        for r in ROWS if (f := r.hints.complex_fast) is not None}
 _ZERO = "((v0.x == 0) & (v0.y == 0))"
 
 

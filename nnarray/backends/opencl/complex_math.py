@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from ...errors import DTypeError
-from ...ops.ufuncs import BY_NAME
+from ...ops.ufuncs import BY_NAME, ROWS
 from .cltypes import CLType
 
 #: Real helpers for ``float`` beyond the shared ones (``_REAL``): log|z|, the square root's
@@ -479,10 +479,10 @@ NNA_CINL C c_sign_C(C a) {
 #: (atan2's |y| by a select, see ``inline_math``); others did not vectorize that way (log1p
 #: 8 -> 43, pow 14 -> 58). complex128
 #: abs vectorizes at all (2.7 -> 1.0 ms); its others did not (the double builtins).
-PAIR_IO = {"float2": frozenset({"abs", "complex_abs", "sign", "sqrt", "tanh", "tan", "atan",
-                                "atanh", "div", "exp", "sin", "cos", "sinh", "cosh", "expm1",
-                                "log", "log2", "log10"}),
-           "double2": frozenset({"abs", "complex_abs"})}
+#: The rows say so (``Hints.pairs``); ``complex_abs`` (``ops/complex.py``) is abs's kernel.
+PAIR_IO = {calc: frozenset({r.name for r in ROWS if dtype in r.hints.pairs} |
+                           ({"complex_abs"} if dtype in BY_NAME["abs"].hints.pairs else set()))
+           for dtype, calc in (("complex64", "float2"), ("complex128", "double2"))}
 
 #: Rows whose complex expression is an operator on ``float2``: a vector instruction, which
 #: keeps pocl from vectorizing the kernel (see ``cltypes._C64``); these spell it per part.
