@@ -149,6 +149,7 @@ svdvals = Op("svdvals", _infer_svdvals)
 # -- backward rules -------------------------------------------------------------------
 from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
+from .backward import conj as _cj  # noqa: E402
 from .backward import sum_to as _sum_to  # noqa: E402
 
 F: Any = late.bind(__name__, "F", "nnarray.functions")
@@ -159,31 +160,37 @@ def _mT(x: Any) -> Any:
     return F.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
+def _mH(x: Any) -> Any:
+    """The conjugate transpose of the last two axes (the transpose of a real ``x``):
+    complex rules give PyTorch's ``g * conj(d)`` convention."""
+    return _mT(_cj(x))
+
+
 def _expand2(x: Any) -> Any:
     return F.reshape(x, tuple(x.shape) + (1, 1))
 
 
 @_backward(inv, outputs=(0,))
 def _inv_grad(c, g):
-    y = _mT(c.outputs[0])
+    y = _mH(c.outputs[0])
     return (F.neg(F.matmul(F.matmul(y, g), y)),)
 
 
 @_backward(det, inputs=(0,), outputs=(0,))
 def _det_grad(c, g):
-    return (F.mul(_expand2(F.mul(g, c.outputs[0])), _mT(inv(c.inputs[0]))),)
+    return (F.mul(_expand2(F.mul(g, _cj(c.outputs[0]))), _mH(inv(c.inputs[0]))),)
 
 
 @_backward(slogdet, inputs=(0,))
 def _slogdet_grad(c, g):
-    return (F.mul(_expand2(g), _mT(inv(c.inputs[0]))),)
+    return (F.mul(_expand2(g), _mH(inv(c.inputs[0]))),)
 
 
 @_backward(solve, inputs=(0,), outputs=(0,))
 def _solve_grad(c, g):
     a, x = c.inputs[0], c.outputs[0]
-    gb = solve(_mT(a), g)
-    ga = F.neg(F.matmul(gb, _mT(x))) if c.need[0] else None
+    gb = solve(_mH(a), g)
+    ga = F.neg(F.matmul(gb, _mH(x))) if c.need[0] else None
     return (_sum_to(ga, c.in_meta[0][0]) if ga is not None else None,
             _sum_to(gb, c.in_meta[1][0]) if c.need[1] else None)
 

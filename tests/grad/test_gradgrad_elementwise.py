@@ -44,6 +44,21 @@ CASES: dict = {
     "where": (lambda a, b: F.where(F.greater(a, 0.0), a * b, F.sin(b)),
               [((2, 3), "away"), ((2, 3), "any")]),
     "cast": (lambda x: F.real(F.cast(x, np.complex128) ** 2) * x, [((2, 3), "any")]),
+    # complex operands
+    "complex_rows": (lambda z: F.tanh(z) * F.exp(z) / F.sqrt(z) + F.log(z) ** 2,
+                     [((2, 3), "cplx")]),
+    "abs_complex": (F.abs, [((2, 3), "cplx")]),
+    "sigmoid_complex": (F.sigmoid, [((2, 3), "cplx")]),
+}
+
+#: Rows known wrong (reported; ``ops/ufuncs.py`` and ``ops/elementwise.py`` belong to the
+#: elementwise restructuring, the kernels to the backends).
+XFAIL = {
+    "abs_complex": "abs of a complex z: the second derivative comes out zero (the rule's "
+                   "z/|z| is not differentiated)",
+    "sigmoid_complex": "sigmoid of complex values: the numpy kernel crashes (a "
+                       "UFuncTypeError: backends/_xp/kernels.py adds into a real buffer), "
+                       "OpenCL refuses them (DTypeError)",
 }
 
 #: name -> ``(torch, *tensors) -> tensor``: torch's counterpart of each case.
@@ -67,14 +82,17 @@ TORCH: dict = {
     "copysign": lambda t, a, b: t.copysign(a, b) * a,
     "where": lambda t, a, b: t.where(a > 0, a * b, t.sin(b)),
     "cast": lambda t, x: t.real(x.to(t.complex128) ** 2) * x,
+    "complex_rows": lambda t, z: t.tanh(z) * t.exp(z) / t.sqrt(z) + t.log(z) ** 2,
+    "abs_complex": lambda t, z: t.abs(z),
+    "sigmoid_complex": lambda t, z: t.sigmoid(z),
 }
 
 
-@pytest.mark.parametrize("case", params(CASES))
+@pytest.mark.parametrize("case", params(CASES, xfail=XFAIL))
 def test_gradgradcheck(backend, case):
     check_gradgrad(CASES, case)
 
 
-@pytest.mark.parametrize("case", params(TORCH))
+@pytest.mark.parametrize("case", params(TORCH, xfail=XFAIL))
 def test_second_derivatives_match_torch(backend, case):
     check_torch(CASES, TORCH, case)

@@ -4,6 +4,7 @@ torch's second derivatives (``tests/double_backward.py``)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from double_backward import check_gradgrad, check_torch, params
 
@@ -19,6 +20,15 @@ def _sym(a):
 
 def _tsym(a):
     return (a + a.T) * 0.5
+
+
+def _shift(a):
+    """``a + 3 I``: a well-conditioned complex matrix (``a`` is standard normal)."""
+    return a + nna.eye(3, dtype=np.complex128) * 3.0
+
+
+def _tshift(t, a):
+    return a + 3.0 * t.eye(3, dtype=a.dtype)
 
 
 #: name -> (function of Variables, [(shape, domain)]), small float64 inputs.
@@ -48,6 +58,10 @@ CASES: dict = {
     "inv": (la.inv, [((3, 3), "spd")]),
     "slogdet": (lambda a: la.slogdet(a)[1], [((3, 3), "spd")]),
     "solve": (la.solve, [((3, 3), "spd"), ((3, 2), "any")]),
+    "inv_complex": (lambda a: la.inv(_shift(a)), [((3, 3), "cplx")]),
+    "det_complex": (lambda a: la.det(_shift(a)), [((3, 3), "cplx")]),
+    "slogdet_complex": (lambda a: la.slogdet(_shift(a))[1], [((3, 3), "cplx")]),
+    "solve_complex": (lambda a, b: la.solve(_shift(a), b), [((3, 3), "cplx"), ((3, 2), "cplx")]),
     "cholesky": (lambda a: la.cholesky(_sym(a)), [((3, 3), "spd")]),
     "cholesky_upper": (lambda a: la.cholesky(_sym(a), upper=True), [((3, 3), "spd")]),
     "eigvalsh": (lambda a: la.eigvalsh(_sym(a)), [((3, 3), "spd")]),
@@ -63,7 +77,8 @@ CASES: dict = {
 }
 
 #: The cases whose decompositions run on the host on OpenCL.
-HOST = {"det", "inv", "slogdet", "solve", "cholesky", "cholesky_upper", "eigvalsh",
+HOST = {"det", "inv", "slogdet", "solve", "det_complex", "inv_complex", "slogdet_complex",
+        "solve_complex", "cholesky", "cholesky_upper", "eigvalsh",
         "eigh_values", "eigh_vectors", "qr", "svdvals", "svd_vectors", "pinv",
         "matrix_norm_nuc", "matrix_norm_2", "matrix_power_negative"}
 
@@ -87,6 +102,10 @@ TORCH: dict = {
     "inv": lambda t, a: t.linalg.inv(a),
     "slogdet": lambda t, a: t.linalg.slogdet(a)[1],
     "solve": lambda t, a, b: t.linalg.solve(a, b),
+    "inv_complex": lambda t, a: t.linalg.inv(_tshift(t, a)),
+    "det_complex": lambda t, a: t.linalg.det(_tshift(t, a)),
+    "slogdet_complex": lambda t, a: t.linalg.slogdet(_tshift(t, a))[1],
+    "solve_complex": lambda t, a, b: t.linalg.solve(_tshift(t, a), b),
     "cholesky": lambda t, a: t.linalg.cholesky(_tsym(a)),
     "cholesky_upper": lambda t, a: t.linalg.cholesky(_tsym(a), upper=True),
     "eigvalsh": lambda t, a: t.linalg.eigvalsh(_tsym(a)),
