@@ -212,14 +212,14 @@ def _const(a: np.ndarray, like: Any) -> Any:
 def _cholesky_grad(c, g):
     lo = c.outputs[0]
     li = inv(lo)
-    p = _tril_half(F.matmul(_mT(lo), g))
-    s = F.matmul(F.matmul(_mT(li), p), li)
-    return (F.mul(F.add(s, _mT(s)), 0.5),)
+    p = _tril_half(F.matmul(_mH(lo), g))
+    s = F.matmul(F.matmul(_mH(li), p), li)
+    return (F.mul(F.add(s, _mH(s)), 0.5),)
 
 
 def _v_diag_vt(v: Any, g: Any) -> Any:
-    """``V diag(g) Vᵀ``: the eigenvalues' gradient."""
-    return F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), _mT(v))
+    """``V diag(g) Vᴴ``: the eigenvalues' gradient."""
+    return F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), _mH(v))
 
 
 @_backward(eigh, outputs=(1,))
@@ -246,8 +246,8 @@ def _eigh_vectors_grad(c, g):
     eigenvalues assumed, as every eigenvector gradient must)."""
     v = c.outputs[0]
     f = _inverse_gaps(eigvalsh(c.inputs[0]))
-    ga = F.matmul(F.matmul(v, F.mul(f, F.matmul(_mT(v), g))), _mT(v))
-    return (F.mul(F.add(ga, _mT(ga)), 0.5),)
+    ga = F.matmul(F.matmul(v, F.mul(f, F.matmul(_mH(v), g))), _mH(v))
+    return (F.mul(F.add(ga, _mH(ga)), 0.5),)
 
 
 def _row(s: Any) -> Any:
@@ -285,8 +285,8 @@ def _tril_strict(x: Any) -> Any:
 
 
 def _solve_rt(x: Any, r: Any) -> Any:
-    """``x R⁻ᵀ``."""
-    return F.matmul(x, _mT(inv(r)))
+    """``x R⁻ᴴ``."""
+    return F.matmul(x, _mH(inv(r)))
 
 
 @_backward(qr_q, inputs=(0,), outputs=(0,))
@@ -295,8 +295,8 @@ def _qr_q_grad(c, g):
     ``Q tril(QᵀdQ - dQᵀQ, -1) R⁻ᵀ + (dQ - Q QᵀdQ) R⁻ᵀ``."""
     q = c.outputs[0]
     r = qr_r(c.inputs[0])
-    qdq = F.matmul(_mT(q), g)
-    low = _tril_strict(F.sub(qdq, _mT(qdq)))
+    qdq = F.matmul(_mH(q), g)
+    low = _tril_strict(F.sub(qdq, _mH(qdq)))
     return (F.add(F.matmul(q, _solve_rt(low, r)), _solve_rt(F.sub(g, F.matmul(q, qdq)), r)),)
 
 
@@ -305,8 +305,8 @@ def _qr_r_grad(c, g):
     """The ``dR`` part: ``Q (dR + tril(R dRᵀ - dR Rᵀ, -1) R⁻ᵀ)``."""
     r = c.outputs[0]
     q = qr_q(c.inputs[0])
-    rdr = F.matmul(r, _mT(g))
-    low = _tril_strict(F.sub(rdr, _mT(rdr)))
+    rdr = F.matmul(r, _mH(g))
+    low = _tril_strict(F.sub(rdr, _mH(rdr)))
     return (F.matmul(q, F.add(g, _solve_rt(low, r))),)
 
 

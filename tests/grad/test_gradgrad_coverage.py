@@ -39,6 +39,8 @@ def test_every_differentiable_op_has_a_double_backward_case():
     covered: set[str] = set()
     for fam in FAMILIES:
         for case, (fn, _) in fam.CASES.items():
+            if case in getattr(fam, "XFAIL", {}):  # known wrong: not coverage
+                continue
             with grad.auto_forward():
                 covered |= _ops_in(fn(*inputs(fam.CASES, case)))
     ops = {o.name for o in gc.get_objects() if issubclass(type(o), Op) and o.differentiable

@@ -31,6 +31,15 @@ def _tshift(t, a):
     return a + 3.0 * t.eye(3, dtype=a.dtype)
 
 
+def _herm(a):
+    """A Hermitian positive definite matrix from a complex standard normal ``a``."""
+    return (a + F.conj(F.transpose(a, (1, 0)))) * 0.5 + nna.eye(3, dtype=np.complex128) * 5.0
+
+
+def _therm(t, a):
+    return (a + a.mH) * 0.5 + 5.0 * t.eye(3, dtype=a.dtype)
+
+
 #: name -> (function of Variables, [(shape, domain)]), small float64 inputs.
 CASES: dict = {
     "matmul": (F.matmul, [((2, 3), "any"), ((3, 4), "any")]),
@@ -63,6 +72,11 @@ CASES: dict = {
     "slogdet_complex": (lambda a: la.slogdet(_shift(a))[1], [((3, 3), "cplx")]),
     "solve_complex": (lambda a, b: la.solve(_shift(a), b), [((3, 3), "cplx"), ((3, 2), "cplx")]),
     "cholesky": (lambda a: la.cholesky(_sym(a)), [((3, 3), "spd")]),
+    "cholesky_complex": (lambda a: la.cholesky(_herm(a)), [((3, 3), "cplx")]),
+    "eigvalsh_complex": (lambda a: la.eigvalsh(_herm(a)), [((3, 3), "cplx")]),
+    "eigh_values_complex": (lambda a: la.eigh(_herm(a))[0] ** 2, [((3, 3), "cplx")]),
+    "qr_complex": (lambda a: la.qr(a)[0] * 1.0 + la.qr(a)[1], [((3, 3), "cplx")]),
+    "svdvals_complex": (la.svdvals, [((3, 2), "cplx")]),
     "cholesky_upper": (lambda a: la.cholesky(_sym(a), upper=True), [((3, 3), "spd")]),
     "eigvalsh": (lambda a: la.eigvalsh(_sym(a)), [((3, 3), "spd")]),
     "eigh_values": (lambda a: la.eigh(_sym(a))[0] ** 2, [((3, 3), "spd")]),
@@ -78,9 +92,18 @@ CASES: dict = {
 
 #: The cases whose decompositions run on the host on OpenCL.
 HOST = {"det", "inv", "slogdet", "solve", "det_complex", "inv_complex", "slogdet_complex",
-        "solve_complex", "cholesky", "cholesky_upper", "eigvalsh",
+        "solve_complex", "cholesky_complex", "eigvalsh_complex", "eigh_values_complex",
+        "qr_complex", "svdvals_complex", "cholesky", "cholesky_upper", "eigvalsh",
         "eigh_values", "eigh_vectors", "qr", "svdvals", "svd_vectors", "pinv",
         "matrix_norm_nuc", "matrix_norm_2", "matrix_power_negative"}
+
+#: Known wrong (reported): the complex QR and singular-vector rules lack the imaginary
+#: diagonal (phase) terms a complex Q, U or V needs.
+XFAIL = {
+    "qr_complex": "complex QR: the qr_q/qr_r rules drop the imaginary diagonal of QᴴdQ",
+    "svdvals_complex": "complex singular values' second derivative: the svd_u/svd_vh rules "
+                       "lack the phase terms of complex singular vectors",
+}
 
 #: name -> ``(torch, *tensors) -> tensor``: torch's counterpart of each case.
 TORCH: dict = {
@@ -107,6 +130,11 @@ TORCH: dict = {
     "slogdet_complex": lambda t, a: t.linalg.slogdet(_tshift(t, a))[1],
     "solve_complex": lambda t, a, b: t.linalg.solve(_tshift(t, a), b),
     "cholesky": lambda t, a: t.linalg.cholesky(_tsym(a)),
+    "cholesky_complex": lambda t, a: t.linalg.cholesky(_therm(t, a)),
+    "eigvalsh_complex": lambda t, a: t.linalg.eigvalsh(_therm(t, a)),
+    "eigh_values_complex": lambda t, a: t.linalg.eigh(_therm(t, a))[0] ** 2,
+    "qr_complex": lambda t, a: t.linalg.qr(a)[0] * 1.0 + t.linalg.qr(a)[1],
+    "svdvals_complex": lambda t, a: t.linalg.svdvals(a),
     "cholesky_upper": lambda t, a: t.linalg.cholesky(_tsym(a), upper=True),
     "eigvalsh": lambda t, a: t.linalg.eigvalsh(_tsym(a)),
     "eigh_values": lambda t, a: t.linalg.eigh(_tsym(a))[0] ** 2,
@@ -121,11 +149,11 @@ TORCH: dict = {
 }
 
 
-@pytest.mark.parametrize("case", params(CASES, HOST))
+@pytest.mark.parametrize("case", params(CASES, HOST, XFAIL))
 def test_gradgradcheck(backend, case):
     check_gradgrad(CASES, case)
 
 
-@pytest.mark.parametrize("case", params(TORCH, HOST))
+@pytest.mark.parametrize("case", params(TORCH, HOST, XFAIL))
 def test_second_derivatives_match_torch(backend, case):
     check_torch(CASES, TORCH, case)
