@@ -289,24 +289,39 @@ def _solve_rt(x: Any, r: Any) -> Any:
     return F.matmul(x, _mH(inv(r)))
 
 
+def _imag_diagonal(x: Any) -> Any:
+    """``i Im(diag(x))`` as a diagonal matrix: the part of ``QᴴdQ`` a complex QR's real
+    diagonal of ``R`` fixes (``None`` for a real ``x``, where it is 0)."""
+    if x.dtype.kind != "c":
+        return None
+    eye = _const(np.eye(x.shape[-1], dtype=bool), x)
+    return F.where(eye, F.mul(F.sub(x, _cj(x)), 0.5), 0.0)
+
+
+def _with_imag_diagonal(low: Any, x: Any, sign: float) -> Any:
+    d = _imag_diagonal(x)
+    return low if d is None else F.add(low, F.mul(d, sign))
+
+
 @_backward(qr_q, inputs=(0,), outputs=(0,))
 def _qr_q_grad(c, g):
     """The ``dQ`` part of the reduced QR gradient (rows >= columns):
-    ``Q tril(QᵀdQ - dQᵀQ, -1) R⁻ᵀ + (dQ - Q QᵀdQ) R⁻ᵀ``."""
+    ``Q (tril(QᴴdQ - dQᴴQ, -1) + i Im diag(QᴴdQ)) R⁻ᴴ + (dQ - Q QᴴdQ) R⁻ᴴ`` (the
+    imaginary diagonal only for complex ``Q``)."""
     q = c.outputs[0]
     r = qr_r(c.inputs[0])
     qdq = F.matmul(_mH(q), g)
-    low = _tril_strict(F.sub(qdq, _mH(qdq)))
+    low = _with_imag_diagonal(_tril_strict(F.sub(qdq, _mH(qdq))), qdq, 1.0)
     return (F.add(F.matmul(q, _solve_rt(low, r)), _solve_rt(F.sub(g, F.matmul(q, qdq)), r)),)
 
 
 @_backward(qr_r, inputs=(0,), outputs=(0,))
 def _qr_r_grad(c, g):
-    """The ``dR`` part: ``Q (dR + tril(R dRᵀ - dR Rᵀ, -1) R⁻ᵀ)``."""
+    """The ``dR`` part: ``Q (dR + (tril(R dRᴴ - dR Rᴴ, -1) - i Im diag(dR Rᴴ)) R⁻ᴴ)``."""
     r = c.outputs[0]
     q = qr_q(c.inputs[0])
     rdr = F.matmul(r, _mH(g))
-    low = _tril_strict(F.sub(rdr, _mH(rdr)))
+    low = _with_imag_diagonal(_tril_strict(F.sub(rdr, _mH(rdr))), _mH(rdr), -1.0)
     return (F.matmul(q, F.add(g, _solve_rt(low, r))),)
 
 

@@ -97,10 +97,9 @@ HOST = {"det", "inv", "slogdet", "solve", "det_complex", "inv_complex", "slogdet
         "eigh_values", "eigh_vectors", "qr", "svdvals", "svd_vectors", "pinv",
         "matrix_norm_nuc", "matrix_norm_2", "matrix_power_negative"}
 
-#: Known wrong (reported): the complex QR and singular-vector rules lack the imaginary
-#: diagonal (phase) terms a complex Q, U or V needs.
+#: Known wrong (reported): the singular-vector rules lack the phase terms complex U and V
+#: need.
 XFAIL = {
-    "qr_complex": "complex QR: the qr_q/qr_r rules drop the imaginary diagonal of QᴴdQ",
     "svdvals_complex": "complex singular values' second derivative: the svd_u/svd_vh rules "
                        "lack the phase terms of complex singular vectors",
 }
