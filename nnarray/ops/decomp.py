@@ -240,6 +240,20 @@ def _inverse_gaps(w: Any) -> Any:
     return F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
 
 
+def _imag_diagonal(x: Any) -> Any:
+    """``i Im(diag(x))`` as a diagonal matrix: the part of ``QᴴdQ`` a complex QR's real
+    diagonal of ``R`` fixes (``None`` for a real ``x``, where it is 0)."""
+    if x.dtype.kind != "c":
+        return None
+    eye = _const(np.eye(x.shape[-1], dtype=bool), x)
+    return F.where(eye, F.mul(F.sub(x, _cj(x)), 0.5), 0.0)
+
+
+def _with_imag_diagonal(low: Any, x: Any, sign: float) -> Any:
+    d = _imag_diagonal(x)
+    return low if d is None else F.add(low, F.mul(d, sign))
+
+
 @_backward(eigh_vectors, inputs=(0,), outputs=(0,))
 def _eigh_vectors_grad(c, g):
     """``V (F ∘ Vᵀg) Vᵀ``, symmetrized, ``F`` the inverse eigenvalue gaps (distinct
@@ -257,25 +271,33 @@ def _row(s: Any) -> Any:
 @_backward(svd_u, inputs=(0,), outputs=(0,))
 def _svd_u_grad(c, g):
     """The ``dU`` part of the reduced SVD gradient (distinct nonzero singular values):
-    ``U (F ∘ (UᵀdU - dUᵀU)) S Vᵀ + (I - UUᵀ) dU S⁻¹ Vᵀ``."""
+    ``U (F ∘ (UᴴdU - dUᴴU)) S Vᴴ + (I - UUᴴ) dU S⁻¹ Vᴴ``; for complex ``U`` plus
+    ``U (i Im diag(UᴴdU) / 2S) Vᴴ`` (with V's half: the phases' term of a loss that does
+    not depend on the singular vectors' phases, as PyTorch assumes)."""
     u = c.outputs[0]
     _, s, vh = _reduced_svd(c.inputs[0])
-    ug = F.matmul(_mT(u), g)
-    inner = F.mul(F.mul(_inverse_gaps(F.mul(s, s)), F.sub(ug, _mT(ug))), _row(s))
+    ug = F.matmul(_mH(u), g)
+    inner = F.mul(F.mul(_inverse_gaps(F.mul(s, s)), F.sub(ug, _mH(ug))), _row(s))
+    phase = _imag_diagonal(ug)  # complex: half of the phases' term, V's rule the rest
+    if phase is not None:
+        inner = F.add(inner, F.div(phase, F.mul(_row(s), 2.0)))
     rest = F.div(F.sub(g, F.matmul(u, ug)), _row(s))
     return (F.matmul(F.add(F.matmul(u, inner), rest), vh),)
 
 
 @_backward(svd_vh, inputs=(0,), outputs=(0,))
 def _svd_vh_grad(c, g):
-    """The ``dVh`` part: ``U S (F ∘ (VᵀdV - dVᵀV)) Vᵀ + U S⁻¹ dVᵀ (I - VVᵀ)`` with
-    ``V = Vhᵀ``, ``dV = dVhᵀ``."""
+    """The ``dVh`` part: ``U S (F ∘ (VᴴdV - dVᴴV)) Vᴴ + U S⁻¹ dVᴴ (I - VVᴴ)`` with
+    ``V = Vhᴴ``, ``dV = dVhᴴ``; for complex ``V`` minus ``U (i Im diag(VᴴdV) / 2S) Vᴴ``."""
     vh = c.outputs[0]
     u, s, _ = _reduced_svd(c.inputs[0])
-    vg = F.matmul(vh, _mT(g))  # Vᵀ dV
+    vg = F.matmul(vh, _mH(g))  # Vᴴ dV
     col = F.reshape(s, tuple(s.shape) + (1,))
-    inner = F.mul(col, F.mul(_inverse_gaps(F.mul(s, s)), F.sub(vg, _mT(vg))))
-    rest = F.div(F.sub(g, F.matmul(_mT(vg), vh)), col)  # S⁻¹ dVᵀ (I - V Vᵀ)
+    inner = F.mul(col, F.mul(_inverse_gaps(F.mul(s, s)), F.sub(vg, _mH(vg))))
+    phase = _imag_diagonal(vg)
+    if phase is not None:
+        inner = F.sub(inner, F.div(phase, F.mul(col, 2.0)))
+    rest = F.div(F.sub(g, F.matmul(_mH(vg), vh)), col)  # S⁻¹ dVᴴ (I - V Vᴴ)
     return (F.matmul(u, F.add(F.matmul(inner, vh), rest)),)
 
 
@@ -287,20 +309,6 @@ def _tril_strict(x: Any) -> Any:
 def _solve_rt(x: Any, r: Any) -> Any:
     """``x R⁻ᴴ``."""
     return F.matmul(x, _mH(inv(r)))
-
-
-def _imag_diagonal(x: Any) -> Any:
-    """``i Im(diag(x))`` as a diagonal matrix: the part of ``QᴴdQ`` a complex QR's real
-    diagonal of ``R`` fixes (``None`` for a real ``x``, where it is 0)."""
-    if x.dtype.kind != "c":
-        return None
-    eye = _const(np.eye(x.shape[-1], dtype=bool), x)
-    return F.where(eye, F.mul(F.sub(x, _cj(x)), 0.5), 0.0)
-
-
-def _with_imag_diagonal(low: Any, x: Any, sign: float) -> Any:
-    d = _imag_diagonal(x)
-    return low if d is None else F.add(low, F.mul(d, sign))
 
 
 @_backward(qr_q, inputs=(0,), outputs=(0,))

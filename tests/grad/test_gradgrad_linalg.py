@@ -77,6 +77,10 @@ CASES: dict = {
     "eigh_values_complex": (lambda a: la.eigh(_herm(a))[0] ** 2, [((3, 3), "cplx")]),
     "qr_complex": (lambda a: la.qr(a)[0] * 1.0 + la.qr(a)[1], [((3, 3), "cplx")]),
     "svdvals_complex": (la.svdvals, [((3, 2), "cplx")]),
+    "svd_vectors_complex": (lambda a: F.complex_abs(la.svd(a, full_matrices=False)[0]) +
+                            F.sum(F.complex_abs(la.svd(a, full_matrices=False)[2])),
+                            [((3, 2), "cplx")]),
+    "pinv_complex": (la.pinv, [((3, 2), "cplx")]),
     "cholesky_upper": (lambda a: la.cholesky(_sym(a), upper=True), [((3, 3), "spd")]),
     "eigvalsh": (lambda a: la.eigvalsh(_sym(a)), [((3, 3), "spd")]),
     "eigh_values": (lambda a: la.eigh(_sym(a))[0] ** 2, [((3, 3), "spd")]),
@@ -91,18 +95,11 @@ CASES: dict = {
 }
 
 #: The cases whose decompositions run on the host on OpenCL.
-HOST = {"det", "inv", "slogdet", "solve", "det_complex", "inv_complex", "slogdet_complex",
-        "solve_complex", "cholesky_complex", "eigvalsh_complex", "eigh_values_complex",
-        "qr_complex", "svdvals_complex", "cholesky", "cholesky_upper", "eigvalsh",
-        "eigh_values", "eigh_vectors", "qr", "svdvals", "svd_vectors", "pinv",
-        "matrix_norm_nuc", "matrix_norm_2", "matrix_power_negative"}
-
-#: Known wrong (reported): the singular-vector rules lack the phase terms complex U and V
-#: need.
-XFAIL = {
-    "svdvals_complex": "complex singular values' second derivative: the svd_u/svd_vh rules "
-                       "lack the phase terms of complex singular vectors",
-}
+HOST = {"det", "inv", "slogdet", "solve", "cholesky", "cholesky_upper", "eigvalsh", "eigh_values",
+        "eigh_vectors", "qr", "svdvals", "svd_vectors", "pinv", "matrix_norm_nuc",
+        "matrix_norm_2", "matrix_power_negative"}
+HOST |= {f"{n}_complex" for n in ("det", "inv", "slogdet", "solve", "cholesky", "eigvalsh",
+                                  "eigh_values", "qr", "svdvals", "svd_vectors", "pinv")}
 
 #: name -> ``(torch, *tensors) -> tensor``: torch's counterpart of each case.
 TORCH: dict = {
@@ -134,6 +131,9 @@ TORCH: dict = {
     "eigh_values_complex": lambda t, a: t.linalg.eigh(_therm(t, a))[0] ** 2,
     "qr_complex": lambda t, a: t.linalg.qr(a)[0] * 1.0 + t.linalg.qr(a)[1],
     "svdvals_complex": lambda t, a: t.linalg.svdvals(a),
+    "svd_vectors_complex": lambda t, a: t.linalg.svd(a, full_matrices=False)[0].abs() +
+    t.linalg.svd(a, full_matrices=False)[2].abs().sum(),
+    "pinv_complex": lambda t, a: t.linalg.pinv(a),
     "cholesky_upper": lambda t, a: t.linalg.cholesky(_tsym(a), upper=True),
     "eigvalsh": lambda t, a: t.linalg.eigvalsh(_tsym(a)),
     "eigh_values": lambda t, a: t.linalg.eigh(_tsym(a))[0] ** 2,
@@ -148,11 +148,11 @@ TORCH: dict = {
 }
 
 
-@pytest.mark.parametrize("case", params(CASES, HOST, XFAIL))
+@pytest.mark.parametrize("case", params(CASES, HOST))
 def test_gradgradcheck(backend, case):
     check_gradgrad(CASES, case)
 
 
-@pytest.mark.parametrize("case", params(TORCH, HOST, XFAIL))
+@pytest.mark.parametrize("case", params(TORCH, HOST))
 def test_second_derivatives_match_torch(backend, case):
     check_torch(CASES, TORCH, case)
