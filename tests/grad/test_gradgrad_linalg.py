@@ -75,6 +75,7 @@ CASES: dict = {
     "cholesky_complex": (lambda a: la.cholesky(_herm(a)), [((3, 3), "cplx")]),
     "eigvalsh_complex": (lambda a: la.eigvalsh(_herm(a)), [((3, 3), "cplx")]),
     "eigh_values_complex": (lambda a: la.eigh(_herm(a))[0] ** 2, [((3, 3), "cplx")]),
+    "eigh_vectors_complex": (lambda a: F.complex_abs(la.eigh(_herm(a))[1]), [((3, 3), "cplx")]),
     "qr_complex": (lambda a: la.qr(a)[0] * 1.0 + la.qr(a)[1], [((3, 3), "cplx")]),
     "svdvals_complex": (la.svdvals, [((3, 2), "cplx")]),
     "svd_vectors_complex": (lambda a: F.complex_abs(la.svd(a, full_matrices=False)[0]) +
@@ -99,7 +100,8 @@ HOST = {"det", "inv", "slogdet", "solve", "cholesky", "cholesky_upper", "eigvals
         "eigh_vectors", "qr", "svdvals", "svd_vectors", "pinv", "matrix_norm_nuc",
         "matrix_norm_2", "matrix_power_negative"}
 HOST |= {f"{n}_complex" for n in ("det", "inv", "slogdet", "solve", "cholesky", "eigvalsh",
-                                  "eigh_values", "qr", "svdvals", "svd_vectors", "pinv")}
+                                  "eigh_values", "eigh_vectors", "qr", "svdvals",
+                                  "svd_vectors", "pinv")}
 
 #: name -> ``(torch, *tensors) -> tensor``: torch's counterpart of each case.
 TORCH: dict = {
@@ -129,6 +131,7 @@ TORCH: dict = {
     "cholesky_complex": lambda t, a: t.linalg.cholesky(_therm(t, a)),
     "eigvalsh_complex": lambda t, a: t.linalg.eigvalsh(_therm(t, a)),
     "eigh_values_complex": lambda t, a: t.linalg.eigh(_therm(t, a))[0] ** 2,
+    "eigh_vectors_complex": lambda t, a: t.linalg.eigh(_therm(t, a))[1].abs(),
     "qr_complex": lambda t, a: t.linalg.qr(a)[0] * 1.0 + t.linalg.qr(a)[1],
     "svdvals_complex": lambda t, a: t.linalg.svdvals(a),
     "svd_vectors_complex": lambda t, a: t.linalg.svd(a, full_matrices=False)[0].abs() +
