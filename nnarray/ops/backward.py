@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .. import late
 from .op import Op
 
@@ -77,6 +79,16 @@ def fit(c: Any, i: int, g: Any) -> Any:
     shape, dtype = c.in_meta[i]
     g = sum_to(g, shape)
     return g if g.dtype == dtype else F.cast(g, dtype)
+
+
+def conj(v: Any) -> Any:
+    """``conj(v)`` of a complex value (array or scalar), else ``v``: a complex rule's
+    gradient is ``g * conj(dy/dx)`` (PyTorch's convention), a real rule's ``g * dy/dx``."""
+    if isinstance(v, (complex, np.complexfloating)):
+        return v.conjugate()
+    if getattr(v, "dtype", None) is not None and v.dtype.kind == "c":
+        return F.conj(v)
+    return v
 
 
 def unreduce(g: Any, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Any:

@@ -149,6 +149,7 @@ svdvals = Op("svdvals", _infer_svdvals)
 # -- backward rules -------------------------------------------------------------------
 from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
+from .backward import conj as _cj  # noqa: E402
 from .backward import sum_to as _sum_to  # noqa: E402
 
 F: Any = late.bind(__name__, "F", "nnarray.functions")
@@ -159,31 +160,37 @@ def _mT(x: Any) -> Any:
     return F.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
+def _mH(x: Any) -> Any:
+    """The conjugate transpose of the last two axes (the transpose of a real ``x``):
+    complex rules give PyTorch's ``g * conj(d)`` convention."""
+    return _mT(_cj(x))
+
+
 def _expand2(x: Any) -> Any:
     return F.reshape(x, tuple(x.shape) + (1, 1))
 
 
 @_backward(inv, outputs=(0,))
 def _inv_grad(c, g):
-    y = _mT(c.outputs[0])
+    y = _mH(c.outputs[0])
     return (F.neg(F.matmul(F.matmul(y, g), y)),)
 
 
 @_backward(det, inputs=(0,), outputs=(0,))
 def _det_grad(c, g):
-    return (F.mul(_expand2(F.mul(g, c.outputs[0])), _mT(inv(c.inputs[0]))),)
+    return (F.mul(_expand2(F.mul(g, _cj(c.outputs[0]))), _mH(inv(c.inputs[0]))),)
 
 
 @_backward(slogdet, inputs=(0,))
 def _slogdet_grad(c, g):
-    return (F.mul(_expand2(g), _mT(inv(c.inputs[0]))),)
+    return (F.mul(_expand2(g), _mH(inv(c.inputs[0]))),)
 
 
 @_backward(solve, inputs=(0,), outputs=(0,))
 def _solve_grad(c, g):
     a, x = c.inputs[0], c.outputs[0]
-    gb = solve(_mT(a), g)
-    ga = F.neg(F.matmul(gb, _mT(x))) if c.need[0] else None
+    gb = solve(_mH(a), g)
+    ga = F.neg(F.matmul(gb, _mH(x))) if c.need[0] else None
     return (_sum_to(ga, c.in_meta[0][0]) if ga is not None else None,
             _sum_to(gb, c.in_meta[1][0]) if c.need[1] else None)
 
@@ -205,14 +212,14 @@ def _const(a: np.ndarray, like: Any) -> Any:
 def _cholesky_grad(c, g):
     lo = c.outputs[0]
     li = inv(lo)
-    p = _tril_half(F.matmul(_mT(lo), g))
-    s = F.matmul(F.matmul(_mT(li), p), li)
-    return (F.mul(F.add(s, _mT(s)), 0.5),)
+    p = _tril_half(F.matmul(_mH(lo), g))
+    s = F.matmul(F.matmul(_mH(li), p), li)
+    return (F.mul(F.add(s, _mH(s)), 0.5),)
 
 
 def _v_diag_vt(v: Any, g: Any) -> Any:
-    """``V diag(g) Vᵀ``: the eigenvalues' gradient."""
-    return F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), _mT(v))
+    """``V diag(g) Vᴴ``: the eigenvalues' gradient."""
+    return F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), _mH(v))
 
 
 @_backward(eigh, outputs=(1,))
@@ -233,14 +240,28 @@ def _inverse_gaps(w: Any) -> Any:
     return F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
 
 
+def _imag_diagonal(x: Any) -> Any:
+    """``i Im(diag(x))`` as a diagonal matrix: the part of ``QᴴdQ`` a complex QR's real
+    diagonal of ``R`` fixes (``None`` for a real ``x``, where it is 0)."""
+    if x.dtype.kind != "c":
+        return None
+    eye = _const(np.eye(x.shape[-1], dtype=bool), x)
+    return F.where(eye, F.mul(F.sub(x, _cj(x)), 0.5), 0.0)
+
+
+def _with_imag_diagonal(low: Any, x: Any, sign: float) -> Any:
+    d = _imag_diagonal(x)
+    return low if d is None else F.add(low, F.mul(d, sign))
+
+
 @_backward(eigh_vectors, inputs=(0,), outputs=(0,))
 def _eigh_vectors_grad(c, g):
     """``V (F ∘ Vᵀg) Vᵀ``, symmetrized, ``F`` the inverse eigenvalue gaps (distinct
     eigenvalues assumed, as every eigenvector gradient must)."""
     v = c.outputs[0]
     f = _inverse_gaps(eigvalsh(c.inputs[0]))
-    ga = F.matmul(F.matmul(v, F.mul(f, F.matmul(_mT(v), g))), _mT(v))
-    return (F.mul(F.add(ga, _mT(ga)), 0.5),)
+    ga = F.matmul(F.matmul(v, F.mul(f, F.matmul(_mH(v), g))), _mH(v))
+    return (F.mul(F.add(ga, _mH(ga)), 0.5),)
 
 
 def _row(s: Any) -> Any:
@@ -250,25 +271,33 @@ def _row(s: Any) -> Any:
 @_backward(svd_u, inputs=(0,), outputs=(0,))
 def _svd_u_grad(c, g):
     """The ``dU`` part of the reduced SVD gradient (distinct nonzero singular values):
-    ``U (F ∘ (UᵀdU - dUᵀU)) S Vᵀ + (I - UUᵀ) dU S⁻¹ Vᵀ``."""
+    ``U (F ∘ (UᴴdU - dUᴴU)) S Vᴴ + (I - UUᴴ) dU S⁻¹ Vᴴ``; for complex ``U`` plus
+    ``U (i Im diag(UᴴdU) / 2S) Vᴴ`` (with V's half: the phases' term of a loss that does
+    not depend on the singular vectors' phases, as PyTorch assumes)."""
     u = c.outputs[0]
     _, s, vh = _reduced_svd(c.inputs[0])
-    ug = F.matmul(_mT(u), g)
-    inner = F.mul(F.mul(_inverse_gaps(F.mul(s, s)), F.sub(ug, _mT(ug))), _row(s))
+    ug = F.matmul(_mH(u), g)
+    inner = F.mul(F.mul(_inverse_gaps(F.mul(s, s)), F.sub(ug, _mH(ug))), _row(s))
+    phase = _imag_diagonal(ug)  # complex: half of the phases' term, V's rule the rest
+    if phase is not None:
+        inner = F.add(inner, F.div(phase, F.mul(_row(s), 2.0)))
     rest = F.div(F.sub(g, F.matmul(u, ug)), _row(s))
     return (F.matmul(F.add(F.matmul(u, inner), rest), vh),)
 
 
 @_backward(svd_vh, inputs=(0,), outputs=(0,))
 def _svd_vh_grad(c, g):
-    """The ``dVh`` part: ``U S (F ∘ (VᵀdV - dVᵀV)) Vᵀ + U S⁻¹ dVᵀ (I - VVᵀ)`` with
-    ``V = Vhᵀ``, ``dV = dVhᵀ``."""
+    """The ``dVh`` part: ``U S (F ∘ (VᴴdV - dVᴴV)) Vᴴ + U S⁻¹ dVᴴ (I - VVᴴ)`` with
+    ``V = Vhᴴ``, ``dV = dVhᴴ``; for complex ``V`` minus ``U (i Im diag(VᴴdV) / 2S) Vᴴ``."""
     vh = c.outputs[0]
     u, s, _ = _reduced_svd(c.inputs[0])
-    vg = F.matmul(vh, _mT(g))  # Vᵀ dV
+    vg = F.matmul(vh, _mH(g))  # Vᴴ dV
     col = F.reshape(s, tuple(s.shape) + (1,))
-    inner = F.mul(col, F.mul(_inverse_gaps(F.mul(s, s)), F.sub(vg, _mT(vg))))
-    rest = F.div(F.sub(g, F.matmul(_mT(vg), vh)), col)  # S⁻¹ dVᵀ (I - V Vᵀ)
+    inner = F.mul(col, F.mul(_inverse_gaps(F.mul(s, s)), F.sub(vg, _mH(vg))))
+    phase = _imag_diagonal(vg)
+    if phase is not None:
+        inner = F.sub(inner, F.div(phase, F.mul(col, 2.0)))
+    rest = F.div(F.sub(g, F.matmul(_mH(vg), vh)), col)  # S⁻¹ dVᴴ (I - V Vᴴ)
     return (F.matmul(u, F.add(F.matmul(inner, vh), rest)),)
 
 
@@ -278,28 +307,29 @@ def _tril_strict(x: Any) -> Any:
 
 
 def _solve_rt(x: Any, r: Any) -> Any:
-    """``x R⁻ᵀ``."""
-    return F.matmul(x, _mT(inv(r)))
+    """``x R⁻ᴴ``."""
+    return F.matmul(x, _mH(inv(r)))
 
 
 @_backward(qr_q, inputs=(0,), outputs=(0,))
 def _qr_q_grad(c, g):
     """The ``dQ`` part of the reduced QR gradient (rows >= columns):
-    ``Q tril(QᵀdQ - dQᵀQ, -1) R⁻ᵀ + (dQ - Q QᵀdQ) R⁻ᵀ``."""
+    ``Q (tril(QᴴdQ - dQᴴQ, -1) + i Im diag(QᴴdQ)) R⁻ᴴ + (dQ - Q QᴴdQ) R⁻ᴴ`` (the
+    imaginary diagonal only for complex ``Q``)."""
     q = c.outputs[0]
     r = qr_r(c.inputs[0])
-    qdq = F.matmul(_mT(q), g)
-    low = _tril_strict(F.sub(qdq, _mT(qdq)))
+    qdq = F.matmul(_mH(q), g)
+    low = _with_imag_diagonal(_tril_strict(F.sub(qdq, _mH(qdq))), qdq, 1.0)
     return (F.add(F.matmul(q, _solve_rt(low, r)), _solve_rt(F.sub(g, F.matmul(q, qdq)), r)),)
 
 
 @_backward(qr_r, inputs=(0,), outputs=(0,))
 def _qr_r_grad(c, g):
-    """The ``dR`` part: ``Q (dR + tril(R dRᵀ - dR Rᵀ, -1) R⁻ᵀ)``."""
+    """The ``dR`` part: ``Q (dR + (tril(R dRᴴ - dR Rᴴ, -1) - i Im diag(dR Rᴴ)) R⁻ᴴ)``."""
     r = c.outputs[0]
     q = qr_q(c.inputs[0])
-    rdr = F.matmul(r, _mT(g))
-    low = _tril_strict(F.sub(rdr, _mT(rdr)))
+    rdr = F.matmul(r, _mH(g))
+    low = _with_imag_diagonal(_tril_strict(F.sub(rdr, _mH(rdr))), _mH(rdr), -1.0)
     return (F.matmul(q, F.add(g, _solve_rt(low, r))),)
 
 

@@ -99,6 +99,7 @@ argmin = Op("argmin", _infer_arg("argmin"), differentiable=False)
 # -- backward rules -------------------------------------------------------------------
 from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
+from .backward import conj as _cj  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
 from .backward import unreduce as _unreduce  # noqa: E402
 
@@ -114,7 +115,7 @@ def _sum_grad(c, g):
 
 @_backward(prod, inputs=(0,), outputs=(0,))
 def _prod_grad(c, g):  # g * y / x where x != 0; the product of the others where x == 0
-    x, y = c.inputs[0], c.outputs[0]
+    x, y = _cj(c.inputs[0]), _cj(c.outputs[0])  # complex: g * conj(dy/dx), as PyTorch
     axes, keep = c.attrs["axis"], c.attrs["keepdims"]
     shape = c.in_meta[0][0]
     zero = _F.equal(x, 0)
@@ -141,8 +142,9 @@ def _reverse_cumsum(g, a):
 def _cumprod_grad(c, g):
     """Exact with zeros: where ``x != 0`` the gradient is the reversed running sum of
     ``g * y`` over ``x``; at the first zero of a line it is that of ``g * y'``, ``y'`` the
-    running product with that zero replaced by 1; later zeros get 0."""
-    x, y, a = c.inputs[0], c.outputs[0], c.attrs["axis"]
+    running product with that zero replaced by 1; later zeros get 0. Complex: on the
+    conjugates (``g * conj(dy/dx)``, PyTorch's convention)."""
+    x, y, a = _cj(c.inputs[0]), _cj(c.outputs[0]), c.attrs["axis"]
     zero = _F.equal(x, 0)
     first = _F.logical_and(zero, _F.equal(cumulative_sum(zero, axis=a), 1))
     nonzero = _F.where(zero, 1.0, x)

@@ -211,6 +211,13 @@ _TWO_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
+def _abs_grad(x, y, g):  # sign(x); for complex x/|x| spelled out, so it differentiates again
+    if np.dtype(x.dtype).kind != "c":
+        return g * F.sign(x)
+    tiny = float(np.finfo(np.dtype(x.dtype)).tiny)
+    return g * (x / F.maximum(F.abs(x), tiny))
+
+
 def _gelu_grad(x, y, g):  # Phi(x) + x phi(x)
     cdf = (F.erf(x * SQRT1_2) + 1.0) * 0.5
     return g * (cdf + x * F.exp(x * x * -0.5) * _INV_SQRT_2PI)
@@ -346,7 +353,7 @@ ROWS: tuple[Ufunc, ...] = (
     # -- one operand ------------------------------------------------------------------
     row("neg", 1, "numeric", grad="-g", xp="negative", c="-x", cc="-x", onnx="Neg",
         api=("negative",), hints=_VEC),
-    row("abs", 1, "any", grad="g * F.sign(x)", xp="absolute",
+    row("abs", 1, "any", grad=_abs_grad, xp="absolute",
         c=_by_kind("x", "(x < 0 ? -x : x)", "fabs(x)"), cc="c_abs(x)", onnx="Abs",
         hints=Hints(cuda_vector=True, pairs=("complex64", "complex128"))),
     row("sign", 1, "numeric", xp="sign", onnx="Sign", cc="c_sign(x)",

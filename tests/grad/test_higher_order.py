@@ -1,12 +1,14 @@
 """Higher-order gradients: ``grad.grad`` (``create_graph``, ``allow_unused``, static and
-define-by-run), ``backward(create_graph=True)``, every op's double backward
-(``gradgradcheck`` in float64, and torch's second derivatives), the functional helpers
-and the PythonFunction rule (``GraphError``, never a silent zero)."""
+define-by-run), ``backward(create_graph=True)``, the functional helpers, a static graph of
+a gradient and the PythonFunction rule (``GraphError``, never a silent zero). Every op's
+double backward (``gradgradcheck`` and torch's second derivatives) is in
+``test_gradgrad_*.py``, one module per op family."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from double_backward import vals
 
 import nnarray as nna
 import nnarray.functions as F
@@ -18,263 +20,11 @@ _RNG = np.random.default_rng(7)
 
 
 def _vals(shape, dom="any"):
-    r = _RNG.standard_normal(shape)
-    if dom == "pos":
-        return 0.5 + np.abs(r)
-    if dom == "unit":
-        return np.tanh(r) * 0.8
-    if dom == "gt1":
-        return 1.2 + np.abs(r)
-    if dom == "away":  # away from kinks at 0 (relu, abs, max ...)
-        return np.sign(r) * (0.3 + np.abs(r))
-    if dom == "spd":  # symmetric positive definite, well conditioned
-        return r @ r.T + r.shape[0] * np.eye(r.shape[0])
-    if dom == "cplx":
-        return r + 1j * _RNG.standard_normal(shape)
-    return r
+    return vals(_RNG, shape, dom)
 
 
 def _var(shape, dom="any", need_grad=True):
     return Variable.from_numpy_array(_vals(shape, dom), need_grad=need_grad)
-
-
-_IDX = np.array([2, 0, 1, 2])
-_LABELS = np.array([[1], [0], [3]])
-
-#: name -> (function of Variables, [(shape, domain)]): every differentiable op, on
-#: small float64 inputs away from its kinks.
-CASES: dict = {
-    # elementwise rows
-    **{n: (getattr(F, n), [((2, 3), "any")]) for n in (
-        "sin", "cos", "tanh", "sigmoid", "exp", "expm1", "neg", "square", "erf", "erfc",
-        "sinh", "cosh", "atan", "asinh", "gelu", "gelu_tanh", "positive")},
-    **{n: (getattr(F, n), [((2, 3), "pos")]) for n in ("log", "log1p", "log2", "log10", "sqrt")},
-    **{n: (getattr(F, n), [((2, 3), "unit")]) for n in ("asin", "acos", "atanh", "tan")},
-    "acosh": (F.acosh, [((2, 3), "gt1")]),
-    **{n: (getattr(F, n), [((2, 3), "away")]) for n in ("abs", "relu")},
-    "leaky_relu": (lambda x: F.leaky_relu(x, 0.2), [((2, 3), "away")]),
-    "clip": (lambda x: F.clip(x, -0.5, 0.5) * x, [((2, 3), "away")]),
-    "round_floor": (lambda x: F.round(x) * x + F.floor(x) * x + F.ceil(x) + F.trunc(x) * x,
-                    [((2, 3), "any")]),
-    **{n: (getattr(F, n), [((2, 3), "any"), ((2, 3), "any")]) for n in (
-        "add", "sub", "mul", "logaddexp", "atan2", "hypot")},
-    "div": (F.div, [((2, 3), "any"), ((2, 3), "pos")]),
-    "pow": (F.pow, [((2, 3), "pos"), ((2, 3), "any")]),
-    "pow_scalar": (lambda x: F.pow(x, 3.0), [((2, 3), "any")]),
-    "rpow": (lambda x: F.pow(2.0, x), [((2, 3), "any")]),
-    "mul_self": (lambda x: x * x, [((2, 3), "any")]),
-    "broadcast_mul": (F.mul, [((2, 3), "any"), ((3,), "any")]),
-    "maximum": (F.maximum, [((2, 3), "away"), ((2, 3), "any")]),
-    "minimum": (F.minimum, [((2, 3), "away"), ((2, 3), "any")]),
-    "remainder": (lambda a: F.remainder(a, 0.7) * a, [((2, 3), "pos")]),
-    "copysign": (lambda a, b: F.copysign(a, b) * a, [((2, 3), "any"), ((2, 3), "away")]),
-    "where": (lambda a, b: F.where(F.greater(a, 0.0), a * b, F.sin(b)),
-              [((2, 3), "away"), ((2, 3), "any")]),
-    "cast": (lambda x: F.real(F.cast(x, np.complex128) ** 2) * x, [((2, 3), "any")]),
-    # reductions
-    "sum": (lambda x: F.sum(x * x, axis=1), [((2, 3), "any")]),
-    "mean": (lambda x: F.mean(F.sin(x), axis=0, keepdims=True), [((2, 3), "any")]),
-    "max": (lambda x: F.max(x, axis=1) * F.max(x), [((2, 3), "any")]),
-    "min": (lambda x: F.min(x, axis=0) ** 2, [((2, 3), "any")]),
-    "prod": (lambda x: F.prod(x, axis=1), [((2, 3), "pos")]),
-    "cumsum": (lambda x: F.cumulative_sum(x * x, axis=1), [((2, 3), "any")]),
-    "cumprod": (lambda x: F.cumulative_prod(x, axis=1), [((2, 3), "pos")]),
-    # products
-    "matmul": (F.matmul, [((2, 3), "any"), ((3, 4), "any")]),
-    "matmul_batched": (F.matmul, [((2, 2, 3), "any"), ((3, 2), "any")]),
-    "affine": (lambda x, w, b: F.tanh(F.affine(x, w, b)), [((2, 3), "any"), ((3, 4), "any"),
-                                                           ((4,), "any")]),
-    # shape ops
-    "reshape": (lambda x: F.reshape(x, (3, 2)) ** 2, [((2, 3), "any")]),
-    "transpose": (lambda x: F.transpose(x, (1, 0)) * F.transpose(x, (1, 0)), [((2, 3), "any")]),
-    "broadcast_to": (lambda x: F.broadcast_to(x, (2, 3)) ** 3, [((1, 3), "any")]),
-    "concatenate": (lambda a, b: F.concatenate([a * b, a], axis=1), [((2, 3), "any"),
-                                                                   ((2, 3), "any")]),
-    "stack": (lambda a, b: F.stack([a * a, b], axis=0), [((2, 3), "any"), ((2, 3), "any")]),
-    "slice": (lambda x: F.slice(x, (0, 1), (2, 3)) ** 2, [((2, 3), "any")]),
-    "getitem": (lambda x: x[::-1, 1:] ** 3, [((3, 3), "any")]),
-    "split": (lambda x: F.split(x * x, 3, axis=1)[1] * x[:, :1], [((2, 3), "any")]),
-    # indexing and scatter
-    "take": (lambda x: F.take(x, nna.asarray(_IDX), axis=0) ** 2, [((3, 2), "any")]),
-    "fancy_index": (lambda x: F.sin(x[nna.asarray(_IDX)]), [((3, 2), "any")]),
-    "embedding": (lambda w: F.embedding(nna.asarray(_IDX.reshape(2, 2)), w) ** 2,
-                  [((3, 2), "any")]),
-    # softmax and losses
-    "softmax": (lambda x: F.softmax(x), [((2, 4), "any")]),
-    "log_softmax": (lambda x: F.log_softmax(x), [((2, 4), "any")]),
-    "softmax_cross_entropy": (lambda x: F.softmax_cross_entropy(x, nna.asarray(_LABELS)),
-                              [((3, 4), "any")]),
-    "mean_squared_error": (lambda a, b: F.mean_squared_error(a * a, b), [((2, 3), "any"),
-                                                                       ((2, 3), "any")]),
-    # convolution and pooling
-    "conv2d": (lambda x, w, b: F.conv2d(x, w, b, pad=1), [((1, 2, 4, 4), "any"),
-                                                          ((2, 2, 3, 3), "any"), ((2,), "any")]),
-    "conv2d_stride": (lambda x, w: F.conv2d(x * x, w, stride=2), [((1, 1, 5, 5), "any"),
-                                                                 ((2, 1, 3, 3), "any")]),
-    "conv2d_groups_dilation": (lambda x, w: F.conv2d(x * x, w, pad=1, dilation=2, groups=2),
-                               [((1, 2, 5, 5), "any"), ((4, 1, 2, 2), "any")]),
-    "max_pooling": (lambda x: F.max_pooling(x * x, (2, 2)), [((1, 1, 4, 4), "any")]),
-    "max_pooling_overlap": (lambda x: F.max_pooling(x * x, (3, 3), stride=1, pad=1),
-                            [((1, 1, 4, 4), "any")]),
-    "batch_normalization_eval": (
-        lambda x, g, b: F.batch_normalization(x, g, b, nna.full((1, 3, 1), 0.1, dtype=np.float64),
-                                              nna.full((1, 3, 1), 2.0, dtype=np.float64),
-                                              axes=(1,), training=False) ** 2,
-        [((4, 3, 2), "any"), ((1, 3, 1), "pos"), ((1, 3, 1), "any")]),
-    "average_pooling": (lambda x: F.average_pooling(x * x, (2, 2)), [((1, 1, 4, 4), "any")]),
-    "im2col_col2im": (lambda x: F.col2im(F.im2col(x, (2, 2)) ** 2, (1, 3, 3), (2, 2)),
-                      [((1, 1, 3, 3), "any")]),
-    # normalization
-    "batch_normalization": (
-        lambda x, g, b: F.batch_normalization(x, g, b, nna.zeros((1, 3, 1), dtype=np.float64),
-                                              nna.ones((1, 3, 1), dtype=np.float64),
-                                              axes=(1,), training=True),
-        [((4, 3, 2), "any"), ((1, 3, 1), "pos"), ((1, 3, 1), "any")]),
-    "layer_norm": (lambda x, w, b: F.layer_norm(x, (3,), w, b), [((2, 3), "any"),
-                                                                 ((3,), "pos"), ((3,), "any")]),
-    # attention
-    "attention": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
-                  [((1, 3, 2), "any"), ((1, 4, 2), "any"), ((1, 4, 2), "any")]),
-    "attention_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                         [((1, 3, 2), "any"), ((1, 3, 2), "any"), ((1, 3, 2), "any")]),
-    # complex
-    "complex": (lambda a, b: F.complex_abs(F.make_complex(a, b) * F.make_complex(b, a)),
-                [((2, 3), "any"), ((2, 3), "away")]),
-    "complex_parts": (lambda z: F.real(z * z) + F.imag(F.conj(z) * z * z) + F.angle(z),
-                      [((2, 3), "cplx")]),
-    "complex_exp": (lambda z: F.exp(z) * F.sin(z), [((2, 3), "cplx")]),
-    # linear algebra, sorting, dropout
-    "det": (nna.linalg.det, [((3, 3), "spd")]),
-    "inv": (nna.linalg.inv, [((3, 3), "spd")]),
-    "slogdet": (lambda a: nna.linalg.slogdet(a)[1], [((3, 3), "spd")]),
-    "solve": (nna.linalg.solve, [((3, 3), "spd"), ((3, 2), "any")]),
-    "cholesky": (lambda a: nna.linalg.cholesky((a + F.transpose(a, (1, 0))) * 0.5),
-                 [((3, 3), "spd")]),
-    "eigvalsh": (lambda a: nna.linalg.eigvalsh((a + F.transpose(a, (1, 0))) * 0.5),
-                 [((3, 3), "spd")]),
-    "eigh_values": (lambda a: nna.linalg.eigh((a + F.transpose(a, (1, 0))) * 0.5)[0] ** 2,
-                    [((3, 3), "spd")]),
-    "eigh_vectors": (lambda a: F.abs(nna.linalg.eigh((a + F.transpose(a, (1, 0))) * 0.5)[1]),
-                     [((3, 3), "spd")]),
-    "qr": (lambda a: nna.linalg.qr(a)[0] * 1.0 + nna.linalg.qr(a)[1], [((3, 3), "any")]),
-    "svdvals": (nna.linalg.svdvals, [((3, 2), "any")]),
-    "svd_vectors": (lambda a: F.abs(nna.linalg.svd(a, full_matrices=False)[0]) +
-                    F.abs(F.sum(nna.linalg.svd(a, full_matrices=False)[2])),
-                    [((3, 2), "any")]),
-    "vector_norm": (nna.linalg.vector_norm, [((2, 4), "any")]),
-    "sort": (lambda a: nna.sort(a * a, axis=1), [((2, 4), "any")]),
-    "dropout": (lambda a: F.dropout(a * a, 0.5, seed=3), [((2, 4), "any")]),
-    # fft
-    "fft": (lambda z: nna.fft.fft(z * z), [((2, 4), "cplx")]),
-    "rfft": (lambda x: nna.fft.rfft(x * x), [((2, 6), "any")]),
-    "irfft": (lambda z: nna.fft.irfft(z * z, n=6), [((2, 4), "cplx")]),
-}
-
-
-#: The dense decompositions run on the host on OpenCL (as in ``test_linalg.py``).
-_HOST = {"det", "inv", "slogdet", "solve", "cholesky", "eigvalsh", "eigh_values",
-         "eigh_vectors", "qr",
-         "svdvals", "svd_vectors"}
-
-
-def _params(cases):
-    mark = pytest.mark.allow_fallback("the dense decompositions run on the host on OpenCL")
-    return [pytest.param(c, marks=mark) if c in _HOST else c for c in cases]
-
-
-def _inputs(case):
-    return [_var(s, d) for s, d in CASES[case][1]]
-
-
-@pytest.mark.parametrize("case", _params(sorted(CASES)))
-def test_gradgradcheck(backend, case):
-    fn = CASES[case][0]
-    assert gradgradcheck(fn, _inputs(case), eps=1e-6, atol=1e-5, rtol=1e-4)
-
-
-def _torch_cases(torch):
-    tf = torch.nn.functional
-    idx = torch.tensor(_IDX)
-    return {
-        "sin": torch.sin, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "exp": torch.exp,
-        "log": torch.log, "sqrt": torch.sqrt, "erf": torch.erf, "atan": torch.atan,
-        "gelu": tf.gelu, "gelu_tanh": lambda x: tf.gelu(x, approximate="tanh"),
-        "asin": torch.asin, "acosh": torch.acosh, "tan": torch.tan,
-        "div": torch.div, "pow": torch.pow, "rpow": lambda x: torch.pow(2.0, x),
-        "atan2": torch.atan2, "logaddexp": torch.logaddexp, "hypot": torch.hypot,
-        "mul_self": lambda x: x * x, "broadcast_mul": torch.mul,
-        "sum": lambda x: (x * x).sum(1), "mean": lambda x: torch.sin(x).mean(0, keepdim=True),
-        "prod": lambda x: x.prod(1), "cumprod": lambda x: x.cumprod(1),
-        "max": lambda x: x.max(1).values * x.max(), "min": lambda x: x.min(0).values ** 2,
-        "matmul": torch.matmul, "matmul_batched": torch.matmul,
-        "affine": lambda x, w, b: torch.tanh(x @ w + b),
-        "softmax": lambda x: torch.softmax(x, -1),
-        "log_softmax": lambda x: torch.log_softmax(x, -1),
-        "softmax_cross_entropy": lambda x: tf.cross_entropy(
-            x, torch.tensor(_LABELS[:, 0]), reduction="none"),
-        "mean_squared_error": lambda a, b: ((a * a - b) ** 2).mean(),
-        "layer_norm": lambda x, w, b: tf.layer_norm(x, (3,), w, b),
-        "batch_normalization": lambda x, g, b: tf.batch_norm(
-            x, None, None, g.reshape(3), b.reshape(3), training=True),
-        "conv2d": lambda x, w, b: tf.conv2d(x, w, b, padding=1),
-        "conv2d_stride": lambda x, w: tf.conv2d(x * x, w, stride=2),
-        "max_pooling": lambda x: tf.max_pool2d(x * x, 2),
-        "average_pooling": lambda x: tf.avg_pool2d(x * x, 2),
-        "attention": tf.scaled_dot_product_attention,
-        "attention_causal": lambda q, k, v: tf.scaled_dot_product_attention(
-            q, k, v, is_causal=True),
-        "take": lambda x: x[idx] ** 2, "fancy_index": lambda x: torch.sin(x[idx]),
-        "embedding": lambda w: tf.embedding(idx.reshape(2, 2), w) ** 2,
-        "complex_exp": lambda z: torch.exp(z) * torch.sin(z),
-        "fft": lambda z: torch.fft.fft(z * z),
-        "det": torch.linalg.det, "inv": torch.linalg.inv,
-        "slogdet": lambda a: torch.linalg.slogdet(a)[1], "solve": torch.linalg.solve,
-        "cholesky": lambda a: torch.linalg.cholesky((a + a.T) * 0.5),
-        "eigvalsh": lambda a: torch.linalg.eigvalsh((a + a.T) * 0.5),
-        "svdvals": torch.linalg.svdvals, "vector_norm": torch.linalg.vector_norm,
-    }
-
-
-def _second(fn, xs, u, vs, create):
-    """``d/dx <d fn/dx^T u, v>``: the double backward of ``fn``, in nnarray."""
-    gs = grad.grad(fn(*xs), xs, grad_outputs=u, create_graph=True)
-    s = None
-    for g, v in zip(gs, vs):
-        t = F.sum(F.real(g * v) if g.dtype.kind == "c" else g * v)
-        s = t if s is None else s + t
-    return grad.grad(s, xs, allow_unused=True, create_graph=create)
-
-
-_TORCH_SHARED = (
-    "sin tanh sigmoid exp log sqrt erf atan gelu gelu_tanh asin acosh tan div pow rpow atan2 "
-    "logaddexp hypot mul_self broadcast_mul sum mean prod cumprod max min matmul "
-    "matmul_batched affine softmax log_softmax softmax_cross_entropy mean_squared_error "
-    "layer_norm batch_normalization conv2d conv2d_stride max_pooling average_pooling "
-    "attention attention_causal take fancy_index embedding complex_exp fft det inv slogdet "
-    "solve cholesky eigvalsh svdvals vector_norm").split()
-
-
-@pytest.mark.parametrize("case", _params(_TORCH_SHARED))
-def test_second_derivatives_match_torch(backend, case):
-    torch = pytest.importorskip("torch")
-    tfn = _torch_cases(torch)[case]
-    xs = _inputs(case)
-    with grad.auto_forward():
-        y = CASES[case][0](*xs)
-    u = _vals(y.shape, "cplx" if y.dtype.kind == "c" else "any")
-    vs = [_vals(x.shape, "cplx" if x.dtype.kind == "c" else "any") for x in xs]
-    with grad.auto_forward():
-        hs = _second(CASES[case][0], xs, u, [Variable.from_numpy_array(np.conj(v))
-                                             for v in vs], False)
-    ts = [torch.tensor(x.d, requires_grad=True) for x in xs]
-    tgs = torch.autograd.grad(tfn(*ts), ts, torch.tensor(u), create_graph=True)
-    s = sum((torch.real(g * torch.tensor(v).conj()) if g.is_complex() else g * torch.tensor(v))
-            .sum() for g, v in zip(tgs, vs))
-    ths = torch.autograd.grad(s, ts, allow_unused=True)
-    for x, h, th in zip(xs, hs, ths):
-        got = np.zeros(x.shape) if h is None else h.d
-        want = np.zeros(x.shape) if th is None else th.detach().resolve_conj().numpy()
-        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
 
 
 # -- grad.grad ------------------------------------------------------------------------------
@@ -530,6 +280,75 @@ def test_static_gradient_penalty_compiles_and_stays_flat(backend):
     assert text.count("matmul") >= 4 and "tanh" in text  # forward and its backward, one list
 
 
+
+def _matmul_steps(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.split()[1:2] == ["matmul"])
+
+
+def _check_penalty_against_define_by_run(loss, w1, w2, x):
+    with grad.auto_forward():
+        a, b = (Variable.from_numpy_array(w.d, need_grad=True) for w in (w1, w2))
+        ref = _penalty_graph(a, b, Variable.from_numpy_array(x.d, need_grad=True))
+        ref.backward()
+    np.testing.assert_allclose(loss.d, ref.d, rtol=1e-12)
+    np.testing.assert_allclose(w1.g, a.g, rtol=1e-10)
+    np.testing.assert_allclose(w2.g, b.g, rtol=1e-10)
+
+
+def test_static_gradient_penalty_schedules_show_double_backward(backend, capsys):
+    """The forward schedule holds the critic and its input gradient (5 matmuls: 2 + 2 + 1);
+    the backward schedule differentiates all five, the input gradient's two included (10
+    matmuls: the backward-of-backward steps), fused and recomputed where the backend
+    fuses, and its numbers are define-by-run's."""
+    w1, w2, x = _var((2, 8)), _var((8, 1)), _var((5, 2))
+    with grad.fusion_enabled(True, recompute="all"):
+        loss = _penalty_graph(w1, w2, x)
+        w1.grad.zero()
+        w2.grad.zero()
+        loss.forward()
+        loss.backward()
+        grad.print_schedule(loss)
+        grad.print_schedule(loss, backward=True)
+    fwd, bwd = capsys.readouterr().out.split("backward schedule")
+    assert _matmul_steps(fwd) == 5 and _matmul_steps(bwd) == 10, (fwd, bwd)
+    if backend != "numpy":  # the device backends fuse elementwise steps
+        assert "fuses" in fwd and "fuses" in bwd and "not saved:" in fwd, (fwd, bwd)
+    _check_penalty_against_define_by_run(loss, w1, w2, x)
+
+
+def test_static_gradient_penalty_memory_flat_over_2000_steps(backend):
+    """2000 steps of the static penalty graph on fresh batches: the device pool's bytes in
+    use and its peak, the Python objects alive and the host memory allocated over the last
+    steps do not grow."""
+    import gc
+    import tracemalloc
+    w1, w2, x = _var((2, 8)), _var((8, 1)), _var((5, 2))
+    loss = _penalty_graph(w1, w2, x)
+    batches = [nna.asarray(_vals((5, 2))) for _ in range(4)]
+    for step in range(2000):
+        x.d = batches[step % 4]
+        w1.grad.zero()
+        w2.grad.zero()
+        loss.forward()
+        loss.backward()
+        if step == 100:
+            nna.reset_peak_memory()
+        elif step == 200:
+            mem, objs = nna.memory_stats(), len(gc.get_objects())
+        elif step == 1800:
+            tracemalloc.start()
+        elif step == 1850:
+            base = tracemalloc.get_traced_memory()[0]
+    try:
+        grew = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert nna.memory_stats() == mem
+    assert len(gc.get_objects()) - objs < 100, (objs, len(gc.get_objects()))
+    assert grew < 16 * 1024, grew
+    _check_penalty_against_define_by_run(loss, w1, w2, x)
+
+
 def test_python_function_refused_second_static(backend):
     x = _var((3,))
     (g,) = grad.grad(F.sum(_Cube()(x)), x, create_graph=True)  # static: graph values
@@ -538,3 +357,11 @@ def test_python_function_refused_second_static(backend):
     (h,) = grad.grad(F.sum(g), x)
     with pytest.raises(GraphError, match="_Cube.*not differentiable"):
         h.forward()
+
+
+def test_gradgradcheck_refuses_python_function(backend):
+    """``gradgradcheck`` through a PythonFunction without a differentiable rule meets the
+    GraphError naming it (its second derivative is never taken as zero)."""
+    x = _var((3,))
+    with pytest.raises(GraphError, match="_Cube.*not differentiable"):
+        gradgradcheck(lambda a: _Cube()(a) * a, [x], eps=1e-6, atol=1e-5, rtol=1e-4)
