@@ -17,7 +17,7 @@ from . import (
     registry,
     sorting,
     values,  # noqa: F401
-    xp_functions,
+    xp,
 )
 from .context import (
     Context,
@@ -56,8 +56,8 @@ from .pad import pad
 from .registry import fallback_stats, register_kernel, reset_fallback_stats
 from .sorting import *  # noqa: F403  (the standard's sorting, searching, set functions)
 from .transfers import reset_transfer_stats, strict_transfers, transfer_stats
-from .xp_functions import *  # noqa: E402, F403  (the standard's functions; after ndarray)
-from .xp_functions import full, ones, zeros
+from .xp import *  # noqa: E402, F403  (the standard's functions; after ndarray)
+from .xp import full, ones, zeros
 
 __version__ = "0.1.0"
 
@@ -73,7 +73,7 @@ __all__ = [
     "reset_peak_memory", "reset_transfer_stats", "seed", "set_default_context",
     "set_default_device", "set_default_dtype", "get_default_dtype",
     "strict_transfers", "transfer_stats", "zeros", "upcast_stats", "reset_upcast_stats",
-    *namespace.__all__, *xp_functions.__all__, *sorting.__all__,
+    *namespace.__all__, *xp.__all__, *sorting.__all__,
 ]
 
 

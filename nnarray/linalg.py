@@ -16,11 +16,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import functions as F
-from . import xp_functions as _xf
+from . import xp as _xf
 from .errors import DTypeError, ShapeError
 from .ndarray import NdArray
 from .ops import decomp as _d
-from .xp_functions import matmul, matrix_transpose, tensordot, vecdot
+from .xp import matmul, matrix_transpose, tensordot, vecdot
 
 __all__ = [
     "EighResult", "QRResult", "SVDResult", "SlogdetResult",

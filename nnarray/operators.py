@@ -13,7 +13,7 @@ from . import late
 
 # The layers above (this mixin is part of the array classes): bound at their import.
 F: Any = late.bind(__name__, "F", "nnarray.functions")
-_xp: Any = late.bind(__name__, "_xp", "nnarray.xp_functions")
+_xp: Any = late.bind(__name__, "_xp", "nnarray.xp")
 _values: Any = late.bind(__name__, "_values", "nnarray.values")
 _sorting: Any = late.bind(__name__, "_sorting", "nnarray.sorting")
 _protocol: Any = late.bind(__name__, "_protocol", "nnarray.numpy_protocol")

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import functions as F
 from . import late
-from . import xp_functions as _xp
+from . import xp as _xp
 from .ops import sorting as _ops
 from .ops.common import norm_axis
 

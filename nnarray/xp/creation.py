@@ -15,19 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes as _dtypes
-from . import functions as F
-from . import late
-from .context import as_context, context_scope, creation_context
-from .dlpack import from_dlpack as _from_dlpack
-from .errors import DTypeError
-from .ndarray import NdArray, fill_value, normalize_shape
-from .ndarray import _device as _device_of
-from .ndarray import array as _array
-from .ops import elementwise as _ew
-from .ops import ufuncs as _ufuncs
-from .ops.common import norm_axes
-from .views import c_strides
+from .. import dtypes as _dtypes
+from .. import functions as F
+from ..context import as_context, context_scope, creation_context
+from ..dlpack import from_dlpack as _from_dlpack
+from ..errors import DTypeError
+from ..ndarray import NdArray, fill_value, normalize_shape
+from ..ndarray import _device as _device_of
+from ..ndarray import array as _array
+from ..ops import elementwise as _ew
+from ..ops import ufuncs as _ufuncs
+from ..ops.common import norm_axes
+from ..views import c_strides
 
 #: Python floats and complexes default to ``default_float()``/``default_complex()``
 #: (float32 and complex64 unless ``set_default_dtype`` says otherwise).
@@ -175,7 +174,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
             y = F.cast(y, d if d is not None else obj.dtype)
         return y
     if _on_a_device(obj):  # CuPy, a CUDA torch tensor: np.asarray would refuse or copy
-        from .dlpack import from_dlpack
+        from ..dlpack import from_dlpack
         return asarray(from_dlpack(obj), dtype=dtype, device=device, copy=copy)
     if copy is False and not isinstance(obj, np.ndarray):
         raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} needs a copy")
@@ -489,7 +488,7 @@ def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None,
 def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
     """``x``'s elements at ``indices`` along ``axis`` (negative count from the end); the
     other axes of ``x`` and ``indices`` broadcast. Runs where ``x`` is: one gather."""
-    from .ops.indexing import check_bounds, gather
+    from ..ops.indexing import check_bounds, gather
     _require("take_along_axis", x)
     _require("take_along_axis", indices)
     if x.ndim == 0 or indices.ndim != x.ndim:
@@ -807,7 +806,7 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Any:
 
 
 def result(*xs: Any) -> np.dtype:
-    from .namespace import result_type
+    from ..namespace import result_type
     return result_type(*xs)
 
 
@@ -850,4 +849,4 @@ __all__ = sorted(n for n, v in list(globals().items())
                      "NdArray", "as_context", "fill_value", "normalize_shape", "norm_axes",
                      "result", "late"))
 
-late.provide(__name__)  # bind the lower layers' slots (nnarray.late)
+
