@@ -1,0 +1,42 @@
+"""What the chapters share: the argument check every function makes, the standard's
+``axis`` rule and the wrapper that lets a static graph call a shape-dependent function
+again.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any
+
+from .. import functions as F
+from ..ops.common import norm_axes
+
+
+def _require(op: str, x: Any) -> None:
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        raise TypeError(f"{op}: argument 'x' must be an NdArray or Variable, "
+                        f"got {type(x).__name__}")
+
+
+def _axes(op: str, x: Any, axis: Any) -> Any:
+    """``axis`` as ``None``, an int or a tuple; on a 0-D ``x`` only ``None`` and ``()``
+    (numpy's rule: any axis is out of range there, as past a 1-D array's last)."""
+    if axis is None:
+        return None
+    if isinstance(axis, (tuple, list)):
+        axis = tuple(operator.index(a) for a in axis)
+    else:
+        axis = operator.index(axis)
+    if x.ndim == 0 and axis != ():
+        norm_axes(op, axis, x.shape)  # raises, naming op, axis and shape
+    return axis
+
+
+def _recalled(fn: Any) -> Any:
+    """``fn`` builds its graph from its inputs' shapes (``F.recalled``): binding a static
+    graph to new shapes calls it again."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return F.recalled(fn(*args, **kwargs), fn, args, kwargs)
+    return F.recalls(call)
