@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from .. import functions as F
+from ..ops import surfaces as _surfaces
 from ..ops.common import norm_axes
 
 
@@ -40,3 +42,18 @@ def _recalled(fn: Any) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
         return F.recalled(fn(*args, **kwargs), fn, args, kwargs)
     return F.recalls(call)
+
+
+def declared(chapter: str, forms: dict[str, Callable]) -> dict[str, Callable]:
+    """The functions the op specs declare for ``chapter`` (``ops/surfaces.py``), by the
+    standard's name: ``F``'s function, or the one ``forms[form]`` makes of its declaration
+    (the standard's signature), named after it."""
+    out = {}
+    for name, s in _surfaces.chapter(chapter).items():
+        form = s.xp[1] if s.xp is not None else None
+        fn = s.function if form is None else forms[form](s)
+        if form is not None:
+            fn.__name__ = fn.__qualname__ = name
+            fn.__module__ = f"{__package__}.{chapter}"
+        out[name] = fn
+    return out

@@ -14,7 +14,7 @@ from .. import functions as F
 from ..errors import DTypeError
 from ..ndarray import NdArray
 from ..ops.common import norm_axes
-from ._common import _axes, _recalled, _require
+from ._common import _axes, _recalled, _require, declared
 from .creation import full
 
 _I64 = np.dtype(np.int64)
@@ -71,19 +71,21 @@ def _cumulative(op: str, fn: Any, init: int, x: Any, axis: int | None, dtype: An
     return y
 
 
-def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
-                   include_initial: builtins.bool = False) -> Any:
-    """The running sum along ``axis`` (needed unless ``x`` is 1-D); ``include_initial``
-    prepends the zero."""
-    return _cumulative("cumulative_sum", F.cumulative_sum, 0, x, axis, dtype, include_initial)
+def _cumulative_form(s: Any) -> Any:
+    """The standard's signature of a declared scan (``ops/surfaces.py``) whose
+    ``initial`` value ``include_initial`` prepends."""
+    def scan(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+             include_initial: builtins.bool = False) -> Any:
+        return _cumulative(s.name, s.function, s.params["initial"], x, axis, dtype,
+                           include_initial)
+    scan.__doc__ = (f"{s.function.__doc__} ``include_initial`` prepends "
+                    f"{s.params['initial']}.")
+    return scan
 
 
-def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
-                    include_initial: builtins.bool = False) -> Any:
-    """The running product along ``axis`` (needed unless ``x`` is 1-D);
-    ``include_initial`` prepends the one."""
-    return _cumulative("cumulative_prod", F.cumulative_prod, 1, x, axis, dtype,
-                       include_initial)
+#: The scans the op specs declare for this chapter (``cumulative_sum``, ``cumulative_prod``)
+_DECLARED = declared("statistics", {"cumulative": _cumulative_form})
+globals().update(_DECLARED)
 
 
 def _same(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool) -> Any:
@@ -139,4 +141,4 @@ def std(x: Any, /, *, axis: Any = None, correction: float = 0.0,
     return F.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
 
 
-__all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var"]
+__all__ = [*_DECLARED, "max", "mean", "min", "prod", "std", "sum", "var"]
