@@ -7,7 +7,9 @@ namespace of revision 2023.12. The ``linalg`` and ``fft`` extensions are ``nnarr
 and ``nnarray.fft``.
 
 Every function runs through the registry like its ``F`` counterpart and accepts
-``grad.Variable``s where ``F`` does.
+``grad.Variable``s where ``F`` does. A chapter also offers the functions op specs declare
+for it (``ops/surfaces.py``, read with ``_common.declared``: the statistics chapter's
+scans).
 """
 
 from __future__ import annotations
