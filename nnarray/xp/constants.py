@@ -6,18 +6,9 @@ from __future__ import annotations
 import math
 
 e = math.e
-
-
 inf = math.inf
-
-
 nan = math.nan
-
-
 pi = math.pi
-
-
 newaxis = None
-
 
 __all__ = ["e", "inf", "nan", "newaxis", "pi"]

@@ -25,6 +25,7 @@ _DOUBLES = (np.dtype(np.float64), np.dtype(np.complex128))
 _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
+
 def from_dlpack(x: Any, /, *, device: Any = None, copy: builtins.bool | None = None) -> Any:
     """An NdArray over a DLPack tensor (zero-copy when possible); ``device=`` moves it
     there (``copy=False`` then refuses), ``copy=True`` always copies."""

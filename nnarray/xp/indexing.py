@@ -16,6 +16,7 @@ from ._common import _require
 
 _I64 = np.dtype(np.int64)
 
+
 def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
     """Elements of ``x`` at the 1-D integer ``indices`` along ``axis``."""
     return F.take(x, indices, axis)

@@ -18,6 +18,7 @@ from .statistics import sum
 
 _BOOL = np.dtype(np.bool_)
 
+
 def matmul(x1: Any, x2: Any, /) -> Any:
     return F.matmul(x1, x2)
 

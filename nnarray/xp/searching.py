@@ -21,6 +21,7 @@ from .elementwise import floor_divide, remainder
 _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
+
 def argmax(x: Any, /, *, axis: int | None = None, keepdims: builtins.bool = False) -> Any:
     """The index of the first maximum (int64)."""
     return F.argmax(x, axis, keepdims)

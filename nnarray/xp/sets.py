@@ -19,6 +19,7 @@ from .manipulation import concat
 _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
+
 class UniqueAllResult(NamedTuple):
     values: Any
     indices: Any

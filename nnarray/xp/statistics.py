@@ -19,6 +19,7 @@ from .creation import full
 
 _I64 = np.dtype(np.int64)
 
+
 def _sum_dtype(x: Any) -> np.dtype:
     d = x.dtype
     if d.kind in "bi":

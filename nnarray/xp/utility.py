@@ -16,6 +16,7 @@ from ._common import _axes, _require
 _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
+
 def _count(op: str, x: Any, axis: Any, keepdims: builtins.bool, truth: builtins.bool) -> Any:
     _require(op, x)
     axis = _axes(op, x, axis)
