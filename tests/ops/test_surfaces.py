@@ -4,6 +4,7 @@ and the ONNX exporter offer every declared function, read from its declaration."
 from __future__ import annotations
 
 import inspect
+import pickle
 
 import numpy as np
 import pytest
@@ -27,6 +28,13 @@ def test_f_offers_the_declared_function(name):
     s = DECLARED[name]
     assert getattr(F, name).__wrapped__ is s.function
     assert name in F.__all__ and isinstance(s.op, Op)
+
+
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_fs_declared_function_pickles_as_itself(name):
+    """pickle finds F's wrapper (``name=``) under ``nnarray.functions``, not the spec's."""
+    fn = getattr(F, name)
+    assert pickle.loads(pickle.dumps(fn)) is fn
 
 
 @pytest.mark.parametrize("name", sorted(n for n, s in DECLARED.items() if s.xp))
