@@ -11,13 +11,11 @@ from . import (
     functions,
     late,
     linalg,  # noqa: F401  (the Array API linalg extension)
-    namespace,
     numpy_protocol,  # noqa: F401
     pickling,  # noqa: F401
     registry,
-    sorting,
     values,  # noqa: F401
-    xp_functions,
+    xp,
 )
 from .context import (
     Context,
@@ -46,7 +44,6 @@ from .errors import (
 )
 from .kernel import kernel_stats, reset_kernel_stats
 from .memory import empty_cache, memory_stats, reset_peak_memory
-from .namespace import *  # noqa: F403  (the Array API names; some shadow builtins)
 from .ndarray import NdArray, array
 from .ops.autocast import autocast
 from .ops.random import seed  # noqa: E402
@@ -54,10 +51,9 @@ from .ops.upcast import reset_stats as reset_upcast_stats
 from .ops.upcast import stats as upcast_stats
 from .pad import pad
 from .registry import fallback_stats, register_kernel, reset_fallback_stats
-from .sorting import *  # noqa: F403  (the standard's sorting, searching, set functions)
 from .transfers import reset_transfer_stats, strict_transfers, transfer_stats
-from .xp_functions import *  # noqa: E402, F403  (the standard's functions; after ndarray)
-from .xp_functions import full, ones, zeros
+from .xp import *  # noqa: E402, F403  (the Array API names; some shadow builtins)
+from .xp import full, ones, zeros
 
 __version__ = "0.1.0"
 
@@ -73,7 +69,7 @@ __all__ = [
     "reset_peak_memory", "reset_transfer_stats", "seed", "set_default_context",
     "set_default_device", "set_default_dtype", "get_default_dtype",
     "strict_transfers", "transfer_stats", "zeros", "upcast_stats", "reset_upcast_stats",
-    *namespace.__all__, *xp_functions.__all__, *sorting.__all__,
+    *xp.__all__,
 ]
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import dtypes
 from . import functions as F
-from . import xp_functions as _xp
+from . import xp as _xp
 from .errors import DTypeError, ShapeError
 from .ops.common import require_array
 from .ops.fft import fft_c2c, fft_c2r, fft_r2c

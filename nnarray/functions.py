@@ -33,6 +33,7 @@ from .ops import random as _random
 from .ops import reduction as _red
 from .ops import shape as _shape
 from .ops import softmax as _softmax
+from .ops import surfaces as _surfaces
 from .ops import update as _update
 from .ops.op import GraphValue as _GraphValue
 
@@ -99,17 +100,6 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
 def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Product over ``axis`` (``None``: every axis)."""
     return _red.prod(x, axis=axis, keepdims=keepdims)
-
-
-def cumulative_sum(x: Any, axis: Any = None) -> Any:
-    """Running sum along ``axis`` (optional for 1-D input); integers sum in int64."""
-    return _red.cumulative_sum(x, axis=axis)
-
-
-def cumulative_prod(x: Any, axis: Any = None) -> Any:
-    """Running product along ``axis`` (optional for 1-D input); integers multiply in
-    int64."""
-    return _red.cumulative_prod(x, axis=axis)
 
 
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
@@ -201,6 +191,11 @@ def randn(shape: Any, mu: float = 0.0, sigma: float = 1.0, seed: int | None = No
           dtype: Any = np.float32) -> Any:
     """Normal ``(mu, sigma)`` numbers on the current device."""
     return _random.randn(shape=shape, mu=mu, sigma=sigma, seed=seed, dtype=dtype)
+
+
+# Functions declared beside their op specs (``ops/surfaces.py``): F reads them there.
+_DECLARED = _surfaces.declared()
+globals().update({n: s.function for n, s in _DECLARED.items()})
 
 
 def _takes_name(fn: Any) -> Any:
@@ -295,13 +290,13 @@ recalls(reshape)  # after wrapping: the function a graph's call names
 
 def _picklable() -> None:
     """``pickle`` finds a function by module and name: the table ops' functions are
-    built in ``ops.elementwise`` under the op's name (which names the Op there), so
-    they are named after this module, where they live (a model holding ``F.relu``
-    pickles)."""
+    built in ``ops.elementwise`` under the op's name (which names the Op there), and
+    the declared ones (``ops/surfaces.py``) are wrapped here, so they are named after
+    this module, where they live (a model holding ``F.relu`` pickles)."""
     import sys
     g = globals()
     for n, v in list(g.items()):
-        if n.startswith("_") or not callable(v) or not hasattr(v, "op"):
+        if n.startswith("_") or not callable(v) or not (hasattr(v, "op") or n in _DECLARED):
             continue
         mod = sys.modules.get(getattr(v, "__module__", ""), None)
         if getattr(mod, getattr(v, "__qualname__", ""), None) is not v:

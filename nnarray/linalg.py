@@ -16,11 +16,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import functions as F
-from . import xp_functions as _xf
+from . import xp as _xf
 from .errors import DTypeError, ShapeError
 from .ndarray import NdArray
 from .ops import decomp as _d
-from .xp_functions import matmul, matrix_transpose, tensordot, vecdot
+from .xp import matmul, matrix_transpose, tensordot, vecdot
+from .xp.linalg import _vector_shapes
 
 __all__ = [
     "EighResult", "QRResult", "SVDResult", "SlogdetResult",
@@ -196,7 +197,7 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     """The cross product of 3-vectors along ``axis`` (broadcast over the rest)."""
-    s1, s2 = _xf._vector_shapes("cross", x1, x2, axis)
+    s1, s2 = _vector_shapes("cross", x1, x2, axis)
     a = axis % len(s1)
     if s1[a] != 3 or s2[a] != 3:
         raise ShapeError(f"cross: axis {axis} must have size 3, got {x1.shape} and {x2.shape}")

@@ -26,6 +26,7 @@ from .errors import DTypeError, ShapeError
 from .ndarray import NdArray
 from .numpy_host import HostOnly, _is_array, operands
 from .operators import ArrayOperators
+from .ops import surfaces as _surfaces
 from .ops.common import norm_axis
 from .ops.elementwise import functions as ew_functions
 from .ops.ufuncs import ROWS
@@ -483,8 +484,7 @@ def _functions() -> dict[Callable, Callable]:
         np.hstack: _hstack, np.where: _where, np.clip: _clip, np.reshape: _reshape,
         np.transpose: _transpose, np.swapaxes: _swapaxes, np.expand_dims: _expand_dims,
         np.squeeze: _squeeze, np.ravel: _ravel, np.sort: _sort("sort"),
-        np.argsort: _sort("argsort"), np.cumsum: _scan("cumulative_sum"),
-        np.cumprod: _scan("cumulative_prod"), np.dot: _dot, np.tensordot: _tensordot,
+        np.argsort: _sort("argsort"), np.dot: _dot, np.tensordot: _tensordot,
         np.outer: _outer, np.einsum: _einsum, np.round: _round, np.around: _round,
         np.isclose: isclose, np.allclose: _allclose, np.array_equal: _array_equal,
         np.nonzero: _nonzero, np.take: _take,
@@ -517,6 +517,18 @@ def _functions() -> dict[Callable, Callable]:
         np.linalg.matrix_power: _same(L.matrix_power), np.linalg.norm: _norm,
     })
     t.update(_counterparts.table())
+    t.update(_declared_functions())
     return t
+
+
+#: How numpy's arguments map onto a declared function (``ops/surfaces.py``), by the form
+#: its declaration names (none: numpy's keywords are the function's own).
+_FORMS: dict[str, Callable] = {"scan": lambda s: _scan(s.name)}
+
+
+def _declared_functions() -> dict[Callable, Callable]:
+    """numpy function -> its implementation, for the op specs declaring one."""
+    return {getattr(np, s.numpy[0]): _FORMS[s.numpy[1]](s) if s.numpy[1] else _same(s.function)
+            for s in _surfaces.declared().values() if s.numpy is not None}
 
 late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

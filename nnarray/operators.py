@@ -13,9 +13,8 @@ from . import late
 
 # The layers above (this mixin is part of the array classes): bound at their import.
 F: Any = late.bind(__name__, "F", "nnarray.functions")
-_xp: Any = late.bind(__name__, "_xp", "nnarray.xp_functions")
+_xp: Any = late.bind(__name__, "_xp", "nnarray.xp")
 _values: Any = late.bind(__name__, "_values", "nnarray.values")
-_sorting: Any = late.bind(__name__, "_sorting", "nnarray.sorting")
 _protocol: Any = late.bind(__name__, "_protocol", "nnarray.numpy_protocol")
 
 
@@ -191,7 +190,7 @@ class ArrayOperators:
         x = self
         if axis is None:
             x, axis = F.reshape(x, (-1,)), 0
-        return _sorting.argsort(x, axis=axis)
+        return _xp.argsort(x, axis=axis)
 
     def tolist(self) -> Any:
         """Nested Python lists of the values (an explicit host read, as ``item()``)."""

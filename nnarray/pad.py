@@ -38,7 +38,7 @@ def _side(x: Any, axis: int, width: int, mode: str, before: bool, value: Any) ->
     n = x.shape[axis]
     shape = x.shape[:axis] + (width,) + x.shape[axis + 1:]
     if mode == "constant":
-        from .xp_functions import full
+        from .xp import full
         dev = getattr(x, "device", None)
         return full(shape, operator.index(value) if x.dtype.kind in "biu" else value,
                     x.dtype, device=dev)

@@ -13,15 +13,18 @@ Every write bumps ``version`` (autograd checks it for in-place modification).
 
 A view (``nnarray.views``) holds no copies: its ``_fill`` is a ``views.View`` and every
 access misses the (empty) ``_copies`` and goes to its root's copies there.
+
+Writable host handles (``hand_out``) are registered in ``host_handles``; a copy with
+live handles stays current on the host only (see ``hand_out``).
 """
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
 
+from . import host_handles as _host_handles
 from . import transfers
 from . import views as _views
 from .device import Device
@@ -30,10 +33,8 @@ from .views import View
 _NO_FILL = object()
 _new = object.__new__
 
-#: Live writable host handles (``hand_out``): ``id(array) -> (weakref to the array,
-#: [weakrefs to its handles])``. Empty in the usual case, so the checks below cost one
-#: truth test of this dict.
-_handles: dict[int, tuple] = {}
+#: The live host handles (``host_handles``), read as one truth test where none exist
+_handles = _host_handles.registry
 
 
 class SyncedArray:
@@ -158,19 +159,19 @@ class SyncedArray:
         if self._fill.__class__ is View:
             _views.write(self, dev, x)
             return
-        if _handles and self._live_handles():
+        if _handles and _host_handles.live(self):
             if dev.is_host and self._copies.get(dev) is not None:
                 self._copies[dev][...] = x
                 x = self._copies[dev]
             else:
-                self._revoke()
+                _host_handles.revoke(self)
         self._copies = {dev: x}
         self._stale = None
         self._head = dev
         self._fill = _NO_FILL
         self._version += 1
 
-    # -- host handles (API.md §7: a write through a live handle is never lost) ----------
+    # -- host handles (API.md §7; the registry is host_handles.py) --------------------
     def hand_out(self, host: Device, x: np.ndarray) -> np.ndarray:
         """A writable handle on ``x``, the current copy on ``host`` (``.data``,
         ``Variable.d``, ``np.asarray``, DLPack), tracked while it or any view of it lives:
@@ -186,17 +187,7 @@ class SyncedArray:
         self._fill = _NO_FILL
         if self._head is None:
             self._head = host
-        # views of h keep h (not x) as their base; a dtype the buffer protocol lacks
-        # (bfloat16) is handed out as a view of its bits' handle, which is tracked
-        t = np.asarray(memoryview(x if x.dtype.char != "E" else x.view(np.uint16)))
-        h = t if t.dtype == x.dtype else t.view(x.dtype)
-        k = id(self)
-        e = _handles.get(k)
-        if e is None or e[0]() is not self:
-            fresh = (weakref.ref(self, lambda _, k=k: _handles.pop(k, None)), [])
-            e = _handles.setdefault(k, fresh) if e is None else fresh
-            _handles[k] = e  # (atomic setdefault: threads handing out at once share one)
-        e[1].append(weakref.ref(t, lambda r, k=k: _handle_gone(k, r)))
+        h = _host_handles.track(self, x)
         c = self._copies
         if len(c) > 1:
             stale = self._stale if self._stale is not None else {}
@@ -204,26 +195,6 @@ class SyncedArray:
                 stale[d] = c.pop(d)
             self._stale = stale
         return h
-
-    def _live_handles(self) -> list | None:
-        """The live handles' weakrefs (pruned), else ``None`` (entry dropped)."""
-        e = _handles.get(id(self))
-        if e is None:
-            return None
-        hs = [r for r in e[1] if r() is not None] if e[0]() is self else []
-        if not hs:
-            _handles.pop(id(self), None)
-            return None
-        e[1][:] = hs
-        return hs
-
-    def _revoke(self) -> None:
-        """Make every live handle read-only and forget them."""
-        for r in self._live_handles() or ():
-            h = r()
-            if h is not None:
-                h.flags.writeable = False
-        _handles.pop(id(self), None)
 
     def holds_fill(self, value: Any) -> bool:
         """Whether the array still holds the lazy fill ``value`` (materialized copies of
@@ -309,8 +280,8 @@ class SyncedArray:
         return x
 
     def _become_head(self, dev: Device, x: Any) -> None:
-        if _handles and not dev.is_host and self._live_handles():
-            self._revoke()
+        if _handles and not dev.is_host and _host_handles.live(self):
+            _host_handles.revoke(self)
         copies = self._copies
         if len(copies) > 1 or dev not in copies:
             stale = self._stale
@@ -332,8 +303,8 @@ class SyncedArray:
         if self._fill.__class__ is View:
             _views.fill(self, value)
             return
-        if _handles and self._live_handles():
-            self._revoke()
+        if _handles and _host_handles.live(self):
+            _host_handles.revoke(self)
         if self._copies:
             stale = self._stale if self._stale is not None else {}
             stale.update(self._copies)
@@ -389,7 +360,7 @@ class SyncedArray:
                 transfers.record(src.key, dev.key, nbytes)
             else:
                 x = self._via_host(src, sx, dev, out)
-        if _handles and src.is_host and self._live_handles():
+        if _handles and src.is_host and _host_handles.live(self):
             if self._stale is None:  # the host may be written again: re-sync next time
                 self._stale = {}
             self._stale[dev] = x
@@ -440,14 +411,3 @@ class SyncedArray:
         """Context strings whose copies are current."""
         return [d.key for d in self.current_devices]
 
-
-def _handle_gone(k: int, r: Any) -> None:
-    """A handle died: forget it, and the array's entry with its last handle (so the
-    registry is empty again once temporary handles such as ``p.d.copy()`` are gone)."""
-    e = _handles.get(k)
-    if e is not None:
-        hs = e[1]
-        if r in hs:
-            hs.remove(r)
-        if not hs:
-            _handles.pop(k, None)

@@ -78,7 +78,7 @@ def sort_inplace(x: Any, axis: int | None, order: Any) -> None:
                         "changed in place: use nnarray.sort(v), which is differentiable")
     if order is not None:
         raise TypeError("sort: order= is not supported (no structured dtypes)")
-    from .sorting import sort
+    from .xp import sort
     with context_scope(dispatch_into(x, (x,), "sort")):
         y = sort(F.reshape(x, (-1,)), axis=0) if axis is None else sort(x, axis=axis)
         F.assign(x, F.reshape(y, x.shape))

@@ -57,8 +57,8 @@ def seeds() -> list[str]:
 def _more_seeds(x: Variable, m: Variable, img: Variable, t: Variable) -> list[str]:
     """Seeds over the other ops with attributes: pooling, col2im, casts, sorting,
     losses, axes."""
-    from nnarray import sorting
     from nnarray.ops import sorting as sort_ops
+    from nnarray.xp import sorting
     cols = Variable((1, 8, 25), name="cols")
     lab = Variable((2, 4), dtype=np.int64, name="lab")
     out = [

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..ndarray import NdArray
+from ..ops import surfaces as _surfaces
 from ..ops import ufuncs as _ufuncs
 from .executor import leaves as graph_leaves
 from .executor import topological
@@ -523,6 +524,8 @@ _EXPORT: dict[str, Any] = {
     "im2col": _x_im2col, "col2im": _x_col2im, "conv2d": _x_conv2d,
     "max_pooling": _x_pooling, "average_pooling": _x_pooling,
     "layer_norm": _x_layer_norm, "embedding": _x_embedding,
+    # the translations declared beside the op specs (ops/surfaces.py)
+    **{s.op.name: s.onnx for s in _surfaces.declared().values() if s.onnx is not None},
 }
 
 #: nnarray ops ``export`` translates (the rest raise ``GraphError`` naming the op).

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import DTypeError
 from .common import norm_axes, norm_axis, require_array, require_ordered
 from .op import Op
+from .surfaces import declare
 
 _I64 = np.dtype(np.int64)
 _F64 = np.dtype(np.float64)
@@ -88,8 +89,23 @@ def _infer_cumulative(name: str):
 
 #: Running sum and product along one axis (kernel contract: ``cumulative_sum(x, axis:
 #: int)``, likewise ``cumulative_prod``; the result has ``sum``'s dtype).
-cumulative_sum = Op("cumulative_sum", _infer_cumulative("cumulative_sum"))
-cumulative_prod = Op("cumulative_prod", _infer_cumulative("cumulative_prod"))
+_cumulative_sum = Op("cumulative_sum", _infer_cumulative("cumulative_sum"))
+_cumulative_prod = Op("cumulative_prod", _infer_cumulative("cumulative_prod"))
+
+
+@declare(_cumulative_sum, xp="statistics:cumulative", numpy="cumsum:scan",
+         params={"initial": 0})
+def cumulative_sum(x: Any, axis: Any = None) -> Any:
+    """Running sum along ``axis`` (optional for 1-D input); integers sum in int64."""
+    return _cumulative_sum(x, axis=axis)
+
+
+@declare(_cumulative_prod, xp="statistics:cumulative", numpy="cumprod:scan",
+         params={"initial": 1})
+def cumulative_prod(x: Any, axis: Any = None) -> Any:
+    """Running product along ``axis`` (optional for 1-D input); integers multiply in
+    int64."""
+    return _cumulative_prod(x, axis=axis)
 sum, prod, mean, max, min = (Op(n, _infer_reduce(n))
                              for n in ("sum", "prod", "mean", "max", "min"))
 argmax = Op("argmax", _infer_arg("argmax"), differentiable=False)
@@ -127,7 +143,7 @@ def _prod_grad(c, g):  # g * y / x where x != 0; the product of the others where
     return (_fit(c, 0, g * d),)
 
 
-@_backward(cumulative_sum)
+@_backward(_cumulative_sum)
 def _cumsum_grad(c, g):  # the reversed running sum: total - running + own
     a = c.attrs["axis"]
     return (_fit(c, 0, _reverse_cumsum(g, a)),)
@@ -138,7 +154,7 @@ def _reverse_cumsum(g, a):
     return _F.sum(g, axis=a, keepdims=True) - cumulative_sum(g, axis=a) + g
 
 
-@_backward(cumulative_prod, inputs=(0,), outputs=(0,))
+@_backward(_cumulative_prod, inputs=(0,), outputs=(0,))
 def _cumprod_grad(c, g):
     """Exact with zeros: where ``x != 0`` the gradient is the reversed running sum of
     ``g * y`` over ``x``; at the first zero of a line it is that of ``g * y'``, ``y'`` the

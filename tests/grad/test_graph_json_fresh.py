@@ -84,7 +84,7 @@ def _by_hand() -> list:
     """Graphs over the ops the generic builder cannot call with float (2, 3) inputs,
     and every function call a node keeps."""
     from nnarray import linalg as la
-    from nnarray import xp_functions as xp
+    from nnarray import xp
     from nnarray.fft import fft, irfft, rfft
     from nnarray.ops.indexing import scatter_add
     x, y = _v((2, 3)), _v((2, 3), name="y")

@@ -37,7 +37,7 @@ def test_every_row_has_a_kernel(backend):
 
 
 def test_every_row_is_an_op_a_function_and_a_namespace_name():
-    import nnarray.xp_functions as xp
+    import nnarray.xp as xp
     for r in ROWS:
         assert elementwise.ops[r.name].name == r.name
         assert r.name == "gelu" or getattr(F, r.name).op is elementwise.ops[r.name]

@@ -1,39 +1,21 @@
-"""The Array API standard's dtypes, constants and data-type functions (API.md §7).
-
-``nnarray`` re-exports every public name here, so ``import nnarray as xp`` is a namespace
-of the standard, revision 2023.12. Complex dtypes are not part of this revision of the
-contract. Promotion follows numpy 2 (NEP 50), which is the standard's table wherever the
-standard defines one.
+"""The standard's data type functions: ``astype``, ``can_cast``, ``finfo``, ``iinfo``,
+``isdtype``, ``result_type``.
 """
 
 from __future__ import annotations
 
 import builtins
-import math
 from typing import Any
 
 import numpy as np
 
-from . import discovery as backends
-from . import dtypes as _dtypes
-from .context import Context, as_context, creation_context
-from .errors import DTypeError
-
-__array_api_version__ = "2023.12"
-
-bool = np.dtype(np.bool_)  # noqa: A001  (the standard's name)
-int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
-uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32,
-                                                       np.uint64))
-float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
-complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
-bfloat16 = _dtypes.bfloat16  # an extension (ml_dtypes' numpy dtype), like float16
-
-e = math.e
-inf = math.inf
-nan = math.nan
-pi = math.pi
-newaxis = None
+from .. import dtypes as _dtypes
+from .. import functions as F
+from ..context import as_context
+from ..errors import DTypeError
+from ..ndarray import NdArray
+from ._common import _require
+from .dtypes import bool
 
 #: The standard's dtype kinds -> the dtypes of each.
 _KINDS: dict[str, frozenset] = {
@@ -151,63 +133,17 @@ def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002
     return iinfo_object(d)
 
 
-def _contexts() -> list[Context]:
-    """Every available context: one per device of every usable backend."""
-    out = []
-    for name, descs in backends.available():
-        out += [Context(name, i) for i in range(len(descs))]
-    return out
+def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Any:
+    """``x`` as ``dtype`` (``x`` itself when ``copy=False`` and nothing changes)."""
+    _require("astype", x)
+    d = _dtypes.normalize(dtype, "astype")
+    if device is not None and type(x) is NdArray and as_context(device) != x.device:
+        x = x.to_device(device)
+        if d == x.dtype:
+            return x
+    if not copy and d == x.dtype:
+        return x
+    return F.cast(x, d)
 
 
-class Info:
-    """``nnarray.__array_namespace_info__()``: what this namespace supports, as revision
-    ``api_version`` of the standard defines it (default: ``__array_api_version__``)."""
-
-    def __init__(self, api_version: str | None = None) -> None:
-        self.api_version = api_version or __array_api_version__
-
-    def capabilities(self) -> dict:
-        caps = {"boolean indexing": True, "data-dependent shapes": True}
-        if self.api_version >= "2024.12":  # the key 2024.12 added (None: no limit)
-            caps["max dimensions"] = None
-        return caps
-
-    def default_device(self) -> Context:
-        """Where creation functions make arrays (``set_default_device``)."""
-        return creation_context()
-
-    def default_dtypes(self, *, device: Any = None) -> dict:
-        if device is not None:
-            as_context(device)
-        real, cplx = _dtypes.defaults()
-        return {"real floating": real, "complex floating": cplx, "integral": int64,
-                "indexing": int64}
-
-    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict:
-        if device is not None:
-            as_context(device)
-        ds = [bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,
-              float64, complex64, complex128]  # the standard's dtypes (float16 is a numpy extra)
-        if kind is not None:
-            ds = [d for d in ds if isdtype(d, kind)]
-        return {d.name: d for d in ds}
-
-    def devices(self) -> list[Context]:
-        return _contexts()
-
-
-def __array_namespace_info__(*, api_version: str | None = None) -> Info:
-    """The inspection object of the standard (``capabilities``, ``default_device``,
-    ``default_dtypes``, ``dtypes``, ``devices``) of revision ``api_version`` (an nnarray
-    extension; default ``__array_api_version__``)."""
-    return Info(api_version)
-
-
-__all__ = [
-    "__array_api_version__", "__array_namespace_info__", "bfloat16", "bool", "can_cast",
-    "complex64",
-    "complex128", "e",
-    "finfo", "float16", "float32", "float64", "iinfo", "inf", "int16", "int32", "int64",
-    "int8", "isdtype", "nan", "newaxis", "pi", "result_type", "uint16", "uint32", "uint64",
-    "uint8",
-]
+__all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"]

@@ -1,0 +1,59 @@
+"""What the chapters share: the argument check every function makes, the standard's
+``axis`` rule and the wrapper that lets a static graph call a shape-dependent function
+again.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from .. import functions as F
+from ..ops import surfaces as _surfaces
+from ..ops.common import norm_axes
+
+
+def _require(op: str, x: Any) -> None:
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        raise TypeError(f"{op}: argument 'x' must be an NdArray or Variable, "
+                        f"got {type(x).__name__}")
+
+
+def _axes(op: str, x: Any, axis: Any) -> Any:
+    """``axis`` as ``None``, an int or a tuple; on a 0-D ``x`` only ``None`` and ``()``
+    (numpy's rule: any axis is out of range there, as past a 1-D array's last)."""
+    if axis is None:
+        return None
+    if isinstance(axis, (tuple, list)):
+        axis = tuple(operator.index(a) for a in axis)
+    else:
+        axis = operator.index(axis)
+    if x.ndim == 0 and axis != ():
+        norm_axes(op, axis, x.shape)  # raises, naming op, axis and shape
+    return axis
+
+
+def _recalled(fn: Any) -> Any:
+    """``fn`` builds its graph from its inputs' shapes (``F.recalled``): binding a static
+    graph to new shapes calls it again."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return F.recalled(fn(*args, **kwargs), fn, args, kwargs)
+    return F.recalls(call)
+
+
+def declared(chapter: str, forms: dict[str, Callable]) -> dict[str, Callable]:
+    """The functions the op specs declare for ``chapter`` (``ops/surfaces.py``), by the
+    standard's name: ``F``'s function, or the one ``forms[form]`` makes of its declaration
+    (the standard's signature), named after it."""
+    out = {}
+    for name, s in _surfaces.chapter(chapter).items():
+        form = s.xp[1] if s.xp is not None else None
+        fn = s.function if form is None else forms[form](s)
+        if form is not None:
+            fn.__name__ = fn.__qualname__ = name
+            fn.__module__ = f"{__package__}.{chapter}"
+        out[name] = fn
+    return out

@@ -1,0 +1,145 @@
+"""The standard's statistical functions: sums, products and their running forms (integers
+sum in int64), ``max``/``min``, ``mean``, ``var``/``std``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from .. import functions as F
+from ..errors import DTypeError
+from ..ndarray import NdArray
+from ..ops.common import norm_axes
+from ._common import _axes, _recalled, _require, declared
+from .creation import full
+
+_I64 = np.dtype(np.int64)
+
+
+def _sum_dtype(x: Any) -> np.dtype:
+    d = x.dtype
+    if d.kind in "bi":
+        return _I64
+    if d.kind == "u":
+        return np.dtype(np.uint64)
+    return d
+
+
+def _reduce(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool, dtype: Any) -> Any:
+    _require(op, x)
+    axis = _axes(op, x, axis)
+    want = _sum_dtype(x) if dtype is None else _dtypes.normalize(dtype, op)
+    if axis == () or x.ndim == 0:
+        return F.cast(x, want)
+    if dtype is not None and want != x.dtype:
+        x = F.cast(x, want)
+    y = fn(x, axis, keepdims)
+    return y if y.dtype == want else F.cast(y, want)
+
+
+def sum(x: Any, /, *, axis: Any = None, dtype: Any = None,
+        keepdims: builtins.bool = False) -> Any:
+    """The sum over ``axis`` (an int, a tuple or ``None``); integers sum in int64
+    (unsigned in uint64) unless ``dtype`` says otherwise."""
+    return _reduce("sum", F.sum, x, axis, keepdims, dtype)
+
+
+def prod(x: Any, /, *, axis: Any = None, dtype: Any = None,
+         keepdims: builtins.bool = False) -> Any:
+    """The product over ``axis``."""
+    return _reduce("prod", F.prod, x, axis, keepdims, dtype)
+
+
+def _cumulative(op: str, fn: Any, init: int, x: Any, axis: int | None, dtype: Any,
+                include_initial: builtins.bool) -> Any:
+    _require(op, x)
+    if dtype is not None:
+        d = _dtypes.normalize(dtype, op)
+        if d != x.dtype:
+            x = F.cast(x, d)
+    y = fn(x, axis)
+    if dtype is not None and y.dtype != x.dtype:
+        y = F.cast(y, x.dtype)
+    if include_initial:
+        a = (0 if axis is None else axis) % x.ndim
+        z = full(x.shape[:a] + (1,) + x.shape[a + 1:], init, y.dtype,
+                 device=x.device if type(x) is NdArray else None)
+        y = F.concatenate([z, y], a)
+    return y
+
+
+def _cumulative_form(s: Any) -> Any:
+    """The standard's signature of a declared scan (``ops/surfaces.py``) whose
+    ``initial`` value ``include_initial`` prepends."""
+    def scan(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+             include_initial: builtins.bool = False) -> Any:
+        return _cumulative(s.name, s.function, s.params["initial"], x, axis, dtype,
+                           include_initial)
+    scan.__doc__ = (f"{s.function.__doc__} ``include_initial`` prepends "
+                    f"{s.params['initial']}.")
+    return scan
+
+
+#: The scans the op specs declare for this chapter (``cumulative_sum``, ``cumulative_prod``)
+_DECLARED = declared("statistics", {"cumulative": _cumulative_form})
+globals().update(_DECLARED)
+
+
+def _same(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool) -> Any:
+    _require(op, x)
+    axis = _axes(op, x, axis)
+    if axis == ():
+        return F.cast(x, x.dtype)
+    return fn(x, axis, keepdims)
+
+
+def max(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
+    """The maximum over ``axis`` (NaN propagates)."""
+    return _same("max", F.max, x, axis, keepdims)
+
+
+def min(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
+    """The minimum over ``axis`` (NaN propagates)."""
+    return _same("min", F.min, x, axis, keepdims)
+
+
+def mean(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
+    """The arithmetic mean over ``axis`` (real or complex floating inputs)."""
+    _require("mean", x)
+    if x.dtype not in _dtypes.INEXACT:
+        raise DTypeError(f"mean: argument 'x' must be floating, got {x.dtype} "
+                         f"(shape {x.shape})")
+    return _same("mean", F.mean, x, axis, keepdims)
+
+
+@_recalled
+def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
+        keepdims: builtins.bool = False) -> Any:
+    """The variance over ``axis`` with ``correction`` degrees of freedom removed."""
+    _require("var", x)
+    if not _dtypes.is_floating(x.dtype):
+        raise DTypeError(f"var: argument 'x' must be floating, got {x.dtype} (shape {x.shape})")
+    axes = norm_axes("var", _axes("var", x, axis), x.shape)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    if not axes:
+        return F.mul(x, 0.0) if n - correction > 0 else F.mul(x, float("nan"))
+    c = F.sub(x, F.mean(x, axes, True))
+    s = F.sum(F.square(c), axes, keepdims)
+    dof = n - correction
+    return F.mul(s, (1.0 / dof) if dof > 0 else float("nan"))
+
+
+@_recalled
+def std(x: Any, /, *, axis: Any = None, correction: float = 0.0,
+        keepdims: builtins.bool = False) -> Any:
+    """The standard deviation over ``axis`` (``sqrt(var)``)."""
+    return F.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
+
+
+__all__ = [*_DECLARED, "max", "mean", "min", "prod", "std", "sum", "var"]

@@ -1,0 +1,73 @@
+"""Op declarations (``ops/surfaces.py``): ``F``, the namespace's chapters, numpy's protocol
+and the ONNX exporter offer every declared function, read from its declaration."""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+
+import numpy as np
+import pytest
+from helpers import A, check, sample
+
+import nnarray as nna
+import nnarray.functions as F
+from nnarray import xp
+from nnarray.ops import surfaces
+from nnarray.ops.op import Op
+
+DECLARED = surfaces.declared()
+
+
+def test_the_declared_include_the_scans_and_logsumexp():
+    assert {"cumulative_sum", "cumulative_prod", "logsumexp"} <= set(DECLARED)
+
+
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_f_offers_the_declared_function(name):
+    s = DECLARED[name]
+    assert getattr(F, name).__wrapped__ is s.function
+    assert name in F.__all__ and isinstance(s.op, Op)
+
+
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_fs_declared_function_pickles_as_itself(name):
+    """pickle finds F's wrapper (``name=``) under ``nnarray.functions``, not the spec's."""
+    fn = getattr(F, name)
+    assert pickle.loads(pickle.dumps(fn)) is fn
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in DECLARED.items() if s.xp))
+def test_the_chapter_offers_it_with_the_standards_keywords(name):
+    chapter = getattr(xp, DECLARED[name].xp[0])
+    fn = getattr(chapter, name)
+    assert getattr(nna, name) is fn and name in chapter.__all__ and name in nna.__all__
+    params = list(inspect.signature(fn).parameters.values())
+    assert params[0].kind is inspect.Parameter.POSITIONAL_ONLY
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[1:])
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in DECLARED.items() if s.numpy))
+def test_numpy_dispatches_to_it_on_the_device(backend, name):
+    x = sample((2, 3), np.float32)
+    np_fn = getattr(np, DECLARED[name].numpy[0])
+    got = np_fn(A(x), axis=1)
+    assert isinstance(got, nna.NdArray) and got.device == nna.Context(backend, 0)
+    check(got, np_fn(x, axis=1))
+
+
+def test_onnx_exports_the_declared_translations():
+    pytest.importorskip("onnx")
+    from nnarray.grad import onnx_export
+    want = {s.op.name for s in DECLARED.values() if s.onnx is not None}
+    assert want and want <= onnx_export.EXPORTED_OPS
+
+
+def test_two_functions_under_one_name_are_refused():
+    s = DECLARED["logsumexp"]
+
+    def logsumexp(x):
+        return x
+    with pytest.raises(RuntimeError, match="two functions named 'logsumexp'"):
+        surfaces.declare(s.op)(logsumexp)
+    assert surfaces.declared()["logsumexp"] is s
