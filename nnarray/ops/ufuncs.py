@@ -9,7 +9,7 @@ reads it from here (none keeps a table of its own keyed by these names):
 - ``backends/opencl`` and ``backends/cuda``: the real and complex C expressions, rendered
   by each, and the row's ``Hints`` (which fast kernels take it);
 - ``grad/onnx_export.py``, ``grad/onnx_import.py``: the ONNX op (or composition);
-- ``nnarray.functions`` (``F``), ``nnarray.xp_functions`` (the Array API names) and numpy's
+- ``nnarray.functions`` (``F``), ``nnarray.xp.elementwise`` (the Array API names) and numpy's
   protocol (the numpy function).
 
 Adding a function is one row here plus its tests (``docs/architecture.md``).
