@@ -24,6 +24,7 @@ from .errors import DTypeError
 from .ndarray import NdArray, fill_value, normalize_shape
 from .ndarray import _device as _device_of
 from .ndarray import array as _array
+from .ops import autocast as _autocast
 from .ops import elementwise as _ew
 from .ops import ufuncs as _ufuncs
 from .ops.common import norm_axes
@@ -401,7 +402,8 @@ def _sum_dtype(x: Any) -> np.dtype:
 def _reduce(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool, dtype: Any) -> Any:
     _require(op, x)
     axis = _axes(op, x, axis)
-    want = _sum_dtype(x) if dtype is None else _dtypes.normalize(dtype, op)
+    want = _autocast.result_dtype(op, _sum_dtype(x)) if dtype is None else \
+        _dtypes.normalize(dtype, op)
     if axis == () or x.ndim == 0:
         return F.cast(x, want)
     if dtype is not None and want != x.dtype:
