@@ -574,6 +574,9 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
     _require("var", x)
     if not _dtypes.is_floating(x.dtype):
         raise DTypeError(f"var: argument 'x' must be floating, got {x.dtype} (shape {x.shape})")
+    if x.dtype in _dtypes.LOW:  # in float32, rounded once (not at each of its steps)
+        return F.cast(var(F.cast(x, np.float32), axis=axis, correction=correction,
+                          keepdims=keepdims), x.dtype)
     axes = norm_axes("var", _axes("var", x, axis), x.shape)
     n = 1
     for a in axes:
@@ -589,8 +592,14 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
 @_recalled
 def std(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
-    """The standard deviation over ``axis`` (``sqrt(var)``)."""
-    return F.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
+    """The standard deviation over ``axis`` (``sqrt(var)``; 16-bit: in float32, rounded
+    once)."""
+    _require("std", x)
+    low = x.dtype if x.dtype in _dtypes.LOW else None
+    if low is not None:
+        x = F.cast(x, np.float32)
+    s = F.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
+    return s if low is None else F.cast(s, low)
 
 
 def argmax(x: Any, /, *, axis: int | None = None, keepdims: builtins.bool = False) -> Any:
