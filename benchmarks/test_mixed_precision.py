@@ -29,9 +29,12 @@ def _expr_ref(x: np.ndarray, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return y, dx
 
 
+@pytest.mark.parametrize("mode", ["define-by-run", "static"])
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
 @pytest.mark.benchmark(group=EXPR)
-def test_expression_fwd_bwd(benchmark, backend, dtype):
+def test_expression_fwd_bwd(benchmark, backend, dtype, mode):
+    """``static``: the graph built once and re-run (fused kernels that load and store
+    bfloat16 and compute in float)."""
     grad = require("nnarray.grad", "Variable", "auto_forward")
     d = DTYPES[dtype]
     if d == BF16 and backend.name.startswith("cuda"):
@@ -43,18 +46,27 @@ def test_expression_fwd_bwd(benchmark, backend, dtype):
     x = grad.Variable.from_numpy_array(xn, need_grad=True)
     dy = nna.NdArray.from_numpy_array(dyn)
 
+    def expr():
+        return F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x
+
+    graph = expr() if mode == "static" else None
+
     def step():
         x.grad.zero()
-        with grad.auto_forward():
-            y = F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x
+        if graph is not None:
+            graph.forward()
+            y = graph
+        else:
+            with grad.auto_forward():
+                y = expr()
         y.backward(dy)
         return y, x.grad
 
     y64, dx64 = _expr_ref(xn, dyn)
     tol = 1e-5 if d == np.float32 else 2.0 ** -6  # bfloat16: a few roundings of 2^-8
     check = expect(y64, dx64, rtol=tol, atol=tol)
-    measure(benchmark, backend, step, variant=dtype,
-            baseline=dtype == "float32" and backend.name == "numpy",
+    measure(benchmark, backend, step, variant=f"{dtype} {mode}",
+            baseline=dtype == "float32" and backend.name == "numpy" and mode == "static",
             check=lambda got: check(tuple(host(g).astype(np.float32) for g in got)))
 
 
