@@ -195,3 +195,24 @@ def test_host_matmul_runs_float32_blas_never_numpys_16_bit_loop(low, monkeypatch
     assert seen and all(d == (np.float32, np.float32) for d in seen), seen
     check(got, x @ y, low, np.abs(x) @ np.abs(y))
     check(got2, x @ y, low, np.abs(x) @ np.abs(y))
+
+
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("low", LOWS, ids=LOW_IDS)
+def test_vector_and_matrix_norms(backend, low, axis):
+    a, x = data((200, 300), low)
+    check(nna.linalg.vector_norm(a, axis=axis), np.sqrt((x * x).sum(axis)), low)
+    check(nna.linalg.vector_norm(a, axis=axis, ord=1), np.abs(x).sum(axis), low)
+    check(nna.linalg.vector_norm(a, axis=axis, ord=np.inf), np.abs(x).max(axis), low)
+    if axis is None:
+        check(nna.linalg.matrix_norm(a), np.sqrt((x * x).sum()), low)
+        check(nna.linalg.matrix_norm(a, ord=1), np.abs(x).sum(0).max(), low)
+
+
+@pytest.mark.parametrize("low", LOWS, ids=LOW_IDS)
+def test_count_nonzero(backend, low):
+    a, x = data((50, 60), low)
+    a = a * (a > 0.5)
+    want = (x * (x > 0.5)) != 0
+    np.testing.assert_array_equal(nna.count_nonzero(a, axis=1).numpy(), want.sum(1))
+    assert int(nna.count_nonzero(a).numpy()) == want.sum()
