@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ..dtypes import LOW, promote
+from ..dtypes import promote
 from ..errors import ShapeError
 from ..registry import register_composite
 from .common import pair, require_array, require_float
-from .elementwise import add, cast
+from .elementwise import add
 from .linalg import matmul
 from .op import Op
 from .shape import reshape
@@ -104,15 +102,7 @@ conv2d_op = Op("conv2d", _infer_conv2d)
 
 def _conv2d_compose(x: Any, W: Any, b: Any = None, stride: Any = (1, 1), pad: Any = (0, 0),
                     dilation: Any = (1, 1), groups: int = 1) -> Any:
-    """The composite kernel: ``im2col`` then one (batched) ``matmul`` per group. With a
-    bias and a 16-bit result it runs in float32 and rounds once (the product rounded
-    before the bias was added: up to 2 ulps off)."""
-    low = None if b is None else promote("conv2d", x, W, b)
-    if low is not None and low in LOW:
-        f32 = np.dtype(np.float32)
-        y = _conv2d_compose(cast(x, dtype=f32), cast(W, dtype=f32), cast(b, dtype=f32),
-                            stride, pad, dilation, groups)
-        return cast(y, dtype=low)
+    """The composite kernel: ``im2col`` then one (batched) ``matmul`` per group."""
     n, _, h, w = x.shape
     o, cg, kh, kw = W.shape
     oh = out_size("conv2d", h, kh, stride[0], pad[0], dilation[0], "height")

@@ -17,7 +17,7 @@ from .. import dtypes
 from ..errors import ShapeError
 from . import autocast as _autocast
 from .common import require_array
-from .elementwise import add, cast
+from .elementwise import add
 from .op import Op
 from .shape import reshape
 
@@ -86,17 +86,8 @@ def affine(x: Any, W: Any, b: Any = None) -> Any:
                              f"W {W.shape}")
     if x.ndim != 2:
         x = reshape(x, shape=(n, k))
-    if b is not None and _low_sum(x, W, b):  # 16-bit: the bias added before the rounding
-        f32 = np.dtype(np.float32)
-        y = add(matmul(cast(x, dtype=f32), cast(W, dtype=f32)), cast(b, dtype=f32))
-        return cast(y, dtype=dtypes.promote("affine", x, W, b))
     y = matmul(x, W)
     return y if b is None else add(y, b)
-
-
-def _low_sum(*arrays: Any) -> bool:
-    """Whether the floating result of ``arrays`` is a 16-bit float (float16, bfloat16)."""
-    return dtypes.promote("affine", *arrays) in dtypes.LOW
 
 
 # -- backward rules -------------------------------------------------------------------
