@@ -4,12 +4,13 @@ against float32 computed and rounded once.
 The reference is the op in float64 on the 16-bit inputs (exact there, or nearly), rounded
 once to the 16-bit dtype. The stated bound: a result is within one unit in the last
 place of the 16-bit reference (``ulp``: the float32 accumulation may land on the other
-side of a rounding boundary, nothing more; ``affine`` and the device ``conv2d`` with a
-bias round the product before adding the bias: one ulp of the product more), plus ``2^-18`` of the sum of the terms'
+side of a rounding boundary, nothing more), plus ``2^-18`` of the sum of the terms'
 magnitudes for results that cancel to near zero (float32's accumulation error on
-thousands of terms). A backend that accumulated in 16 bits misses that bound by orders
-of magnitude (a sum of 10^5 bfloat16 values ~N(0, 1) is off by several percent; a sum
-of 10^6 ones stops at 256). Max, min, argmax and argmin are exact.
+thousands of terms). ``affine`` and the device ``conv2d`` with a bias round the product
+before adding the bias: one ulp of the product more. A backend that accumulated in 16
+bits misses the bound by orders of magnitude (a sum of 10^5 bfloat16 values ~N(0, 1) is
+off by several percent; a sum of 10^6 ones stops at 256). Max, min, argmax and argmin
+are exact.
 """
 
 from __future__ import annotations
