@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import discovery as backends
-from . import dtypes, late
+from . import dlpack_bfloat16, dtypes, late
 from .context import get_current_context
 from .device import Device
 from .errors import DTypeError
@@ -58,6 +58,8 @@ def export(a: NdArray, stream: Any = None, max_version: tuple[int, int] | None =
         x = dev.bind(_copy)(x)  # made on dev (inside a CUDA GPU's scope)
     elif dev.is_host:  # the consumer's array keeps a tracked handle alive (host handles)
         x = a.hand_out(dev, x)
+    if a.dtype == dtypes.bfloat16:  # numpy has no DLPack code for it: kDLBfloat by hand
+        return dlpack_bfloat16.export(dev, x, stream, max_version)
     return dev.export_dlpack(x, stream, max_version)
 
 
@@ -76,6 +78,9 @@ def from_dlpack(obj: Any) -> NdArray:
     try:
         x = dev.import_dlpack(obj)
     except (RuntimeError, BufferError) as err:  # numpy: "Unsupported dtype in DLTensor"
+        x = dlpack_bfloat16.import_bits(dev, obj) if dev.is_host else None
+        if x is not None:
+            return NdArray._wrap(x, dev, (tuple(x.shape), dtypes.bfloat16))
         raise DTypeError(f"from_dlpack: argument 'obj' ({type(obj).__name__}, dtype "
                          f"{getattr(obj, 'dtype', '?')}): {err}") from None
     dt = dtypes.normalize(x.dtype, "from_dlpack", "obj")

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import dtypes as _dtypes
 from . import functions as F
 from . import xp as _xf
 from .errors import DTypeError, ShapeError
@@ -216,7 +217,11 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False,
                 ord: Any = 2) -> Any:  # noqa: A002
-    """The ``ord``-norm over ``axis`` (``None``: all; a tuple: those axes together)."""
+    """The ``ord``-norm over ``axis`` (``None``: all; a tuple: those axes together;
+    float16/bfloat16: in float32, rounded once)."""
+    if x.dtype in _dtypes.LOW:
+        return F.cast(vector_norm(F.cast(x, np.float32), axis=axis, keepdims=keepdims,
+                                  ord=ord), x.dtype)
     _float("vector_norm", x)
     if x.dtype.kind == "c":  # the norm of the moduli: real, as the standard says
         x = F.complex_abs(x)
@@ -237,7 +242,9 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False,
 
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:  # noqa: A002
     """A norm of each matrix (last two axes): ``'fro'``, ``±1``, ``±inf`` on the device,
-    ``±2`` and ``'nuc'`` from ``svdvals``."""
+    ``±2`` and ``'nuc'`` from ``svdvals`` (float16/bfloat16: in float32, rounded once)."""
+    if x.dtype in _dtypes.LOW:
+        return F.cast(matrix_norm(F.cast(x, np.float32), keepdims=keepdims, ord=ord), x.dtype)
     _float("matrix_norm", x)
     if x.ndim < 2:
         raise ShapeError(f"matrix_norm: argument 'x' needs at least 2 dimensions, got "

@@ -11,6 +11,8 @@ one): ``python tests/mpi_worker.py MODE [ARGS]``.
 - ``checks``: all-reduces and broadcasts whose arrays (dtype, size, op) differ between the
   ranks, and validation sets of different sizes; every rank must catch each error and the
   ranks stay in step;
+- ``scaler BACKEND``: a loss-scaled data-parallel step where only rank 1's gradient is
+  inf, then a finite one; every rank prints its parameters and scale after each (JSON);
 - ``leave HOW``: rank 1 leaves in the middle of ``Trainer.fit`` with status 0
   (``os._exit``, ``sys.exit`` or ``raise SystemExit``) while rank 0 trains on.
 """
@@ -200,6 +202,38 @@ def leave(how: str) -> None:
     print(f"rank {comm.rank} finished training", flush=True)
 
 
+def scaler(backend: str) -> None:
+    """Step 0: rank 1's input holds an inf, so only its gradients are not finite; step 1
+    is finite everywhere. Rank 0 prints ``scaler {json}`` per rank and step: whether the
+    step ran, the scale after ``update`` and the parameters."""
+    comm = dist.init(backend=backend)
+    with nna.context_scope(comm.ctx):
+        model = nn.Linear(4, 2, rng=np.random.default_rng(comm.rank))
+        solver = solvers.Momentum(0.1, comm=comm)
+        solver.set_parameters(model.parameters())  # rank 0's weights everywhere
+        ls = solvers.LossScaler(init_scale=2.0 ** 10)
+        seen = []
+        x = np.random.default_rng(5 + comm.rank).standard_normal((3, 4)).astype(np.float32)
+        with nna.grad.auto_forward():
+            for step in range(2):
+                xs = x.copy()
+                if step == 0 and comm.rank == 1:
+                    xs[0, 0] = np.inf
+                solver.zero_grad()
+                loss = nna.functions.sum(model(nna.array(xs)) ** 2)
+                ls.scale(loss).backward()
+                t = solver.t
+                ls.step(solver)
+                ls.update()
+                seen.append({"rank": comm.rank, "step": step, "scale": ls.get_scale(),
+                             "params": {k: p.d.tolist() for k, p in
+                                        model.parameters().items()},
+                             "ran": solver.t > t})
+    for records in comm.allgather_obj(seen):  # rank 0 prints them all: no interleaving
+        for d in records if comm.rank == 0 else ():
+            print("scaler " + json.dumps(d), flush=True)
+
+
 def local_check() -> None:
     """Rank 0's arguments fail its own check (``mean`` of int32), rank 1's pass: both
     raise, then both are still in step."""
@@ -254,6 +288,8 @@ if __name__ == "__main__":
         mismatched_collectives()
     elif mode == "leave":
         leave(*args)
+    elif mode == "scaler":
+        scaler(*args)
     elif mode == "local_check":
         local_check()
     elif mode == "loop":

@@ -150,6 +150,17 @@ class Communicator:
         """Wait until every rank gets here."""
         self._host.barrier()
 
+    def any_rank(self, flag: bool) -> bool:
+        """Whether ``flag`` is true on any rank: one all-reduce (max) of one host value,
+        so every rank gets the same answer (the loss scaler's found-inf flag: every rank
+        skips the same step)."""
+        if self.size == 1:
+            return bool(flag)
+        x = np.array([1.0 if flag else 0.0], np.float64)
+        self._host.allreduce(x, "max")
+        self.calls += 1
+        return bool(x[0])
+
     # -- Python objects (small metadata; pickled) ----------------------------------------
     def bcast_obj(self, obj: Any, root: int = 0) -> Any:
         """Rank ``root``'s ``obj`` on every rank."""

@@ -18,6 +18,7 @@ from .. import functions as F
 from .. import late
 from ..context import dispatch_context
 from ..ndarray import NdArray
+from ..ops.autocast import operator
 from ..registry import dispatch
 from . import modes
 from .naming import auto_name
@@ -195,8 +196,9 @@ def _reflected(op: Any) -> Any:
 # ``variable``, so ``variable`` cannot call it at import).
 for _name, _fn in (("add", F.add), ("sub", F.sub), ("mul", F.mul), ("truediv", F.div),
                    ("pow", F.pow), ("floordiv", F.floor_divide), ("mod", F.remainder)):
-    setattr(Variable, f"__{_name}__", _binaries.setdefault(_fn.op, binary(_fn.op)))
-    setattr(Variable, f"__r{_name}__", _reflected(_fn.op))
+    setattr(Variable, f"__{_name}__", operator(_fn.op.name, _binaries.setdefault(
+        _fn.op, binary(_fn.op))))  # operator(): autocast's casts (v ** p runs in float32)
+    setattr(Variable, f"__r{_name}__", operator(_fn.op.name, _reflected(_fn.op)))
 
 
 late.provide(__name__)  # the engine's modules below (nnarray.late)

@@ -132,3 +132,26 @@ def _cast(x: Any, target: np.dtype, rule: str) -> Any:
     if rule == FLOAT32 and d not in _LOW16:
         return x  # float64 stays float64, float32 is already float32
     return cast_op[0](x, dtype=target)
+
+
+def result_dtype(op: str, dtype: np.dtype) -> np.dtype:
+    """The dtype ``op`` gives on inputs of ``dtype`` under the autocast in force: float32
+    for a 16-bit ``dtype`` where ``POLICY`` runs ``op`` in float32, else ``dtype``
+    (``xp.sum``/``xp.prod`` keep their input's dtype outside autocast)."""
+    if ACTIVE[0] and dtype in _LOW16 and POLICY.get(op) == FLOAT32 and _dtype.get():
+        return _F32
+    return dtype
+
+
+def operator(op: str, fn: Callable) -> Callable:
+    """``fn(a, b)``, a Python operator form of ``op`` that bypasses ``Op.__call__`` (a
+    Variable's ``v ** p``, ``p ** v``), with its operands cast as ``POLICY`` says under
+    autocast; ``fn`` itself where ``op`` is not in the table."""
+    if op not in POLICY:
+        return fn
+
+    def run(a: Any, b: Any) -> Any:
+        if ACTIVE[0]:
+            a, b = cast_inputs(op, (a, b))
+        return fn(a, b)
+    return run

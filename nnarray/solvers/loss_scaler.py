@@ -15,6 +15,11 @@ kernel itself), and the step reads one scalar per device.
 With a solver's ``master_dtype`` the gradients of 16-bit parameters are checked where
 they are and unscaled as the solver widens them (in float32: an unscaled float16
 gradient would underflow); they stay scaled in ``.grad``.
+
+With a data-parallel solver (``comm=``) the found-inf flag is agreed across the ranks
+(``Communicator.any_rank``: an all-reduce max) before the step, so an inf on one rank
+makes every rank skip the step and lower its scale: the replicas and their scales stay
+equal (the gradients are all-reduced only inside the step).
 """
 
 from __future__ import annotations
@@ -167,7 +172,8 @@ class LossScaler:
 def _check_and_unscale(solver: Any, inv: float) -> bool:
     """Unscale ``solver``'s gradients by ``inv`` on their devices (those of master-weight
     parameters only checked: the solver unscales them as it widens them) and say whether
-    any element is not finite: one host read per device."""
+    any element is not finite: one host read per device, and with a ``comm`` one
+    all-reduce (max) of the flag, so every rank sees any rank's inf."""
     by_device: dict[Any, tuple[list, list]] = {}
     for name, p in solver.params.items():
         if not p.need_grad:
@@ -184,6 +190,8 @@ def _check_and_unscale(solver: Any, inv: float) -> bool:
             _unscale(plain, inv, flag)
             _unscale(low, 1.0, flag)
             found = found or bool(flag.item())  # the one read of this device
+    if solver.comm is not None:  # data-parallel: every rank skips the same step
+        found = solver.comm.any_rank(found)
     if not found and inv != 1.0:
         solver.grad_factor = inv
     return found

@@ -13,6 +13,7 @@ from .. import dtypes as _dtypes
 from .. import functions as F
 from ..errors import DTypeError
 from ..ndarray import NdArray
+from ..ops import autocast as _autocast
 from ..ops.common import norm_axes
 from ._common import _axes, _recalled, _require, declared
 from .creation import full
@@ -32,7 +33,8 @@ def _sum_dtype(x: Any) -> np.dtype:
 def _reduce(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool, dtype: Any) -> Any:
     _require(op, x)
     axis = _axes(op, x, axis)
-    want = _sum_dtype(x) if dtype is None else _dtypes.normalize(dtype, op)
+    want = _autocast.result_dtype(op, _sum_dtype(x)) if dtype is None else \
+        _dtypes.normalize(dtype, op)
     if axis == () or x.ndim == 0:
         return F.cast(x, want)
     if dtype is not None and want != x.dtype:
@@ -123,6 +125,9 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
     _require("var", x)
     if not _dtypes.is_floating(x.dtype):
         raise DTypeError(f"var: argument 'x' must be floating, got {x.dtype} (shape {x.shape})")
+    if x.dtype in _dtypes.LOW:  # in float32, rounded once (not at each of its steps)
+        return F.cast(var(F.cast(x, np.float32), axis=axis, correction=correction,
+                          keepdims=keepdims), x.dtype)
     axes = norm_axes("var", _axes("var", x, axis), x.shape)
     n = 1
     for a in axes:
@@ -138,8 +143,14 @@ def var(x: Any, /, *, axis: Any = None, correction: float = 0.0,
 @_recalled
 def std(x: Any, /, *, axis: Any = None, correction: float = 0.0,
         keepdims: builtins.bool = False) -> Any:
-    """The standard deviation over ``axis`` (``sqrt(var)``)."""
-    return F.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
+    """The standard deviation over ``axis`` (``sqrt(var)``; 16-bit: in float32, rounded
+    once)."""
+    _require("std", x)
+    low = x.dtype if x.dtype in _dtypes.LOW else None
+    if low is not None:
+        x = F.cast(x, np.float32)
+    s = F.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
+    return s if low is None else F.cast(s, low)
 
 
 __all__ = [*_DECLARED, "max", "mean", "min", "prod", "std", "sum", "var"]

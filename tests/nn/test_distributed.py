@@ -340,6 +340,41 @@ def test_a_local_check_failing_on_one_rank_raises_on_every_rank():
         assert f"rank {r} in step: [3.0, 3.0, 3.0]" in p.stdout, p.stdout
 
 
+@pytest.mark.parametrize("backend", ["numpy", "opencl"])
+def test_loss_scaler_skips_the_same_step_on_every_rank(backend):
+    """Only rank 1's gradient is inf at step 0: with the found-inf flag agreed across
+    the ranks (an all-reduce max) both skip that step and halve their scale, then both
+    take step 1 as one process would on the mean gradient. Before, rank 0 stepped alone,
+    its gradient all-reduce met rank 1's next step's, and the ranks hung in mismatched
+    collectives."""
+    if backend != "numpy":
+        _usable(backend)
+    p, _ = mpirun("scaler", backend)
+    assert p.returncode == 0, p.stdout
+    got = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("scaler "):
+            d = json.loads(line[len("scaler "):])
+            got[d["rank"], d["step"]] = d
+    assert sorted(got) == [(0, 0), (0, 1), (1, 0), (1, 1)], p.stdout
+    w0 = nn.Linear(4, 2, rng=np.random.default_rng(0))  # rank 0's weights, broadcast
+    W0, b0 = w0.W.d, w0.b.d
+    gw, gb = np.zeros_like(W0), np.zeros_like(b0)
+    for r in (0, 1):  # the mean gradient of sum((x W + b)^2) over the ranks' inputs
+        x = np.random.default_rng(5 + r).standard_normal((3, 4)).astype(np.float32)
+        dy = 2 * (x @ W0 + b0)
+        gw += x.T @ dy / 2
+        gb += dy.sum(0) / 2
+    for r in (0, 1):
+        s0, s1 = got[r, 0], got[r, 1]
+        assert not s0["ran"] and s0["scale"] == 2.0 ** 9  # skipped, scale halved
+        np.testing.assert_array_equal(s0["params"]["W"], W0)
+        assert s1["ran"] and s1["scale"] == 2.0 ** 9
+        np.testing.assert_allclose(s1["params"]["W"], W0 - 0.1 * gw, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(s1["params"]["b"], b0 - 0.1 * gb, rtol=1e-5, atol=1e-6)
+    assert got[0, 1]["params"] == got[1, 1]["params"]  # the replicas stay equal
+
+
 @pytest.mark.parametrize("how, said", [
     ("raise", "rank 1 of 2 exited"), ("exit", "rank 1 of 2 exited"),
     ("uneven", "rank 1 of 2 exited"), ("os_exit", "rank 1 of 2 called os._exit(0)")])

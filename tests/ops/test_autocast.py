@@ -24,37 +24,38 @@ def arr(shape, dtype=np.float32, positive=False):
     return nna.array((np.abs(v) + 0.5 if positive else v).astype(dtype))
 
 
-#: One call per POLICY entry: the inputs' dtype given, the op run.
+#: One call per POLICY entry: the maker of the inputs (``arr``: NdArrays, or ``leaf``:
+#: Variables) and their dtype given, the op run through its ``F`` function.
 CALLS = {
-    "matmul": lambda d: F.matmul(arr((3, 4), d), arr((4, 2), d)),
-    "affine": lambda d: F.affine(arr((3, 4), d), arr((4, 2), d), arr((2,), d)),
-    "conv2d": lambda d: F.conv2d(arr((1, 2, 5, 5), d), arr((3, 2, 3, 3), d), arr((3,), d)),
-    "exp": lambda d: F.exp(arr((4,), d)),
-    "expm1": lambda d: F.expm1(arr((4,), d)),
-    "log": lambda d: F.log(arr((4,), d, True)),
-    "log1p": lambda d: F.log1p(arr((4,), d, True)),
-    "log2": lambda d: F.log2(arr((4,), d, True)),
-    "log10": lambda d: F.log10(arr((4,), d, True)),
-    "pow": lambda d: arr((4,), d, True) ** 1.5,
-    "sinh": lambda d: F.sinh(arr((4,), d)),
-    "cosh": lambda d: F.cosh(arr((4,), d)),
-    "tan": lambda d: F.tan(arr((4,), d)),
-    "acos": lambda d: F.acos(arr((4,), d) * 0.1),
-    "asin": lambda d: F.asin(arr((4,), d) * 0.1),
-    "softmax": lambda d: F.softmax(arr((3, 5), d)),
-    "log_softmax": lambda d: F.log_softmax(arr((3, 5), d)),
-    "softmax_cross_entropy": lambda d: F.softmax_cross_entropy(arr((3, 5), d),
+    "matmul": lambda m, d: F.matmul(m((3, 4), d), m((4, 2), d)),
+    "affine": lambda m, d: F.affine(m((3, 4), d), m((4, 2), d), m((2,), d)),
+    "conv2d": lambda m, d: F.conv2d(m((1, 2, 5, 5), d), m((3, 2, 3, 3), d), m((3,), d)),
+    "exp": lambda m, d: F.exp(m((4,), d)),
+    "expm1": lambda m, d: F.expm1(m((4,), d)),
+    "log": lambda m, d: F.log(m((4,), d, True)),
+    "log1p": lambda m, d: F.log1p(m((4,), d, True)),
+    "log2": lambda m, d: F.log2(m((4,), d, True)),
+    "log10": lambda m, d: F.log10(m((4,), d, True)),
+    "pow": lambda m, d: m((4,), d, True) ** 1.5,
+    "sinh": lambda m, d: F.sinh(m((4,), d)),
+    "cosh": lambda m, d: F.cosh(m((4,), d)),
+    "tan": lambda m, d: F.tan(m((4,), d)),
+    "acos": lambda m, d: F.acos(m((4,), d) * 0.1),
+    "asin": lambda m, d: F.asin(m((4,), d) * 0.1),
+    "softmax": lambda m, d: F.softmax(m((3, 5), d)),
+    "log_softmax": lambda m, d: F.log_softmax(m((3, 5), d)),
+    "softmax_cross_entropy": lambda m, d: F.softmax_cross_entropy(m((3, 5), d),
                                                                nna.array(np.array([0, 4, 2]))),
-    "mean_squared_error": lambda d: F.mean_squared_error(arr((3, 5), d), arr((3, 5), d)),
-    "layer_norm": lambda d: F.layer_norm(arr((3, 5), d), (5,)),
-    "batch_normalization": lambda d: F.batch_normalization(
-        arr((4, 3), d), nna.ones((1, 3)), nna.zeros((1, 3)), nna.zeros((1, 3)),
+    "mean_squared_error": lambda m, d: F.mean_squared_error(m((3, 5), d), m((3, 5), d)),
+    "layer_norm": lambda m, d: F.layer_norm(m((3, 5), d), (5,)),
+    "batch_normalization": lambda m, d: F.batch_normalization(
+        m((4, 3), d), nna.ones((1, 3)), nna.zeros((1, 3)), nna.zeros((1, 3)),
         nna.ones((1, 3))),
-    "sum": lambda d: F.sum(arr((3, 5), d), axis=1),
-    "mean": lambda d: F.mean(arr((3, 5), d)),
-    "prod": lambda d: F.prod(arr((3, 5), d), axis=0),
-    "cumulative_sum": lambda d: F.cumulative_sum(arr((3, 5), d), axis=1),
-    "cumulative_prod": lambda d: F.cumulative_prod(arr((3, 5), d), axis=1),
+    "sum": lambda m, d: F.sum(m((3, 5), d), axis=1),
+    "mean": lambda m, d: F.mean(m((3, 5), d)),
+    "prod": lambda m, d: F.prod(m((3, 5), d), axis=0),
+    "cumulative_sum": lambda m, d: F.cumulative_sum(m((3, 5), d), axis=1),
+    "cumulative_prod": lambda m, d: F.cumulative_prod(m((3, 5), d), axis=1),
 }
 
 
@@ -68,10 +69,91 @@ def test_each_op_runs_in_the_table_dtype(backend, op, low):
     rule = POLICY[op]
     given = np.float32 if rule == LOW else low  # inputs the rule must change
     with nna.autocast(dtype=low):
-        out = CALLS[op](given)
+        out = CALLS[op](arr, given)
     assert out.dtype == (low if rule == LOW else np.float32), (op, out.dtype)
     # and outside autocast the same call keeps its inputs' dtype
-    assert CALLS[op](given).dtype == np.dtype(given)
+    assert CALLS[op](arr, given).dtype == np.dtype(given)
+
+
+def leaf(shape, dtype=np.float32, positive=False):
+    """A Variable (``need_grad``) holding what ``arr`` would."""
+    return grad.Variable.from_ndarray(arr(shape, dtype, positive), True)
+
+
+#: The other forms of the table's ops: Python operators, methods and the array-API
+#: namespace's functions, each taking the input maker and dtype as ``CALLS`` does.
+FORMS = {
+    "matmul": [lambda m, d: m((3, 4), d) @ m((4, 2), d),
+               lambda m, d: nna.matmul(m((3, 4), d), m((4, 2), d))],
+    "pow": [lambda m, d: m((4,), d, True) ** 1.5,
+            lambda m, d: 1.5 ** m((4,), d, True),
+            lambda m, d: m((4,), d, True) ** m((4,), d),
+            lambda m, d: nna.pow(m((4,), d, True), 2.0)],
+    "exp": [lambda m, d: nna.exp(m((4,), d))],
+    "log": [lambda m, d: nna.log(m((4,), d, True))],
+    "sum": [lambda m, d: m((3, 5), d).sum(),
+            lambda m, d: m((3, 5), d).sum(axis=0),
+            lambda m, d: nna.sum(m((3, 5), d), axis=1)],
+    "mean": [lambda m, d: m((3, 5), d).mean(),
+             lambda m, d: nna.mean(m((3, 5), d), axis=0)],
+    "prod": [lambda m, d: m((3, 5), d).prod(),
+             lambda m, d: nna.prod(m((3, 5), d), axis=1)],
+    "cumulative_sum": [lambda m, d: nna.cumulative_sum(m((3, 5), d), axis=1)],
+    "cumulative_prod": [lambda m, d: nna.cumulative_prod(m((3, 5), d), axis=1)],
+}
+FORM_CASES = [(op, k) for op in sorted(FORMS) for k in range(len(FORMS[op]))]
+MAKERS = ["ndarray", "variable", "static"]
+
+
+def _run(call, maker, d):
+    """``call`` on NdArrays, on Variables under ``auto_forward`` or on a static graph."""
+    if maker == "ndarray":
+        return call(arr, d)
+    if maker == "variable":
+        with grad.auto_forward():
+            return call(leaf, d)
+    y = call(leaf, d)  # recorded, then run: the recorded dtype is the one computed
+    y.forward()
+    assert y.d.dtype == y.dtype
+    return y
+
+
+def _check_form(call, op, maker, low):
+    rule = POLICY[op]
+    given = np.float32 if rule == LOW else low
+    with nna.autocast(dtype=low):
+        out = _run(call, maker, given)
+    assert out.dtype == (low if rule == LOW else np.float32), (op, maker, out.dtype)
+    assert _run(call, maker, given).dtype == np.dtype(given), (op, maker)
+
+
+@pytest.mark.parametrize("maker", MAKERS[1:])
+@pytest.mark.parametrize("low", [BF, np.dtype(np.float16)], ids=["bfloat16", "float16"])
+@pytest.mark.parametrize("op", sorted(POLICY))
+def test_each_op_runs_in_the_table_dtype_on_variables(backend, op, low, maker):
+    """The whole table again on Variables, define-by-run and static."""
+    _check_form(CALLS[op], op, maker, low)
+
+
+@pytest.mark.parametrize("maker", MAKERS)
+@pytest.mark.parametrize("low", [BF, np.dtype(np.float16)], ids=["bfloat16", "float16"])
+@pytest.mark.parametrize(("op", "k"), FORM_CASES, ids=[f"{o}-{k}" for o, k in FORM_CASES])
+def test_operator_and_method_forms_follow_the_table(backend, op, k, low, maker):
+    """``v ** p``, ``p ** v``, ``a @ b``, ``a.sum()``, ``nna.prod(a)``, ... run where
+    the table says, as the ``F`` calls do (``v ** p`` on a Variable used to stay 16-bit,
+    and ``a.sum()`` cast its float32 sum back to the input's dtype)."""
+    _check_form(FORMS[op][k], op, maker, low)
+
+
+def test_variable_pow_computes_in_float32_and_its_gradient_returns_in_bfloat16(backend):
+    x = leaf((6,), BF, True)
+    with grad.auto_forward(), nna.autocast(dtype=BF):
+        y = x ** 1.5
+        y.backward(nna.ones((6,), np.float32))
+    xf = x.d.astype(np.float32)
+    np.testing.assert_allclose(y.d, xf ** 1.5, rtol=1e-6)  # float32 pow of the bf16 input
+    assert x.grad.dtype == BF
+    np.testing.assert_allclose(x.g.astype(np.float32), 1.5 * xf ** 0.5, rtol=2 ** -7)
 
 
 def test_other_ops_follow_promotion_and_float64_stays(backend):

@@ -415,7 +415,9 @@ def _register_arg(op: str) -> None:
         R = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
         chunk, nchunk = _chunks(nout, R)
         t = cltype(x.dtype)
-        pt = cltype(np.float32) if t.storage == "half" else t  # partial values, plain loads
+        # partial values in plain float loads (the pick kernel reads them as {t}*: a
+        # bfloat16 buffer of ushort read as float* picked garbage)
+        pt = cltype(np.float32) if t.storage == "half" or t.is_bf16 else t
         src = _source(op, len(kept), len(red), t, pt, pt if nchunk > 1 else cltype(_I64),
                       False, nchunk > 1)
         if nchunk == 1:
