@@ -385,6 +385,7 @@ ROWS: tuple[Ufunc, ...] = (
         # e / (1 + e) below 0, 1 / (1 + e) above, e = exp(-|x|): no overflow, each tail to
         # its relative rounding (0.5 tanh(x / 2) + 0.5 lost the left one: 0 or 2^-25)
         c="(x < (T)0 ? exp(-fabs(x)) : (T)1) / ((T)1 + exp(-fabs(x)))",
+        cc="c_div(c_new(1, 0), c_new(1, 0) + c_exp(-x))",
         hints=Hints(cuda_vector=True, cuda_kernel=True)),
     row("sin", 1, "float", grad="g * F.cos(x)", xp="sin", cc="c_sin(x)", onnx="Sin",
         hints=_trig("|im| <= 88")),

@@ -49,6 +49,7 @@ CASES: dict = {
     "complex_rows": (lambda z: F.tanh(z) * F.exp(z) / F.sqrt(z) + F.log(z) ** 2,
                      [((2, 3), "cplx")]),
     "abs_complex": (F.abs, [((2, 3), "cplx")]),
+    "sigmoid_complex": (F.sigmoid, [((2, 3), "cplx")]),
 }
 
 #: Rows known wrong (reported; ``ops/ufuncs.py`` and ``ops/elementwise.py`` belong to the
@@ -78,6 +79,7 @@ TORCH: dict = {
     "cast": lambda t, x: t.real(x.to(t.complex128) ** 2) * x,
     "complex_rows": lambda t, z: t.tanh(z) * t.exp(z) / t.sqrt(z) + t.log(z) ** 2,
     "abs_complex": lambda t, z: t.abs(z),
+    "sigmoid_complex": lambda t, z: t.sigmoid(z),
 }
 
 

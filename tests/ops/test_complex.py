@@ -153,6 +153,19 @@ def test_elementwise_relative_accuracy(backend, name, dtype):
     assert err.max() < (2e-6 if dtype == np.complex64 else 1e-13), (x, got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_sigmoid_of_complex(backend, dtype):
+    """``F.sigmoid`` of complex input is ``1 / (1 + e^-z)`` on every backend (the numpy
+    backend's kernel crashed on it with numpy's UFuncTypeError; OpenCL refused it)."""
+    import nnarray.functions as F
+    x = np.concatenate([_Z.ravel(), [0j, -30 + 1j, 30 - 2j]]).astype(dtype)
+    got = F.sigmoid(nna.asarray(x)).numpy()
+    assert got.dtype == dtype
+    tol = 1e-5 if dtype == np.complex64 else 1e-13
+    np.testing.assert_allclose(got, 1 / (1 + np.exp(-x.astype(np.complex128))), rtol=tol,
+                               atol=1e-30)
+
+
 def test_inverse_functions_of_huge_complex128(backend):
     """complex128 asinh and acos where |z|^3 overflows float64 (|z| > 5.6e102), acosh where
     2|z| does."""

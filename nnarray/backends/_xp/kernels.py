@@ -111,6 +111,9 @@ def register_xp_kernels(backend: str, xp: Any, empty: Callable, big: int,
         return xp.maximum(x, x.dtype.type(0), out=out)
 
     def _sigmoid(x, out=None):
+        if x.dtype.kind == "c":  # 1 / (1 + e^-z), as the row's complex C
+            r = xp.reciprocal(xp.exp(-x) + x.dtype.type(1))
+            return r if out is None else _assign(out, r)
         if x.dtype.kind != "f":
             x = x.astype(xp.exp(x.reshape(-1)[:0]).dtype)
         # the row's C expression: e / (1 + e) below 0, 1 / (1 + e) above, e = exp(-|x|)
