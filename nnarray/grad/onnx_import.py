@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import functions as F
+from ..dtypes import bfloat16
 from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops import ufuncs as _ufuncs
@@ -90,12 +91,13 @@ class _Importer:
             if self.fold:
                 return (Variable.from_numpy_array(a) if self.infer
                         else NdArray.from_numpy_array(a))
-            if a.dtype == np.uint8 or a.dtype.kind not in "biuf":
+            low = a.dtype == bfloat16  # ml_dtypes' kind is 'V'
+            if a.dtype == np.uint8 or (a.dtype.kind not in "biuf" and not low):
                 raise GraphError(f"onnx import: {node.op_type} node '{node.name}': initializer "
                                  f"'{name}' has unsupported dtype {a.dtype}")
             if a.dtype.kind == "f" and a.dtype not in (np.float16, np.float32, np.float64):
                 a = a.astype(np.float32)
-            v = Variable.from_numpy_array(a, need_grad=a.dtype.kind == "f")
+            v = Variable.from_numpy_array(a, need_grad=low or a.dtype.kind == "f")
             self.params[name] = v
             self.vars[name] = v
             return v

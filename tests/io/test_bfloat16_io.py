@@ -14,7 +14,7 @@ import pytest
 import nnarray as nna
 import nnarray.functions as F
 from nnarray import grad, nn, solvers
-from nnarray.errors import DTypeError, GraphError
+from nnarray.errors import DTypeError
 
 BF16 = nna.bfloat16
 
@@ -145,7 +145,10 @@ def test_onnx_export_of_a_bfloat16_graph(backend, tmp_path):
     # the reference rounds after each node, as nnarray does: equal up to one bfloat16 ulp
     np.testing.assert_allclose(got.astype(np.float32), y.d.astype(np.float32),
                                rtol=2 ** -7, atol=2 ** -7)
-    # importing bfloat16 initializers is not done yet (nnarray/grad/onnx_import.py, under
-    # the engine's refactor): a typed error naming it, not a wrong graph
-    with pytest.raises(GraphError, match="initializer 'W' has unsupported dtype bfloat16"):
-        gonnx.import_model(path)
+    # and back: the imported graph holds bfloat16 parameters and gives the same values
+    (out,), values = gonnx.import_model(path)
+    assert {values[k].dtype for k in ("W", "b")} == {BF16}
+    values["data"].d = x.d
+    out.forward()
+    assert out.dtype == BF16
+    np.testing.assert_array_equal(out.d.astype(np.float32), y.d.astype(np.float32))
