@@ -169,6 +169,15 @@ def plan_of(root: Variable) -> Plan:
     return p
 
 
+def recover(v: Variable) -> NdArray | None:
+    """The values of an intermediate a fused forward did not write (``fuse.recover``),
+    else ``None``; the plans are built again, so their schedules write it from now on."""
+    d = fuse.recover(v)
+    if d is not None:
+        invalidate_plans()
+    return d
+
+
 def forward(root: Variable, clear_buffer: bool = False) -> None:
     """Run the graph behind ``root`` (kernels resolved once per node and context)."""
     plan = plan_of(root)
@@ -194,7 +203,7 @@ def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedu
         s = plan.schedules[key] = schedule.forward(plan.order, ctx, True,
                                                     forward_releasable((plan.root(),))
                                                     if clear_buffer else None,
-                                                    plan.root)
+                                                    plan.root, (plan.root(),))
         s.fused = fuse.mode()
     return s
 

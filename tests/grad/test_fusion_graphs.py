@@ -209,10 +209,8 @@ def test_mlp_static_step_launches(backend: str) -> None:
         assert fused == unfused
 
 
-def test_executor_and_held_intermediates(backend: str) -> None:
-    """A bound executor fuses too and gives the static graph's values and gradients; an
-    intermediate Variable the user holds keeps its values after a fused forward, one
-    nothing reads outside its group and no one held is not written."""
+def test_executor_fuses(backend: str) -> None:
+    """A bound executor fuses too and gives the static graph's values and gradients."""
     x, y, xn = _chain((8, 5))
     ex = Graph(y).bind(backend, grad_req={"arg0": "write"})
     out = ex.forward()[0].numpy()
@@ -221,19 +219,62 @@ def test_executor_and_held_intermediates(backend: str) -> None:
     np.testing.assert_allclose(out, want_y, **tol(F32))
     np.testing.assert_allclose(ex.grad_dict["arg0"].numpy(), want_g, **tol(F32))
     assert bool(_fused_steps(ex.schedule())) == _fuses(backend)
+
+
+def _written_by(v: Variable, out: Variable) -> bool:
+    """Whether ``out``'s forward schedule writes ``v`` (a step's output, fused or not)."""
+    return any(r() is v for st in grad.schedule_of(out).steps for r in st.outs)
+
+
+def test_an_intermediate_read_after_forward_keeps_its_values(backend: str) -> None:
+    """Which intermediates the user holds is known, not guessed from reference counts:
+    ``h``, reached only after the first forward (through ``z.parent``), reads the values
+    that forward computed in registers; from then on the schedule writes it, and it
+    follows new inputs."""
+    xn = np.linspace(-2, 2, 40, dtype=np.float32).reshape(8, 5)
     xv = Variable.from_numpy_array(xn)
-    h = F.tanh(0.5 * xv + 0.1) * F.sigmoid(xv)
-    z = F.sum(h + xv * xv)
+    z = F.sum(F.tanh(0.5 * xv + 0.1) * F.sigmoid(xv) + xv * xv)
     z.forward()
-    np.testing.assert_allclose(h.d, np.tanh(0.5 * xn + 0.1) / (1 + np.exp(-xn)), **tol(F32))
-    w = F.tanh(xv + 1.0) + 2.0  # ``xv + 1.0``: retained by nothing, held by no one
+    h = z.parent.inputs[0].parent.inputs[0]  # tanh(0.5 x + 0.1) * sigmoid(x)
+    assert _written_by(h, z) == (not _fuses(backend))
+
+    def want(a: np.ndarray) -> np.ndarray:
+        return np.tanh(0.5 * a + 0.1) / (1 + np.exp(-a))
+    np.testing.assert_allclose(h.d, want(xn), **tol(F32))
+    xv.d = xn * 0.5
+    z.forward()
+    assert _written_by(h, z)
+    np.testing.assert_allclose(h.d, want(xn * 0.5), **tol(F32))
+    np.testing.assert_allclose(z.d, (want(xn * 0.5) + xn * xn / 4).sum(), **tol(F32))
+
+
+def test_an_intermediate_nobody_holds_is_fused_away(backend: str) -> None:
+    """``xv + 1.0``, which the user does not hold, is not written even though another
+    graph's node references it (a reference count took that for the user's); reading it
+    then computes it from the fused step's inputs; after an input is modified in place,
+    reading it raises ``GraphError`` instead of giving other values."""
+    xn = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    xv = Variable.from_numpy_array(xn)
+    u = xv + 1.0
+    w = F.tanh(u) + 2.0
+    other = F.exp(u)  # noqa: F841 - a second graph reading ``u``
+    del u
     w.forward()
     inner = w.parent.inputs[0].parent.inputs[0]
-    if _fuses(backend):
-        with pytest.raises(grad.GraphError, match="has no values"):
-            inner.d
-    else:
-        np.testing.assert_allclose(inner.d, xn + 1.0, **tol(F32))
+    assert (inner._data is None) == _fuses(backend)
+    np.testing.assert_allclose(w.d, np.tanh(xn + 1.0) + 2.0, **tol(F32))
+    if not _fuses(backend):
+        return
+    np.testing.assert_allclose(inner.d, xn + 1.0, **tol(F32))
+    w.forward()  # written now: it was read
+    assert _written_by(inner, w)
+    v = F.exp(xv * 3.0) - 1.0
+    v.forward()
+    gone = v.parent.inputs[0].parent.inputs[0]
+    assert gone._data is None
+    xv.d = xn  # a write into the fused step's input since it ran
+    with pytest.raises(grad.GraphError, match="modified since it ran"):
+        gone.d
 
 
 def test_dot_and_source_show_the_groups(backend: str, capsys) -> None:

@@ -173,12 +173,14 @@ def test_an_output_used_by_backward_is_written_and_saved(backend: str) -> None:
 
 
 def test_a_held_intermediate_is_still_written(backend: str) -> None:
-    """An intermediate the user holds keeps its values after a fused forward and stays
-    saved; the rest of the chain is still recomputed (``x`` and it kept)."""
+    """An intermediate the user holds (read once) keeps its values after a fused forward
+    and stays saved; the rest of the chain is still recomputed (``x`` and it kept)."""
     xn, dyn = _x((32, 16)), _x((32, 16), 2)
     x = Variable.from_numpy_array(xn, need_grad=True)
     h = F.tanh(0.5 * x + 0.1)
     y = h * F.sigmoid(x) + x * x
+    y.forward()
+    np.testing.assert_allclose(h.d, np.tanh(0.5 * xn + 0.1), **tol(F32))  # read: held
     y.forward()
     x.grad.zero()
     y.backward(nna.NdArray.from_numpy_array(dyn))
