@@ -116,11 +116,11 @@ class Schedule:
         #: What a forward frees after its last reader (``planner.forward_releasable``;
         #: ``None``: nothing). A backward frees its temporaries (``plan_frees``).
         self.releasable: Any = None
-        #: ``fuse.mode()`` when it was built (``grad.fusion_enabled``; set by its
+        #: ``fusion_adapter.mode()`` when it was built (``grad.fusion_enabled``; set by its
         #: builder): whether it fused, what it left to backward to recompute.
         self.fused: Any = False
-        #: A forward's ``recompute.Recomputed``: what it leaves to backward to compute
-        #: again rather than saving it (set by the fusion pass; ``None``: nothing).
+        #: A forward's ``recompute_pass.RecomputeRecord``: what it leaves to backward to
+        #: compute again rather than saving it (set by the fusion pass; ``None``: nothing).
         self.recompute: Any = None
         self._closures: Any = None
         self._program: Any = None

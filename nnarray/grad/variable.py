@@ -70,7 +70,7 @@ class Variable(GraphValue, ArrayOperators):
     __slots__ = ("_shape", "_dtype", "_data", "_grad", "_need_grad", "_explicit", "_parent",
                  "_gstamp", "_plan", "_name", "_held", "__weakref__")
     # ``_held`` (unset until then): the user read this intermediate's values once, so
-    # fused forward schedules write it (``grad/fuse.py``: ``recover``).
+    # fused forward schedules write it (``grad/fusion_adapter.py``: ``recover``).
 
     def __init__(self, shape: int | Sequence[int] = (), need_grad: bool = False,
                  dtype: Any = np.float32, name: str | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Fusion in compiled graphs (``grad/fuse.py``): static forward, executors and backward
+"""Fusion in compiled graphs (``grad/fusion_adapter.py``): static forward, executors and backward
 replay run groups of elementwise steps as one ``fused_elementwise`` step on OpenCL and
 CUDA, with the values and gradients of the unfused schedules (``grad.fusion_enabled``),
 and fewer kernel launches. numpy schedules are left as they are.
@@ -17,14 +17,14 @@ from helpers import fused_rows
 import nnarray as nna
 import nnarray.functions as F
 from nnarray import grad
-from nnarray.grad import Graph, Variable, fusion
+from nnarray.grad import Graph, Variable, fusion_pass
 from nnarray.ops.elementwise import ops as row_ops
 
 F32 = np.dtype(np.float32)
 
 
 def _fuses(backend: str) -> bool:
-    return backend.split(":")[0] in fusion.FUSING_BACKENDS
+    return backend.split(":")[0] in fusion_pass.FUSING_BACKENDS
 
 
 def _on_host(backend: str) -> bool:
@@ -190,7 +190,7 @@ def _mlp_step() -> tuple:
 def test_mlp_static_step_launches(backend: str) -> None:
     """The MLP step's launches: 19 unfused; on OpenCL 16 (bias + relu forward; the loss
     gradient's sub and mul, relu's mask and mul, backward; the bias sums, on 10 and 100
-    columns, stay the backend's own reductions: below ``fuse.REDUCE_MIN``)."""
+    columns, stay the backend's own reductions: below ``fusion_adapter.REDUCE_MIN``)."""
     with grad.fusion_enabled(False):
         ustep, uloss, umodel = _mlp_step()
         ustep()
@@ -316,8 +316,8 @@ def test_define_by_run_backward_replay_fuses(backend: str) -> None:
 @pytest.mark.parametrize("n", [8, 256])
 def test_a_large_reduction_joins_its_group(backend: str, n: int) -> None:
     """On OpenCL a sum ending an elementwise chain joins its fused step where its operand
-    has ``fuse.REDUCE_MIN`` elements or more (256x256), else runs on its own."""
-    from nnarray.grad import fuse
+    has ``fusion_adapter.REDUCE_MIN`` elements or more (256x256), else runs on its own."""
+    from nnarray.grad import fusion_adapter
     xn = np.random.default_rng(5).standard_normal((n, n)).astype(np.float32)
     x = Variable.from_numpy_array(xn)
     y = F.sum(x * x + 1.0)
@@ -325,7 +325,7 @@ def test_a_large_reduction_joins_its_group(backend: str, n: int) -> None:
     np.testing.assert_allclose(y.d, (xn.astype(np.float64) ** 2 + 1).sum(), rtol=1e-4)
     ops = [st.op for st in grad.schedule_of(y).steps]
     if backend.split(":")[0] == "opencl":
-        joins = n * n >= fuse.REDUCE_MIN
+        joins = n * n >= fusion_adapter.REDUCE_MIN
         assert ops == (["fused_elementwise"] if joins else ["fused_elementwise", "sum"])
     elif not _fuses(backend):
         assert ops == ["mul", "add", "sum"]
@@ -351,9 +351,9 @@ def test_fusion_switch_is_per_thread(backend: str) -> None:
 
     got: dict = {}
     with grad.fusion_enabled(False):
-        assert not grad.fuse.enabled()
+        assert not grad.fusion_adapter.enabled()
         worker = threading.Thread(target=lambda: got.update(other=build(),
-                                                            on=grad.fuse.enabled()))
+                                                            on=grad.fusion_adapter.enabled()))
         worker.start()
         worker.join(600)
         here = build()

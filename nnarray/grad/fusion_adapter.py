@@ -2,7 +2,7 @@
 
 The pass (``fuse``, appended to ``schedule.passes``, so static forward, executors and
 every traced backward replay get it) hands a schedule's steps to the pure grouping pass
-(``fusion.groups``) and replaces each group by one step of a ``FusedNode``: the op
+(``fusion_pass.groups``) and replaces each group by one step of a ``FusedNode``: the op
 ``fused_elementwise`` (``ops/fused.py``) on the group's external inputs, returning the
 values that must be written (``materialize``: the graph's outputs, what a backward rule
 retains, what a step outside the group reads, a backward program's gradients, an
@@ -13,9 +13,9 @@ executor's several) are given to the schedule, and an intermediate is marked hel
 (``fused_away``) and computes it from the fused step's inputs as they were when the step
 last ran (``recover``); the graph's schedules are built again, writing it from then on.
 A forward that saves for backward first leaves to backward the retained values
-it can recompute (``recompute.py``): those are no longer written either, and backward's
+it can recompute (``recompute_pass.py``): those are no longer written either, and backward's
 first group computes them again from what is saved instead. Only devices whose backend
-generates kernels fuse (``fusion.FUSING_BACKENDS``): on numpy the schedule is left as it
+generates kernels fuse (``fusion_pass.FUSING_BACKENDS``): on numpy the schedule is left as it
 is.
 
 ``fusion_enabled(False)`` (``modes.py``: per thread; ``NNARRAY_FUSION=0`` in the environment)
@@ -39,7 +39,7 @@ from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops.fused import Meta, evaluate_types, fused_elementwise, reduction
 from ..registry import dispatch
-from . import fusion, modes, recompute, schedule
+from . import fusion_pass, modes, recompute_pass, schedule
 from .node import Node
 from .variable import ByIdentity, Variable
 
@@ -58,12 +58,12 @@ def mode() -> tuple[bool, str]:
     return _fusion.get()
 
 
-def _recomputable(step: fusion.Step) -> bool:
+def _recomputable(step: fusion_pass.Step) -> bool:
     """Whether backward may compute ``step`` again (``fusion_enabled(recompute=...)``)."""
     how = _fusion.get()[1]
-    if not fusion.fusable(step) or how == "off":
+    if not fusion_pass.fusable(step) or how == "off":
         return False
-    return how == "all" or fusion.arithmetic(step) or \
+    return how == "all" or fusion_pass.arithmetic(step) or \
         not getattr(step.device, "host_memory", False)
 
 
@@ -150,23 +150,23 @@ class FusedNode:
 def fuse(sched: Any) -> None:
     """Replace each fusable group of ``sched``'s steps by one fused step (nothing on a
     backend that does not fuse, or while ``fusion_enabled(False)``); a forward that saves
-    for backward leaves to backward what it can recompute (``recompute.plan``)."""
-    if not enabled() or sched.ctx.backend not in fusion.FUSING_BACKENDS:
+    for backward leaves to backward what it can recompute (``recompute_pass.plan``)."""
+    if not enabled() or sched.ctx.backend not in fusion_pass.FUSING_BACKENDS:
         return
     steps = sched.steps
     vals: dict[int, Any] = {}
     desc = [_describe(st, sched.ctx, vals) for st in steps]
     if sched.kind == "backward":
-        groups = fusion.groups(desc, _results(sched), can_reduce=_reduces)
+        groups = fusion_pass.groups(desc, _results(sched), can_reduce=_reduces)
     else:
         written = _written(sched)
         retained = _retained(steps)
-        groups = fusion.groups(desc, written | retained, can_reduce=_reduces)
+        groups = fusion_pass.groups(desc, written | retained, can_reduce=_reduces)
         if sched.save and groups and _fusion.get()[1] != "off":
-            sched.recompute = recompute.plan(steps, desc, groups, retained, written,
+            sched.recompute = recompute_pass.plan(steps, desc, groups, retained, written,
                                              _recomputable)
             if sched.recompute is not None:
-                groups = fusion.groups(desc, written | _retained(steps), can_reduce=_reduces)
+                groups = fusion_pass.groups(desc, written | _retained(steps), can_reduce=_reduces)
     if not groups:
         return
     made = {}
@@ -242,12 +242,12 @@ def recover(v: Variable) -> NdArray | None:
 REDUCE_MIN = 1 << 16
 
 
-def _reduces(step: fusion.Step) -> bool:
-    """``fusion.reducible``, for operands of ``REDUCE_MIN`` elements or more."""
-    return fusion.reducible(step) and math.prod(step.in_metas[0][0]) >= REDUCE_MIN
+def _reduces(step: fusion_pass.Step) -> bool:
+    """``fusion_pass.reducible``, for operands of ``REDUCE_MIN`` elements or more."""
+    return fusion_pass.reducible(step) and math.prod(step.in_metas[0][0]) >= REDUCE_MIN
 
 
-def _describe(st: Any, ctx: Any, vals: dict) -> fusion.Step:
+def _describe(st: Any, ctx: Any, vals: dict) -> fusion_pass.Step:
     """Schedule step ``st`` as the grouping pass sees it (values by id; an opaque,
     invariant or dead-output step gets no op name, so it never fuses)."""
     ins, metas = [], []
@@ -258,11 +258,11 @@ def _describe(st: Any, ctx: Any, vals: dict) -> fusion.Step:
             ins.append(id(a))
             metas.append((a.shape, a.dtype))
         elif type(a) in _PY_SCALARS:
-            ins.append(fusion.Const(a))
+            ins.append(fusion_pass.Const(a))
             metas.append(None)
         else:
             ok = False
-            ins.append(fusion.Const(0))
+            ins.append(fusion_pass.Const(0))
             metas.append(None)
     outs = []
     for j, r in enumerate(st.outs):
@@ -274,7 +274,7 @@ def _describe(st: Any, ctx: Any, vals: dict) -> fusion.Step:
             vals[id(v)] = v
             outs.append(id(v))
     dev = st.kernel.device if st.kernel is not None else ctx
-    return fusion.Step(st.op if ok else "", tuple(ins), tuple(outs), tuple(metas),
+    return fusion_pass.Step(st.op if ok else "", tuple(ins), tuple(outs), tuple(metas),
                        tuple(st.metas), dev, dict(st.attrs or {}))
 
 
@@ -310,7 +310,7 @@ def _written(sched: Any) -> set:
     return out
 
 
-def _step(sched: Any, g: fusion.Group, vals: dict) -> Any:
+def _step(sched: Any, g: fusion_pass.Group, vals: dict) -> Any:
     """The schedule step running group ``g``, or ``None`` where the op's inference
     disagrees with the group's values (left unfused)."""
     steps = sched.steps
