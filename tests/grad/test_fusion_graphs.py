@@ -221,6 +221,25 @@ def test_executor_fuses(backend: str) -> None:
     assert bool(_fused_steps(ex.schedule())) == _fuses(backend)
 
 
+def test_an_executor_writes_every_output(backend: str) -> None:
+    """An executor's outputs are given to its schedule (``Schedule.outputs``): an output
+    that is also an intermediate of another (``h`` of ``y``) is written, not left in
+    registers."""
+    xn = np.linspace(-2, 2, 40, dtype=np.float32).reshape(8, 5)
+    xv = Variable.from_numpy_array(xn)
+    h = F.tanh(0.5 * xv + 0.1) * F.sigmoid(xv)
+    y = h * h + xv
+    ex = Graph([y, h]).bind(backend)
+    got_y, got_h = (o.numpy() for o in ex.forward())
+    want_h = np.tanh(0.5 * xn + 0.1) / (1 + np.exp(-xn))
+    np.testing.assert_allclose(got_h, want_h, **tol(F32))
+    np.testing.assert_allclose(got_y, want_h * want_h + xn, **tol(F32))
+    sched = ex.schedule()
+    assert bool(_fused_steps(sched)) == _fuses(backend)
+    written = [r() for st in sched.steps for r in st.outs]
+    assert any(v is h for v in written) and any(v is y for v in written)
+
+
 def _written_by(v: Variable, out: Variable) -> bool:
     """Whether ``out``'s forward schedule writes ``v`` (a step's output, fused or not)."""
     return any(r() is v for st in grad.schedule_of(out).steps for r in st.outs)
