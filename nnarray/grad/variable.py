@@ -153,7 +153,9 @@ class Variable(GraphValue, ArrayOperators):
         """The values (an NdArray, shared). A static function output whose graph has not
         run (or whose data ``forward(clear_buffer=True)`` freed) has none: reading them
         here, and so through ``float()``, ``item()``, ``format()``, ``bool()``,
-        ``np.asarray()`` and every other value read, raises ``GraphError``."""
+        ``np.asarray()`` and every other value read, raises ``GraphError``. An
+        intermediate a fused forward computed in registers is computed again on its first
+        read, and written by the graph's forwards from then on (``fusion_adapter.recover``)."""
         d = self._data
         if d is None:
             if self._parent is not None:
