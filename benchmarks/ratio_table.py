@@ -1,6 +1,6 @@
 """Turn a pytest-benchmark JSON file into a Markdown table of ratios to the numpy baseline.
 
-    python benchmarks/ratio_table.py bench.json
+    python benchmarks/ratio_table.py bench.json [more.json ...]
 
 One row per benchmark group, one column per implementation; each cell is that
 implementation's median divided by the median of the group's baseline row (the raw numpy
@@ -90,12 +90,24 @@ def header(data: dict[str, Any]) -> str:
                         if isinstance(v, list) for d in v))
 
 
+def load(paths: list[str]) -> dict[str, Any]:
+    """One document from the JSON files of one or more runs on one machine: the first
+    file's header with every file's benchmarks (``.ci/gpu`` runs the slow compiled rows
+    apart, so a time limit on them cannot lose the others)."""
+    docs = []
+    for path in paths:
+        with open(path) as f:
+            docs.append(json.load(f))
+    data = dict(docs[0])
+    data["benchmarks"] = [b for d in docs for b in d["benchmarks"]]
+    return data
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        sys.exit("usage: python benchmarks/ratio_table.py bench.json")
-    with open(args[0]) as f:
-        data = json.load(f)
+    if not args:
+        sys.exit("usage: python benchmarks/ratio_table.py bench.json [more.json ...]")
+    data = load(args)
     print(header(data) + "\n\n" + tables(data))
 
 

@@ -174,19 +174,24 @@ def nnarray_step(kind: str, params: dict[str, np.ndarray] | None = None,
             solver.update()
             return loss.__class__.from_ndarray(ex.outputs[0])
     elif static:
-        graph = loss_of(model(x))
-
-        def step() -> Any:
-            graph.forward()
-            solver.zero_grad()
-            graph.backward()
-            solver.update()
-            return graph
+        step = static_step(loss_of(model(x)), solver)
     else:
         def step() -> Any:
             return eager_step(grad, solver, lambda: loss_of(model(x)))
 
     return model, step
+
+
+def static_step(graph: Any, solver: Any) -> Any:
+    """One step on the static graph ``graph`` (the loss, built once): ``forward``,
+    ``zero_grad``, ``backward``, ``update``; returns the loss."""
+    def step() -> Any:
+        graph.forward()
+        solver.zero_grad()
+        graph.backward()
+        solver.update()
+        return graph
+    return step
 
 
 def eager_step(grad: Any, solver: Any, loss_of: Any) -> Any:
@@ -200,7 +205,9 @@ def eager_step(grad: Any, solver: Any, loss_of: Any) -> Any:
     return loss
 
 
-def torch_step(kind: str, ref: Reference) -> Any:
+def torch_step(kind: str, ref: Reference, wrap: Any = None) -> Any:
+    """torch's step of the MLP or CNN from the shared initial parameters; ``wrap``
+    (e.g. ``torch.compile``) is applied to the model."""
     torch = ref.xp
     nn = torch.nn
     if kind == "mlp":
@@ -223,8 +230,8 @@ def torch_step(kind: str, ref: Reference) -> Any:
                 m.weight.copy_(torch.from_numpy(w))
     model.to(ref.device)
     x, t = ref.asarray(xs), ref.asarray(ts)
-    return _torch_loop(torch.optim.SGD(model.parameters(), lr=LR), model, loss_fn,
-                       lambda: (x, t))
+    return _torch_loop(torch.optim.SGD(model.parameters(), lr=LR),
+                       wrap(model) if wrap is not None else model, loss_fn, lambda: (x, t))
 
 
 def _torch_loop(opt: Any, forward: Any, loss_fn: Any, batch: Any) -> Any:

@@ -1,14 +1,20 @@
 """``DataLoader``: minibatches of host datasets, each batch moved to the current context
-once (one explicit, counted upload per array per batch)."""
+once (one explicit, counted upload per array per batch), or with ``device=`` uploaded one
+batch ahead on the backend's side queue or stream while the step runs."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from .errors import InvalidValueError
+from . import dtypes, transfers
+from .context import Context, as_context, context_of, context_scope, get_current_context
+from .device import Device
+from .discovery import get_device, host_device
+from .errors import BackendError, InvalidValueError
 from .ndarray import NdArray
 from .nn.parameter import place
 from .ops.random import Generator, next_seed
@@ -38,10 +44,18 @@ class DataLoader:
     short batch. Arrays that give no batch (no samples, or fewer than ``batch_size`` with
     ``drop_last``) raise ``InvalidValueError``. Host arrays are indexed on the host and
     uploaded; NdArrays are gathered where they live.
+
+    ``device`` (a context or its string): batches land there instead, and each batch's
+    upload is started while the previous batch is in use (``Prefetcher``): on OpenCL on
+    a second queue of the device's context, on CUDA on a side stream with an event per
+    batch (``pin_memory``: host batches gathered into page-locked buffers, so the copy
+    is asynchronous; it changes nothing on backends without them). The same batches,
+    in the same order, as without ``device``.
     """
 
     def __init__(self, arrays: Sequence[Any] | Any, batch_size: int, shuffle: bool = False,
-                 drop_last: bool = False, seed: int | None = None) -> None:
+                 drop_last: bool = False, seed: int | None = None,
+                 device: Context | str | None = None, pin_memory: bool = False) -> None:
         if isinstance(arrays, (np.ndarray, NdArray)):
             arrays = (arrays,)
         self.arrays = tuple(a if isinstance(a, NdArray) else np.asarray(a) for a in arrays)
@@ -57,18 +71,155 @@ class DataLoader:
             raise InvalidValueError(
                 f"DataLoader: {self.n} samples in batches of {self.batch_size}"
                 f"{' with drop_last' if self.drop_last else ''} give no batch")
+        self.device, self.pin_memory = _device_of(device, pin_memory)
         self.rng = Generator(next_seed() if seed is None else seed)
 
     def __len__(self) -> int:
         return self.n // self.batch_size if self.drop_last else -(-self.n // self.batch_size)
 
-    def __iter__(self) -> Iterator[tuple[NdArray, ...]]:
+    def _indices(self) -> list[Any]:
+        """Each batch's rows: a slice, or the pass's permutation's part (a new pass)."""
         order = self.rng.permutation(self.n) if self.shuffle else None
+        out = []
         for k in range(len(self)):
             lo = k * self.batch_size
             hi = min(lo + self.batch_size, self.n)
-            idx = order[lo:hi] if order is not None else slice(lo, hi)
-            yield tuple(_batch(a, idx) for a in self.arrays)
+            out.append(order[lo:hi] if order is not None else slice(lo, hi))
+        return out
+
+    def __iter__(self) -> Iterator[tuple[NdArray, ...]]:
+        if self.device is not None:
+            return self._prefetched(self._indices())
+        return (tuple(_batch(a, idx) for a in self.arrays) for idx in self._indices())
+
+    def _prefetched(self, indices: list[Any]) -> Iterator[tuple[NdArray, ...]]:
+        """Batch ``k + 1``'s upload started before batch ``k`` is yielded; an abandoned
+        pass (the generator closed or collected) waits for the upload in flight."""
+        pf = Prefetcher(self.device, self.pin_memory)
+        try:
+            pending = pf.start(self.arrays, indices[0])
+            for k in range(len(indices)):
+                ahead = pf.start(self.arrays, indices[k + 1]) if k + 1 < len(indices) else None
+                yield pf.finish(pending)
+                pending = ahead
+        finally:
+            pf.close()
+
+
+class Prefetcher:
+    """Starts a batch's upload to ``dev`` (``start``) and hands it over (``finish``),
+    through the backend's ``prefetch.Uploader`` where it has one (OpenCL, CUDA), else
+    blocking uploads (``BlockingUploader``). Each upload is an explicit, counted
+    transfer; NdArray inputs are gathered where they live and placed on ``dev``."""
+
+    def __init__(self, dev: Device, pin_memory: bool) -> None:
+        self.dev = dev
+        self.up = None if dev.is_host else _uploader(dev, pin_memory)
+
+    def start(self, arrays: tuple, idx: Any) -> list:
+        """Batch ``idx`` of ``arrays`` on its way: NdArrays gathered, host rows gathered
+        into the uploader's buffers and their uploads enqueued (``Staged``)."""
+        out: list = []
+        for a in arrays:
+            if isinstance(a, NdArray):
+                out.append(_gathered(a, idx))
+                continue
+            rows = a[idx]
+            dt = dtypes.normalize(rows.dtype, "DataLoader", "arrays")
+            if self.up is None:
+                out.append(NdArray.from_numpy_array(np.ascontiguousarray(rows, dt)))
+                continue
+            host = self.up.stage(rows.shape, dt)
+            host[...] = rows
+            out.append(Staged(host))
+        staged = [s for s in out if type(s) is Staged]
+        if staged:
+            natives = self.up.start([s.host for s in staged])
+            src = host_device().key
+            for s, x in zip(staged, natives):
+                s.native = x
+                transfers.record(src, self.dev.key, s.host.nbytes)
+        return out
+
+    def finish(self, pending: list) -> tuple[NdArray, ...]:
+        """The batch as NdArrays on ``dev``, its uploads ordered before any later work
+        there."""
+        staged = [s for s in pending if type(s) is Staged]
+        if staged:
+            self.up.finish([s.native for s in staged])
+        return tuple(s.array(self.dev) if type(s) is Staged else place(s, self.dev.key)
+                     for s in pending)
+
+    def close(self) -> None:
+        """Wait for the uploads still in flight and free the uploader's buffers."""
+        if self.up is not None:
+            self.up.close()
+
+
+class Staged:
+    """One host array of a batch (``host``) and its upload's native array."""
+
+    __slots__ = ("host", "native")
+
+    def __init__(self, host: np.ndarray) -> None:
+        self.host, self.native = host, None
+
+    def array(self, dev: Device) -> NdArray:
+        a = NdArray(self.host.shape, self.host.dtype)
+        a.adopt(dev, self.native)
+        return a
+
+
+class BlockingUploader:
+    """A backend without its own ``prefetch`` module: each upload is done when
+    ``start`` returns (the batches are still one ahead)."""
+
+    def __init__(self, dev: Device, pin_memory: bool) -> None:
+        self.dev = dev
+
+    def stage(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
+
+    def start(self, hosts: list[np.ndarray]) -> list:
+        return [self.dev.from_host(h) for h in hosts]
+
+    def finish(self, natives: list) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _uploader(dev: Device, pin_memory: bool) -> Any:
+    try:
+        m = importlib.import_module(f"nnarray.backends.{dev.backend}.prefetch")
+    except ImportError:
+        return BlockingUploader(dev, pin_memory)
+    return m.Uploader(dev, pin_memory)
+
+
+def _device_of(device: Any, pin_memory: Any) -> tuple[Device | None, bool]:
+    """``DataLoader``'s ``device`` as a Device (``None`` stays ``None``), and
+    ``pin_memory`` checked: a bool, and only with a ``device``."""
+    if not isinstance(pin_memory, (bool, np.bool_)):
+        raise TypeError(f"DataLoader: pin_memory must be a bool, got {pin_memory!r}")
+    if device is None:
+        if pin_memory:
+            raise InvalidValueError("DataLoader: pin_memory=True needs device=... (the "
+                                    "device the pinned batches are prefetched to)")
+        return None, False
+    try:
+        ctx = as_context(device)
+        return get_device(ctx.backend, ctx.device_id), bool(pin_memory)
+    except BackendError as e:
+        raise type(e)(f"DataLoader: argument 'device' {device!r}: {e}") from None
+
+
+def _gathered(a: NdArray, idx: Any) -> NdArray:
+    """Rows ``idx`` of ``a`` as a new array, gathered on the device that holds it."""
+    dev = a.head_device
+    with context_scope(context_of(dev) if dev is not None else get_current_context()):
+        return a[idx].copy()
 
 
 def _batch(a: Any, idx: Any) -> NdArray:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from ..errors import GraphError
 from . import backward, bind, executor, graph_json, node, program, recording, schedule, variable  # noqa: F401
 from .bind import Executor
+from .cuda_replay import cuda_graphs
 from .dot import to_dot
 from .executor import print_schedule, saved_arrays, schedule_of
 from .functional import hessian, hvp, jacobian, jvp, vhp, vjp
@@ -34,7 +35,8 @@ from .python_function import PythonFunction
 from .variable import Variable
 
 __all__ = ["Executor", "Graph", "GraphError", "PythonFunction", "Variable", "auto_forward",
-           "fusion_enabled", "grad", "gradcheck", "gradgradcheck", "is_auto_forward",
+           "cuda_graphs", "fusion_enabled", "grad", "gradcheck", "gradgradcheck",
+           "is_auto_forward",
            "hessian", "hvp", "jacobian", "jvp", "name_scope", "no_grad", "vhp", "vjp",
            "print_schedule", "register_function", "reset_names", "saved_arrays", "schedule_of",
            "to_dot"]

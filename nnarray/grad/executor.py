@@ -17,7 +17,7 @@ from .. import context as _context
 from .. import dtypes, late
 from ..errors import GraphError
 from ..ndarray import NdArray
-from . import fusion_adapter, recompute_pass, schedule
+from . import cuda_replay, fusion_adapter, recompute_pass, schedule
 from .planner import forward_releasable
 from .variable import Variable
 
@@ -190,7 +190,7 @@ def forward(root: Variable, clear_buffer: bool = False) -> None:
                              f"{v.shape} (reset_shape) after the graph was built; build the "
                              "graph again, or bind the new shape with grad.Graph(...).bind")
     s = forward_schedule(plan, _context.get_current_context(), clear_buffer)
-    s.run(root)
+    cuda_replay.run(s, root, leaves)  # the CUDA-graph hook
     plan.recompute = s.recompute
 
 
@@ -266,6 +266,7 @@ def print_schedule(v: Variable, backward: bool = False, source: bool = False) ->
     source after it."""
     s = schedule_of(v, backward)
     print(s.describe())
+    print(cuda_replay.describe(s))
     if source:
         print(s.sources())
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import nnarray as nna
+import nnarray.functions as F
 from nnarray.data import DataLoader
 
 X = np.arange(20, dtype=np.float32).reshape(10, 2)
@@ -98,3 +99,126 @@ def test_arrays_that_give_no_batch_are_refused(backend, n, bs, drop_last):
     with pytest.raises(nna.InvalidValueError, match=rf"{n} samples in batches of {bs}"):
         DataLoader((X[:n], T[:n]), bs, drop_last=drop_last)
     assert len(DataLoader((X[:3], T[:3]), 4)) == 1  # a short last batch is kept
+
+
+# -- device=...: one batch uploaded ahead (issue 39 item 3) -----------------------------
+
+N = np.arange(66, dtype=np.float64).reshape(11, 3, 2)  # 11 samples: a short last batch
+
+
+def values(loader):
+    return [tuple(a.numpy() for a in batch) for batch in loader]
+
+
+@pytest.mark.parametrize("bs, shuffle, drop_last, pin", [
+    (4, False, False, False), (4, True, False, False), (4, True, True, False),
+    (3, True, False, True), (11, False, False, False), (1, True, True, False)])
+def test_prefetched_batches_are_the_plain_loaders(backend, bs, shuffle, drop_last, pin):
+    """The same batches in the same order (seeded shuffle, drop_last, the short last
+    batch, dtypes kept, an NdArray input gathered where it lives), each on the device."""
+    arrays = (X[:, 0].repeat(11)[:11].reshape(11), N, np.arange(11, dtype=np.int32),
+              nna.array(np.arange(11.0)))
+    args = dict(shuffle=shuffle, drop_last=drop_last, seed=5)
+    plain = DataLoader(arrays, bs, **args)
+    ahead = DataLoader(arrays, bs, **args, device=backend, pin_memory=pin)
+    for _ in range(2):  # a second pass: a new permutation, the same for both
+        batches = list(ahead)
+        want = values(plain)
+        assert len(batches) == len(want) == len(ahead)
+        for got, exp in zip(batches, want):
+            assert [a.head for a in got] == [f"{backend}:0"] * len(arrays)
+            for a, e in zip(got, exp):
+                assert a.dtype == e.dtype and a.shape == e.shape
+                np.testing.assert_array_equal(a.numpy(), e)
+
+
+def test_prefetch_uploads_the_next_batch_before_the_step(backend):
+    """When batch k is handed out, batch k+1's upload was already made (counted, on the
+    route host -> device); the step on the batch transfers nothing implicitly."""
+    loader = DataLoader((N, np.arange(11)), 4, shuffle=True, seed=1, device=backend)
+    moves = 0 if backend == "numpy" else 1
+    nna.reset_transfer_stats()
+    sums = []
+    with nna.strict_transfers(implicit_reads=True):
+        for k, (x, t) in enumerate(loader):
+            assert nna.transfer_stats()["count"] == moves * 2 * min(k + 2, len(loader))
+            sums.append((x * 2.0).sum() + t.sum())
+    stats = nna.transfer_stats()
+    assert stats["count"] == moves * 2 * len(loader)
+    if moves:
+        assert set(stats["by_route"]) == {("numpy:0", f"{backend}:0")}
+    order = np.concatenate([t for _, t in values(DataLoader((N, np.arange(11)), 4,
+                                                            shuffle=True, seed=1))])
+    want = [2 * N[order[i:i + 4]].sum() + order[i:i + 4].sum() for i in range(0, 11, 4)]
+    np.testing.assert_allclose([s.item() for s in sums], want)
+
+
+@pytest.mark.parametrize("device, error, match", [
+    ("nope", nna.BackendError, "DataLoader: argument 'device' 'nope'"),
+    ("opencl:99", nna.BackendUnavailableError, "DataLoader: argument 'device' 'opencl:99'"),
+    (3, nna.BackendError, "DataLoader: argument 'device' 3"),
+    ("numpy:x", nna.BackendError, "DataLoader: argument 'device' 'numpy:x'")])
+def test_bad_device_is_a_typed_error(device, error, match):
+    with pytest.raises(error, match=re.escape(match)):
+        DataLoader((X, T), 2, device=device)
+
+
+def test_pin_memory_is_checked():
+    with pytest.raises(TypeError, match="DataLoader: pin_memory must be a bool, got 'yes'"):
+        DataLoader((X, T), 2, device="numpy", pin_memory="yes")
+    with pytest.raises(nna.InvalidValueError, match="DataLoader: pin_memory=True needs "
+                                                    "device="):
+        DataLoader((X, T), 2, pin_memory=True)
+
+
+def test_an_abandoned_pass_is_cleaned_up(backend):
+    """Breaking out mid-epoch (or closing the iterator) waits for the upload in flight
+    and leaves no thread or reference behind; the device keeps working."""
+    import gc
+    import threading
+    import weakref
+    threads = threading.active_count()
+    big = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+    loader = DataLoader(big, 2, shuffle=True, seed=2, device=backend)
+    for k, (x,) in enumerate(loader):
+        if k == 2:
+            break
+    it = iter(loader)
+    first = next(it)[0]
+    it.close()
+    gone = weakref.ref(loader)
+    del loader, it
+    gc.collect()
+    assert gone() is None and threading.active_count() == threads
+    np.testing.assert_array_equal((first * 1.0).numpy(), first.numpy())
+    nna.device_synchronize(backend)
+    again = values(DataLoader(big, 16, device=backend))
+    np.testing.assert_array_equal(np.concatenate([b for b, in again]), big)
+
+
+def test_prefetched_ndarray_inputs_are_gathered_where_they_live(backend):
+    """An NdArray input is gathered on its own device, then moved explicitly: the loop
+    runs inside strict_transfers."""
+    with nna.context_scope("numpy"):
+        a = nna.array(N)
+    with nna.strict_transfers():
+        got = [x.numpy() for x, in DataLoader(a, 4, shuffle=True, seed=3, device=backend)]
+    order = DataLoader(np.arange(11), 4, shuffle=True, seed=3)
+    np.testing.assert_array_equal(np.concatenate(got), N[np.concatenate(
+        [t for t, in values(order)])])
+
+
+def test_uploads_are_ordered_with_the_steps_work(backend):
+    """Large batches used at once, each step's temporaries freed while the next upload
+    is under way (its pool may hand their buffers to the next batch): every step sees
+    its own batch whole."""
+    big = np.random.default_rng(4).standard_normal((24, 512, 256)).astype(np.float32)
+    got = []
+    for (x,) in DataLoader(big, 3, shuffle=True, seed=9, device=backend):
+        y = x * 2.0 + 1.0
+        got.append(F.sum(y * y, axis=(1, 2)))
+        del y
+    order = np.concatenate([t for t, in values(DataLoader(np.arange(24), 3, shuffle=True,
+                                                          seed=9))])
+    want = ((big[order] * 2 + 1) ** 2).sum(axis=(1, 2))
+    np.testing.assert_allclose(np.concatenate([g.numpy() for g in got]), want, rtol=1e-4)

@@ -120,7 +120,8 @@ NAMES = {
         "grad vjp jvp hvp vhp jacobian hessian gradgradcheck").split()] + [
         "nnarray.bfloat16", "nnarray.autocast", "nnarray.autocast.policy",
         "nnarray.solvers.LossScaler", "nnarray.nn.Module.half", "nnarray.nn.Module.bfloat16",
-        "nnarray.set_default_dtype", "nnarray.set_default_device"],
+        "nnarray.set_default_dtype", "nnarray.set_default_device",
+        "nnarray.grad.cuda_graphs"],
 }
 
 
@@ -259,7 +260,8 @@ SIGNATURES = [
     ("nnarray.solvers.StepSchedule", [("solver", REQUIRED), ("step_size", REQUIRED),
                                       ("gamma", 0.1)]),
     ("nnarray.data.DataLoader", [("arrays", REQUIRED), ("batch_size", REQUIRED),
-                                 ("shuffle", False), ("drop_last", False), ("seed", None)]),
+                                 ("shuffle", False), ("drop_last", False), ("seed", None),
+                                 ("device", None), ("pin_memory", False)]),
     ("nnarray.training.Trainer", [("model", REQUIRED), ("solver", REQUIRED),
                                   ("plot", None)]),
     ("nnarray.NdArray.squeeze", [("self", REQUIRED), ("axis", None)]),
@@ -284,6 +286,7 @@ SIGNATURES = [
     ("nnarray.solvers.SGD", [("master_dtype", None)]),
     ("nnarray.solvers.Adam", [("master_dtype", None)]),
     ("nnarray.nn.Module.to", [("dtype", ...)]),
+    ("nnarray.grad.cuda_graphs", [("enabled", True)]),
 ]
 
 
@@ -365,9 +368,6 @@ def test_pool_modules_take_nnabla_pad():
 # =========================================================================================
 
 PENDING = [
-    ("nnarray.grad.cuda_graphs", None, 39),
-    ("nnarray.data.DataLoader", ("device", ...), 39),
-    ("nnarray.data.DataLoader", ("pin_memory", False), 39),
 ]
 
 
