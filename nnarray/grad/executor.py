@@ -172,7 +172,11 @@ def plan_of(root: Variable) -> Plan:
 def recover(v: Variable) -> NdArray | None:
     """The values of an intermediate a fused forward did not write (``fusion_adapter.recover``),
     else ``None``; the plans are built again, so their schedules write it from now on."""
-    d = fusion_adapter.recover(v)
+    try:
+        d = fusion_adapter.recover(v)
+    except GraphError:
+        invalidate_plans()  # marked held all the same
+        raise
     if d is not None:
         invalidate_plans()
     return d

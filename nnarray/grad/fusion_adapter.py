@@ -164,7 +164,7 @@ def fuse(sched: Any) -> None:
         groups = fusion_pass.groups(desc, written | retained, can_reduce=_reduces)
         if sched.save and groups and _fusion.get()[1] != "off":
             sched.recompute = recompute_pass.plan(steps, desc, groups, retained, written,
-                                             _recomputable)
+                                                  _recomputable)
             if sched.recompute is not None:
                 groups = fusion_pass.groups(desc, written | _retained(steps), can_reduce=_reduces)
     if not groups:
@@ -205,11 +205,13 @@ def recover(v: Variable) -> NdArray | None:
     computed again by its group's member kernels from the step's inputs as they were when
     it last ran, and kept on ``v``; ``None`` when ``v`` was not fused away (or its step
     never ran). Marks ``v`` held: schedules built from now on write it. ``GraphError``
-    when an input was freed or modified since the step ran."""
+    (``v`` marked all the same) when an input was freed or modified since the step ran."""
     ref = fused_away.get(v)
     node = ref() if ref is not None else None
     if node is None or node.ran is None:
         return None
+    v._held = True
+    fused_away.pop(v)
     for a, rec in zip(node.inputs, node.ran):
         d = a._data if isinstance(a, Variable) else a
         if rec is not None and (d is None or d is not rec[0]() or d.version != rec[1]):
@@ -231,8 +233,6 @@ def recover(v: Variable) -> NdArray | None:
         if id(v) in vals:
             break
     d = v._data = vals[id(v)]
-    v._held = True
-    fused_away.pop(v)
     return d
 
 

@@ -271,7 +271,8 @@ def test_an_intermediate_nobody_holds_is_fused_away(backend: str) -> None:
     """``xv + 1.0``, which the user does not hold, is not written even though another
     graph's node references it (a reference count took that for the user's); reading it
     then computes it from the fused step's inputs; after an input is modified in place,
-    reading it raises ``GraphError`` instead of giving other values."""
+    reading it raises ``GraphError`` instead of giving other values, and the next forward
+    writes it."""
     xn = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     xv = Variable.from_numpy_array(xn)
     u = xv + 1.0
@@ -294,6 +295,9 @@ def test_an_intermediate_nobody_holds_is_fused_away(backend: str) -> None:
     xv.d = xn  # a write into the fused step's input since it ran
     with pytest.raises(grad.GraphError, match="modified since it ran"):
         gone.d
+    v.forward()  # read once, even in vain: written from now on
+    assert _written_by(gone, v)
+    np.testing.assert_allclose(gone.d, xn * 3.0, **tol(F32))
 
 
 def test_a_fused_forward_leaves_no_stale_values(backend: str) -> None:
