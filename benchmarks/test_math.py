@@ -86,7 +86,7 @@ def test_chain_nnarray_static(benchmark, backend, recompute):
     if recompute == "all" and backend.name.split(":")[0] not in ("opencl", "cuda"):
         pytest.skip("recomputation needs fusion (OpenCL, CUDA)")
     xn, dyn = _chain_inputs(benchmark)
-    with grad.fusion_enabled(grad.fuse.enabled(), recompute=recompute):
+    with grad.fusion_enabled(grad.fusion_adapter.enabled(), recompute=recompute):
         x = grad.Variable.from_numpy_array(xn, need_grad=True)
         dy = nna.NdArray.from_numpy_array(dyn)
         y = F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x

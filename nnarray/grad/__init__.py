@@ -5,8 +5,10 @@ The engine, by concept, each importing only what is listed before it: ``node``
 (function applications), ``variable`` (graph values, with define-by-run's per-op hot
 path for two-operand ops; reaches the engine modules through ``nnarray.late`` slots),
 ``planner``, ``schedule`` (the one step list every graph run executes: its interpreter
-and code generator), ``recompute`` (what a fused forward leaves to backward to compute
-again), ``fuse`` (the fusion pass over schedules), ``executor`` (plans;
+and code generator), ``recompute_pass`` (what a fused forward leaves to backward to
+compute again, recorded as a ``RecomputeRecord``), ``fusion_adapter`` (the pure grouping
+pass, ``fusion_pass``, wired into schedules as ``FusedNode`` steps running the
+``fused_elementwise`` op), ``executor`` (plans;
 static forward and program replay as schedules), ``recording`` (graph building),
 ``program`` (tracing a backward pass), ``backward``, ``gradient`` (``grad.grad``:
 rules run on Variables record the backward computation); above them graphs as objects:

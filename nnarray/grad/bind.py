@@ -152,7 +152,8 @@ class Executor:
             twin = self.graph._with({}, inference=True)
             order, outs = twin._order, twin._outputs
         root = order[-1].outputs[0] if order else None
-        sched = schedule.forward(order, self.ctx, save, forward_releasable(outs), root)
+        sched = schedule.forward(order, self.ctx, save, forward_releasable(outs), root,
+                                 outs)
         return [order, outs, sched, [None] * len(outs)]
 
     def schedule(self, is_train: bool = True) -> schedule.Schedule:

@@ -17,7 +17,7 @@ from .. import context as _context
 from .. import dtypes, late
 from ..errors import GraphError
 from ..ndarray import NdArray
-from . import cuda_replay, fuse, recompute, schedule
+from . import cuda_replay, fusion_adapter, recompute_pass, schedule
 from .planner import forward_releasable
 from .variable import Variable
 
@@ -169,6 +169,19 @@ def plan_of(root: Variable) -> Plan:
     return p
 
 
+def recover(v: Variable) -> NdArray | None:
+    """The values of an intermediate a fused forward did not write (``fusion_adapter.recover``),
+    else ``None``; the plans are built again, so their schedules write it from now on."""
+    try:
+        d = fusion_adapter.recover(v)
+    except GraphError:
+        invalidate_plans()  # marked held all the same
+        raise
+    if d is not None:
+        invalidate_plans()
+    return d
+
+
 def forward(root: Variable, clear_buffer: bool = False) -> None:
     """Run the graph behind ``root`` (kernels resolved once per node and context)."""
     plan = plan_of(root)
@@ -190,12 +203,12 @@ def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedu
     ``clear_buffer``, each intermediate freed after its last consumer)."""
     key = (ctx, clear_buffer)
     s = plan.schedules.get(key)
-    if s is None or s.fused != fuse.mode():
+    if s is None or s.fused != fusion_adapter.mode():
         s = plan.schedules[key] = schedule.forward(plan.order, ctx, True,
                                                     forward_releasable((plan.root(),))
                                                     if clear_buffer else None,
-                                                    plan.root)
-        s.fused = fuse.mode()
+                                                    plan.root, (plan.root(),))
+        s.fused = fusion_adapter.mode()
     return s
 
 
@@ -206,15 +219,15 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
     several roots, after the first; ``recomputed``: what the forward that ran left to
     backward to recompute, its ``Schedule.recompute``)."""
     if recomputed is not None:
-        prog = recompute.derive(prog, nodes, recomputed)
+        prog = recompute_pass.derive(prog, nodes, recomputed)
     s = prog.schedule
-    if s is None or s.ctx is not ctx or s.fused != fuse.mode():
+    if s is None or s.ctx is not ctx or s.fused != fusion_adapter.mode():
         s = prog.schedule = schedule.backward(prog, ctx)
-        s.fused = fuse.mode()
+        s.fused = fusion_adapter.mode()
     try:
         s.replay(nodes, seed, clear_buffer, more_seeds)
     except (IndexError, TypeError, AttributeError) as e:
-        n = recompute.unsaved(prog, nodes)
+        n = recompute_pass.unsaved(prog, nodes)
         if n is None:
             raise
         raise GraphError(f"backward: {n.label} ({n.name}) holds no saved data where this "

@@ -41,8 +41,9 @@ class Program:
         self.inv_last: list[Any] = []
         self.inv_steps: list[tuple[int, Variable, frozenset]] = []
         self.schedule: Any = None  # its Schedule for the context it last replayed in
-        #: ``{recompute.Recomputed: Program}``: this program for forwards that saved less
-        #: (``recompute.derive``); ``held``: the Variables a derived program made.
+        #: ``{recompute_pass.RecomputeRecord: Program}``: this program for forwards that
+        #: saved less (``recompute_pass.derive``); ``held``: the Variables a derived
+        #: program made.
         self.derived: dict = {}
         self.held: list = []
 

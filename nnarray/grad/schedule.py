@@ -101,8 +101,8 @@ class Schedule:
     stored in the output Variables, ``save``: what backward retains is kept) or
     ``"backward"`` (a traced program: ``prog``, gradients delivered at the end)."""
 
-    __slots__ = ("kind", "ctx", "steps", "save", "prog", "root", "releasable", "fused",
-                 "recompute", "_closures", "_program", "_done", "__weakref__")
+    __slots__ = ("kind", "ctx", "steps", "save", "prog", "root", "outputs", "releasable",
+                 "fused", "recompute", "_closures", "_program", "_done", "__weakref__")
 
     def __init__(self, kind: str, ctx: Any, steps: list, save: bool = False,
                  prog: Any = None, root: Any = None) -> None:
@@ -110,14 +110,17 @@ class Schedule:
         #: A weak reference to the Variable the generated function gets as ``root`` (the
         #: graph's output: referenced by the code, it would keep its graph alive).
         self.root = root
+        #: The ids of the Variables a forward must write whatever reads them (the graph's
+        #: outputs; the fusion pass also writes those the user holds).
+        self.outputs: tuple = ()
         #: What a forward frees after its last reader (``planner.forward_releasable``;
         #: ``None``: nothing). A backward frees its temporaries (``plan_frees``).
         self.releasable: Any = None
-        #: ``fuse.mode()`` when it was built (``grad.fusion_enabled``; set by its
+        #: ``fusion_adapter.mode()`` when it was built (``grad.fusion_enabled``; set by its
         #: builder): whether it fused, what it left to backward to recompute.
         self.fused: Any = False
-        #: A forward's ``recompute.Recomputed``: what it leaves to backward to compute
-        #: again rather than saving it (set by the fusion pass; ``None``: nothing).
+        #: A forward's ``recompute_pass.RecomputeRecord``: what it leaves to backward to
+        #: compute again rather than saving it (set by the fusion pass; ``None``: nothing).
         self.recompute: Any = None
         self._closures: Any = None
         self._program: Any = None
@@ -285,14 +288,15 @@ def _plain(n: Any, ctx: Any) -> Any:
 
 
 def forward(order: list, ctx: Any, save: bool = True, releasable: Any = None,
-            root: Any = None) -> Schedule:
+            root: Any = None, outputs: Any = ()) -> Schedule:
     """The schedule of a static graph's forward ``order`` under ``ctx`` (``save``: keep
     what backward needs; ``releasable``: which values are freed after their last reader,
     ``planner.forward_releasable``; ``root``: a weak reference to the output passed to
-    ``run``)."""
+    ``run``; ``outputs``: the graph's output Variables, always written)."""
     s = Schedule("forward", ctx, [Step(n, _plain(n, ctx), save) for n in order], save,
                  root=root)
     s.releasable = releasable
+    s.outputs = tuple(id(v) for v in outputs)
     return _passed(s)
 
 

@@ -29,7 +29,7 @@ _gradient: Any = late.bind(__name__, "_gradient", "nnarray.grad.gradient")
 
 
 
-class _ByIdentity:
+class ByIdentity:
     """``{Variable: value}`` by identity, an entry dropped with its Variable (a
     ``WeakKeyDictionary`` would compare keys with ``==``, which is elementwise)."""
 
@@ -51,7 +51,7 @@ class _ByIdentity:
 
 #: The gradient graphs ``backward(create_graph=True)`` accumulated, by leaf
 #: (``Variable.grad_variable``): off every first-order path.
-grad_variables = _ByIdentity()
+grad_variables = ByIdentity()
 
 
 _new = object.__new__
@@ -68,7 +68,9 @@ class Variable(GraphValue, ArrayOperators):
     """
 
     __slots__ = ("_shape", "_dtype", "_data", "_grad", "_need_grad", "_explicit", "_parent",
-                 "_gstamp", "_plan", "_name", "__weakref__")
+                 "_gstamp", "_plan", "_name", "_held", "__weakref__")
+    # ``_held`` (unset until then): the user read this intermediate's values once, so
+    # fused forward schedules write it (``grad/fusion_adapter.py``: ``recover``).
 
     def __init__(self, shape: int | Sequence[int] = (), need_grad: bool = False,
                  dtype: Any = np.float32, name: str | None = None) -> None:
@@ -151,12 +153,17 @@ class Variable(GraphValue, ArrayOperators):
         """The values (an NdArray, shared). A static function output whose graph has not
         run (or whose data ``forward(clear_buffer=True)`` freed) has none: reading them
         here, and so through ``float()``, ``item()``, ``format()``, ``bool()``,
-        ``np.asarray()`` and every other value read, raises ``GraphError``."""
+        ``np.asarray()`` and every other value read, raises ``GraphError``. An
+        intermediate a fused forward computed in registers is computed again on its first
+        read, and written by the graph's forwards from then on (``fusion_adapter.recover``)."""
         d = self._data
         if d is None:
             if self._parent is not None:
-                raise _unrun(self)
-            d = self._data = NdArray(self._shape, self._dtype)
+                d = _executor.recover(self)  # a value a fused forward left in registers
+                if d is None:
+                    raise _unrun(self)
+            else:
+                d = self._data = NdArray(self._shape, self._dtype)
         return d.pin_shape()  # its graph keeps the shape: no in-place reshape
 
     def _buffer(self) -> NdArray:

@@ -1,4 +1,4 @@
-"""``fused_elementwise``: several elementwise steps as one op (made by ``grad.fusion``).
+"""``fused_elementwise``: several elementwise steps as one op (made by ``grad.fusion_pass``).
 
 Its one attribute, ``program``, is a ``Program``: a hashable list of instructions over the
 op's inputs, each a declared elementwise function (a row of ``ops/ufuncs.py``), ``where``,

@@ -1,4 +1,4 @@
-"""Fusion in compiled graphs (``grad/fuse.py``): static forward, executors and backward
+"""Fusion in compiled graphs (``grad/fusion_adapter.py``): static forward, executors and backward
 replay run groups of elementwise steps as one ``fused_elementwise`` step on OpenCL and
 CUDA, with the values and gradients of the unfused schedules (``grad.fusion_enabled``),
 and fewer kernel launches. numpy schedules are left as they are.
@@ -17,14 +17,14 @@ from helpers import fused_rows
 import nnarray as nna
 import nnarray.functions as F
 from nnarray import grad
-from nnarray.grad import Graph, Variable, fusion
+from nnarray.grad import Graph, Variable, fusion_pass
 from nnarray.ops.elementwise import ops as row_ops
 
 F32 = np.dtype(np.float32)
 
 
 def _fuses(backend: str) -> bool:
-    return backend.split(":")[0] in fusion.FUSING_BACKENDS
+    return backend.split(":")[0] in fusion_pass.FUSING_BACKENDS
 
 
 def _on_host(backend: str) -> bool:
@@ -190,7 +190,7 @@ def _mlp_step() -> tuple:
 def test_mlp_static_step_launches(backend: str) -> None:
     """The MLP step's launches: 19 unfused; on OpenCL 16 (bias + relu forward; the loss
     gradient's sub and mul, relu's mask and mul, backward; the bias sums, on 10 and 100
-    columns, stay the backend's own reductions: below ``fuse.REDUCE_MIN``)."""
+    columns, stay the backend's own reductions: below ``fusion_adapter.REDUCE_MIN``)."""
     with grad.fusion_enabled(False):
         ustep, uloss, umodel = _mlp_step()
         ustep()
@@ -209,10 +209,8 @@ def test_mlp_static_step_launches(backend: str) -> None:
         assert fused == unfused
 
 
-def test_executor_and_held_intermediates(backend: str) -> None:
-    """A bound executor fuses too and gives the static graph's values and gradients; an
-    intermediate Variable the user holds keeps its values after a fused forward, one
-    nothing reads outside its group and no one held is not written."""
+def test_executor_fuses(backend: str) -> None:
+    """A bound executor fuses too and gives the static graph's values and gradients."""
     x, y, xn = _chain((8, 5))
     ex = Graph(y).bind(backend, grad_req={"arg0": "write"})
     out = ex.forward()[0].numpy()
@@ -221,19 +219,101 @@ def test_executor_and_held_intermediates(backend: str) -> None:
     np.testing.assert_allclose(out, want_y, **tol(F32))
     np.testing.assert_allclose(ex.grad_dict["arg0"].numpy(), want_g, **tol(F32))
     assert bool(_fused_steps(ex.schedule())) == _fuses(backend)
+
+
+def test_an_executor_writes_every_output(backend: str) -> None:
+    """An executor's outputs are given to its schedule (``Schedule.outputs``): an output
+    that is also an intermediate of another (``h`` of ``y``) is written, not left in
+    registers."""
+    xn = np.linspace(-2, 2, 40, dtype=np.float32).reshape(8, 5)
     xv = Variable.from_numpy_array(xn)
     h = F.tanh(0.5 * xv + 0.1) * F.sigmoid(xv)
-    z = F.sum(h + xv * xv)
+    y = h * h + xv
+    ex = Graph([y, h]).bind(backend)
+    got_y, got_h = (o.numpy() for o in ex.forward())
+    want_h = np.tanh(0.5 * xn + 0.1) / (1 + np.exp(-xn))
+    np.testing.assert_allclose(got_h, want_h, **tol(F32))
+    np.testing.assert_allclose(got_y, want_h * want_h + xn, **tol(F32))
+    sched = ex.schedule()
+    assert bool(_fused_steps(sched)) == _fuses(backend)
+    written = [r() for st in sched.steps for r in st.outs]
+    assert any(v is h for v in written) and any(v is y for v in written)
+
+
+def _written_by(v: Variable, out: Variable) -> bool:
+    """Whether ``out``'s forward schedule writes ``v`` (a step's output, fused or not)."""
+    return any(r() is v for st in grad.schedule_of(out).steps for r in st.outs)
+
+
+def test_an_intermediate_read_after_forward_keeps_its_values(backend: str) -> None:
+    """Which intermediates the user holds is known, not guessed from reference counts:
+    ``h``, reached only after the first forward (through ``z.parent``), reads the values
+    that forward computed in registers; from then on the schedule writes it, and it
+    follows new inputs."""
+    xn = np.linspace(-2, 2, 40, dtype=np.float32).reshape(8, 5)
+    xv = Variable.from_numpy_array(xn)
+    z = F.sum(F.tanh(0.5 * xv + 0.1) * F.sigmoid(xv) + xv * xv)
     z.forward()
-    np.testing.assert_allclose(h.d, np.tanh(0.5 * xn + 0.1) / (1 + np.exp(-xn)), **tol(F32))
-    w = F.tanh(xv + 1.0) + 2.0  # ``xv + 1.0``: retained by nothing, held by no one
+    h = z.parent.inputs[0].parent.inputs[0]  # tanh(0.5 x + 0.1) * sigmoid(x)
+    assert _written_by(h, z) == (not _fuses(backend))
+
+    def want(a: np.ndarray) -> np.ndarray:
+        return np.tanh(0.5 * a + 0.1) / (1 + np.exp(-a))
+    np.testing.assert_allclose(h.d, want(xn), **tol(F32))
+    xv.d = xn * 0.5
+    z.forward()
+    assert _written_by(h, z)
+    np.testing.assert_allclose(h.d, want(xn * 0.5), **tol(F32))
+    np.testing.assert_allclose(z.d, (want(xn * 0.5) + xn * xn / 4).sum(), **tol(F32))
+
+
+def test_an_intermediate_nobody_holds_is_fused_away(backend: str) -> None:
+    """``xv + 1.0``, which the user does not hold, is not written even though another
+    graph's node references it (a reference count took that for the user's); reading it
+    then computes it from the fused step's inputs; after an input is modified in place,
+    reading it raises ``GraphError`` instead of giving other values, and the next forward
+    writes it."""
+    xn = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    xv = Variable.from_numpy_array(xn)
+    u = xv + 1.0
+    w = F.tanh(u) + 2.0
+    other = F.exp(u)  # noqa: F841 - a second graph reading ``u``
+    del u
     w.forward()
     inner = w.parent.inputs[0].parent.inputs[0]
-    if _fuses(backend):
-        with pytest.raises(grad.GraphError, match="has no values"):
-            inner.d
-    else:
-        np.testing.assert_allclose(inner.d, xn + 1.0, **tol(F32))
+    assert (inner._data is None) == _fuses(backend)
+    np.testing.assert_allclose(w.d, np.tanh(xn + 1.0) + 2.0, **tol(F32))
+    if not _fuses(backend):
+        return
+    np.testing.assert_allclose(inner.d, xn + 1.0, **tol(F32))
+    w.forward()  # written now: it was read
+    assert _written_by(inner, w)
+    v = F.exp(xv * 3.0) - 1.0
+    v.forward()
+    gone = v.parent.inputs[0].parent.inputs[0]
+    assert gone._data is None
+    xv.d = xn  # a write into the fused step's input since it ran
+    with pytest.raises(grad.GraphError, match="modified since it ran"):
+        gone.d
+    v.forward()  # read once, even in vain: written from now on
+    assert _written_by(gone, v)
+    np.testing.assert_allclose(gone.d, xn * 3.0, **tol(F32))
+
+
+def test_a_fused_forward_leaves_no_stale_values(backend: str) -> None:
+    """An intermediate an unfused forward wrote, then a fused forward (on new inputs) left
+    in registers, reads the new values, not those of the earlier run."""
+    xn = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    xv = Variable.from_numpy_array(xn)
+    w = F.tanh(xv * 3.0) + 2.0
+    with grad.fusion_enabled(False):
+        w.forward()
+    xv.d = xn + 1.0
+    xv.need_grad = False  # plans built again: the unfused schedule's code goes
+    w.forward()
+    inner = w.parent.inputs[0].parent.inputs[0]  # xv * 3.0, held by no one until now
+    np.testing.assert_allclose(w.d, np.tanh((xn + 1.0) * 3.0) + 2.0, **tol(F32))
+    np.testing.assert_allclose(inner.d, (xn + 1.0) * 3.0, **tol(F32))
 
 
 def test_dot_and_source_show_the_groups(backend: str, capsys) -> None:
@@ -275,8 +355,8 @@ def test_define_by_run_backward_replay_fuses(backend: str) -> None:
 @pytest.mark.parametrize("n", [8, 256])
 def test_a_large_reduction_joins_its_group(backend: str, n: int) -> None:
     """On OpenCL a sum ending an elementwise chain joins its fused step where its operand
-    has ``fuse.REDUCE_MIN`` elements or more (256x256), else runs on its own."""
-    from nnarray.grad import fuse
+    has ``fusion_adapter.REDUCE_MIN`` elements or more (256x256), else runs on its own."""
+    from nnarray.grad import fusion_adapter
     xn = np.random.default_rng(5).standard_normal((n, n)).astype(np.float32)
     x = Variable.from_numpy_array(xn)
     y = F.sum(x * x + 1.0)
@@ -284,7 +364,7 @@ def test_a_large_reduction_joins_its_group(backend: str, n: int) -> None:
     np.testing.assert_allclose(y.d, (xn.astype(np.float64) ** 2 + 1).sum(), rtol=1e-4)
     ops = [st.op for st in grad.schedule_of(y).steps]
     if backend.split(":")[0] == "opencl":
-        joins = n * n >= fuse.REDUCE_MIN
+        joins = n * n >= fusion_adapter.REDUCE_MIN
         assert ops == (["fused_elementwise"] if joins else ["fused_elementwise", "sum"])
     elif not _fuses(backend):
         assert ops == ["mul", "add", "sum"]
@@ -310,9 +390,9 @@ def test_fusion_switch_is_per_thread(backend: str) -> None:
 
     got: dict = {}
     with grad.fusion_enabled(False):
-        assert not grad.fuse.enabled()
+        assert not grad.fusion_adapter.enabled()
         worker = threading.Thread(target=lambda: got.update(other=build(),
-                                                            on=grad.fuse.enabled()))
+                                                            on=grad.fusion_adapter.enabled()))
         worker.start()
         worker.join(600)
         here = build()

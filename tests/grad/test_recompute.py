@@ -1,4 +1,4 @@
-"""Recomputation (``grad/recompute.py``): a fused forward on OpenCL and CUDA no longer
+"""Recomputation (``grad/recompute_pass.py``): a fused forward on OpenCL and CUDA no longer
 writes or saves the retained values backward can recompute cheaply from what it keeps;
 backward's first fused group computes them again. Values and gradients stay those of the
 unfused schedules and of numpy; the arrays kept for backward shrink (``grad.saved_arrays``);
@@ -18,7 +18,7 @@ from conftest import tol
 import nnarray as nna
 import nnarray.functions as F
 from nnarray import grad
-from nnarray.grad import Graph, Variable, fusion
+from nnarray.grad import Graph, Variable, fusion_pass
 
 F32 = np.dtype(np.float32)
 
@@ -30,7 +30,7 @@ def _recompute_all():
 
 
 def _fuses(backend: str) -> bool:
-    return backend.split(":")[0] in fusion.FUSING_BACKENDS
+    return backend.split(":")[0] in fusion_pass.FUSING_BACKENDS
 
 
 def _x(shape: tuple, seed: int = 1) -> np.ndarray:
@@ -173,12 +173,14 @@ def test_an_output_used_by_backward_is_written_and_saved(backend: str) -> None:
 
 
 def test_a_held_intermediate_is_still_written(backend: str) -> None:
-    """An intermediate the user holds keeps its values after a fused forward and stays
-    saved; the rest of the chain is still recomputed (``x`` and it kept)."""
+    """An intermediate the user holds (read once) keeps its values after a fused forward
+    and stays saved; the rest of the chain is still recomputed (``x`` and it kept)."""
     xn, dyn = _x((32, 16)), _x((32, 16), 2)
     x = Variable.from_numpy_array(xn, need_grad=True)
     h = F.tanh(0.5 * x + 0.1)
     y = h * F.sigmoid(x) + x * x
+    y.forward()
+    np.testing.assert_allclose(h.d, np.tanh(0.5 * xn + 0.1), **tol(F32))  # read: held
     y.forward()
     x.grad.zero()
     y.backward(nna.NdArray.from_numpy_array(dyn))
@@ -231,17 +233,17 @@ def test_plan_invalidated_between_forward_and_backward(backend: str) -> None:
 
 
 def test_pure_pass_keeps_values_others_need() -> None:
-    """``fusion.recompute``: a retained value another recomputed value is computed from
+    """``fusion_pass.recompute``: a retained value another recomputed value is computed from
     (across a shape change) stays kept; ``only`` limits the candidates."""
     dev = "opencl:0"
     m_big, m_row = ((4, 3), F32), ((1, 3), F32)
-    steps = [fusion.Step("exp", ("w",), ("e",), (m_row,), (m_row,), dev),
-             fusion.Step("mul", ("x", "e"), ("p",), (m_big, m_row), (m_big,), dev),
-             fusion.Step("tanh", ("p",), ("t",), (m_big,), (m_big,), dev)]
-    r = fusion.recompute(steps, {"e", "t", "x"})
+    steps = [fusion_pass.Step("exp", ("w",), ("e",), (m_row,), (m_row,), dev),
+             fusion_pass.Step("mul", ("x", "e"), ("p",), (m_big, m_row), (m_big,), dev),
+             fusion_pass.Step("tanh", ("p",), ("t",), (m_big,), (m_big,), dev)]
+    r = fusion_pass.recompute(steps, {"e", "t", "x"})
     assert r.values == {"t"} and r.needs == {"x", "e"}
-    assert fusion.recompute(steps, {"e", "t", "x"}, only={"e"}).values == {"e"}
-    assert fusion.recompute(steps, {"e", "t", "x"}, only=set()).values == frozenset()
+    assert fusion_pass.recompute(steps, {"e", "t", "x"}, only={"e"}).values == {"e"}
+    assert fusion_pass.recompute(steps, {"e", "t", "x"}, only=set()).values == frozenset()
 
 
 def _arith(x: Variable) -> Variable:

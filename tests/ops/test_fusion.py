@@ -17,8 +17,8 @@ from helpers import chain, fused_rows, row_program, special_program
 
 import nnarray as nna
 from nnarray.errors import DTypeError, ShapeError
-from nnarray.grad import fusion
-from nnarray.grad.fusion import Const, Step
+from nnarray.grad import fusion_pass
+from nnarray.grad.fusion_pass import Const, Step
 from nnarray.ops import fused
 from nnarray.ops.elementwise import cast
 from nnarray.ops.elementwise import ops as row_ops
@@ -231,14 +231,14 @@ def test_pass_groups_forward_and_backward():
     steps = _steps("opencl:1", True)
     # separately: the forward keeps what backward reads (t, s), backward gives dx
     fwd, bwd = steps[:7], steps[7:]
-    (gf,) = fusion.groups(fwd, {"y", "t", "s"})
+    (gf,) = fusion_pass.groups(fwd, {"y", "t", "s"})
     assert gf.steps == tuple(range(7)) and gf.inputs == ("x",) and gf.position == 6
     assert gf.outputs == ("t", "s", "y")
     assert len([i for i in gf.program.instrs if i.op == fused.CONST]) == 2
-    (gb,) = fusion.groups(bwd, {"dx"})
+    (gb,) = fusion_pass.groups(bwd, {"dx"})
     assert set(gb.inputs) == {"g", "s", "t", "x"} and gb.outputs == ("dx",)
     # together: one group, nothing written but y and dx (t and s recomputed in registers)
-    (g,) = fusion.groups(steps, {"y", "dx"})
+    (g,) = fusion_pass.groups(steps, {"y", "dx"})
     assert g.steps == tuple(range(len(steps))) and g.outputs == ("y", "dx")
     assert set(g.inputs) == {"x", "g"}
 
@@ -249,7 +249,7 @@ def test_pass_groups_compute_the_same_values():
     with nna.context_scope("numpy"):
         env = {"x": nna.asarray(h), "g": nna.ones((64, 32), dtype=np.float32)}
         want = _run_groups(steps, [], dict(env))
-        groups = fusion.groups(steps, {"y", "dx"})
+        groups = fusion_pass.groups(steps, {"y", "dx"})
         got = _run_groups(steps, groups, dict(env))
     for v in ("y", "dx"):
         np.testing.assert_allclose(got[v].numpy(), want[v].numpy(), rtol=1e-6)
@@ -268,12 +268,12 @@ def test_pass_reduction_ends_a_group_on_opencl():
                  {"axis": (0, 1), "keepdims": False})
     after = Step("exp", ("x",), ("e",), (m,), (m,), "opencl:1")
     steps = _steps("opencl:1", False) + [total, after]
-    (g,) = fusion.groups(steps, {"l", "e"})
+    (g,) = fusion_pass.groups(steps, {"l", "e"})
     assert g.steps == tuple(range(8)) and g.outputs == ("l",) and g.position == 7
     n = g.program.n_inputs + len(g.program.instrs)
     assert g.program.instrs[-1] == Instr("sum", (n - 2,), ((0, 1), False))  # of y
     cuda = [replace(s, device="cuda:0") for s in steps]
-    assert [g.steps for g in fusion.groups(cuda, {"l", "e"})] == [tuple(range(7))]
+    assert [g.steps for g in fusion_pass.groups(cuda, {"l", "e"})] == [tuple(range(7))]
     h = np.random.default_rng(4).normal(size=(64, 32)).astype(F32)
     with nna.context_scope("numpy"):
         got = fused_elementwise(nna.asarray(h), program=g.program)
@@ -287,14 +287,14 @@ def test_recompute_retained_values_in_backward():
     backward with those steps at its head is one group reading x and g only."""
     steps = _steps("opencl:1", True)
     fwd, bwd = steps[:7], steps[7:]
-    r = fusion.recompute(fwd, {"t", "s", "x"})
+    r = fusion_pass.recompute(fwd, {"t", "s", "x"})
     assert r.values == {"t", "s"} and r.steps == (0, 1, 2, 3) and r.needs == {"x"}
-    (g,) = fusion.groups([fwd[j] for j in r.steps] + bwd, {"dx"})
+    (g,) = fusion_pass.groups([fwd[j] for j in r.steps] + bwd, {"dx"})
     assert set(g.inputs) == {"x", "g"} and g.outputs == ("dx",)
-    assert fusion.recompute(fwd, {"t", "s", "x"}, max_steps=2).values == {"s"}
+    assert fusion_pass.recompute(fwd, {"t", "s", "x"}, max_steps=2).values == {"s"}
     # keeping more sources than values saved: nothing recomputed
     two = [Step("add", ("a", "b"), ("c",), (m := ((4,), F32), m), (m,), "opencl:1")]
-    assert fusion.recompute(two, {"c"}).values == frozenset()
+    assert fusion_pass.recompute(two, {"c"}).values == frozenset()
 
 
 def _graph_steps(y, device: str) -> list[Step]:
@@ -329,7 +329,7 @@ def test_pass_on_a_recorded_graph():
         x = Variable.from_numpy_array(h, need_grad=True)
         y = F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x
         steps = _graph_steps(y, "opencl:1")
-        (g,) = fusion.groups(steps, {id(y)})
+        (g,) = fusion_pass.groups(steps, {id(y)})
         assert len(g.steps) == len(steps) == 7 and g.inputs == (id(x),)
         y.forward()
         got = fused_elementwise(nna.asarray(h), program=g.program)
@@ -342,39 +342,39 @@ def test_pass_caps_the_kernel_buffers(monkeypatch):
     steps = [Step("add", ("a0", "b0"), ("c0",), (m, m), (m,), "opencl:1")]
     steps += [Step("add", (f"c{k - 1}", f"b{k}"), (f"c{k}",), (m, m), (m,), "opencl:1")
               for k in range(1, 70)]
-    gs = fusion.groups(steps, {"c69"})
-    assert len(gs) == 3 and all(len(g.inputs) + len(g.outputs) <= fusion.MAX_BUFFERS
+    gs = fusion_pass.groups(steps, {"c69"})
+    assert len(gs) == 3 and all(len(g.inputs) + len(g.outputs) <= fusion_pass.MAX_BUFFERS
                                 for g in gs)
     assert gs[0].outputs == (gs[1].inputs[0],)  # the first group's end feeds the second
-    monkeypatch.setattr(fusion, "MAX_BUFFERS", 1000)
-    assert len(fusion.groups(steps, {"c69"})) == 1
+    monkeypatch.setattr(fusion_pass, "MAX_BUFFERS", 1000)
+    assert len(fusion_pass.groups(steps, {"c69"})) == 1
 
 
 def test_pass_rules():
     steps = _steps("numpy", True)
-    assert fusion.groups(steps, {"y", "dx"}) == []  # numpy keeps its out= reuse
+    assert fusion_pass.groups(steps, {"y", "dx"}) == []  # numpy keeps its out= reuse
     steps = _steps("cuda:0", False)
     # a step outside that reads a group's value before its last step splits the group
     m = steps[0].metas[0]
     reader = Step("sum", ("a",), ("r",), (m,), (((), F32),), "cuda:0")
     split = steps[:2] + [reader] + steps[2:]
-    gs = fusion.groups(split, {"y", "r"})
+    gs = fusion_pass.groups(split, {"y", "r"})
     assert [g.steps for g in gs] == [(0, 1), (3, 4, 5, 6, 7)]
     assert gs[0].outputs == ("a", "b")  # a: read by the sum; b: by the later group
     # another device, another shape or a non-fusable dtype starts a new group
     other = [Step("exp", ("y",), ("e",), (m,), (m,), "opencl:0"),
              Step("exp", ("e",), ("e2",), (m,), (m,), "opencl:0")]
-    gs = fusion.groups(steps + other, {"y", "e2"})
+    gs = fusion_pass.groups(steps + other, {"y", "e2"})
     assert [g.steps for g in gs] == [tuple(range(7)), (7, 8)]
     half = ((64, 32), np.dtype(np.float16))
     f16 = [Step("exp", ("x",), ("h",), (half,), (half,), "cuda:0")]
-    assert not fusion.fusable(f16[0])
+    assert not fusion_pass.fusable(f16[0])
     ipow = Step("pow", ("i", Const(2)), ("j",), (((3,), I64), None), (((3,), I64),), "cuda:0")
-    assert not fusion.fusable(ipow)
-    assert fusion.fusable(Step("cast", ("x",), ("c",), (m,), (((64, 32), F64),), "cuda:0",
+    assert not fusion_pass.fusable(ipow)
+    assert fusion_pass.fusable(Step("cast", ("x",), ("c",), (m,), (((64, 32), F64),), "cuda:0",
                                {"dtype": F64}))
     bm = ((64, 32), np.dtype(np.bool_))
-    assert fusion.fusable(Step("where", ("c", "x", Const(0.0)), ("w",), (bm, m, None), (m,),
+    assert fusion_pass.fusable(Step("where", ("c", "x", Const(0.0)), ("w",), (bm, m, None), (m,),
                                "opencl:1"))
-    assert not fusion.fusable(Step("where", (Const(True), "x", "y"), ("w",), (None, m, m),
+    assert not fusion_pass.fusable(Step("where", (Const(True), "x", "y"), ("w",), (None, m, m),
                                    (m,), "opencl:1"))

@@ -1,13 +1,13 @@
 """Recomputation: forward values that backward computes again instead of the forward saving
 them, so a fused forward writes less and keeps less alive.
 
-Both sides agree through one ``Recomputed`` record, made once when a forward schedule is
+Both sides agree through one ``RecomputeRecord`` record, made once when a forward schedule is
 compiled (``plan``, called by the fusion pass) and keyed by positions in the forward
 order, not by identity:
 
 - ``values``: ``(node, output)`` of each retained value no longer saved. Only a value
   that then is never written is taken: computed inside one fused group, read by nothing
-  outside it, neither the graph's output nor held by the user (``fusion.recompute`` picks
+  outside it, neither the graph's output nor held by the user (``fusion_pass.recompute`` picks
   among those the ones cheap to recompute: a few fusable steps from sources it keeps);
 - ``steps``: the forward nodes that compute them from their sources, run again at the
   head of backward (where they fuse into backward's first group, in registers);
@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ndarray import NdArray
-from . import fusion
+from . import fusion_pass
 from .node import Node
 from .variable import Variable, _make
 
 
 @dataclass(frozen=True)
-class Recomputed:
+class RecomputeRecord:
     """What a forward schedule no longer saves for backward (see the module docstring)."""
 
     values: tuple[tuple[int, int], ...]
@@ -59,9 +59,11 @@ class Recomputed:
 
 
 # -- the forward side -----------------------------------------------------------------------
-def plan(steps: Sequence[Any], desc: Sequence[fusion.Step], groups: Sequence[fusion.Group],
-         retained: Collection[Hashable], written: Collection[Hashable],
-         can_recompute: Callable[[fusion.Step], bool] = fusion.fusable) -> Recomputed | None:
+def plan(steps: Sequence[Any], desc: Sequence[fusion_pass.Step],
+         groups: Sequence[fusion_pass.Group], retained: Collection[Hashable],
+         written: Collection[Hashable],
+         can_recompute: Callable[[fusion_pass.Step], bool] = fusion_pass.fusable
+         ) -> RecomputeRecord | None:
     """The record for a forward schedule's ``steps`` (one per node of the forward order,
     as ``desc`` describes them for the grouping pass; ``groups``: its groups), its
     steps' ``retain`` rewritten to match; ``None`` when nothing is worth recomputing.
@@ -69,10 +71,10 @@ def plan(steps: Sequence[Any], desc: Sequence[fusion.Step], groups: Sequence[fus
     ``can_recompute``: which (fusable) steps backward may run again."""
     group_of = {j: set(g.steps) for g in groups for j in g.steps}
     producer = {v: (k, j) for k, s in enumerate(desc) for j, v in enumerate(s.outputs)}
-    readers = fusion.readers_of(desc)
+    readers = fusion_pass.readers_of(desc)
     only = {v for v in retained if v not in written and v in producer and
             set(readers.get(v, ())) <= group_of.get(producer[v][0], set())}
-    r = fusion.recompute(desc, retained, can_fuse=can_recompute, only=only)
+    r = fusion_pass.recompute(desc, retained, can_fuse=can_recompute, only=only)
     if not r.values:
         return None
     for st, d in zip(steps, desc):
@@ -80,12 +82,12 @@ def plan(steps: Sequence[Any], desc: Sequence[fusion.Step], groups: Sequence[fus
             ri, ro = st.retain
             st.retain = (tuple(i for i in ri if d.inputs[i] not in r.values),
                          tuple(j for j in ro if d.outputs[j] not in r.values))
-    return Recomputed(tuple(sorted(producer[v] for v in r.values)), r.steps,
+    return RecomputeRecord(tuple(sorted(producer[v] for v in r.values)), r.steps,
                       _save_needs(steps, desc, r))
 
 
-def _save_needs(steps: Sequence[Any], desc: Sequence[fusion.Step],
-                r: fusion.Recompute) -> tuple[tuple[int, int], ...]:
+def _save_needs(steps: Sequence[Any], desc: Sequence[fusion_pass.Step],
+                r: fusion_pass.Recompute) -> tuple[tuple[int, int], ...]:
     """Where each source of ``r`` is saved, adding it to the retained inputs of the first
     recomputing step reading it where no step retains it."""
     saved: dict[Hashable, tuple[int, int]] = {}
@@ -105,7 +107,7 @@ def _save_needs(steps: Sequence[Any], desc: Sequence[fusion.Step],
 
 
 # -- the backward side ----------------------------------------------------------------------
-def derive(prog: Any, nodes: list, r: Recomputed) -> Any:
+def derive(prog: Any, nodes: list, r: RecomputeRecord) -> Any:
     """The backward program ``prog`` for a forward that ran with record ``r`` on the graph
     whose forward order is ``nodes`` (built once per record, then cached in ``prog``)."""
     got = prog.derived.get(r)
@@ -114,7 +116,7 @@ def derive(prog: Any, nodes: list, r: Recomputed) -> Any:
     return got
 
 
-def _derive(prog: Any, nodes: list, r: Recomputed) -> Any:
+def _derive(prog: Any, nodes: list, r: RecomputeRecord) -> Any:
     index = {id(n): k for k, n in enumerate(nodes)}
 
     def key(a: Any) -> Hashable:  # a forward value: its producer's position, else itself

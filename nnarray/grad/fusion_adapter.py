@@ -2,15 +2,20 @@
 
 The pass (``fuse``, appended to ``schedule.passes``, so static forward, executors and
 every traced backward replay get it) hands a schedule's steps to the pure grouping pass
-(``fusion.groups``) and replaces each group by one step of a ``FusedNode``: the op
+(``fusion_pass.groups``) and replaces each group by one step of a ``FusedNode``: the op
 ``fused_elementwise`` (``ops/fused.py``) on the group's external inputs, returning the
 values that must be written (``materialize``: the graph's outputs, what a backward rule
 retains, what a step outside the group reads, a backward program's gradients, an
-intermediate Variable a user holds). The rest stay in registers and their Variables get
-no data. A forward that saves for backward first leaves to backward the retained values
-it can recompute (``recompute.py``): those are no longer written either, and backward's
+intermediate Variable the user holds). The rest stay in registers and their Variables get
+no data. Which Variables the user holds is known, not guessed: the graph's outputs (an
+executor's several) are given to the schedule, and an intermediate is marked held
+(``Variable._held``) when the user first reads its values. That read finds it fused away
+(``fused_away``) and computes it from the fused step's inputs as they were when the step
+last ran (``recover``); the graph's schedules are built again, writing it from then on.
+A forward that saves for backward first leaves to backward the retained values
+it can recompute (``recompute_pass.py``): those are no longer written either, and backward's
 first group computes them again from what is saved instead. Only devices whose backend
-generates kernels fuse (``fusion.FUSING_BACKENDS``): on numpy the schedule is left as it
+generates kernels fuse (``fusion_pass.FUSING_BACKENDS``): on numpy the schedule is left as it
 is.
 
 ``fusion_enabled(False)`` (``modes.py``: per thread; ``NNARRAY_FUSION=0`` in the environment)
@@ -25,17 +30,18 @@ there ``tanh`` or ``exp`` computed again costs more than the memory traffic it s
 from __future__ import annotations
 
 import math
-import sys
+import weakref
 from typing import Any
 
 import numpy as np
 
+from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops.fused import Meta, evaluate_types, fused_elementwise, reduction
 from ..registry import dispatch
-from . import fusion, modes, recompute, schedule
+from . import fusion_pass, modes, recompute_pass, schedule
 from .node import Node
-from .variable import Variable
+from .variable import ByIdentity, Variable
 
 _PY_SCALARS = (bool, int, float)
 _fusion = modes.fusion
@@ -52,12 +58,12 @@ def mode() -> tuple[bool, str]:
     return _fusion.get()
 
 
-def _recomputable(step: fusion.Step) -> bool:
+def _recomputable(step: fusion_pass.Step) -> bool:
     """Whether backward may compute ``step`` again (``fusion_enabled(recompute=...)``)."""
     how = _fusion.get()[1]
-    if not fusion.fusable(step) or how == "off":
+    if not fusion_pass.fusable(step) or how == "off":
         return False
-    return how == "all" or fusion.arithmetic(step) or \
+    return how == "all" or fusion_pass.arithmetic(step) or \
         not getattr(step.device, "host_memory", False)
 
 
@@ -72,7 +78,8 @@ class FusedNode:
     #: The interpreter's run is the one of every node (``Node.run``; ``save`` below).
     run = Node.run
     __slots__ = ("function", "inputs", "attrs", "out_metas", "outputs", "members", "ctx",
-                 "saved_inputs", "saved_outputs", "versions", "__weakref__")
+                 "saved_inputs", "saved_outputs", "versions", "ran", "recoverable",
+                 "__weakref__")
 
     def __init__(self, inputs: tuple, program: Any, outputs: tuple, metas: tuple,
                  members: list, ctx: Any) -> None:
@@ -84,6 +91,12 @@ class FusedNode:
         #: scalar, ``None`` a value not written (retained by nothing).
         self.members = members
         self.saved_inputs = self.saved_outputs = self.versions = None
+        #: The input arrays of its last run (weakly) with their versions: what
+        #: ``recover`` computes a value it did not write from.
+        self.ran: Any = None
+        #: Whether what it leaves unwritten may be read afterwards (a forward that frees
+        #: its intermediates, ``clear_buffer``, leaves nothing to read: not).
+        self.recoverable = False
 
     @property
     def name(self) -> str:
@@ -104,7 +117,12 @@ class FusedNode:
 
     def retain(self, datas: Any, outs: Any, ri: tuple = (), ro: tuple = ()) -> None:
         """Each member keeps what its rule retains, taken from the fused step's input
-        arrays ``datas`` and results ``outs``."""
+        arrays ``datas`` and results ``outs`` (``ran`` records the inputs; the first run
+        records what it leaves unwritten, ``fused_away``)."""
+        if self.ran is None and self.recoverable:
+            _away(self)
+        self.ran = tuple((weakref.ref(d), d.version) if isinstance(d, NdArray) else None
+                         for d in datas)
         srcs = (datas, outs)
         for node, keep, ins, os_ in self.members:
             if keep is None or not (keep[0] or keep[1]):
@@ -132,23 +150,23 @@ class FusedNode:
 def fuse(sched: Any) -> None:
     """Replace each fusable group of ``sched``'s steps by one fused step (nothing on a
     backend that does not fuse, or while ``fusion_enabled(False)``); a forward that saves
-    for backward leaves to backward what it can recompute (``recompute.plan``)."""
-    if not enabled() or sched.ctx.backend not in fusion.FUSING_BACKENDS:
+    for backward leaves to backward what it can recompute (``recompute_pass.plan``)."""
+    if not enabled() or sched.ctx.backend not in fusion_pass.FUSING_BACKENDS:
         return
     steps = sched.steps
     vals: dict[int, Any] = {}
     desc = [_describe(st, sched.ctx, vals) for st in steps]
     if sched.kind == "backward":
-        groups = fusion.groups(desc, _results(sched), can_reduce=_reduces)
+        groups = fusion_pass.groups(desc, _results(sched), can_reduce=_reduces)
     else:
-        written = _written(sched, vals)
+        written = _written(sched)
         retained = _retained(steps)
-        groups = fusion.groups(desc, written | retained, can_reduce=_reduces)
+        groups = fusion_pass.groups(desc, written | retained, can_reduce=_reduces)
         if sched.save and groups and _fusion.get()[1] != "off":
-            sched.recompute = recompute.plan(steps, desc, groups, retained, written,
-                                             _recomputable)
+            sched.recompute = recompute_pass.plan(steps, desc, groups, retained, written,
+                                                  _recomputable)
             if sched.recompute is not None:
-                groups = fusion.groups(desc, written | _retained(steps), can_reduce=_reduces)
+                groups = fusion_pass.groups(desc, written | _retained(steps), can_reduce=_reduces)
     if not groups:
         return
     made = {}
@@ -163,18 +181,73 @@ def fuse(sched: Any) -> None:
                    if s in made or s not in member]
 
 
+#: ``{Variable: weak reference to its FusedNode}``: the values a fused forward step
+#: computes without writing them (reading one calls ``recover``).
+fused_away = ByIdentity()
+
+
+def _away(node: FusedNode) -> None:
+    """Record the member outputs ``node`` does not write (at its first run); data an
+    earlier (unfused) run left on them is dropped, so that it is not read as this graph's
+    values."""
+    written = {id(v) for v in (r() for r in node.outputs) if v is not None}
+    ref = weakref.ref(node)
+    for m in node.members:
+        for r in m[0].outputs:
+            v = r()
+            if v is not None and id(v) not in written:
+                v._data = None
+                fused_away[v] = ref
+
+
+def recover(v: Variable) -> NdArray | None:
+    """The values of ``v``, which a fused forward step computed without writing them,
+    computed again by its group's member kernels from the step's inputs as they were when
+    it last ran, and kept on ``v``; ``None`` when ``v`` was not fused away (or its step
+    never ran). Marks ``v`` held: schedules built from now on write it. ``GraphError``
+    (``v`` marked all the same) when an input was freed or modified since the step ran."""
+    ref = fused_away.get(v)
+    node = ref() if ref is not None else None
+    if node is None or node.ran is None:
+        return None
+    v._held = True
+    fused_away.pop(v)
+    for a, rec in zip(node.inputs, node.ran):
+        d = a._data if isinstance(a, Variable) else a
+        if rec is not None and (d is None or d is not rec[0]() or d.version != rec[1]):
+            raise GraphError(
+                f"Variable {v.name} (shape {v.shape}) was computed in registers by a fused "
+                f"forward step and not written, and an input of that step was freed or "
+                f"modified since it ran: run forward() again (the graph writes the "
+                f"variable from then on, now that it was read)")
+    vals: dict[int, Any] = {}
+    for m in node.members:
+        n = m[0]
+        datas = [vals.get(id(a), a._data) if isinstance(a, Variable) else a
+                 for a in n.inputs]
+        res = dispatch(n.function, node.ctx).run(datas, n.attrs, n.out_metas,
+                                                 [None] * len(n.out_metas))
+        for r, o in zip(n.outputs, (res,) if len(n.out_metas) == 1 else res):
+            if r() is not None:
+                vals[id(r())] = o
+        if id(v) in vals:
+            break
+    d = v._data = vals[id(v)]
+    return d
+
+
 #: Fewest elements a reduction's operand has for the reduction to join its group: below
 #: it the backend's own reduction kernels run faster than the fused one (the MLP step's
 #: bias gradients, 64x100: 2-5% slower per step joined on pocl).
 REDUCE_MIN = 1 << 16
 
 
-def _reduces(step: fusion.Step) -> bool:
-    """``fusion.reducible``, for operands of ``REDUCE_MIN`` elements or more."""
-    return fusion.reducible(step) and math.prod(step.in_metas[0][0]) >= REDUCE_MIN
+def _reduces(step: fusion_pass.Step) -> bool:
+    """``fusion_pass.reducible``, for operands of ``REDUCE_MIN`` elements or more."""
+    return fusion_pass.reducible(step) and math.prod(step.in_metas[0][0]) >= REDUCE_MIN
 
 
-def _describe(st: Any, ctx: Any, vals: dict) -> fusion.Step:
+def _describe(st: Any, ctx: Any, vals: dict) -> fusion_pass.Step:
     """Schedule step ``st`` as the grouping pass sees it (values by id; an opaque,
     invariant or dead-output step gets no op name, so it never fuses)."""
     ins, metas = [], []
@@ -185,11 +258,11 @@ def _describe(st: Any, ctx: Any, vals: dict) -> fusion.Step:
             ins.append(id(a))
             metas.append((a.shape, a.dtype))
         elif type(a) in _PY_SCALARS:
-            ins.append(fusion.Const(a))
+            ins.append(fusion_pass.Const(a))
             metas.append(None)
         else:
             ok = False
-            ins.append(fusion.Const(0))
+            ins.append(fusion_pass.Const(0))
             metas.append(None)
     outs = []
     for j, r in enumerate(st.outs):
@@ -201,7 +274,7 @@ def _describe(st: Any, ctx: Any, vals: dict) -> fusion.Step:
             vals[id(v)] = v
             outs.append(id(v))
     dev = st.kernel.device if st.kernel is not None else ctx
-    return fusion.Step(st.op if ok else "", tuple(ins), tuple(outs), tuple(metas),
+    return fusion_pass.Step(st.op if ok else "", tuple(ins), tuple(outs), tuple(metas),
                        tuple(st.metas), dev, dict(st.attrs or {}))
 
 
@@ -223,52 +296,21 @@ def _retained(steps: list) -> set:
     return keep
 
 
-def _written(sched: Any, vals: dict) -> set:
+def _written(sched: Any) -> set:
     """The value ids a forward's fused steps must write whatever reads them: the graph's
-    output and the Variables held outside it."""
+    outputs and the intermediate Variables the user holds (``Variable._held``: marked when
+    the user first read one, ``recover``)."""
     root = sched.root() if sched.root is not None else None
-    rel = sched.releasable  # what the last-use pass will free (``schedule.plan_frees``)
-    freed = {id(a) for st in sched.steps for a in st.inputs if rel is not None and rel(a)}
-    return ({id(root)} if root is not None else set()) | _held(sched, vals, freed)
-
-
-def _held(sched: Any, vals: dict, freed: set) -> set:
-    """The intermediate Variables something besides the graph references (a user's
-    name for it, an executor's outputs): their ``.d`` stays readable. Counted once, when
-    the schedule is built: the references beyond those of the steps' input tuples."""
-    uses = _uses(sched.steps)
-    probe = object()
-    vals[-1] = probe
-    base = sys.getrefcount(probe)
-    del vals[-1]
-    held = set()
+    out = set(sched.outputs) | ({id(root)} if root is not None else set())
     for st in sched.steps:
         for r in st.outs:
             v = r()
-            if v is None or id(v) in freed or not isinstance(v, Variable):
-                continue
-            # as the probe: its entry in ``vals``, this name, the call's argument
-            if sys.getrefcount(v) > base + uses.get(id(v), 0):
-                held.add(id(v))
-            del v
-    return held
+            if v is not None and getattr(v, "_held", False):
+                out.add(id(v))
+    return out
 
 
-def _uses(steps: list) -> dict[int, int]:
-    """``{id(value): n}``: how many references the steps' (and their nodes') input tuples
-    hold to each value."""
-    uses: dict[int, int] = {}
-    seen: set = set()
-    for st in steps:
-        for t in (st.inputs, getattr(st.node, "inputs", ())):
-            if id(t) not in seen:
-                seen.add(id(t))
-                for a in t:
-                    uses[id(a)] = uses.get(id(a), 0) + 1
-    return uses
-
-
-def _step(sched: Any, g: fusion.Group, vals: dict) -> Any:
+def _step(sched: Any, g: fusion_pass.Group, vals: dict) -> Any:
     """The schedule step running group ``g``, or ``None`` where the op's inference
     disagrees with the group's values (left unfused)."""
     steps = sched.steps
@@ -297,6 +339,7 @@ def _step(sched: Any, g: fusion.Group, vals: dict) -> Any:
     pos.update({v: ("o", n) for n, v in enumerate(g.outputs)})
     members = [_member(steps[j], pos) for j in g.steps]
     node = FusedNode(inputs, g.program, outs, out_metas, members, sched.ctx)
+    node.recoverable = sched.kind == "forward" and sched.releasable is None
     st = schedule.Step(node, k, False)
     if sched.save:
         st.retain = (tuple(range(len(inputs))), tuple(range(len(outs))))
