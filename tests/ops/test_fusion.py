@@ -153,18 +153,18 @@ def _rounded_once(p: Program, host: list, dtypes: list) -> list:
     """``p`` computed on the float32 values of ``host`` op by op on numpy, each output
     rounded once to its dtype in ``dtypes`` (the reference of a 16-bit program)."""
     with nna.context_scope("numpy"):
-        got = unfused(p, [nna.asarray(h.astype(F32)) for h in host])
+        got = unfused(p, [nna.asarray(h.astype(F32) if h.dtype in LOW16 else h) for h in host])
     return [g.numpy().astype(d) for g, d in zip(got, dtypes)]
 
 
 def _within_one_ulp(got, want) -> None:
     """``got`` equals ``want`` (16-bit) or is its neighbour: float32 math functions of
     two backends differ by a few float32 ulps, which can cross a 16-bit rounding boundary.
-    Float32 values: ``tol(float32)``."""
+    Other values: as ``_compare``."""
     got = np.asarray(got.numpy())
     assert got.dtype == want.dtype and got.shape == want.shape
-    if want.dtype == F32:
-        np.testing.assert_allclose(got, want, **tol(F32))
+    if want.dtype not in LOW16:
+        np.testing.assert_allclose(got, want, **tol(F32 if want.dtype.kind == "f" else I32))
         return
     eps = float(nna.finfo(want.dtype).eps)
     tiny = float(nna.finfo(want.dtype).smallest_normal)
@@ -190,6 +190,26 @@ def test_16bit_program_computes_in_float32_rounds_once(backend, low):
             _within_one_ulp(gv, w)
     per_op = unfused(p, [nna.asarray(h) for h in host])[0].numpy()  # rounding each op
     assert not np.array_equal(per_op, want[0])  # the program shows the difference
+
+
+@pytest.mark.parametrize("low", LOW16, ids=str)
+def test_every_row_on_16bit_inputs_computes_in_float32(backend, low):
+    """Every fused row on 16-bit ``x`` and the third input beside a float64 ``y`` (the
+    program of ``test_every_row_fused_equals_unfused``): a 16-bit result is the float32
+    op's rounded once, a float64 one the float64 op's on the exact 16-bit values."""
+    rows = fused_rows(False)
+    p = row_program(rows, False)
+    host = [h.astype(low) if h.dtype == F32 else h for h in _inputs(False)]
+    got = fused_elementwise(*[nna.asarray(h) for h in host], program=p)
+    want = _rounded_once(p, host, [g.dtype for g in got])
+    for row, gv, w in zip([*rows, "where"], got, want):
+        try:
+            if backend == "numpy":
+                np.testing.assert_array_equal(gv.numpy(), w)
+            else:
+                _within_one_ulp(gv, w)
+        except AssertionError as e:
+            raise AssertionError(f"row {getattr(row, 'name', row)}: {e}") from None
 
 
 @pytest.mark.parametrize("low", LOW16, ids=str)
