@@ -193,6 +193,26 @@ def test_16bit_program_computes_in_float32_rounds_once(backend, low):
 
 
 @pytest.mark.parametrize("low", LOW16, ids=str)
+def test_16bit_cast_read_further_rounds_in_registers(backend, low):
+    """``p = x * y`` of 16-bit values is exact in float32 and rounded only where stored;
+    ``cast(cast(p, float32), low)`` read by a later instruction is rounded in the kernel:
+    ``d = cast(that, float32) - p`` is the rounding error, exactly, on every backend."""
+    b = Builder(2)
+    p = b.call("mul", 0, 1)
+    wide = b.call("cast", p, attr="float32")
+    d = b.call("sub", b.call("cast", b.call("cast", wide, attr=low.name), attr="float32"), wide)
+    prog = b.program([p, d])
+    g = np.random.default_rng(7)
+    host = [g.uniform(-4, 4, (1000,)).astype(low) for _ in range(2)]
+    exact = host[0].astype(F32) * host[1].astype(F32)
+    want = [exact.astype(low), exact.astype(low).astype(F32) - exact]
+    assert np.count_nonzero(want[1]) > 500
+    got = fused_elementwise(*[nna.asarray(h) for h in host], program=prog)
+    for gv, w in zip(got, want):
+        np.testing.assert_array_equal(gv.numpy(), w)
+
+
+@pytest.mark.parametrize("low", LOW16, ids=str)
 def test_every_row_on_16bit_inputs_computes_in_float32(backend, low):
     """Every fused row on 16-bit ``x`` and the third input beside a float64 ``y`` (the
     program of ``test_every_row_fused_equals_unfused``): a 16-bit result is the float32

@@ -27,7 +27,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ...dtypes import bfloat16, promote
+from ...dtypes import LOW, bfloat16, promote
 from ...errors import DTypeError
 from ...ops.elementwise import BINARY as _RULES
 from ...ops.elementwise import UNARY as _URULES
@@ -107,8 +107,8 @@ class _Gen:
         out = cltype(self.vals[ref].dtype)
         if i.op in (CAST, BROADCAST):
             e = self.operand(i.args[0], out)  # broadcasting is in the loads' offsets
-            if i.op == CAST and out.storage in ("half", "ushort") and out.is_float and \
-                    ref in self.read and self.vals[i.args[0]].dtype != out.dtype:
+            if i.op == CAST and out.dtype in LOW and ref in self.read and \
+                    self.vals[i.args[0]].dtype != out.dtype:  # read on: rounded here
                 self.helpers[ROUNDING] = None
                 e = out.rounded(e)
         elif i.op == WHERE:
