@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import bfloat16, is_floating
 from ..ops import fused as _fused
 from ..ops.ufuncs import BY_NAME
 
@@ -51,10 +52,11 @@ MAX_BUFFERS = 32
 #: Backends where a reduction may end a group (computing the program as it reduces;
 #: CUDA's kernel would run the program, then the reduction: nothing gained).
 REDUCING_BACKENDS = ("opencl",)
-#: Dtypes a fused step may read or write: float16 would lose the unfused per-op rounding,
-#: complex is not fused yet.
-FUSED_DTYPES = frozenset(np.dtype(d) for d in (np.bool_, np.int32, np.int64, np.float32,
-                                               np.float64))
+#: Dtypes a fused step may read or write (complex is not fused yet). The 16-bit floats
+#: are loaded and stored as such and computed in float32 (``ops.fused.widened``: rounded
+#: once, where stored or cast, not after every op as unfused steps do).
+FUSED_DTYPES = frozenset(np.dtype(d) for d in (np.bool_, np.int32, np.int64, np.float16,
+                                               np.float32, np.float64, bfloat16))
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ def fusable(step: Step) -> bool:
     row = BY_NAME.get(step.op)
     if row is None or row.c is None or len(step.inputs) != row.arity:
         return False
-    return not (step.op == "pow" and np.dtype(step.metas[0][1]).kind != "f")
+    return not (step.op == "pow" and not is_floating(np.dtype(step.metas[0][1])))
 
 
 #: Calls in a C expression that cost about as much as arithmetic.

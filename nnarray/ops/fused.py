@@ -6,8 +6,13 @@ a cast, a broadcast or a Python scalar constant (and, last, perhaps one reductio
 its arguments given as references (``0 .. n_inputs - 1`` the inputs, ``n_inputs + j``
 instruction ``j``), and the references of the values it returns. Each instruction is typed
 as its unfused op would be (the rows' dtype rules, constants weak); the backends compute it
-as that op would, intermediates in registers where they generate a kernel. Not part of
-``F``: the fusion pass creates it.
+as that op would, intermediates in registers where they generate a kernel, except that
+16-bit floats (float16, bfloat16) compute in float32: every backend runs ``widened(p)``,
+where a 16-bit input is read as float32, each 16-bit value is computed as the float32
+op gives it on float32 operands (no rounding between the steps), and a 16-bit value is
+rounded once: where it is returned (stored), cast to (``cast``: the one rounding asked
+for) or reduced (the operand rounded, then reduced accumulating in float32, as the unfused
+reduction does). Not part of ``F``: the fusion pass creates it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import dtypes
+from ..dtypes import LOW
 from ..errors import DTypeError, ShapeError
 from . import reduction as _reduction
 from . import ufuncs
@@ -33,6 +39,8 @@ CAST, BROADCAST, CONST, WHERE = "cast", "broadcast_to", "const", "where"
 #: Reductions that may end a program (attr: normalized axes, keepdims).
 REDUCTIONS = {n: getattr(_reduction, n) for n in ("sum", "prod", "mean", "max", "min")}
 _CONST_TYPES = {"bool": bool, "int": int, "float": float}
+#: What a 16-bit float value of a program is computed in (``widened``).
+WIDE = np.dtype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -272,3 +280,99 @@ def _infer(inputs: tuple, attrs: dict) -> tuple:
 
 #: The op (not in ``F``): ``fused_elementwise(*inputs, program=...)``.
 fused_elementwise = Op("fused_elementwise", _infer, differentiable=False)
+
+
+@functools.lru_cache(maxsize=256)
+def widened(p: Program, metas: tuple) -> Program:
+    """``p`` over inputs of ``metas`` (``Meta`` each) computing its 16-bit float values in
+    float32 (see the module docstring): 16-bit inputs cast up first, each instruction
+    with a 16-bit result computing on float32 operands, a 16-bit value rounded (a cast to
+    its dtype) where it is returned, cast to, or reduced. ``p`` itself when no value is
+    16-bit. The backends generate kernels of this program: 16-bit loads and stores, float
+    in between."""
+    vals = evaluate_types(p, metas)
+    if not any(isinstance(v, Meta) and v.dtype in LOW for v in vals):
+        return p
+    w = _Widen(p, vals).program()
+    got = evaluate_types(w, metas)
+    if [got[r].dtype for r in w.outputs] != [vals[r].dtype for r in p.outputs]:
+        raise DTypeError(f"fused_elementwise: computing the 16-bit values in float32 changes "
+                         f"the output dtypes (program:\n{p})")
+    return w
+
+
+class _Widen:
+    """The builder of ``widened(p)``: per reference of ``p``, the reference of its
+    computed (float32 where 16-bit) value and, once made, of its rounded 16-bit one."""
+
+    def __init__(self, p: Program, vals: list) -> None:
+        self.p, self.vals, self.b = p, vals, Builder(p.n_inputs)
+        self.wide: dict[int, int] = {}
+        self.low: dict[int, int] = {}
+        self.dtype: dict[int, np.dtype] = {}  # of each new reference holding an array
+
+    def emit(self, op: str, *args: int, attr: Any = None, dtype: np.dtype | None = None) -> int:
+        r = self.b.call(op, *args, attr=attr)
+        if dtype is not None:
+            self.dtype[r] = dtype
+        return r
+
+    def to_wide(self, r: int) -> int:
+        """New reference ``r`` (an array) as float32: a cast unless it is already."""
+        d = self.dtype[r]
+        return r if d == WIDE else self.emit(CAST, r, attr=WIDE.name, dtype=WIDE)
+
+    def rounded(self, ref: int) -> int:
+        """The 16-bit value of ``p``'s reference ``ref`` (a cast of its float32 one)."""
+        if ref not in self.low:
+            d = self.vals[ref].dtype
+            self.low[ref] = self.emit(CAST, self.wide[ref], attr=d.name, dtype=d)
+        return self.low[ref]
+
+    def program(self) -> Program:
+        p, vals = self.p, self.vals
+        for k in range(p.n_inputs):
+            self.dtype[k] = vals[k].dtype
+            self.wide[k] = self.to_wide(k) if vals[k].dtype in LOW else k
+            if vals[k].dtype in LOW:
+                self.low[k] = k
+        for j, i in enumerate(p.instrs):
+            ref = p.n_inputs + j
+            if i.op in REDUCTIONS:  # the last: the other outputs are rounded before it
+                for r in p.outputs:
+                    if r != ref and vals[r].dtype in LOW:
+                        self.rounded(r)
+            self.instr(ref, i)
+        outs = [self.rounded(r) if vals[r].dtype in LOW else self.wide[r] for r in p.outputs]
+        return self.b.program(outs)
+
+    def instr(self, ref: int, i: Instr) -> None:
+        out = self.vals[ref]
+        if i.op == CONST:
+            self.wide[ref] = self.b.emit(i)
+            return
+        if not isinstance(out, Meta) or out.dtype not in LOW:
+            if i.op in REDUCTIONS and self.vals[i.args[0]].dtype in LOW:
+                raise DTypeError(f"fused_elementwise: {i.op} of a 16-bit value to {out.dtype} "
+                                 f"is not fused (program:\n{self.p})")
+            args = [self.wide[a] for a in i.args]
+            if i.op == CAST and self.vals[i.args[0]].dtype in LOW and out.dtype == WIDE:
+                self.wide[ref] = args[0]  # the float32 value it is computed as
+                return
+            self.wide[ref] = self.emit(i.op, *args, attr=i.attr, dtype=out.dtype)
+            return
+        if i.op == CAST:  # the 16-bit value, and the float32 one read from it
+            (a,) = i.args
+            if self.vals[a].dtype == out.dtype:
+                self.wide[ref], self.low[ref] = self.wide[a], self.rounded(a)
+                return
+            self.low[ref] = self.emit(CAST, self.wide[a], attr=out.dtype.name, dtype=out.dtype)
+            self.wide[ref] = self.to_wide(self.low[ref])
+            return
+        if i.op in REDUCTIONS:  # of the rounded operand, accumulating in float32
+            self.wide[ref] = self.low[ref] = self.emit(i.op, self.rounded(i.args[0]),
+                                                       attr=i.attr, dtype=out.dtype)
+            return
+        args = [self.wide[a] if not isinstance(self.vals[a], Meta) or (i.op == WHERE and k == 0)
+                else self.to_wide(self.wide[a]) for k, a in enumerate(i.args)]
+        self.wide[ref] = self.emit(i.op, *args, attr=i.attr, dtype=WIDE)

@@ -112,6 +112,15 @@ def _chain_ref(xn: np.ndarray, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t * s + xn * xn, dy * ((1 - t * t) * 0.5 * s + t * s * (1 - s) + 2 * xn)
 
 
+def _fwd_bwd(x: Variable, y: Variable, dy) -> object:
+    """A static step: ``y.forward()``, then backward from ``dy`` into a zeroed ``x.grad``."""
+    def step() -> None:
+        y.forward()
+        x.grad.zero()
+        y.backward(dy)
+    return step
+
+
 def _launches(step) -> int:
     nna.reset_kernel_stats()
     step()
@@ -127,12 +136,7 @@ def test_chain_forward_backward_launches(backend: str) -> None:
     x, y, xn = _chain()
     dyn = np.random.default_rng(2).standard_normal(xn.shape).astype(np.float32)
     dy = nna.NdArray.from_numpy_array(dyn)
-
-    def step() -> None:
-        y.forward()
-        x.grad.zero()
-        y.backward(dy)
-
+    step = _fwd_bwd(x, y, dy)
     first, second = _launches(step), _launches(step)
     want_y, want_g = _chain_ref(xn, dyn)
     np.testing.assert_allclose(y.d, want_y, **tol(F32))
@@ -147,13 +151,51 @@ def test_chain_forward_backward_launches(backend: str) -> None:
     else:
         with grad.fusion_enabled(False):
             x2, y2, _ = _chain()
-
-            def unfused_step() -> None:
-                y2.forward()
-                x2.grad.zero()
-                y2.backward(dy)
+            unfused_step = _fwd_bwd(x2, y2, dy)
             unfused_step()
             assert second == _launches(unfused_step)  # numpy: nothing fused
+
+
+def _chain_step(xn: np.ndarray, dyn: np.ndarray, recompute: str, fused: bool = True
+                ) -> tuple:
+    """The chain's static forward plus backward on ``xn`` with output gradient ``dyn``:
+    ``(launches of the first and of a later step, y, dx)``."""
+    with grad.fusion_enabled(fused, recompute=recompute):
+        x = Variable.from_numpy_array(xn, need_grad=True)
+        y = F.tanh(0.5 * x + 0.1) * F.sigmoid(x) + x * x
+        step = _fwd_bwd(x, y, nna.NdArray.from_numpy_array(dyn))
+        first, second = _launches(step), _launches(step)
+    return (first, second), y.d.copy(), x.g.copy()
+
+
+@pytest.mark.parametrize("low", [np.dtype(np.float16), nna.bfloat16], ids=str)
+def test_16bit_chain_fuses_as_float32_does(backend: str, low) -> None:
+    """The chain in float16/bfloat16 as a static graph runs as many kernels as in
+    float32 (fused on OpenCL: 16-bit loads and stores, float32 in between). With backward
+    recomputing the retained values (``recompute="all"``) y and dx are the unfused float32
+    graph's values (on the same inputs) rounded once: within one 16-bit ulp (float32
+    functions of the fused and the unfused kernels differ by a few float32 ulps). By
+    default a CPU device keeps ``t = tanh`` and ``s = sigmoid`` for backward, stored in 16
+    bits (half an ulp each): dx within one ulp plus ``2 eps |dy|`` (the bracket
+    ``0.5 (1 - t^2) s + t s (1 - s) + 2 x`` changes by at most 1.25 |dt| + 1.5 |ds|).
+    (Unfused, numpy rounds after every op: launches only.)"""
+    eps = float(nna.finfo(low).eps)
+    g = np.random.default_rng(1)
+    xn, dyn = (g.standard_normal((64, 32)).astype(F32).astype(low) for _ in range(2))
+    for mode, kept in (("all", 0), ("auto", 2 * eps * np.abs(dyn.astype(F32)))):
+        launches, y, dx = _chain_step(xn, dyn, mode)
+        assert launches == _chain_step(xn.astype(F32), dyn.astype(F32), mode)[0]
+        assert y.dtype == dx.dtype == low
+        if not _fuses(backend):
+            continue
+        _, y32, dx32 = _chain_step(xn.astype(F32), dyn.astype(F32), mode, fused=False)
+        for got, want, more in ((y, y32, 0), (dx, dx32, kept)):
+            want = want.astype(low).astype(F32)
+            err = np.abs(got.astype(F32) - want)
+            limit = eps * np.maximum(np.abs(want), 1e-3) + more
+            assert np.all(err <= limit), (mode, float(np.max(err / limit)))
+    if backend.split(":")[0] == "opencl":
+        assert launches == (3, 2)
 
 
 def _mlp_step() -> tuple:

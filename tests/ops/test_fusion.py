@@ -134,12 +134,130 @@ def test_reduction_ends_a_program(backend, op, attr, second):
         _compare(gv, w, backend)
 
 
+LOW16 = [np.dtype(np.float16), nna.bfloat16]
+
+
+def _low_program(low: np.dtype) -> Program:
+    """Over a 16-bit ``x0`` (10, 100) and ``x1`` (100,): the chain ``t`` (16-bit), its
+    cast to float32 ``f``, ``h = cast(3 f, low)`` (a rounding inside) and ``h + x1``."""
+    b = Builder(2)
+    t = b.call("add", b.call("mul", b.call("tanh", b.call("add", b.call("mul", 0, b.const(0.5)),
+                                                          b.const(0.1))),
+                             b.call("sigmoid", 0)), b.call("mul", 0, 1))
+    f = b.call("cast", t, attr="float32")
+    h = b.call("cast", b.call("mul", f, b.const(3.0)), attr=low.name)
+    return b.program([t, f, b.call("add", h, 1)])
+
+
+def _rounded_once(p: Program, host: list, dtypes: list) -> list:
+    """``p`` computed on the float32 values of ``host`` op by op on numpy, each output
+    rounded once to its dtype in ``dtypes`` (the reference of a 16-bit program)."""
+    with nna.context_scope("numpy"):
+        got = unfused(p, [nna.asarray(h.astype(F32) if h.dtype in LOW16 else h) for h in host])
+    return [g.numpy().astype(d) for g, d in zip(got, dtypes)]
+
+
+def _within_one_ulp(got, want) -> None:
+    """``got`` equals ``want`` (16-bit) or is its neighbour: float32 math functions of
+    two backends differ by a few float32 ulps, which can cross a 16-bit rounding boundary.
+    Other values: as ``_compare``."""
+    got = np.asarray(got.numpy())
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype not in LOW16:
+        np.testing.assert_allclose(got, want, **tol(F32 if want.dtype.kind == "f" else I32))
+        return
+    eps = float(nna.finfo(want.dtype).eps)
+    tiny = float(nna.finfo(want.dtype).smallest_normal)
+    np.testing.assert_allclose(got.astype(F32), want.astype(F32), rtol=eps, atol=tiny)
+
+
+@pytest.mark.parametrize("low", LOW16, ids=str)
+def test_16bit_program_computes_in_float32_rounds_once(backend, low):
+    """float16 and bfloat16 inputs are read as float32, the body computes in float32
+    (no rounding between the ops, as unfused 16-bit ops round after each) and each
+    16-bit value is rounded once: where it is returned and where it is cast to. numpy
+    runs the same float32 kernels: bit for bit; OpenCL: within one 16-bit ulp."""
+    p = _low_program(low)
+    g = np.random.default_rng(4)
+    host = [g.uniform(-3, 3, (10, 100)).astype(low), g.uniform(-2, 2, (100,)).astype(low)]
+    want = _rounded_once(p, host, [low, F32, low])
+    got = fused_elementwise(*[nna.asarray(h) for h in host], program=p)
+    assert [v.dtype for v in got] == [low, F32, low]
+    for gv, w in zip(got, want):
+        if backend == "numpy":
+            np.testing.assert_array_equal(gv.numpy(), w)
+        else:
+            _within_one_ulp(gv, w)
+    per_op = unfused(p, [nna.asarray(h) for h in host])[0].numpy()  # rounding each op
+    assert not np.array_equal(per_op, want[0])  # the program shows the difference
+
+
+@pytest.mark.parametrize("low", LOW16, ids=str)
+def test_16bit_cast_read_further_rounds_in_registers(backend, low):
+    """``p = x * y`` of 16-bit values is exact in float32 and rounded only where stored;
+    ``cast(cast(p, float32), low)`` read by a later instruction is rounded in the kernel:
+    ``d = cast(that, float32) - p`` is the rounding error, exactly, on every backend."""
+    b = Builder(2)
+    p = b.call("mul", 0, 1)
+    wide = b.call("cast", p, attr="float32")
+    d = b.call("sub", b.call("cast", b.call("cast", wide, attr=low.name), attr="float32"), wide)
+    prog = b.program([p, d])
+    g = np.random.default_rng(7)
+    host = [g.uniform(-4, 4, (1000,)).astype(low) for _ in range(2)]
+    exact = host[0].astype(F32) * host[1].astype(F32)
+    want = [exact.astype(low), exact.astype(low).astype(F32) - exact]
+    assert np.count_nonzero(want[1]) > 500
+    got = fused_elementwise(*[nna.asarray(h) for h in host], program=prog)
+    for gv, w in zip(got, want):
+        np.testing.assert_array_equal(gv.numpy(), w)
+
+
+@pytest.mark.parametrize("low", LOW16, ids=str)
+def test_every_row_on_16bit_inputs_computes_in_float32(backend, low):
+    """Every fused row on 16-bit ``x`` and the third input beside a float64 ``y`` (the
+    program of ``test_every_row_fused_equals_unfused``): a 16-bit result is the float32
+    op's rounded once, a float64 one the float64 op's on the exact 16-bit values."""
+    rows = fused_rows(False)
+    p = row_program(rows, False)
+    host = [h.astype(low) if h.dtype == F32 else h for h in _inputs(False)]
+    got = fused_elementwise(*[nna.asarray(h) for h in host], program=p)
+    want = _rounded_once(p, host, [g.dtype for g in got])
+    for row, gv, w in zip([*rows, "where"], got, want):
+        try:
+            if backend == "numpy":
+                np.testing.assert_array_equal(gv.numpy(), w)
+            else:
+                _within_one_ulp(gv, w)
+        except AssertionError as e:
+            raise AssertionError(f"row {getattr(row, 'name', row)}: {e}") from None
+
+
+@pytest.mark.parametrize("low", LOW16, ids=str)
+def test_16bit_reduction_ends_a_program(backend, low):
+    """``sum((x - y) ** 2)`` of 16-bit values beside ``exp(0.01 x)``: the operand rounded
+    to 16 bits (as the unfused reduction reads it), summed accumulating in float32, the
+    sum rounded once (one pass on OpenCL: every input of the program's shape); within
+    one 16-bit ulp of float64's sum of the rounded operand."""
+    b = Builder(2)
+    d = b.call("sub", 0, 1)
+    e = b.call("exp", b.call("mul", 0, b.const(0.01)))
+    p = b.program([e, b.call("sum", b.call("mul", d, d), attr=((0, 1), False))])
+    g = np.random.default_rng(5)
+    host = [g.normal(size=(40, 70)).astype(low) for _ in range(2)]
+    x, y = (h.astype(np.float64) for h in host)
+    operand = ((x - y) ** 2).astype(F32).astype(low).astype(np.float64)
+    want = [np.exp(0.01 * x).astype(F32).astype(low), np.asarray(operand.sum()).astype(low)]
+    got = fused_elementwise(*[nna.asarray(h) for h in host], program=p)
+    for gv, w in zip(got, want):
+        _within_one_ulp(gv, w)
+
+
 def test_numpy_reuses_buffers():
     """The chain's seven intermediates take two buffers (and the output its own)."""
     from nnarray.backends.numpy.fused import _plan
     b = Builder(1)
     p = b.program([chain(b, 0)])
-    steps = _plan(p, (fused.Meta((8,), F32),))
+    steps, _ = _plan(p, (fused.Meta((8,), F32),))
     computed = [s for s in steps if s[0] != fused.CONST]
     fresh = [s for s in computed if s[4] is None]
     assert len(computed) == 7 and len(fresh) == 3
@@ -366,9 +484,13 @@ def test_pass_rules():
              Step("exp", ("e",), ("e2",), (m,), (m,), "opencl:0")]
     gs = fusion_pass.groups(steps + other, {"y", "e2"})
     assert [g.steps for g in gs] == [tuple(range(7)), (7, 8)]
-    half = ((64, 32), np.dtype(np.float16))
-    f16 = [Step("exp", ("x",), ("h",), (half,), (half,), "cuda:0")]
-    assert not fusion_pass.fusable(f16[0])
+    for low in (np.float16, nna.bfloat16):  # loaded and stored as such, computed in float
+        half = ((64, 32), np.dtype(low))
+        assert fusion_pass.fusable(Step("exp", ("x",), ("h",), (half,), (half,), "opencl:1"))
+        assert fusion_pass.fusable(Step("pow", ("x", Const(2)), ("h",), (half, None), (half,),
+                                        "opencl:1"))
+    c64 = ((64, 32), np.dtype(np.complex64))
+    assert not fusion_pass.fusable(Step("exp", ("x",), ("h",), (c64,), (c64,), "cuda:0"))
     ipow = Step("pow", ("i", Const(2)), ("j",), (((3,), I64), None), (((3,), I64),), "cuda:0")
     assert not fusion_pass.fusable(ipow)
     assert fusion_pass.fusable(Step("cast", ("x",), ("c",), (m,), (((64, 32), F64),), "cuda:0",

@@ -4,11 +4,14 @@ The body computes the instructions one C line each into named temporaries (regis
 and assigns only the outputs; CuPy's kernel does the broadcasting and indexing. An
 instruction computes as on OpenCL (the row's C expression in the compute type its op
 uses, constants as literals of that type); math calls become ``nna_<fn>`` overloads for
-float and double. Rows without a C expression, integer ``pow``, float16 and complex are
-refused (``DTypeError``): the fusion pass leaves those unfused. A program ending in a
-reduction runs as its elementwise kernel, then the backend's reduction. ``SAMPLES`` (the chain
-``tanh(0.5 x + 0.1) * sigmoid(x) + x * x`` and its backward) are declared in the CUDA C
-table, so NVRTC compiles them on every machine. Importable without CuPy.
+float and double. The kernel is that of ``widened(program)``: float16 inputs read as
+float, the body in float, a float16 output or cast rounded once (CuPy's ``float16``).
+Rows without a C expression, integer ``pow``, bfloat16 (CuPy has no bfloat16 arrays)
+and complex are refused (``DTypeError``): the fusion pass leaves those unfused. A program
+ending in a reduction runs as its elementwise kernel, then the backend's reduction.
+``SAMPLES`` (the chain ``tanh(0.5 x + 0.1) * sigmoid(x) + x * x`` and its backward, in
+float16, float32 and float64) are declared in the CUDA C table, so NVRTC compiles them on
+every machine. Importable without CuPy.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from ...ops.fused import (
     name,
     reduced_outputs,
     reduction,
+    widened,
     without_reduction,
 )
 from ...ops.ufuncs import BY_NAME
@@ -46,8 +50,8 @@ from .table import Elementwise
 
 #: C types of the dtypes a fused kernel computes.
 CTYPES = {np.dtype(d): c for d, c in ((np.bool_, "bool"), (np.int32, "int"),
-                                      (np.int64, "long long"), (np.float32, "float"),
-                                      (np.float64, "double"))}
+                                      (np.int64, "long long"), (np.float16, "float16"),
+                                      (np.float32, "float"), (np.float64, "double"))}
 _XY = re.compile(r"\b([xyT])\b")
 _CALL = re.compile(r"\bnna_([a-z0-9_]+)\(")
 _PREDICATES = ("isnan", "isinf", "isfinite", "signbit")
@@ -87,8 +91,9 @@ def _literal(v: Any, d: np.dtype, p: Program) -> str:
 
 class _Gen:
     def __init__(self, p: Program, in_dtypes: tuple) -> None:
-        self.p = p
-        self.vals = evaluate_types(p, tuple(Meta((), np.dtype(d)) for d in in_dtypes))
+        metas = tuple(Meta((), np.dtype(d)) for d in in_dtypes)
+        self.p = p = widened(p, metas)
+        self.vals = evaluate_types(p, metas)
         for v in self.vals:
             if isinstance(v, Meta):
                 _ctype(v.dtype, p)
@@ -162,6 +167,7 @@ def _overloads(names: list[str]) -> str:
 def elementwise(p: Program, in_dtypes: tuple) -> Elementwise:
     """The CuPy kernel body of ``p`` for inputs of ``in_dtypes`` (undeclared)."""
     g = _Gen(p, tuple(np.dtype(d) for d in in_dtypes))
+    p = g.p  # widened
     live = p.live()
     lines = [c for j in range(len(p.instrs)) if p.n_inputs + j in live
              for c in (g.line(j),) if c is not None]
@@ -203,7 +209,7 @@ def _chain() -> tuple[Program, Program]:
 #: Programs whose bodies the CUDA C table holds (NVRTC compiles them everywhere).
 SAMPLES = _chain()
 for _p in SAMPLES:
-    for _d in ("float32", "float64"):
+    for _d in ("float16", "float32", "float64"):
         elementwise(_p, (_d,) * _p.n_inputs).declare()
 
 

@@ -1,5 +1,6 @@
-"""``fused_elementwise`` on numpy: the program run instruction by instruction with the
-backend's own elementwise kernels (so each value is exactly what the unfused op gives),
+"""``fused_elementwise`` on numpy: the program (``widened``: 16-bit floats computed in
+float32) run instruction by instruction with the backend's own elementwise kernels (so
+each value is exactly what the unfused op gives),
 every instruction writing with ``out=`` into a buffer freed by an earlier one where
 shape and dtype match. numpy cannot keep intermediates in registers; what fusion saves
 here is allocations: as few temporaries live at once as the program's data flow allows.
@@ -22,6 +23,7 @@ from ...ops.fused import (
     Program,
     const_value,
     evaluate_types,
+    widened,
 )
 from ...registry import backend_kernels, register_kernel
 from . import elementwise as _own  # noqa: F401  (registers the kernels this one calls)
@@ -32,10 +34,12 @@ _empty = _device.pool.empty
 _plans: dict[tuple, list] = {}
 
 
-def _plan(p: Program, metas: tuple) -> list:
-    """Per instruction ``(op, arg refs, attr or constant, meta, buffer)``: ``buffer`` is
-    ``None`` (a new one), ``-1`` (a view, no buffer), ``-2`` (the kernel's own result) or
-    the reference whose buffer, dead by then, it writes into."""
+def _plan(p: Program, metas: tuple) -> tuple[list, tuple]:
+    """Per instruction of ``widened(p)`` ``(op, arg refs, attr or constant, meta, buffer)``:
+    ``buffer`` is ``None`` (a new one), ``-1`` (a view, no buffer), ``-2`` (the kernel's own
+    result) or the reference whose buffer, dead by then, it writes into; and the references
+    it returns."""
+    p = widened(p, metas)
     vals = evaluate_types(p, metas)
     n = p.n_inputs
     outs, live = set(p.outputs), p.live()
@@ -68,10 +72,10 @@ def _plan(p: Program, metas: tuple) -> list:
             buf = None
         attr = () if i.op == WHERE else i.attr
         steps.append((i.op, i.args, attr, meta, buf))
-    return steps
+    return steps, p.outputs
 
 
-def _run(steps: list, xs: tuple, outputs: tuple, kernels: dict) -> Any:
+def _run(steps: list, outputs: tuple, xs: tuple, kernels: dict) -> Any:
     vals: list = list(xs)
     for op, args, attr, meta, buf in steps:
         if op == CONST:
@@ -100,10 +104,10 @@ def _run(steps: list, xs: tuple, outputs: tuple, kernels: dict) -> Any:
 @register_kernel("fused_elementwise", "numpy")
 def fused_elementwise(*xs: np.ndarray, program: Program) -> Any:
     key = (program, tuple((x.shape, x.dtype) for x in xs))
-    steps = _plans.get(key)
-    if steps is None:
-        steps = _plans[key] = _plan(program, tuple(Meta(x.shape, x.dtype) for x in xs))
-    return _run(steps, xs, program.outputs, _kernels[0] or _load())
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _plan(program, tuple(Meta(x.shape, x.dtype) for x in xs))
+    return _run(*plan, xs, _kernels[0] or _load())
 
 
 _kernels: list = [None]

@@ -76,6 +76,11 @@ class CLType:
             return f"nna_c64_store((__global ulong*)({ptr}), {idx}, {value});"
         return f"{ptr}[{idx}] = {value};"
 
+    def rounded(self, value: str) -> str:
+        """Expression of the compute type: ``value`` (a float) rounded to this 16-bit
+        dtype as a store would round it (``ROUNDING`` defines the functions)."""
+        return f"nna_{'bf16' if self.is_bf16 else 'half'}_round({value})"
+
     def lowest(self) -> str:
         """The identity of ``max`` in the compute type."""
         if self.is_float:
@@ -168,6 +173,24 @@ _PAIRS = """#ifndef NNA_PAIR_IO
 #define NNA_PAIR_STORE(R, p, i, v) do { const R##2 nna_v_ = (v); \\
   ((__global R*)(p))[2 * (i)] = nna_v_.x; ((__global R*)(p))[2 * (i) + 1] = nna_v_.y; \\
 } while (0)
+#endif
+"""
+
+
+#: ``CLType.rounded``'s functions: a float rounded to bfloat16 or float16 in registers, as
+#: the 16-bit stores round (the half one stores to private memory: no ``cl_khr_fp16``).
+ROUNDING = """#ifndef NNA_ROUNDING
+#define NNA_ROUNDING
+inline float nna_bf16_round(float v) {
+  const uint u = as_uint(v);
+  return as_float((u & 0x7fffffffu) > 0x7f800000u ? (u | 0x400000u) & 0xffff0000u
+                  : (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
+}
+inline float nna_half_round(float v) {
+  ushort h[1];
+  vstore_half_rte(v, 0, (__private half*)h);
+  return vload_half(0, (__private const half*)h);
+}
 #endif
 """
 

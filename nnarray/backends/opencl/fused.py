@@ -10,8 +10,11 @@ the contiguous one (index ``i`` for all); otherwise it walks the coalesced broad
 strides as ``elementwise.source`` does. Sources depend only on the program, the dtypes
 and the rank, so the device's program cache (in process and on disk) keys the build;
 launch plans are cached per input shapes. ``source(program, metas)`` gives the readable
-source (before the inline math rewrite). Complex and float16 values are refused
-(``DTypeError``): the fusion pass leaves those steps unfused.
+source (before the inline math rewrite). The kernel is that of ``widened(program)``:
+float16 and bfloat16 inputs loaded as float (``cltypes``), the body in float, a 16-bit
+output rounded by its store and a cast to a 16-bit type read further rounded in
+registers (``CLType.rounded``). Complex values are refused (``DTypeError``): the fusion
+pass leaves those steps unfused.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ...dtypes import bfloat16, promote
+from ...dtypes import LOW, bfloat16, promote
 from ...errors import DTypeError
 from ...ops.elementwise import BINARY as _RULES
 from ...ops.elementwise import UNARY as _URULES
@@ -41,10 +44,11 @@ from ...ops.fused import (
     name,
     reduced_outputs,
     reduction,
+    widened,
     without_reduction,
 )
 from ...registry import register_kernel
-from .cltypes import CLType, cltype, convert, header
+from .cltypes import ROUNDING, CLType, cltype, convert, header
 from .device import OpenCLDevice, device_of
 from .elementwise import Rows, expression, index_layout, row_lines, row_width, rows_of
 from .indexing import index_args, index_params, offsets_code
@@ -55,10 +59,10 @@ from .reduction import Load, reduce
 _enqueue = cl.enqueue_nd_range_kernel
 _BOOL = np.dtype(np.bool_)
 _V = re.compile(r"\bv([01])\b")
-#: Dtypes a fused kernel computes (float16 would skip the per-op rounding to half).
+#: Dtypes a fused kernel loads, computes and stores (16-bit floats: computed in float).
 DTYPES = frozenset(np.dtype(d) for d in (np.bool_, np.int8, np.int16, np.int32, np.int64,
                                          np.uint8, np.uint16, np.uint32, np.uint64,
-                                         np.float32, np.float64))
+                                         np.float16, np.float32, np.float64, bfloat16))
 
 
 def _literal(v: Any, ct: CLType) -> str:
@@ -86,6 +90,8 @@ class _Gen:
                 raise DTypeError(f"fused_elementwise: dtype {v.dtype} is not fused on OpenCL "
                                  f"(program:\n{p})")
         self.helpers: dict[str, None] = {}
+        #: References an instruction reads (a 16-bit cast only stored needs no rounding).
+        self.read = {a for j in p.live() if j >= p.n_inputs for a in p.instrs[j - p.n_inputs].args}
 
     def operand(self, ref: int, ct: CLType) -> str:
         v = self.vals[ref]
@@ -101,6 +107,10 @@ class _Gen:
         out = cltype(self.vals[ref].dtype)
         if i.op in (CAST, BROADCAST):
             e = self.operand(i.args[0], out)  # broadcasting is in the loads' offsets
+            if i.op == CAST and out.dtype in LOW and ref in self.read and \
+                    self.vals[i.args[0]].dtype != out.dtype:  # read on: rounded here
+                self.helpers[ROUNDING] = None
+                e = out.rounded(e)
         elif i.op == WHERE:
             c, x, y = i.args
             e = f"{name(self.p, c)} ? ({self.operand(x, out)}) : ({self.operand(y, out)})"
@@ -139,6 +149,7 @@ _FLAT = Rows()
 
 def _source(p: Program, metas: tuple, rank: int, idx: str, rows: Rows = _FLAT
             ) -> tuple[str, list[np.dtype]]:
+    p = widened(p, metas)
     g = _Gen(p, metas)
     outs = [cltype(g.vals[r].dtype) for r in p.outputs]
     ins = [cltype(m.dtype) for m in metas]
@@ -215,6 +226,7 @@ def _reduce_load(p: Program, metas: tuple) -> tuple[Load, list[np.dtype], np.dty
     and every other output written at the element's position (all of the program's
     shape, C-contiguous). Returns the load, the other outputs' dtypes and the reduced
     value's dtype."""
+    p = widened(p, metas)
     g = _Gen(p, metas)
     last = p.n_inputs + len(p.instrs) - 1
     refs = [r for r in p.outputs if r != last]

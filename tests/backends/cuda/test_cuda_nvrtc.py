@@ -193,13 +193,15 @@ def test_nvrtc_compiles(case: Case, compiled: dict[str, Future], env: _Env):
         f"source:\n{_numbered(code)}")
 
 
-@pytest.mark.parametrize("which", ["float rows", "integer rows", "special constants"])
+@pytest.mark.parametrize("which", ["float rows", "float16 rows", "integer rows",
+                                   "special constants"])
 def test_nvrtc_compiles_fused_programs(env: _Env, which: str):
     """Every row that fuses, inside one generated ``fused_elementwise`` kernel
     (``backends/cuda/fused.py``) with mixed input dtypes and constants, compiles: the
     programs ``tests/ops/test_fusion.py`` checks on numpy and OpenCL; so do infinite, NaN and
-    bool constants. (The table's samples, the chain and its backward, are compiled with
-    the other entries.)"""
+    bool constants, and float16 inputs (read as float, outputs rounded to CuPy's
+    ``float16``). (The table's samples, the chain and its backward, are compiled with
+    the other entries, float16 too.)"""
     from helpers import fused_rows, row_program, special_program
 
     from nnarray.backends.cuda import fused
@@ -208,7 +210,8 @@ def test_nvrtc_compiles_fused_programs(env: _Env, which: str):
     else:
         integral = which == "integer rows"
         program = row_program(fused_rows(integral), integral)
-        dts = ("int32", "int64", "int32") if integral else ("float32", "float64", "float32")
+        f = "float16" if which == "float16 rows" else "float32"
+        dts = ("int32", "int64", "int32") if integral else (f, "float64", f)
     e = fused.elementwise(program, dts)
     code = _elementwise_code(env.cupy, e, dts[0], "3-d strided 64-bit", dts)
     for arch in ARCHS:
