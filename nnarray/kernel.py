@@ -95,17 +95,32 @@ class Kernel:
             if self.plain else \
             lambda a, b, meta: self.run((a,) if b is None else (a, b), {}, (meta,))
 
-    def run(self, inputs: Sequence, attrs: dict, metas: tuple,
-            into: Sequence | None = None) -> Any:
-        """Run on NdArray (or scalar) inputs. Outputs become new NdArrays with the op's
-        inferred metas, or are adopted by the NdArrays of ``into`` (``None`` entries make
-        new ones); one output is returned bare, several as a tuple. An allocation that
-        fails raises ``OutOfMemoryError`` naming the op."""
+    def run(self, inputs: Sequence, attrs: dict, metas: tuple = (),
+            into: Sequence | None = None, out: Any = None, mode: str = "rw") -> Any:
+        """Run on NdArray (or scalar) inputs; the one runner of eager calls, opaque
+        schedule steps and in-place writes. Where the results go:
+
+        - by default, new NdArrays with the op's inferred ``metas``, or adopted by the
+          NdArrays of ``into`` (``None`` entries make new ones); one output is returned
+          bare, several as a tuple;
+        - ``out`` an NdArray: the kernel takes ``out=`` and writes ``out``'s storage
+          (accessed for ``mode``: ``'rw'`` for in-place updates, ``'w'`` to overwrite;
+          views and other threads handled); ``out`` is returned;
+        - ``out`` a list of NdArrays: the kernel ``fn(targets, inputs, **attrs)`` updates
+          their native copies in place from the inputs' (e.g. fused solver updates).
+
+        An allocation that fails raises ``OutOfMemoryError`` naming the op."""
         if self.composite:
+            if out is not None:
+                raise TypeError(f"{self.op}: a composite kernel writes no target")
             return self.fn(*inputs, **attrs)
         if self.fallback is not None:
             fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
         self.tally[0] += 1
+        if out is not None:
+            if type(out) is NdArray:
+                return self._write(out, inputs, attrs, mode)
+            return self._update(out, inputs, attrs)
         dev = self.device
         try:  # reading a lazy fill allocates: its out-of-memory error names the op too
             if len(inputs) == 1:  # most ops: no list to build (a comprehension is a call)
@@ -113,20 +128,54 @@ class Kernel:
                 args: Any = (x.native(dev) if type(x) is NdArray else x,)
             else:
                 args = [x.native(dev) if type(x) is NdArray else x for x in inputs]
-            out = self.fn(*args, **attrs) if attrs else self.fn(*args)
+            res = self.fn(*args, **attrs) if attrs else self.fn(*args)
         except OutOfMemoryError as e:
             raise naming(self.op, e) from e
         except MemoryError as e:  # the array library's own (CuPy's OutOfMemoryError)
-            out = retry_run(self.op, self.fn, dev, NdArray, metas[0], e, inputs, attrs)
+            res = retry_run(self.op, self.fn, dev, NdArray, metas[0], e, inputs, attrs)
         if len(metas) == 1:
             if DEBUG:
-                self.check(out, metas[0])
+                self.check(res, metas[0])
             if not into or into[0] is None:
-                return _wrap(out, dev, metas[0])
-            into[0].adopt(dev, out)
+                return _wrap(res, dev, metas[0])
+            into[0].adopt(dev, res)
             return into[0]
         return tuple([self.emit(o, m, into[i] if into else None)
-                      for i, (o, m) in enumerate(zip(out, metas))])
+                      for i, (o, m) in enumerate(zip(res, metas))])
+
+    def _write(self, target: NdArray, inputs: Sequence, attrs: dict, mode: str) -> NdArray:
+        """``run(out=target)``: the kernel writes ``target``'s copy through ``out=``."""
+        dev = self.device
+        k = views.stripe(target)
+        # inputs of other roots are read first: a lock holder takes no other root's lock
+        xs = [x.native(dev) if type(x) is NdArray and views.stripe(x) != k else x
+              for x in inputs]
+        with views.LOCKS[k]:  # the target's copy-in to its copy-out, across threads
+            shared = target._fill.__class__ is View
+            for i, x in enumerate(inputs):
+                if type(x) is NdArray:
+                    if x._fill.__class__ is View:
+                        shared = True
+                    if xs[i] is x:  # the target's root (or its lock's): read under the lock
+                        xs[i] = x.native(dev)
+            if shared:  # a view written (where its root is), or read while writing its root
+                views.run_into(target, dev, mode,
+                               lambda o: self.fn(*xs, out=o, **attrs), inputs)
+            else:
+                self.fn(*xs, out=target.native(dev, mode), **attrs)
+        return target
+
+    def _update(self, targets: Sequence[NdArray], inputs: Sequence[NdArray],
+                attrs: dict) -> None:
+        """``run(out=[targets])``: the kernel updates the targets' copies in place."""
+        dev = self.device
+        xs = _natives(inputs, dev)  # read first: a lock holder takes no other root's lock
+        with views.locked(targets):  # the targets' copy-in to copy-out, across threads
+            for t in targets:
+                if t._fill.__class__ is View:  # views: written where their roots are
+                    views.run_inplace(targets, dev, lambda outs: self.fn(outs, xs, **attrs))
+                    return
+            self.fn(_natives(targets, dev, "rw"), xs, **attrs)
 
     def callee(self, in_metas: Sequence, attrs: dict, out_meta: Meta) -> tuple[Callable, bool]:
         """What generated code calls for this kernel on inputs of exactly ``in_metas``
@@ -147,54 +196,6 @@ class Kernel:
         uf, limit = small
         sizes = [math.prod(out_meta[0])] + [math.prod(m[0]) for m in in_metas if m]
         return (uf, False) if max(sizes) < limit else (fn, False)
-
-    def run_into(self, target: NdArray, inputs: Sequence, attrs: dict,
-                 mode: str = "rw") -> NdArray:
-        """Run a kernel that takes ``out=`` with ``target``'s copy (accessed for
-        ``mode``: ``'rw'`` for in-place updates, ``'w'`` to overwrite) as the output."""
-        if self.fallback is not None:
-            fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
-        self.tally[0] += 1
-        dev = self.device
-        k = views.stripe(target)
-        # inputs of other roots are read first: a lock holder takes no other root's lock
-        xs = [x.native(dev) if type(x) is NdArray and views.stripe(x) != k else x
-              for x in inputs]
-        with views.LOCKS[k]:  # the target's copy-in to its copy-out, across threads
-            self._run_into(target, inputs, xs, attrs, mode)
-        return target
-
-    def _run_into(self, target: NdArray, inputs: Sequence, xs: list, attrs: dict,
-                  mode: str) -> None:
-        dev = self.device
-        shared = target._fill.__class__ is View
-        for i, x in enumerate(inputs):
-            if type(x) is NdArray:
-                if x._fill.__class__ is View:
-                    shared = True
-                if xs[i] is x:  # the target's root (or its lock's): read under the lock
-                    xs[i] = x.native(dev)
-        if shared:  # a view written (where its root is), or read while writing its root
-            views.run_into(target, dev, mode, lambda out: self.fn(*xs, out=out, **attrs),
-                           inputs)
-            return
-        self.fn(*xs, out=target.native(dev, mode), **attrs)
-
-    def run_inplace(self, targets: Sequence[NdArray], inputs: Sequence[NdArray],
-                    attrs: dict) -> None:
-        """Run a kernel that updates ``targets`` in place from ``inputs`` (lists of
-        native arrays in, the targets accessed ``'rw'``), e.g. fused solver updates."""
-        if self.fallback is not None:
-            fallback_counts[self.fallback] = fallback_counts.get(self.fallback, 0) + 1
-        self.tally[0] += 1
-        dev = self.device
-        xs = _natives(inputs, dev)  # read first: a lock holder takes no other root's lock
-        with views.locked(targets):  # the targets' copy-in to copy-out, across threads
-            for t in targets:
-                if t._fill.__class__ is View:  # views: written where their roots are
-                    views.run_inplace(targets, dev, lambda outs: self.fn(outs, xs, **attrs))
-                    return
-            self.fn(_natives(targets, dev, "rw"), xs, **attrs)
 
     def emit(self, out: Any, meta: Meta, into: NdArray | None = None) -> NdArray:
         """``out`` (a fresh native array of the device) as an NdArray: adopted by

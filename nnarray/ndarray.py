@@ -241,16 +241,16 @@ class NdArray(SyncedArray, ArrayOperators):
         if view is None:
             if isinstance(value, NdArray):
                 value = F.reshape(F.broadcast_to(value, shape), (-1,))
-            reg.dispatch(reg.SCATTER, ctx).run_into(
-                self, (F.reshape(flat, (-1,)), value), {})
+            reg.dispatch(reg.SCATTER, ctx).run(
+                (F.reshape(flat, (-1,)), value), {}, out=self)
             return
         if views.of(self) is not None:  # a view: one kernel writing its root's region
             root, region = views.region(self, key)
-            reg.dispatch(reg.SETITEM, ctx).run_into(
-                root, (value,), {"key": None, "view": region})
+            reg.dispatch(reg.SETITEM, ctx).run(
+                (value,), {"key": None, "view": region}, out=root)
             return
-        reg.dispatch(reg.SETITEM, ctx).run_into(
-            self, (value,), {"key": key, "view": view})
+        reg.dispatch(reg.SETITEM, ctx).run(
+            (value,), {"key": key, "view": view}, out=self)
 
     # -- views -------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NdArray:

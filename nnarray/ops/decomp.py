@@ -147,17 +147,22 @@ svdvals = Op("svdvals", _infer_svdvals)
 
 
 # -- backward rules -------------------------------------------------------------------
-from .. import late  # noqa: E402
+# The rules call the ops below this one (``ops``' layers), as ``F`` exposes them.
+from . import elementwise as _ew  # noqa: E402
+from . import linalg as _la  # noqa: E402
+from . import shape as _sh  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import conj as _cj  # noqa: E402
 from .backward import sum_to as _sum_to  # noqa: E402
 
-F: Any = late.bind(__name__, "F", "nnarray.functions")
+
+def _reshape(x: Any, shape: tuple) -> Any:
+    return _sh.reshape(x, shape=shape)
 
 
 def _mT(x: Any) -> Any:
     n = x.ndim
-    return F.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+    return _sh.transpose(x, axes=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 def _mH(x: Any) -> Any:
@@ -167,30 +172,30 @@ def _mH(x: Any) -> Any:
 
 
 def _expand2(x: Any) -> Any:
-    return F.reshape(x, tuple(x.shape) + (1, 1))
+    return _reshape(x, tuple(x.shape) + (1, 1))
 
 
 @_backward(inv, outputs=(0,))
 def _inv_grad(c, g):
     y = _mH(c.outputs[0])
-    return (F.neg(F.matmul(F.matmul(y, g), y)),)
+    return (_ew.neg(_la.matmul(_la.matmul(y, g), y)),)
 
 
 @_backward(det, inputs=(0,), outputs=(0,))
 def _det_grad(c, g):
-    return (F.mul(_expand2(F.mul(g, _cj(c.outputs[0]))), _mH(inv(c.inputs[0]))),)
+    return (_ew.mul(_expand2(_ew.mul(g, _cj(c.outputs[0]))), _mH(inv(c.inputs[0]))),)
 
 
 @_backward(slogdet, inputs=(0,))
 def _slogdet_grad(c, g):
-    return (F.mul(_expand2(g), _mH(inv(c.inputs[0]))),)
+    return (_ew.mul(_expand2(g), _mH(inv(c.inputs[0]))),)
 
 
 @_backward(solve, inputs=(0,), outputs=(0,))
 def _solve_grad(c, g):
     a, x = c.inputs[0], c.outputs[0]
     gb = solve(_mH(a), g)
-    ga = F.neg(F.matmul(gb, _mH(x))) if c.need[0] else None
+    ga = _ew.neg(_la.matmul(gb, _mH(x))) if c.need[0] else None
     return (_sum_to(ga, c.in_meta[0][0]) if ga is not None else None,
             _sum_to(gb, c.in_meta[1][0]) if c.need[1] else None)
 
@@ -199,7 +204,7 @@ def _tril_half(x: Any) -> Any:
     """The lower triangle of ``x`` with its diagonal halved."""
     n = x.shape[-1]
     w = np.tril(np.ones((n, n), x.dtype)) - 0.5 * np.eye(n, dtype=x.dtype)
-    return F.mul(x, _const(w, x))
+    return _ew.mul(x, _const(w, x))
 
 
 def _const(a: np.ndarray, like: Any) -> Any:
@@ -212,14 +217,14 @@ def _const(a: np.ndarray, like: Any) -> Any:
 def _cholesky_grad(c, g):
     lo = c.outputs[0]
     li = inv(lo)
-    p = _tril_half(F.matmul(_mH(lo), g))
-    s = F.matmul(F.matmul(_mH(li), p), li)
-    return (F.mul(F.add(s, _mH(s)), 0.5),)
+    p = _tril_half(_la.matmul(_mH(lo), g))
+    s = _la.matmul(_la.matmul(_mH(li), p), li)
+    return (_ew.mul(_ew.add(s, _mH(s)), 0.5),)
 
 
 def _v_diag_vt(v: Any, g: Any) -> Any:
     """``V diag(g) Vᴴ``: the eigenvalues' gradient."""
-    return F.matmul(F.mul(v, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), _mH(v))
+    return _la.matmul(_ew.mul(v, _reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), _mH(v))
 
 
 @_backward(eigh, outputs=(1,))
@@ -235,9 +240,9 @@ def _inverse_gaps(w: Any) -> Any:
     vector rules' factor)."""
     n = w.shape[-1]
     lead = tuple(w.shape[:-1])
-    e = F.sub(F.reshape(w, lead + (1, n)), F.reshape(w, lead + (n, 1)))
+    e = _ew.sub(_reshape(w, lead + (1, n)), _reshape(w, lead + (n, 1)))
     eye = _const(np.eye(n, dtype=bool), e)
-    return F.where(eye, 0.0, F.div(1.0, F.where(eye, 1.0, e)))
+    return _ew.where(eye, 0.0, _ew.div(1.0, _ew.where(eye, 1.0, e)))
 
 
 def _imag_diagonal(x: Any) -> Any:
@@ -246,12 +251,12 @@ def _imag_diagonal(x: Any) -> Any:
     if x.dtype.kind != "c":
         return None
     eye = _const(np.eye(x.shape[-1], dtype=bool), x)
-    return F.where(eye, F.mul(F.sub(x, _cj(x)), 0.5), 0.0)
+    return _ew.where(eye, _ew.mul(_ew.sub(x, _cj(x)), 0.5), 0.0)
 
 
 def _with_imag_diagonal(low: Any, x: Any, sign: float) -> Any:
     d = _imag_diagonal(x)
-    return low if d is None else F.add(low, F.mul(d, sign))
+    return low if d is None else _ew.add(low, _ew.mul(d, sign))
 
 
 @_backward(eigh_vectors, inputs=(0,), outputs=(0,))
@@ -260,12 +265,12 @@ def _eigh_vectors_grad(c, g):
     eigenvalues assumed, as every eigenvector gradient must)."""
     v = c.outputs[0]
     f = _inverse_gaps(eigvalsh(c.inputs[0]))
-    ga = F.matmul(F.matmul(v, F.mul(f, F.matmul(_mH(v), g))), _mH(v))
-    return (F.mul(F.add(ga, _mH(ga)), 0.5),)
+    ga = _la.matmul(_la.matmul(v, _ew.mul(f, _la.matmul(_mH(v), g))), _mH(v))
+    return (_ew.mul(_ew.add(ga, _mH(ga)), 0.5),)
 
 
 def _row(s: Any) -> Any:
-    return F.reshape(s, tuple(s.shape[:-1]) + (1, s.shape[-1]))
+    return _reshape(s, tuple(s.shape[:-1]) + (1, s.shape[-1]))
 
 
 @_backward(svd_u, inputs=(0,), outputs=(0,))
@@ -276,13 +281,13 @@ def _svd_u_grad(c, g):
     not depend on the singular vectors' phases, as PyTorch assumes)."""
     u = c.outputs[0]
     _, s, vh = _reduced_svd(c.inputs[0])
-    ug = F.matmul(_mH(u), g)
-    inner = F.mul(F.mul(_inverse_gaps(F.mul(s, s)), F.sub(ug, _mH(ug))), _row(s))
+    ug = _la.matmul(_mH(u), g)
+    inner = _ew.mul(_ew.mul(_inverse_gaps(_ew.mul(s, s)), _ew.sub(ug, _mH(ug))), _row(s))
     phase = _imag_diagonal(ug)  # complex: half of the phases' term, V's rule the rest
     if phase is not None:
-        inner = F.add(inner, F.div(phase, F.mul(_row(s), 2.0)))
-    rest = F.div(F.sub(g, F.matmul(u, ug)), _row(s))
-    return (F.matmul(F.add(F.matmul(u, inner), rest), vh),)
+        inner = _ew.add(inner, _ew.div(phase, _ew.mul(_row(s), 2.0)))
+    rest = _ew.div(_ew.sub(g, _la.matmul(u, ug)), _row(s))
+    return (_la.matmul(_ew.add(_la.matmul(u, inner), rest), vh),)
 
 
 @_backward(svd_vh, inputs=(0,), outputs=(0,))
@@ -291,24 +296,24 @@ def _svd_vh_grad(c, g):
     ``V = Vhᴴ``, ``dV = dVhᴴ``; for complex ``V`` minus ``U (i Im diag(VᴴdV) / 2S) Vᴴ``."""
     vh = c.outputs[0]
     u, s, _ = _reduced_svd(c.inputs[0])
-    vg = F.matmul(vh, _mH(g))  # Vᴴ dV
-    col = F.reshape(s, tuple(s.shape) + (1,))
-    inner = F.mul(col, F.mul(_inverse_gaps(F.mul(s, s)), F.sub(vg, _mH(vg))))
+    vg = _la.matmul(vh, _mH(g))  # Vᴴ dV
+    col = _reshape(s, tuple(s.shape) + (1,))
+    inner = _ew.mul(col, _ew.mul(_inverse_gaps(_ew.mul(s, s)), _ew.sub(vg, _mH(vg))))
     phase = _imag_diagonal(vg)
     if phase is not None:
-        inner = F.sub(inner, F.div(phase, F.mul(col, 2.0)))
-    rest = F.div(F.sub(g, F.matmul(_mH(vg), vh)), col)  # S⁻¹ dVᴴ (I - V Vᴴ)
-    return (F.matmul(u, F.add(F.matmul(inner, vh), rest)),)
+        inner = _ew.sub(inner, _ew.div(phase, _ew.mul(col, 2.0)))
+    rest = _ew.div(_ew.sub(g, _la.matmul(_mH(vg), vh)), col)  # S⁻¹ dVᴴ (I - V Vᴴ)
+    return (_la.matmul(u, _ew.add(_la.matmul(inner, vh), rest)),)
 
 
 def _tril_strict(x: Any) -> Any:
     n = x.shape[-1]
-    return F.mul(x, _const(np.tril(np.ones((n, n), x.dtype), -1), x))
+    return _ew.mul(x, _const(np.tril(np.ones((n, n), x.dtype), -1), x))
 
 
 def _solve_rt(x: Any, r: Any) -> Any:
     """``x R⁻ᴴ``."""
-    return F.matmul(x, _mH(inv(r)))
+    return _la.matmul(x, _mH(inv(r)))
 
 
 @_backward(qr_q, inputs=(0,), outputs=(0,))
@@ -318,9 +323,10 @@ def _qr_q_grad(c, g):
     imaginary diagonal only for complex ``Q``)."""
     q = c.outputs[0]
     r = qr_r(c.inputs[0])
-    qdq = F.matmul(_mH(q), g)
-    low = _with_imag_diagonal(_tril_strict(F.sub(qdq, _mH(qdq))), qdq, 1.0)
-    return (F.add(F.matmul(q, _solve_rt(low, r)), _solve_rt(F.sub(g, F.matmul(q, qdq)), r)),)
+    qdq = _la.matmul(_mH(q), g)
+    low = _with_imag_diagonal(_tril_strict(_ew.sub(qdq, _mH(qdq))), qdq, 1.0)
+    rest = _solve_rt(_ew.sub(g, _la.matmul(q, qdq)), r)
+    return (_ew.add(_la.matmul(q, _solve_rt(low, r)), rest),)
 
 
 @_backward(qr_r, inputs=(0,), outputs=(0,))
@@ -328,9 +334,9 @@ def _qr_r_grad(c, g):
     """The ``dR`` part: ``Q (dR + (tril(R dRᴴ - dR Rᴴ, -1) - i Im diag(dR Rᴴ)) R⁻ᴴ)``."""
     r = c.outputs[0]
     q = qr_q(c.inputs[0])
-    rdr = F.matmul(r, _mH(g))
-    low = _with_imag_diagonal(_tril_strict(F.sub(rdr, _mH(rdr))), _mH(rdr), -1.0)
-    return (F.matmul(q, F.add(g, _solve_rt(low, r))),)
+    rdr = _la.matmul(r, _mH(g))
+    low = _with_imag_diagonal(_tril_strict(_ew.sub(rdr, _mH(rdr))), _mH(rdr), -1.0)
+    return (_la.matmul(q, _ew.add(g, _solve_rt(low, r))),)
 
 
 @_backward(eigvalsh, inputs=(0,))
@@ -357,4 +363,4 @@ def _reduced_svd(x: Any) -> tuple:
 def _svdvals_grad(c, g):
     """``U diag(g) Vh`` from the reduced SVD (distinct singular values assumed)."""
     u, _, vh = _reduced_svd(c.inputs[0])
-    return (F.matmul(F.mul(u, F.reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), vh),)
+    return (_la.matmul(_ew.mul(u, _reshape(g, tuple(g.shape[:-1]) + (1, g.shape[-1]))), vh),)

@@ -17,11 +17,9 @@ of the dual norm (backward <-> forward, ortho <-> ortho).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from .. import dtypes, late
+from .. import dtypes
 from ..errors import DTypeError, ShapeError
 from .common import require_array
 from .op import Op
@@ -89,8 +87,8 @@ fft_c2r = Op("fft_c2r", _infer_c2r)
 
 
 # -- backward rules -------------------------------------------------------------------
-F: Any = late.bind(__name__, "F", "nnarray.functions")  # the layer above, bound late
 from .backward import backward as _backward  # noqa: E402
+from .elementwise import mul as _mul  # noqa: E402
 from .shape import _cut, _zeros, concatenate_op  # noqa: E402
 
 
@@ -124,11 +122,11 @@ def _c2r_grad(c, g):
     if twice > 0:
         from .complex import imag, make_complex, real
         mid = _cut(gi, ax, 1, 1 + twice)
-        mid = make_complex(F.mul(real(mid), 2.0), F.mul(imag(mid), 2.0))
+        mid = make_complex(_mul(real(mid), 2.0), _mul(imag(mid), 2.0))
         parts = [_cut(gi, ax, 0, 1), mid]
         if gi.shape[ax] > 1 + twice:
             parts.append(_cut(gi, ax, 1 + twice, gi.shape[ax]))
-        gi = F.concatenate(parts, axis=ax)
+        gi = concatenate_op(*parts, axis=ax)
     return (gi,)
 
 

@@ -23,7 +23,7 @@ def inplace(op: Op, a: Any, b: Any) -> Any:
     k = dispatch(op, _context.dispatch_into(a, (a, b), op.name))
     if type(b) is NdArray and k.plain and isinstance(op, BinaryOp) and \
             op.metas.get(short_key(a, b)) == a.dtype:
-        return k.run_into(a, (a, b), {})  # the cached fast path (solver updates)
+        return k.run((a, b), {}, out=a)  # the cached fast path (solver updates)
     ((shape, dt),) = op.out_metas((a, b), {})
     if shape != a.shape:
         raise ShapeError(f"{op.name} (in place): result shape {shape} differs from the "
@@ -34,7 +34,7 @@ def inplace(op: Op, a: Any, b: Any) -> Any:
     if k.composite:
         a.copy_from(op(a, b))
         return a
-    return k.run_into(a, (a, b), {})
+    return k.run((a, b), {}, out=a)
 
 
 def assign(dst: Any, src: Any) -> None:
@@ -42,5 +42,5 @@ def assign(dst: Any, src: Any) -> None:
     current scope)."""
     if src.shape != dst.shape:
         raise ShapeError(f"assign: source shape {src.shape} differs from target {dst.shape}")
-    dispatch(cast, _context.dispatch_into(dst, (dst, src), "assign")).run_into(
-        dst, (src,), {"dtype": dst.dtype}, mode="w")
+    dispatch(cast, _context.dispatch_into(dst, (dst, src), "assign")).run(
+        (src,), {"dtype": dst.dtype}, out=dst, mode="w")

@@ -42,6 +42,6 @@ def unscale_(gs: Sequence[NdArray], inv_scale: float, found: NdArray) -> None:
             raise DTypeError(f"unscale_: gradient {i} is {g.dtype}; gradients to unscale "
                              "must be floating")
     if gs:
-        dispatch(AMP_UNSCALE, get_current_context()).run_inplace(
-            [*gs, found], [], {"inv_scale": float(inv_scale)})
+        dispatch(AMP_UNSCALE, get_current_context()).run(
+            [], {"inv_scale": float(inv_scale)}, out=[*gs, found])
 

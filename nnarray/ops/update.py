@@ -30,7 +30,7 @@ def sgd_update(ws: Sequence[NdArray], gs: Sequence[NdArray], lr: float) -> None:
                 w.dtype is not g.dtype and w.dtype != g.dtype or w.dtype.kind != "f":
             _reject(ws, gs)
     if ws:
-        dispatch(SGD_UPDATE, get_current_context()).run_inplace(ws, gs, {"lr": float(lr)})
+        dispatch(SGD_UPDATE, get_current_context()).run(gs, {"lr": float(lr)}, out=ws)
 
 
 def _reject(ws: Sequence[NdArray], gs: Sequence[NdArray]) -> None:
