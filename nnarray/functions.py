@@ -30,7 +30,6 @@ from .ops import normalization as _norm
 from .ops import op as _op
 from .ops import pooling as _pool
 from .ops import random as _random
-from .ops import reduction as _red
 from .ops import shape as _shape
 from .ops import softmax as _softmax
 from .ops import surfaces as _surfaces
@@ -90,41 +89,6 @@ def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
 def cast(x: Any, dtype: Any) -> Any:
     """A new array of ``dtype``."""
     return _ew.cast(x, dtype=dtype)
-
-
-def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Sum over ``axis`` (``None``: every axis)."""
-    return _red.sum(x, axis=axis, keepdims=keepdims)
-
-
-def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Product over ``axis`` (``None``: every axis)."""
-    return _red.prod(x, axis=axis, keepdims=keepdims)
-
-
-def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Mean over ``axis``."""
-    return _red.mean(x, axis=axis, keepdims=keepdims)
-
-
-def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Maximum over ``axis``."""
-    return _red.max(x, axis=axis, keepdims=keepdims)
-
-
-def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Minimum over ``axis``."""
-    return _red.min(x, axis=axis, keepdims=keepdims)
-
-
-def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Index of the maximum (int64, no gradient)."""
-    return _red.argmax(x, axis=axis, keepdims=keepdims)
-
-
-def argmin(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Index of the minimum (int64, no gradient)."""
-    return _red.argmin(x, axis=axis, keepdims=keepdims)
 
 
 def take(x: Any, indices: Any, axis: Any = None) -> Any:

@@ -475,10 +475,7 @@ def _can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
 def _functions() -> dict[Callable, Callable]:
     """numpy function -> its implementation on NdArrays."""
     t: dict[Callable, Callable] = {
-        getattr(np, n): _method(n) for n in (
-            "sum", "prod", "mean", "max", "min", "argmax", "argmin", "all", "any", "var",
-            "std")}
-    t.update({np.amax: _method("max"), np.amin: _method("min")})
+        getattr(np, n): _method(n) for n in ("all", "any", "var", "std")}
     t.update({
         np.concatenate: _concatenate, np.stack: _stack, np.vstack: _vstack,
         np.hstack: _hstack, np.where: _where, np.clip: _clip, np.reshape: _reshape,
@@ -518,12 +515,15 @@ def _functions() -> dict[Callable, Callable]:
     })
     t.update(_counterparts.table())
     t.update(_declared_functions())
+    t.update({np.amax: t[np.max], np.amin: t[np.min]})  # numpy's other names
     return t
 
 
 #: How numpy's arguments map onto a declared function (``ops/surfaces.py``), by the form
 #: its declaration names (none: numpy's keywords are the function's own).
-_FORMS: dict[str, Callable] = {"scan": lambda s: _scan(s.name)}
+#: ``method``: numpy's function is the array method of that name (numpy's keywords).
+_FORMS: dict[str, Callable] = {"scan": lambda s: _scan(s.name),
+                               "method": lambda s: _method(s.numpy[0])}
 
 
 def _declared_functions() -> dict[Callable, Callable]:

@@ -250,35 +250,6 @@ def _x_where(ex, n, outs):
     ex.emit("Where", [ex.value(c), ex.operand(a, dt), ex.operand(b, dt)], outs)
 
 
-# -- reductions ------------------------------------------------------------------------
-_RED = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin"}
-
-
-def _x_reduce(ex: _Exporter, n: Any, outs: list) -> None:
-    x = n.inputs[0]
-    axes, keep = n.attrs["axis"], n.attrs["keepdims"]
-    xi = ex.operand(x, n.out_metas[0][1])
-    if not axes:  # a 0-d input
-        ex.emit("Identity", [xi], outs)
-        return
-    ex.reduce(_RED[n.name], xi, axes, keep, outs[0])
-
-
-def _x_arg(ex, n, outs):
-    x = ex.value(n.inputs[0])
-    op = "ArgMax" if n.name == "argmax" else "ArgMin"
-    axis, keep = n.attrs["axis"], n.attrs["keepdims"]
-    if axis is None:
-        flat = ex.emit("Reshape", [x, ex.ints([-1])])
-        if keep:
-            r = ex.emit(op, [flat], axis=0, keepdims=1)
-            ex.emit("Reshape", [r, ex.ints([1] * len(n.inputs[0].shape))], outs)
-        else:
-            ex.emit(op, [flat], outs, axis=0, keepdims=0)
-        return
-    ex.emit(op, [x], outs, axis=int(axis), keepdims=int(keep))
-
-
 # -- shapes ----------------------------------------------------------------------------
 def _x_reshape(ex, n, outs):
     ex.emit("Reshape", [ex.value(n.inputs[0]), ex.ints(n.attrs["shape"])], outs)
@@ -515,7 +486,6 @@ def _x_col2im(ex, n, outs):
 _EXPORT: dict[str, Any] = {
     **{k: _x_elementwise for k in _ROWS},
     "leaky_relu": _x_leaky_relu, "clip": _x_clip, "cast": _x_cast, "where": _x_where,
-    **{k: _x_reduce for k in _RED}, "argmax": _x_arg, "argmin": _x_arg,
     "reshape": _x_reshape, "transpose": _x_transpose, "broadcast_to": _x_broadcast_to,
     "concatenate": _x_concatenate, "slice": _x_slice, "matmul": _x_matmul,
     "softmax": _x_softmax, "log_softmax": _x_softmax, "one_hot": _x_one_hot,

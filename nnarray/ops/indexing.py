@@ -112,7 +112,7 @@ def _first_outside(i: Any, lo: int, hi: int) -> int | None:
     if i.size == 0:
         return None
     bad = _ew["logical_or"](_ew["less"](i, lo), _ew["greater_equal"](i, hi))
-    if not _red.max(_cast(bad, dtype=np.int32)).item():
+    if not _red.max_op(_cast(bad, dtype=np.int32)).item():
         return None
     v = np.asarray(i.get_data("r", "numpy")).reshape(-1)
     return int(v[(v < lo) | (v >= hi)][0])

@@ -19,8 +19,8 @@ from ..registry import register_composite
 from .common import pair, require_array, require_float
 from .conv import col2im, im2col, out_size
 from .op import Op
-from .reduction import max as rmax
-from .reduction import mean as rmean
+from .reduction import max_op as rmax
+from .reduction import mean_op as rmean
 from .shape import reshape
 
 

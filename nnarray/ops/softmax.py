@@ -19,7 +19,7 @@ from ..errors import InvalidValueError, ShapeError
 from ..registry import register_composite
 from .common import check_labels, host_values, norm_axis, require_float, require_int
 from .op import Op
-from .reduction import mean
+from .reduction import mean_op as mean
 
 
 def _infer_softmax(name: str):

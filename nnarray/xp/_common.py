@@ -6,6 +6,7 @@ again.
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -44,14 +45,33 @@ def _recalled(fn: Any) -> Any:
     return F.recalls(call)
 
 
-def declared(chapter: str, forms: dict[str, Callable]) -> dict[str, Callable]:
+def keywords(s: Any) -> Callable:
+    """The form of a declaration whose standard signature is ``F``'s with its first
+    argument positional-only and the others keyword-only (``argmax(x, /, *, axis,
+    keepdims)``)."""
+    fn = getattr(F, s.name)
+    sig = inspect.signature(s.function)
+    first, *rest = sig.parameters.values()
+    kinds = [first.replace(kind=inspect.Parameter.POSITIONAL_ONLY),
+             *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in rest)]
+
+    def call(x: Any, /, **kwargs: Any) -> Any:
+        return fn(x, **kwargs)
+    call.__signature__ = sig.replace(parameters=kinds)  # type: ignore[attr-defined]
+    call.__doc__ = s.function.__doc__
+    return call
+
+
+def declared(chapter: str, forms: dict[str, Callable] | None = None) -> dict[str, Callable]:
     """The functions the op specs declare for ``chapter`` (``ops/surfaces.py``), by the
-    standard's name: ``F``'s function, or the one ``forms[form]`` makes of its declaration
-    (the standard's signature), named after it."""
+    standard's name: ``F``'s function, or the one ``forms[form]`` (or ``keywords``) makes
+    of its declaration (the standard's signature), named after it. A form calls ``F``'s
+    function (``getattr(F, s.name)``: a graph call records as ``F``'s does)."""
+    forms = {"keywords": keywords, **(forms or {})}
     out = {}
     for name, s in _surfaces.chapter(chapter).items():
         form = s.xp[1] if s.xp is not None else None
-        fn = s.function if form is None else forms[form](s)
+        fn = getattr(F, name) if form is None else forms[form](s)
         if form is not None:
             fn.__name__ = fn.__qualname__ = name
             fn.__module__ = f"{__package__}.{chapter}"
