@@ -30,7 +30,6 @@ from .ops import normalization as _norm
 from .ops import op as _op
 from .ops import pooling as _pool
 from .ops import random as _random
-from .ops import shape as _shape
 from .ops import softmax as _softmax
 from .ops import surfaces as _surfaces
 from .ops import update as _update
@@ -55,10 +54,8 @@ inplace, assign = _inplace.inplace, _inplace.assign
 real, imag, conj, angle = _complex.real, _complex.imag, _complex.conj, _complex.angle
 complex_abs, make_complex = _complex.complex_abs, _complex.make_complex
 
-# Shape and linear algebra.
+# Linear algebra.
 matmul, affine = _linalg.matmul, _linalg.affine
-concatenate, stack, split = _shape.concatenate, _shape.stack, _shape.split
-slice, getitem = _shape.slice, _shape.getitem
 
 # Neural-network functions composed from primitives, and their primitives.
 softmax_cross_entropy = _softmax.softmax_cross_entropy
@@ -89,31 +86,6 @@ def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
 def cast(x: Any, dtype: Any) -> Any:
     """A new array of ``dtype``."""
     return _ew.cast(x, dtype=dtype)
-
-
-def take(x: Any, indices: Any, axis: Any = None) -> Any:
-    """Elements of ``x`` at integer ``indices`` (1-D; negative count from the end) along
-    ``axis`` (optional for 1-D ``x``)."""
-    return _shape.take(x, indices, axis=axis)
-
-
-def reshape(x: Any, shape: Any) -> Any:
-    """A new array of ``shape`` (one ``-1`` allowed); works on any input. In a static
-    graph a ``-1`` is resolved again when the graph is bound to new shapes."""
-    out = _shape.reshape(x, shape=shape)
-    if shape == -1 or type(shape) in (tuple, list) and -1 in shape:
-        recalled(out, reshape, (x, shape), {})
-    return out
-
-
-def transpose(x: Any, axes: Any = None) -> Any:
-    """Permute axes (``None``: reverse them)."""
-    return _shape.transpose(x, axes=axes)
-
-
-def broadcast_to(x: Any, shape: Any) -> Any:
-    """Broadcast to ``shape`` by numpy's rules."""
-    return _shape.broadcast_to(x, shape=shape)
 
 
 def softmax(x: Any, axis: int = -1) -> Any:
@@ -249,7 +221,8 @@ def _wrap_all() -> None:
 
 
 _wrap_all()
-recalls(reshape)  # after wrapping: the function a graph's call names
+for _n in (n for n, s in _DECLARED.items() if s.recalled):
+    recalls(globals()[_n])  # after wrapping: the function a graph's call names
 
 
 def _picklable() -> None:

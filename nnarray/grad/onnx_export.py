@@ -17,8 +17,6 @@ from .executor import leaves as graph_leaves
 from .executor import topological
 from .variable import Variable
 
-_INT64_MIN = -(2**63)
-
 
 def _tensor_type(dtype: Any) -> int:
     from onnx import helper
@@ -250,51 +248,6 @@ def _x_where(ex, n, outs):
     ex.emit("Where", [ex.value(c), ex.operand(a, dt), ex.operand(b, dt)], outs)
 
 
-# -- shapes ----------------------------------------------------------------------------
-def _x_reshape(ex, n, outs):
-    ex.emit("Reshape", [ex.value(n.inputs[0]), ex.ints(n.attrs["shape"])], outs)
-
-
-def _x_transpose(ex, n, outs):
-    ex.emit("Transpose", [ex.value(n.inputs[0])], outs, perm=list(n.attrs["axes"]))
-
-
-def _x_broadcast_to(ex, n, outs):
-    ex.emit("Expand", [ex.value(n.inputs[0]), ex.ints(n.attrs["shape"])], outs)
-
-
-def _x_concatenate(ex, n, outs):
-    dt = n.attrs["dtype"]
-    ex.emit("Concat", [ex.operand(a, dt) for a in n.inputs], outs, axis=int(n.attrs["axis"]))
-
-
-def _x_slice(ex, n, outs):
-    x = n.inputs[0]
-    a = n.attrs
-    starts, ends, axes, steps = [], [], [], []
-    for k, (dim, s, st, c) in enumerate(zip(x.shape, a["start"], a["step"], a["count"])):
-        if s == 0 and st == 1 and c == dim:
-            continue
-        e = s + c * st
-        if c == 0:
-            s = e = 0
-        elif e < 0:
-            e = _INT64_MIN
-        starts.append(s)
-        ends.append(e)
-        axes.append(k)
-        steps.append(st)
-    y = ex.value(x)
-    reshape = tuple(a["count"]) != tuple(a["shape"])
-    if axes:
-        y = ex.emit("Slice", [y, ex.ints(starts), ex.ints(ends), ex.ints(axes),
-                              ex.ints(steps)], None if reshape else outs)
-    if reshape:
-        ex.emit("Reshape", [y, ex.ints(a["shape"])], outs)
-    elif not axes:
-        ex.emit("Identity", [y], outs)
-
-
 def _x_matmul(ex, n, outs):
     dt = n.out_metas[0][1]
     ins = [ex.operand(a, dt) for a in n.inputs]
@@ -486,8 +439,7 @@ def _x_col2im(ex, n, outs):
 _EXPORT: dict[str, Any] = {
     **{k: _x_elementwise for k in _ROWS},
     "leaky_relu": _x_leaky_relu, "clip": _x_clip, "cast": _x_cast, "where": _x_where,
-    "reshape": _x_reshape, "transpose": _x_transpose, "broadcast_to": _x_broadcast_to,
-    "concatenate": _x_concatenate, "slice": _x_slice, "matmul": _x_matmul,
+    "matmul": _x_matmul,
     "softmax": _x_softmax, "log_softmax": _x_softmax, "one_hot": _x_one_hot,
     "softmax_cross_entropy": _x_sce, "mean_squared_error": _x_mse,
     "batch_normalization": _x_batch_normalization, "dropout": _x_dropout,

@@ -20,7 +20,7 @@ from .common import pair, require_array, require_float
 from .elementwise import add
 from .linalg import matmul
 from .op import Op
-from .shape import reshape
+from .shape import reshape_op as reshape
 
 
 def out_size(op: str, size: int, k: int, s: int, p: int, d: int, axis: str) -> int:

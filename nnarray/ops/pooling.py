@@ -21,7 +21,7 @@ from .conv import col2im, im2col, out_size
 from .op import Op
 from .reduction import max_op as rmax
 from .reduction import mean_op as rmean
-from .shape import reshape
+from .shape import reshape_op as reshape
 
 
 def _infer(op: str) -> Any:

@@ -73,7 +73,7 @@ def softmax_cross_entropy(x: Any, t: Any, axis: int = -1) -> Any:
     ``t`` has the shape of ``x`` without ``axis``; a size-1 ``axis`` kept in ``t``
     (nnabla's ``(N, 1)`` labels) is accepted too.
     """
-    from .shape import reshape
+    from .shape import reshape_op as reshape
     require_float("softmax_cross_entropy", "x", x)
     require_int("softmax_cross_entropy", "t", t)
     if x.ndim:
