@@ -30,7 +30,6 @@ from .ops import normalization as _norm
 from .ops import op as _op
 from .ops import pooling as _pool
 from .ops import random as _random
-from .ops import softmax as _softmax
 from .ops import surfaces as _surfaces
 from .ops import update as _update
 from .ops.op import GraphValue as _GraphValue
@@ -58,8 +57,6 @@ complex_abs, make_complex = _complex.complex_abs, _complex.make_complex
 matmul, affine = _linalg.matmul, _linalg.affine
 
 # Neural-network functions composed from primitives, and their primitives.
-softmax_cross_entropy = _softmax.softmax_cross_entropy
-mean_squared_error = _softmax.mean_squared_error
 # One op (one graph node) each, with a composite kernel a backend may replace.
 conv2d = _conv.conv2d
 max_pooling, average_pooling = _pool.max_pooling, _pool.average_pooling
@@ -86,21 +83,6 @@ def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
 def cast(x: Any, dtype: Any) -> Any:
     """A new array of ``dtype``."""
     return _ew.cast(x, dtype=dtype)
-
-
-def softmax(x: Any, axis: int = -1) -> Any:
-    """``exp(x) / sum(exp(x))`` along ``axis``."""
-    return _softmax.softmax(x, axis=axis)
-
-
-def log_softmax(x: Any, axis: int = -1) -> Any:
-    """``log(softmax(x))`` along ``axis``, computed stably."""
-    return _softmax.log_softmax(x, axis=axis)
-
-
-def one_hot(t: Any, num_classes: int, axis: int = -1, dtype: Any = np.float32) -> Any:
-    """Integer labels to one-hot vectors along a new ``axis``."""
-    return _softmax.one_hot(t, num_classes=num_classes, axis=axis, dtype=dtype)
 
 
 def im2col(x: Any, kernel: Any, stride: Any = 1, pad: Any = 0, dilation: Any = 1,

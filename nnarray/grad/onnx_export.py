@@ -259,49 +259,6 @@ def _x_matmul(ex, n, outs):
     ex.emit("MatMul", ins, outs)
 
 
-def _x_softmax(ex, n, outs):
-    op = "Softmax" if n.name == "softmax" else "LogSoftmax"
-    ex.emit(op, [ex.value(n.inputs[0])], outs, axis=int(n.attrs["axis"]))
-
-
-def _one_hot(ex: _Exporter, t: Any, depth: int, axis: int, dtype: Any, out: Any = None) -> str:
-    """OneHot in float32 (the type onnxruntime implements for every index type), cast."""
-    dd = np.int32 if t.dtype == np.int32 else np.int64
-    ins = [ex.value(t), ex.const(depth, dd), ex.const(np.array([0, 1], np.float32),
-                                                      np.float32, "onehot_values")]
-    if np.dtype(dtype) == np.float32:
-        return ex.emit("OneHot", ins, [out] if out else None, axis=int(axis)) if out else \
-            ex.emit("OneHot", ins, axis=int(axis))
-    h = ex.emit("OneHot", ins, axis=int(axis))
-    return ex.emit("Cast", [h], [out], to=_tensor_type(dtype)) if out else \
-        ex.emit("Cast", [h], to=_tensor_type(dtype))
-
-
-def _x_one_hot(ex, n, outs):
-    a = n.attrs
-    _one_hot(ex, n.inputs[0], int(a["num_classes"]), a["axis"], a["dtype"], outs[0])
-
-
-def _x_sce(ex, n, outs):
-    x, t = n.inputs
-    axis = n.attrs["axis"]
-    ls = ex.emit("LogSoftmax", [ex.value(x)], axis=int(axis))
-    oh = _one_hot(ex, t, x.shape[axis], axis, x.dtype)
-    s = ex.reduce("ReduceSum", ex.emit("Mul", [ls, oh]), [axis], False)
-    ex.emit("Neg", [s], outs)
-
-
-def _x_mse(ex, n, outs):
-    dt = n.out_metas[0][1]
-    x, t = n.inputs
-    d = ex.emit("Sub", [ex.operand(x, dt), ex.operand(t, dt)])
-    sq = ex.emit("Mul", [d, d])
-    if not x.shape:
-        ex.emit("Identity", [sq], outs)
-        return
-    ex.reduce("ReduceMean", sq, None, False, outs[0])
-
-
 def _x_batch_normalization(ex, n, outs):
     x, gamma, beta, rmean, rvar = n.inputs
     a = n.attrs
@@ -440,8 +397,6 @@ _EXPORT: dict[str, Any] = {
     **{k: _x_elementwise for k in _ROWS},
     "leaky_relu": _x_leaky_relu, "clip": _x_clip, "cast": _x_cast, "where": _x_where,
     "matmul": _x_matmul,
-    "softmax": _x_softmax, "log_softmax": _x_softmax, "one_hot": _x_one_hot,
-    "softmax_cross_entropy": _x_sce, "mean_squared_error": _x_mse,
     "batch_normalization": _x_batch_normalization, "dropout": _x_dropout,
     "im2col": _x_im2col, "col2im": _x_col2im, "conv2d": _x_conv2d,
     "max_pooling": _x_pooling, "average_pooling": _x_pooling,
