@@ -14,21 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from . import late
 from .ops import attention as _attention
 from .ops import complex as _complex
-from .ops import conv as _conv
 from .ops import elementwise as _ew
-from .ops import embedding as _embedding
 from .ops import gelu as _gelu
 from .ops import inplace as _inplace
-from .ops import layer_norm as _layer_norm
 from .ops import linalg as _linalg
-from .ops import normalization as _norm
 from .ops import op as _op
-from .ops import pooling as _pool
 from .ops import random as _random
 from .ops import surfaces as _surfaces
 from .ops import update as _update
@@ -56,16 +49,10 @@ complex_abs, make_complex = _complex.complex_abs, _complex.make_complex
 # Linear algebra.
 matmul, affine = _linalg.matmul, _linalg.affine
 
-# Neural-network functions composed from primitives, and their primitives.
-# One op (one graph node) each, with a composite kernel a backend may replace.
-conv2d = _conv.conv2d
-max_pooling, average_pooling = _pool.max_pooling, _pool.average_pooling
-batch_normalization = _norm.batch_normalization
-layer_norm = _layer_norm.layer_norm
+# Neural-network functions composed from other ops, without an op of their own (the
+# functions with one are declared beside it: ``ops/surfaces.py``, read below).
 gelu = _gelu.gelu
-embedding = _embedding.embedding
 scaled_dot_product_attention = _attention.scaled_dot_product_attention
-dropout = _random.dropout
 sgd_update = _update.sgd_update
 seed = _random.seed
 
@@ -83,32 +70,6 @@ def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
 def cast(x: Any, dtype: Any) -> Any:
     """A new array of ``dtype``."""
     return _ew.cast(x, dtype=dtype)
-
-
-def im2col(x: Any, kernel: Any, stride: Any = 1, pad: Any = 0, dilation: Any = 1,
-           pad_value: float = 0.0) -> Any:
-    """``(N, C, H, W)`` -> ``(N, C*kh*kw, OH*OW)`` sliding windows."""
-    return _conv.im2col(x, kernel=kernel, stride=stride, pad=pad, dilation=dilation,
-                        pad_value=pad_value)
-
-
-def col2im(cols: Any, size: Any, kernel: Any, stride: Any = 1, pad: Any = 0,
-           dilation: Any = 1) -> Any:
-    """The adjoint of ``im2col``: scatter-add windows back to ``(N, C, H, W)``."""
-    return _conv.col2im(cols, size=size, kernel=kernel, stride=stride, pad=pad,
-                        dilation=dilation)
-
-
-def rand(shape: Any, low: float = 0.0, high: float = 1.0, seed: int | None = None,
-         dtype: Any = np.float32) -> Any:
-    """Uniform ``[low, high)`` numbers on the current device."""
-    return _random.rand(shape=shape, low=low, high=high, seed=seed, dtype=dtype)
-
-
-def randn(shape: Any, mu: float = 0.0, sigma: float = 1.0, seed: int | None = None,
-          dtype: Any = np.float32) -> Any:
-    """Normal ``(mu, sigma)`` numbers on the current device."""
-    return _random.randn(shape=shape, mu=mu, sigma=sigma, seed=seed, dtype=dtype)
 
 
 # Functions declared beside their op specs (``ops/surfaces.py``): F reads them there.
