@@ -23,6 +23,36 @@ def test_the_declared_include_the_scans_and_logsumexp():
     assert {"cumulative_sum", "cumulative_prod", "logsumexp"} <= set(DECLARED)
 
 
+#: The families whose surfaces read their declarations (issue 41 item 2)
+FAMILIES = {
+    "reductions": ("sum", "prod", "mean", "max", "min", "argmax", "argmin"),
+    "shape": ("reshape", "transpose", "broadcast_to", "concatenate", "stack", "split",
+              "slice", "getitem", "take"),
+    "softmax and losses": ("softmax", "log_softmax", "one_hot", "softmax_cross_entropy",
+                           "mean_squared_error"),
+    "layers": ("conv2d", "im2col", "col2im", "max_pooling", "average_pooling",
+               "batch_normalization", "layer_norm", "embedding", "dropout", "rand", "randn"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_family_is_declared_and_its_ops_are_not_its_names(family):
+    """Each function is declared with its op; the spec module's name is the function
+    (the ``Op`` is ``<name>_op`` or private), so ``F`` reads it from there."""
+    for name in FAMILIES[family]:
+        s = DECLARED[name]
+        module = inspect.getmodule(s.function)
+        assert getattr(module, name) is s.function and isinstance(s.op, Op), name
+
+
+def test_the_exporter_translates_with_the_declared_function():
+    pytest.importorskip("onnx")
+    from nnarray.grad import onnx_export
+    for s in DECLARED.values():
+        if s.onnx is not None:
+            assert onnx_export._EXPORT[s.op.name] is s.onnx, s.name
+
+
 @pytest.mark.parametrize("name", sorted(DECLARED))
 def test_f_offers_the_declared_function(name):
     s = DECLARED[name]
