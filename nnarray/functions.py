@@ -108,12 +108,10 @@ def _takes_name(fn: Any) -> Any:
 
 #: Functions whose recorded nodes depend on their input shapes beyond each op's own
 #: inference (several ops, or attributes computed from the shapes): graph re-inference
-#: calls them again (``Node.macro``).
-_COMPOSITES = frozenset(("affine", "softmax_cross_entropy", "mean_squared_error",
-                         "batch_normalization", "softmax", "log_softmax", "dropout",
-                         "mean", "square", "getitem",
-                         "slice", "stack", "split", "im2col", "col2im", "layer_norm",
-                         "embedding", "scaled_dot_product_attention"))
+#: calls them again (``Node.macro``). Declared ones say so (``macro=True``); these have
+#: no declaration (no op of their own, or a table row).
+_COMPOSITES = frozenset(("affine", "square", "scaled_dot_product_attention",
+                         *(n for n, s in _DECLARED.items() if s.macro)))
 
 
 #: Functions whose graph depends on their inputs' shapes beyond each op's inference

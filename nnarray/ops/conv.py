@@ -170,7 +170,7 @@ def _onnx_col2im(ex: Any, n: Any, outs: list) -> None:
             dilations=list(a["dilation"]))
 
 
-@declare(im2col_op, onnx=_onnx_im2col)
+@declare(im2col_op, onnx=_onnx_im2col, macro=True)
 def im2col(x: Any, kernel: Any, stride: Any = 1, pad: Any = 0, dilation: Any = 1,
            pad_value: float = 0.0) -> Any:
     """``(N, C, H, W)`` -> ``(N, C*kh*kw, OH*OW)`` sliding windows."""
@@ -178,7 +178,7 @@ def im2col(x: Any, kernel: Any, stride: Any = 1, pad: Any = 0, dilation: Any = 1
                      pad_value=pad_value)
 
 
-@declare(col2im_op, onnx=_onnx_col2im)
+@declare(col2im_op, onnx=_onnx_col2im, macro=True)
 def col2im(cols: Any, size: Any, kernel: Any, stride: Any = 1, pad: Any = 0,
            dilation: Any = 1) -> Any:
     """The adjoint of ``im2col``: scatter-add windows back to ``(N, C, H, W)``."""

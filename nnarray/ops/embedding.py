@@ -76,7 +76,7 @@ def _onnx_embedding(ex: Any, n: Any, outs: list) -> None:
     ex.emit("Gather", [ex.value(W), ex.value(idx)], [outs[0]], axis=0)
 
 
-@declare(embedding_op, onnx=_onnx_embedding)
+@declare(embedding_op, onnx=_onnx_embedding, macro=True)
 def embedding(indices: Any, weight: Any) -> Any:
     """``weight[indices]``: rows of ``weight`` (``(num_embeddings, dim)``) at integer
     ``indices`` of any shape (each in ``[0, num_embeddings)``, else ``IndexError``)."""

@@ -57,7 +57,7 @@ def _onnx_layer_norm(ex: Any, n: Any, outs: list) -> None:
             epsilon=float(n.attrs["eps"]))
 
 
-@declare(layer_norm_op, onnx=_onnx_layer_norm)
+@declare(layer_norm_op, onnx=_onnx_layer_norm, macro=True)
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
                eps: float = 1e-5) -> Any:
     """Normalize over the trailing ``normalized_shape`` axes (biased variance, as torch),

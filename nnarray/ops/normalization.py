@@ -112,7 +112,7 @@ def _onnx_batch_normalization(ex: Any, n: Any, outs: list) -> None:
     ex.emit("Add", [y, b(beta)], outs)
 
 
-@declare(batch_normalization_op, onnx=_onnx_batch_normalization)
+@declare(batch_normalization_op, onnx=_onnx_batch_normalization, macro=True)
 def batch_normalization(x: Any, gamma: Any, beta: Any, running_mean: Any, running_var: Any,
                         axes: Any = (1,), decay: float = 0.9, eps: float = 1e-5,
                         training: bool = True) -> Any:

@@ -228,7 +228,7 @@ def _onnx_dropout(ex: Any, n: Any, outs: list) -> None:
     ex.emit("Cast", [mask], [outs[1]], to=helper.np_dtype_to_tensor_dtype(np.dtype(x.dtype)))
 
 
-@declare(dropout_op, onnx=_onnx_dropout)
+@declare(dropout_op, onnx=_onnx_dropout, macro=True)
 def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = None) -> Any:
     """Inverted dropout: zero each element with probability ``p``, scale the rest by
     ``1/(1-p)``; the identity when not training or ``p == 0``."""

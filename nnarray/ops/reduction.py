@@ -154,7 +154,7 @@ def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
 
 
 @declare(mean_op, xp="statistics:same", numpy="mean:method", params={"inexact": True},
-         onnx=_onnx_reduce("ReduceMean"))
+         onnx=_onnx_reduce("ReduceMean"), macro=True)
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Mean over ``axis``."""
     return mean_op(x, axis=axis, keepdims=keepdims)

@@ -304,7 +304,7 @@ def broadcast_to(x: Any, shape: Any) -> Any:
     return broadcast_to_op(x, shape=shape)
 
 
-@declare(slice_op)
+@declare(slice_op, macro=True)
 def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` as a new array: basic indices, boolean masks and integer arrays
     (the latter two through ``nnarray.ops.indexing``)."""
@@ -315,7 +315,7 @@ def getitem(x: Any, key: Any) -> Any:
     return slice_op(x, **slice_plan("getitem", x.shape, key))
 
 
-@declare(slice_op, onnx=_onnx_slice)
+@declare(slice_op, onnx=_onnx_slice, macro=True)
 def slice(x: Any, start: Any = None, stop: Any = None, step: Any = None) -> Any:
     """``x[start[0]:stop[0]:step[0], ...]`` (per-axis sequences; missing axes whole)."""
     require_array("slice", "x", x)
@@ -336,7 +336,7 @@ def concatenate(xs: Any, axis: int = 0) -> Any:
     return concatenate_op(*xs, axis=axis)
 
 
-@declare(concatenate_op)
+@declare(concatenate_op, macro=True)
 def stack(xs: Any, axis: int = 0) -> Any:
     """Join arrays along a new axis (all shapes equal)."""
     if not isinstance(xs, (list, tuple)) or not xs:
@@ -350,7 +350,7 @@ def stack(xs: Any, axis: int = 0) -> Any:
     return concatenate_op(*[reshape_op(x, shape=shape) for x in xs], axis=a)
 
 
-@declare(slice_op, numpy="split")
+@declare(slice_op, numpy="split", macro=True)
 def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
     """numpy.split: ``n`` equal sections, or cut points along ``axis``."""
     require_array("split", "x", x)

@@ -114,13 +114,13 @@ def _onnx_mse(ex: Any, n: Any, outs: list) -> None:
     ex.reduce("ReduceMean", sq, None, False, outs[0])
 
 
-@declare(softmax_op, onnx=_onnx_softmax)
+@declare(softmax_op, onnx=_onnx_softmax, macro=True)
 def softmax(x: Any, axis: int = -1) -> Any:
     """``exp(x) / sum(exp(x))`` along ``axis``."""
     return softmax_op(x, axis=axis)
 
 
-@declare(log_softmax_op, onnx=_onnx_softmax)
+@declare(log_softmax_op, onnx=_onnx_softmax, macro=True)
 def log_softmax(x: Any, axis: int = -1) -> Any:
     """``log(softmax(x))`` along ``axis``, computed stably."""
     return log_softmax_op(x, axis=axis)
@@ -132,7 +132,7 @@ def one_hot(t: Any, num_classes: int, axis: int = -1, dtype: Any = np.float32) -
     return one_hot_op(t, num_classes=num_classes, axis=axis, dtype=dtype)
 
 
-@declare(_sce, onnx=_onnx_sce)
+@declare(_sce, onnx=_onnx_sce, macro=True)
 def softmax_cross_entropy(x: Any, t: Any, axis: int = -1) -> Any:
     """Per-sample cross entropy of logits ``x`` against integer labels ``t``.
 
@@ -180,7 +180,7 @@ def _mse_compose(x: Any, t: Any) -> Any:
 register_composite("mean_squared_error", _mse_compose)
 
 
-@declare(_mse, onnx=_onnx_mse)
+@declare(_mse, onnx=_onnx_mse, macro=True)
 def mean_squared_error(x: Any, t: Any) -> Any:
     """The mean of ``(x - t) ** 2`` over every element (a 0-d array); one graph node
     whose backward is ``2 (x - t) / n``."""
