@@ -55,9 +55,12 @@ def keywords(s: Any) -> Callable:
     kinds = [first.replace(kind=inspect.Parameter.POSITIONAL_ONLY),
              *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in rest)]
 
+    std = sig.replace(parameters=kinds)
+
     def call(x: Any, /, **kwargs: Any) -> Any:
+        std.bind(x, **kwargs)  # a keyword the standard's signature lacks: TypeError
         return fn(x, **kwargs)
-    call.__signature__ = sig.replace(parameters=kinds)  # type: ignore[attr-defined]
+    call.__signature__ = std  # type: ignore[attr-defined]
     call.__doc__ = s.function.__doc__
     return call
 
