@@ -49,8 +49,9 @@ complex_abs, make_complex = _complex.complex_abs, _complex.make_complex
 # Linear algebra.
 matmul, affine = _linalg.matmul, _linalg.affine
 
-# Neural-network functions composed from other ops, without an op of their own (the
-# functions with one are declared beside it: ``ops/surfaces.py``, read below).
+# Functions without an op of their own (the others are declared beside their op:
+# ``ops/surfaces.py``, read below): composites of other ops, an in-place solver update
+# (a registry entry, no graph node) and the generator's seed.
 gelu = _gelu.gelu
 scaled_dot_product_attention = _attention.scaled_dot_product_attention
 sgd_update = _update.sgd_update
