@@ -14,28 +14,28 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from . import late
 from .ops import attention as _attention
 from .ops import complex as _complex
-from .ops import conv as _conv
 from .ops import elementwise as _ew
-from .ops import embedding as _embedding
+from .ops import embedding as _embedding  # noqa: F401  (see below)
 from .ops import gelu as _gelu
 from .ops import inplace as _inplace
-from .ops import layer_norm as _layer_norm
+from .ops import layer_norm as _layer_norm  # noqa: F401
 from .ops import linalg as _linalg
-from .ops import normalization as _norm
+from .ops import normalization as _normalization  # noqa: F401
 from .ops import op as _op
-from .ops import pooling as _pool
+from .ops import pooling as _pooling  # noqa: F401
 from .ops import random as _random
-from .ops import reduction as _red
-from .ops import shape as _shape
-from .ops import softmax as _softmax
+from .ops import softmax as _softmax  # noqa: F401
 from .ops import surfaces as _surfaces
 from .ops import update as _update
 from .ops.op import GraphValue as _GraphValue
+
+# embedding, layer_norm, normalization, pooling and softmax are imported for their
+# backward rules, which call F through a late slot (``_F``): the import makes the slot
+# close a true cycle (tests/core/test_late.py). F reads their functions from their
+# declarations (``ops/surfaces.py``), below.
 
 # Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
 # sin, ...). Ops are called directly: the hot path has no wrapper.
@@ -56,23 +56,14 @@ inplace, assign = _inplace.inplace, _inplace.assign
 real, imag, conj, angle = _complex.real, _complex.imag, _complex.conj, _complex.angle
 complex_abs, make_complex = _complex.complex_abs, _complex.make_complex
 
-# Shape and linear algebra.
+# Linear algebra.
 matmul, affine = _linalg.matmul, _linalg.affine
-concatenate, stack, split = _shape.concatenate, _shape.stack, _shape.split
-slice, getitem = _shape.slice, _shape.getitem
 
-# Neural-network functions composed from primitives, and their primitives.
-softmax_cross_entropy = _softmax.softmax_cross_entropy
-mean_squared_error = _softmax.mean_squared_error
-# One op (one graph node) each, with a composite kernel a backend may replace.
-conv2d = _conv.conv2d
-max_pooling, average_pooling = _pool.max_pooling, _pool.average_pooling
-batch_normalization = _norm.batch_normalization
-layer_norm = _layer_norm.layer_norm
+# Functions without an op of their own (the others are declared beside their op:
+# ``ops/surfaces.py``, read below): composites of other ops, an in-place solver update
+# (a registry entry, no graph node) and the generator's seed.
 gelu = _gelu.gelu
-embedding = _embedding.embedding
 scaled_dot_product_attention = _attention.scaled_dot_product_attention
-dropout = _random.dropout
 sgd_update = _update.sgd_update
 seed = _random.seed
 
@@ -90,107 +81,6 @@ def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
 def cast(x: Any, dtype: Any) -> Any:
     """A new array of ``dtype``."""
     return _ew.cast(x, dtype=dtype)
-
-
-def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Sum over ``axis`` (``None``: every axis)."""
-    return _red.sum(x, axis=axis, keepdims=keepdims)
-
-
-def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Product over ``axis`` (``None``: every axis)."""
-    return _red.prod(x, axis=axis, keepdims=keepdims)
-
-
-def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Mean over ``axis``."""
-    return _red.mean(x, axis=axis, keepdims=keepdims)
-
-
-def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Maximum over ``axis``."""
-    return _red.max(x, axis=axis, keepdims=keepdims)
-
-
-def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Minimum over ``axis``."""
-    return _red.min(x, axis=axis, keepdims=keepdims)
-
-
-def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Index of the maximum (int64, no gradient)."""
-    return _red.argmax(x, axis=axis, keepdims=keepdims)
-
-
-def argmin(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """Index of the minimum (int64, no gradient)."""
-    return _red.argmin(x, axis=axis, keepdims=keepdims)
-
-
-def take(x: Any, indices: Any, axis: Any = None) -> Any:
-    """Elements of ``x`` at integer ``indices`` (1-D; negative count from the end) along
-    ``axis`` (optional for 1-D ``x``)."""
-    return _shape.take(x, indices, axis=axis)
-
-
-def reshape(x: Any, shape: Any) -> Any:
-    """A new array of ``shape`` (one ``-1`` allowed); works on any input. In a static
-    graph a ``-1`` is resolved again when the graph is bound to new shapes."""
-    out = _shape.reshape(x, shape=shape)
-    if shape == -1 or type(shape) in (tuple, list) and -1 in shape:
-        recalled(out, reshape, (x, shape), {})
-    return out
-
-
-def transpose(x: Any, axes: Any = None) -> Any:
-    """Permute axes (``None``: reverse them)."""
-    return _shape.transpose(x, axes=axes)
-
-
-def broadcast_to(x: Any, shape: Any) -> Any:
-    """Broadcast to ``shape`` by numpy's rules."""
-    return _shape.broadcast_to(x, shape=shape)
-
-
-def softmax(x: Any, axis: int = -1) -> Any:
-    """``exp(x) / sum(exp(x))`` along ``axis``."""
-    return _softmax.softmax(x, axis=axis)
-
-
-def log_softmax(x: Any, axis: int = -1) -> Any:
-    """``log(softmax(x))`` along ``axis``, computed stably."""
-    return _softmax.log_softmax(x, axis=axis)
-
-
-def one_hot(t: Any, num_classes: int, axis: int = -1, dtype: Any = np.float32) -> Any:
-    """Integer labels to one-hot vectors along a new ``axis``."""
-    return _softmax.one_hot(t, num_classes=num_classes, axis=axis, dtype=dtype)
-
-
-def im2col(x: Any, kernel: Any, stride: Any = 1, pad: Any = 0, dilation: Any = 1,
-           pad_value: float = 0.0) -> Any:
-    """``(N, C, H, W)`` -> ``(N, C*kh*kw, OH*OW)`` sliding windows."""
-    return _conv.im2col(x, kernel=kernel, stride=stride, pad=pad, dilation=dilation,
-                        pad_value=pad_value)
-
-
-def col2im(cols: Any, size: Any, kernel: Any, stride: Any = 1, pad: Any = 0,
-           dilation: Any = 1) -> Any:
-    """The adjoint of ``im2col``: scatter-add windows back to ``(N, C, H, W)``."""
-    return _conv.col2im(cols, size=size, kernel=kernel, stride=stride, pad=pad,
-                        dilation=dilation)
-
-
-def rand(shape: Any, low: float = 0.0, high: float = 1.0, seed: int | None = None,
-         dtype: Any = np.float32) -> Any:
-    """Uniform ``[low, high)`` numbers on the current device."""
-    return _random.rand(shape=shape, low=low, high=high, seed=seed, dtype=dtype)
-
-
-def randn(shape: Any, mu: float = 0.0, sigma: float = 1.0, seed: int | None = None,
-          dtype: Any = np.float32) -> Any:
-    """Normal ``(mu, sigma)`` numbers on the current device."""
-    return _random.randn(shape=shape, mu=mu, sigma=sigma, seed=seed, dtype=dtype)
 
 
 # Functions declared beside their op specs (``ops/surfaces.py``): F reads them there.
@@ -229,12 +119,10 @@ def _takes_name(fn: Any) -> Any:
 
 #: Functions whose recorded nodes depend on their input shapes beyond each op's own
 #: inference (several ops, or attributes computed from the shapes): graph re-inference
-#: calls them again (``Node.macro``).
-_COMPOSITES = frozenset(("affine", "softmax_cross_entropy", "mean_squared_error",
-                         "batch_normalization", "softmax", "log_softmax", "dropout",
-                         "mean", "square", "getitem",
-                         "slice", "stack", "split", "im2col", "col2im", "layer_norm",
-                         "embedding", "scaled_dot_product_attention"))
+#: calls them again (``Node.macro``). Declared ones say so (``macro=True``); these have
+#: no declaration (no op of their own, or a table row).
+_COMPOSITES = frozenset(("affine", "square", "scaled_dot_product_attention",
+                         *(n for n, s in _DECLARED.items() if s.macro)))
 
 
 #: Functions whose graph depends on their inputs' shapes beyond each op's inference
@@ -285,7 +173,8 @@ def _wrap_all() -> None:
 
 
 _wrap_all()
-recalls(reshape)  # after wrapping: the function a graph's call names
+for _n in (n for n, s in _DECLARED.items() if s.recalled):
+    recalls(globals()[_n])  # after wrapping: the function a graph's call names
 
 
 def _picklable() -> None:

@@ -71,7 +71,7 @@ class NdArray(SyncedArray, ArrayOperators):
         ``AttributeError``)."""
         old = self._shape
         try:
-            ((new, _),) = _shape_ops.reshape.infer((self,), {"shape": shape})
+            ((new, _),) = _shape_ops.reshape_op.infer((self,), {"shape": shape})
         except (ShapeError, TypeError) as e:
             raise ShapeError(f"NdArray.shape: cannot set shape {shape!r} on an array of "
                              f"shape {old} ({e}); reshape() makes a new array") from None
@@ -265,7 +265,7 @@ class NdArray(SyncedArray, ArrayOperators):
         """``x`` with a new shape: a view where numpy's would be one (``copy=None``),
         else a new array; ``copy=True`` always copies, ``copy=False`` raises
         ``ValueError`` where a view is impossible."""
-        op = _shape_ops.reshape
+        op = _shape_ops.reshape_op
         shape = shape[0] if len(shape) == 1 else shape
         if copy:
             return F.reshape(self, shape)
@@ -281,7 +281,7 @@ class NdArray(SyncedArray, ArrayOperators):
 
     def transpose(self, *axes: Any) -> NdArray:
         """``x`` with its axes permuted (``None``/none given: reversed), as a view."""
-        op = _shape_ops.transpose
+        op = _shape_ops.transpose_op
         attrs = {"axes": (axes[0] if len(axes) == 1 else axes) or None}
         op.infer((self,), attrs)
         return views.transpose(self, attrs["axes"])

@@ -276,11 +276,6 @@ def _reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = Non
     return x.reshape(shape if shape is not None else newshape)
 
 
-def _transpose(a: Any, axes: Any = None) -> Any:
-    (x,) = operands(a)
-    return F.transpose(x, None if axes is None else tuple(axes))
-
-
 def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     (x,) = operands(a)
     order = list(range(x.ndim))
@@ -475,14 +470,11 @@ def _can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
 def _functions() -> dict[Callable, Callable]:
     """numpy function -> its implementation on NdArrays."""
     t: dict[Callable, Callable] = {
-        getattr(np, n): _method(n) for n in (
-            "sum", "prod", "mean", "max", "min", "argmax", "argmin", "all", "any", "var",
-            "std")}
-    t.update({np.amax: _method("max"), np.amin: _method("min")})
+        getattr(np, n): _method(n) for n in ("all", "any", "var", "std")}
     t.update({
         np.concatenate: _concatenate, np.stack: _stack, np.vstack: _vstack,
         np.hstack: _hstack, np.where: _where, np.clip: _clip, np.reshape: _reshape,
-        np.transpose: _transpose, np.swapaxes: _swapaxes, np.expand_dims: _expand_dims,
+        np.swapaxes: _swapaxes, np.expand_dims: _expand_dims,
         np.squeeze: _squeeze, np.ravel: _ravel, np.sort: _sort("sort"),
         np.argsort: _sort("argsort"), np.dot: _dot, np.tensordot: _tensordot,
         np.outer: _outer, np.einsum: _einsum, np.round: _round, np.around: _round,
@@ -491,13 +483,11 @@ def _functions() -> dict[Callable, Callable]:
         np.zeros_like: _like("zeros_like"), np.ones_like: _like("ones_like"),
         np.empty_like: _like("empty_like"), np.full_like: _like("full_like"),
         np.moveaxis: _same(nna.moveaxis),
-        np.broadcast_to: _same(nna.broadcast_to, subok=False),
         np.broadcast_arrays: lambda *a, subok=False: nna.broadcast_arrays(*operands(*a)),
         np.flip: _kw(nna.flip, 1, "axis"), np.roll: _kw(nna.roll, 1, "shift", "axis"),
         np.tile: lambda A, reps: nna.tile(*operands(A), (reps,) if isinstance(
             reps, int) else reps),
         np.repeat: lambda a, repeats, axis=None: nna.repeat(*operands(a), repeats, axis=axis),
-        np.split: _same(F.split),
         np.tril: _kw(nna.tril, 1, "k"), np.triu: _kw(nna.triu, 1, "k"),
         np.pad: _same(nna.pad), np.diff: _kw(nna.diff, 1, "n", "axis", "prepend", "append"),
         np.count_nonzero: _kw(nna.count_nonzero, 1, "axis"),
@@ -518,17 +508,22 @@ def _functions() -> dict[Callable, Callable]:
     })
     t.update(_counterparts.table())
     t.update(_declared_functions())
+    t.update({np.amax: t[np.max], np.amin: t[np.min]})  # numpy's other names
     return t
 
 
 #: How numpy's arguments map onto a declared function (``ops/surfaces.py``), by the form
-#: its declaration names (none: numpy's keywords are the function's own).
-_FORMS: dict[str, Callable] = {"scan": lambda s: _scan(s.name)}
+#: its declaration names (none: numpy's keywords are ``F``'s function's own, numpy's
+#: others accepted at the defaults its ``params["numpy"]`` gives).
+#: ``method``: numpy's function is the array method of that name (numpy's keywords).
+_FORMS: dict[str, Callable] = {"scan": lambda s: _scan(s.name),
+                               "method": lambda s: _method(s.numpy[0])}
 
 
 def _declared_functions() -> dict[Callable, Callable]:
     """numpy function -> its implementation, for the op specs declaring one."""
-    return {getattr(np, s.numpy[0]): _FORMS[s.numpy[1]](s) if s.numpy[1] else _same(s.function)
+    return {getattr(np, s.numpy[0]): _FORMS[s.numpy[1]](s) if s.numpy[1] else
+            _same(getattr(F, s.name), **s.params.get("numpy", {}))
             for s in _surfaces.declared().values() if s.numpy is not None}
 
 late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

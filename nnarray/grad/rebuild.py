@@ -149,7 +149,9 @@ def _reapply(n: Any, ins: tuple, label: str | None = None, calls: Any = None,
                 return (out,)  # dropout in inference is the identity
         elif n.macro is not None:
             fn, _, kwargs, j = n.macro
-            if fn.__name__ == "reshape" and fn.__module__ == "nnarray.functions":
+            # F.reshape, or the declared function it wraps (a graph file's call)
+            if fn.__name__ == "reshape" and fn.__module__ in ("nnarray.functions",
+                                                              "nnarray.ops.shape"):
                 ins = (ins[0], _follow_batch(n, ins[0], ins[1]))
             key = (fn, tuple(id(a) for a in ins), j is None)
             out = calls.get(key) if calls is not None and j is not None else None

@@ -18,6 +18,7 @@ from ..registry import register_composite
 from .common import require_array, require_float
 from .indexing import gather, scatter_add
 from .op import Op
+from .surfaces import declare
 
 
 def _infer(inputs, attrs):
@@ -70,6 +71,12 @@ def _compose(idx: Any, W: Any) -> tuple[Any, Any]:
 register_composite("embedding", _compose)
 
 
+def _onnx_embedding(ex: Any, n: Any, outs: list) -> None:
+    idx, W = n.inputs
+    ex.emit("Gather", [ex.value(W), ex.value(idx)], [outs[0]], axis=0)
+
+
+@declare(embedding_op, onnx=_onnx_embedding, macro=True)
 def embedding(indices: Any, weight: Any) -> Any:
     """``weight[indices]``: rows of ``weight`` (``(num_embeddings, dim)``) at integer
     ``indices`` of any shape (each in ``[0, num_embeddings)``, else ``IndexError``)."""

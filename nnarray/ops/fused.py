@@ -37,7 +37,7 @@ from .op import Op
 #: Instruction kinds besides the rows' names (``where``: condition, x, y).
 CAST, BROADCAST, CONST, WHERE = "cast", "broadcast_to", "const", "where"
 #: Reductions that may end a program (attr: normalized axes, keepdims).
-REDUCTIONS = {n: getattr(_reduction, n) for n in ("sum", "prod", "mean", "max", "min")}
+REDUCTIONS = {n: getattr(_reduction, f"{n}_op") for n in ("sum", "prod", "mean", "max", "min")}
 _CONST_TYPES = {"bool": bool, "int": int, "float": float}
 #: What a 16-bit float value of a program is computed in (``widened``).
 WIDE = np.dtype(np.float32)

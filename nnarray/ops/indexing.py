@@ -112,7 +112,7 @@ def _first_outside(i: Any, lo: int, hi: int) -> int | None:
     if i.size == 0:
         return None
     bad = _ew["logical_or"](_ew["less"](i, lo), _ew["greater_equal"](i, hi))
-    if not _red.max(_cast(bad, dtype=np.int32)).item():
+    if not _red.max_op(_cast(bad, dtype=np.int32)).item():
         return None
     v = np.asarray(i.get_data("r", "numpy")).reshape(-1)
     return int(v[(v < lo) | (v >= hi)][0])
@@ -171,7 +171,7 @@ def _host_array(i: Any) -> Any:
 def _positions(mask: Any) -> Any:
     """The flat true positions of ``mask`` (int64, 1-D; count read back, counted)."""
     from .sorting import true_positions
-    reshape = _shape.reshape
+    reshape = _shape.reshape_op
     return true_positions(reshape(mask, shape=(-1,)) if mask.ndim != 1 else mask)
 
 
@@ -223,7 +223,7 @@ def flat_offsets(op: str, shape: tuple[int, ...], key: Any, ctx: Any = None) -> 
     index arrays elsewhere are moved there, counted); every index is validated here."""
     from .elementwise import cast as _cast
     from .elementwise import functions as _ew
-    broadcast_to, reshape = _shape.broadcast_to, _shape.reshape
+    broadcast_to, reshape = _shape.broadcast_to_op, _shape.reshape_op
     st = c_strides(shape)
     comps = _expand(op, shape, key, ctx)
     adv = []  # (position in comps, 1-D/N-D offsets array)
@@ -300,7 +300,7 @@ def device_context(ctx: Any) -> Any:
 def advanced_getitem(x: Any, key: Any) -> Any:
     """``x[key]`` for keys holding masks or integer arrays (see the module docstring)."""
     from ..context import dispatch_context
-    reshape = _shape.reshape
+    reshape = _shape.reshape_op
     data = x if type(x) is NdArray else getattr(x, "_data", None)  # a graph value's (None: un-run)
     ctx = dispatch_context((data,) if type(data) is NdArray else ())
     flat = flat_offsets("getitem", x.shape, key, device_context(ctx))

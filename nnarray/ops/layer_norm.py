@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..errors import ShapeError
 from ..registry import register_composite
 from .common import require_float
 from .op import Op
+from .surfaces import declare
 
 
 def _axes(ndim: int, count: int) -> tuple[int, ...]:
@@ -45,6 +48,16 @@ def _compose(x: Any, count: int, eps: float) -> tuple[Any, Any]:
 register_composite("layer_norm", _compose)
 
 
+def _onnx_layer_norm(ex: Any, n: Any, outs: list) -> None:
+    """ONNX's ``LayerNormalization`` with a unit scale (the affine part is separate)."""
+    x = n.inputs[0]
+    k = int(n.attrs["count"])
+    scale = ex.const(np.ones(x.shape[x.ndim - k:]), x.dtype, "layer_norm_scale")
+    ex.emit("LayerNormalization", [ex.value(x), scale], [outs[0], "", outs[1]], axis=-k,
+            epsilon=float(n.attrs["eps"]))
+
+
+@declare(layer_norm_op, onnx=_onnx_layer_norm, macro=True)
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
                eps: float = 1e-5) -> Any:
     """Normalize over the trailing ``normalized_shape`` axes (biased variance, as torch),

@@ -19,7 +19,7 @@ from . import autocast as _autocast
 from .common import require_array
 from .elementwise import add
 from .op import Op
-from .shape import reshape
+from .shape import reshape_op as reshape
 
 
 def matmul_shape(op: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]:

@@ -9,6 +9,7 @@ from ..errors import ShapeError
 from ..registry import register_composite
 from .common import norm_axis, require_float
 from .op import Op
+from .surfaces import declare
 
 
 def param_shapes(x_shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[tuple, tuple]:
@@ -74,6 +75,44 @@ def _compose(x, gamma, beta, rmean, rvar, axes, decay, eps, training):
 register_composite("batch_normalization", _compose)
 
 
+def _onnx_batch_normalization(ex: Any, n: Any, outs: list) -> None:
+    """ONNX's ``BatchNormalization`` in inference over channel axis 1; any other axes, or
+    training mode (batch statistics; the running statistics' update is not part of an
+    inference graph): the formula."""
+    x, gamma, beta, rmean, rvar = n.inputs
+    a = n.attrs
+    c = x.shape[1] if x.ndim > 1 else None
+    if a["axes"] == (1,) and not a["training"] and x.ndim >= 2:
+        ps = []
+        for p in (gamma, beta, rmean, rvar):
+            v = ex.operand(p, x.dtype)
+            if p.shape != (c,):
+                v = ex.emit("Reshape", [v, ex.ints([c])])
+            ps.append(v)
+        ex.emit("BatchNormalization", [ex.value(x), *ps], outs, epsilon=float(a["eps"]))
+        return
+    axes = a["axes"]
+    full = [s if i in axes else 1 for i, s in enumerate(x.shape)]
+    red = [i for i in range(x.ndim) if i not in axes]
+    xv = ex.value(x)
+
+    def b(p):
+        v = ex.operand(p, x.dtype)
+        return v if tuple(p.shape) == tuple(full) else ex.emit("Reshape", [v, ex.ints(full)])
+
+    if a["training"]:
+        mu = ex.reduce("ReduceMean", xv, red, True)
+        xc = ex.emit("Sub", [xv, mu])
+        var = ex.reduce("ReduceMean", ex.emit("Mul", [xc, xc]), red, True)
+    else:
+        mu, var = b(rmean), b(rvar)
+        xc = ex.emit("Sub", [xv, mu])
+    den = ex.emit("Sqrt", [ex.emit("Add", [var, ex.const(a["eps"], x.dtype)])])
+    y = ex.emit("Mul", [ex.emit("Div", [xc, den]), b(gamma)])
+    ex.emit("Add", [y, b(beta)], outs)
+
+
+@declare(batch_normalization_op, onnx=_onnx_batch_normalization, macro=True)
 def batch_normalization(x: Any, gamma: Any, beta: Any, running_mean: Any, running_var: Any,
                         axes: Any = (1,), decay: float = 0.9, eps: float = 1e-5,
                         training: bool = True) -> Any:

@@ -17,11 +17,14 @@ import numpy as np
 from ..errors import ShapeError
 from ..registry import register_composite
 from .common import pair, require_array, require_float
-from .conv import col2im, im2col, out_size
+from .conv import col2im_op as col2im
+from .conv import im2col_op as im2col
+from .conv import onnx_im2col, out_size
 from .op import Op
-from .reduction import max as rmax
-from .reduction import mean as rmean
-from .shape import reshape
+from .reduction import max_op as rmax
+from .reduction import mean_op as rmean
+from .shape import reshape_op as reshape
+from .surfaces import declare
 
 
 def _infer(op: str) -> Any:
@@ -76,11 +79,41 @@ register_composite("max_pooling", _compose(rmax, True))
 register_composite("average_pooling", _compose(rmean, False))
 
 
+def _onnx_pooling(ex: Any, n: Any, outs: list) -> None:
+    """``MaxPool``/``AveragePool`` on ``(N, C, H, W)``; other ranks are reshaped to
+    ``(M, 1, H, W)`` and back. Max pooling of integers (which ONNX's MaxPool does not
+    take) reduces the windows of ``onnx_im2col`` instead."""
+    x, a = n.inputs[0], n.attrs
+    out_shape = n.out_metas[0][0]
+    h, w = x.shape[-2:]
+    m = int(np.prod(x.shape[:-2], dtype=np.int64))
+    xv = ex.value(x)
+    four = x.ndim == 4
+    if not four:
+        xv = ex.emit("Reshape", [xv, ex.ints([m, 1, h, w])])
+    res = None if not four else outs
+    if n.name == "max_pooling" and x.dtype.kind != "f":
+        cols = onnx_im2col(ex, xv, (m, 1, h, w), dict(a, dilation=(1, 1)), lowest(x.dtype),
+                           x.dtype)
+        p = ex.reduce("ReduceMax", cols, [1], True)
+        ex.emit("Reshape", [p, ex.ints(out_shape)], outs)
+        return
+    attrs = {"kernel_shape": list(a["kernel"]), "strides": list(a["stride"]),
+             "pads": list(a["pad"]) * 2}
+    if n.name == "average_pooling":
+        attrs["count_include_pad"] = 1
+    p = ex.emit("MaxPool" if n.name == "max_pooling" else "AveragePool", [xv], res, **attrs)
+    if not four:
+        ex.emit("Reshape", [p, ex.ints(out_shape)], outs)
+
+
+@declare(max_pooling_op, onnx=_onnx_pooling)
 def max_pooling(x: Any, kernel: Any, stride: Any = None, pad: Any = 0) -> Any:
     """Max over ``kernel`` windows of the last two axes (padding never wins)."""
     return max_pooling_op(x, kernel=kernel, stride=stride, pad=pad)
 
 
+@declare(average_pooling_op, onnx=_onnx_pooling)
 def average_pooling(x: Any, kernel: Any, stride: Any = None, pad: Any = 0) -> Any:
     """Mean over ``kernel`` windows of the last two axes (padding counted as zeros)."""
     return average_pooling_op(x, kernel=kernel, stride=stride, pad=pad)

@@ -31,6 +31,7 @@ from ..ndarray import normalize_shape
 from ..registry import register_composite
 from .common import require_float
 from .op import Op
+from .surfaces import declare
 
 OPS, INITIALIZERS, OWN = 1, 2, 3  # the tags of the streams (the counter's last word)
 
@@ -172,8 +173,22 @@ def _infer_random(name: str, params: tuple[str, str]):
     return infer
 
 
-rand = Op("rand", _infer_random("rand", ("low", "high")), differentiable=False)
-randn = Op("randn", _infer_random("randn", ("mu", "sigma")), differentiable=False)
+rand_op = Op("rand", _infer_random("rand", ("low", "high")), differentiable=False)
+randn_op = Op("randn", _infer_random("randn", ("mu", "sigma")), differentiable=False)
+
+
+@declare(rand_op)
+def rand(shape: Any, low: float = 0.0, high: float = 1.0, seed: int | None = None,
+         dtype: Any = np.float32) -> Any:
+    """Uniform ``[low, high)`` numbers on the current device."""
+    return rand_op(shape=shape, low=low, high=high, seed=seed, dtype=dtype)
+
+
+@declare(randn_op)
+def randn(shape: Any, mu: float = 0.0, sigma: float = 1.0, seed: int | None = None,
+          dtype: Any = np.float32) -> Any:
+    """Normal ``(mu, sigma)`` numbers on the current device."""
+    return randn_op(shape=shape, mu=mu, sigma=sigma, seed=seed, dtype=dtype)
 
 
 def _infer_dropout(inputs, attrs):
@@ -204,6 +219,16 @@ def _dropout_compose(x, p, seed):
 register_composite("dropout", _dropout_compose)
 
 
+def _onnx_dropout(ex: Any, n: Any, outs: list) -> None:
+    """ONNX's ``Dropout`` (its bool mask cast to ``x``'s dtype, as the op's second output)."""
+    from onnx import helper
+    x = n.inputs[0]
+    y, mask = ex.emit("Dropout", [ex.value(x), ex.const(n.attrs["p"], x.dtype, "ratio")],
+                      [outs[0], ex.fresh("dropout_mask")])
+    ex.emit("Cast", [mask], [outs[1]], to=helper.np_dtype_to_tensor_dtype(np.dtype(x.dtype)))
+
+
+@declare(dropout_op, onnx=_onnx_dropout, macro=True)
 def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = None) -> Any:
     """Inverted dropout: zero each element with probability ``p``, scale the rest by
     ``1/(1-p)``; the identity when not training or ``p == 0``."""

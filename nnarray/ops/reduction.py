@@ -106,10 +106,82 @@ def cumulative_prod(x: Any, axis: Any = None) -> Any:
     """Running product along ``axis`` (optional for 1-D input); integers multiply in
     int64."""
     return _cumulative_prod(x, axis=axis)
-sum, prod, mean, max, min = (Op(n, _infer_reduce(n))
-                             for n in ("sum", "prod", "mean", "max", "min"))
-argmax = Op("argmax", _infer_arg("argmax"), differentiable=False)
-argmin = Op("argmin", _infer_arg("argmin"), differentiable=False)
+sum_op, prod_op, mean_op, max_op, min_op = (Op(n, _infer_reduce(n))
+                                            for n in ("sum", "prod", "mean", "max", "min"))
+argmax_op = Op("argmax", _infer_arg("argmax"), differentiable=False)
+argmin_op = Op("argmin", _infer_arg("argmin"), differentiable=False)
+
+
+# -- the public functions and their ONNX translations -----------------------------------
+def _onnx_reduce(onnx_op: str) -> Any:
+    """The translation to ONNX's ``onnx_op`` (``ReduceSum``, ...; the exporter:
+    ``grad/onnx_export.py``), the input cast to the output's dtype."""
+    def translate(ex: Any, n: Any, outs: list) -> None:
+        xi = ex.operand(n.inputs[0], n.out_metas[0][1])
+        if not n.attrs["axis"]:  # a 0-d input
+            ex.emit("Identity", [xi], outs)
+            return
+        ex.reduce(onnx_op, xi, n.attrs["axis"], n.attrs["keepdims"], outs[0])
+    return translate
+
+
+def _onnx_arg(ex: Any, n: Any, outs: list) -> None:
+    """ONNX's ``ArgMax``/``ArgMin`` (``axis=None``: over the flattened input)."""
+    x = ex.value(n.inputs[0])
+    op = "ArgMax" if n.name == "argmax" else "ArgMin"
+    axis, keep = n.attrs["axis"], n.attrs["keepdims"]
+    if axis is None:
+        flat = ex.emit("Reshape", [x, ex.ints([-1])])
+        if keep:
+            r = ex.emit(op, [flat], axis=0, keepdims=1)
+            ex.emit("Reshape", [r, ex.ints([1] * len(n.inputs[0].shape))], outs)
+        else:
+            ex.emit(op, [flat], outs, axis=0, keepdims=0)
+        return
+    ex.emit(op, [x], outs, axis=int(axis), keepdims=int(keep))
+
+
+@declare(sum_op, xp="statistics:reduce", numpy="sum:method", onnx=_onnx_reduce("ReduceSum"))
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Sum over ``axis`` (``None``: every axis)."""
+    return sum_op(x, axis=axis, keepdims=keepdims)
+
+
+@declare(prod_op, xp="statistics:reduce", numpy="prod:method")
+def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Product over ``axis`` (``None``: every axis)."""
+    return prod_op(x, axis=axis, keepdims=keepdims)
+
+
+@declare(mean_op, xp="statistics:same", numpy="mean:method", params={"inexact": True},
+         onnx=_onnx_reduce("ReduceMean"), macro=True)
+def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Mean over ``axis``."""
+    return mean_op(x, axis=axis, keepdims=keepdims)
+
+
+@declare(max_op, xp="statistics:same", numpy="max:method", onnx=_onnx_reduce("ReduceMax"))
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Maximum over ``axis``."""
+    return max_op(x, axis=axis, keepdims=keepdims)
+
+
+@declare(min_op, xp="statistics:same", numpy="min:method", onnx=_onnx_reduce("ReduceMin"))
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Minimum over ``axis``."""
+    return min_op(x, axis=axis, keepdims=keepdims)
+
+
+@declare(argmax_op, xp="searching:keywords", numpy="argmax:method", onnx=_onnx_arg)
+def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Index of the maximum (int64, no gradient)."""
+    return argmax_op(x, axis=axis, keepdims=keepdims)
+
+
+@declare(argmin_op, xp="searching:keywords", numpy="argmin:method", onnx=_onnx_arg)
+def argmin(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Index of the minimum (int64, no gradient)."""
+    return argmin_op(x, axis=axis, keepdims=keepdims)
 
 
 # -- backward rules -------------------------------------------------------------------
@@ -122,14 +194,14 @@ from .backward import unreduce as _unreduce  # noqa: E402
 _F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
-@_backward(sum)
+@_backward(sum_op)
 def _sum_grad(c, g):
     shape = c.in_meta[0][0]
     g = _unreduce(g, shape, c.attrs["axis"], c.attrs["keepdims"])
     return (_fit(c, 0, _F.broadcast_to(g, shape)),)
 
 
-@_backward(prod, inputs=(0,), outputs=(0,))
+@_backward(prod_op, inputs=(0,), outputs=(0,))
 def _prod_grad(c, g):  # g * y / x where x != 0; the product of the others where x == 0
     x, y = _cj(c.inputs[0]), _cj(c.outputs[0])  # complex: g * conj(dy/dx), as PyTorch
     axes, keep = c.attrs["axis"], c.attrs["keepdims"]
@@ -169,7 +241,7 @@ def _cumprod_grad(c, g):
     return (_fit(c, 0, d),)
 
 
-@_backward(mean)
+@_backward(mean_op)
 def _mean_grad(c, g):
     shape = c.in_meta[0][0]
     axes = c.attrs["axis"]
@@ -187,5 +259,5 @@ def _extremum_grad(c, g):
     return (_fit(c, 0, _F.where(hit, _unreduce(g, x.shape, axes, keep), 0.0)),)
 
 
-_backward(max, inputs=(0,), outputs=(0,))(_extremum_grad)
-_backward(min, inputs=(0,), outputs=(0,))(_extremum_grad)
+_backward(max_op, inputs=(0,), outputs=(0,))(_extremum_grad)
+_backward(min_op, inputs=(0,), outputs=(0,))(_extremum_grad)

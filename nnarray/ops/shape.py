@@ -22,6 +22,7 @@ from ..errors import InvalidValueError, ShapeError
 from ..ndarray import normalize_shape
 from .common import broadcast_to_shape, check_indices, norm_axis, require_array
 from .op import Op
+from .surfaces import declare
 
 
 def _infer_reshape(inputs, attrs):
@@ -173,9 +174,9 @@ def _infer_slice(inputs, attrs):
 _valid_slices: set = set()
 
 
-reshape = Op("reshape", _infer_reshape)
-transpose = Op("transpose", _infer_transpose)
-broadcast_to = Op("broadcast_to", _infer_broadcast_to)
+reshape_op = Op("reshape", _infer_reshape)
+transpose_op = Op("transpose", _infer_transpose)
+broadcast_to_op = Op("broadcast_to", _infer_broadcast_to)
 concatenate_op = Op("concatenate", _infer_concatenate)
 slice_op = Op("slice", _infer_slice)
 
@@ -231,6 +232,79 @@ def slice_plan(op: str, shape: tuple[int, ...], key: Any) -> dict:
             "shape": tuple(out)}
 
 
+# -- the public functions and their ONNX translations -----------------------------------
+_INT64_MIN = -(2**63)
+
+
+def _onnx_reshape(ex: Any, n: Any, outs: list) -> None:
+    ex.emit("Reshape", [ex.value(n.inputs[0]), ex.ints(n.attrs["shape"])], outs)
+
+
+def _onnx_transpose(ex: Any, n: Any, outs: list) -> None:
+    ex.emit("Transpose", [ex.value(n.inputs[0])], outs, perm=list(n.attrs["axes"]))
+
+
+def _onnx_broadcast_to(ex: Any, n: Any, outs: list) -> None:
+    ex.emit("Expand", [ex.value(n.inputs[0]), ex.ints(n.attrs["shape"])], outs)
+
+
+def _onnx_concatenate(ex: Any, n: Any, outs: list) -> None:
+    dt = n.attrs["dtype"]
+    ex.emit("Concat", [ex.operand(a, dt) for a in n.inputs], outs, axis=int(n.attrs["axis"]))
+
+
+def _onnx_slice(ex: Any, n: Any, outs: list) -> None:
+    """ONNX's ``Slice`` over the axes not taken whole, then a ``Reshape`` to ``shape``."""
+    x = n.inputs[0]
+    a = n.attrs
+    starts, ends, axes, steps = [], [], [], []
+    for k, (dim, s, st, c) in enumerate(zip(x.shape, a["start"], a["step"], a["count"])):
+        if s == 0 and st == 1 and c == dim:
+            continue
+        e = s + c * st
+        if c == 0:
+            s = e = 0
+        elif e < 0:
+            e = _INT64_MIN
+        starts.append(s)
+        ends.append(e)
+        axes.append(k)
+        steps.append(st)
+    y = ex.value(x)
+    reshape = tuple(a["count"]) != tuple(a["shape"])
+    if axes:
+        y = ex.emit("Slice", [y, ex.ints(starts), ex.ints(ends), ex.ints(axes),
+                              ex.ints(steps)], None if reshape else outs)
+    if reshape:
+        ex.emit("Reshape", [y, ex.ints(a["shape"])], outs)
+    elif not axes:
+        ex.emit("Identity", [y], outs)
+
+
+@declare(reshape_op, onnx=_onnx_reshape, recalled=True)
+def reshape(x: Any, shape: Any) -> Any:
+    """A new array of ``shape`` (one ``-1`` allowed); works on any input. In a static
+    graph a ``-1`` is resolved again when the graph is bound to new shapes."""
+    out = reshape_op(x, shape=shape)
+    if shape == -1 or type(shape) in (tuple, list) and -1 in shape:
+        _F.recalled(out, _F.reshape, (x, shape), {})  # F's: the call a graph names
+    return out
+
+
+@declare(transpose_op, numpy="transpose", onnx=_onnx_transpose)
+def transpose(x: Any, axes: Any = None) -> Any:
+    """Permute axes (``None``: reverse them)."""
+    return transpose_op(x, axes=axes)
+
+
+@declare(broadcast_to_op, numpy="broadcast_to", params={"numpy": {"subok": False}},
+         onnx=_onnx_broadcast_to)
+def broadcast_to(x: Any, shape: Any) -> Any:
+    """Broadcast to ``shape`` by numpy's rules."""
+    return broadcast_to_op(x, shape=shape)
+
+
+@declare(slice_op, macro=True)
 def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` as a new array: basic indices, boolean masks and integer arrays
     (the latter two through ``nnarray.ops.indexing``)."""
@@ -241,6 +315,7 @@ def getitem(x: Any, key: Any) -> Any:
     return slice_op(x, **slice_plan("getitem", x.shape, key))
 
 
+@declare(slice_op, onnx=_onnx_slice, macro=True)
 def slice(x: Any, start: Any = None, stop: Any = None, step: Any = None) -> Any:
     """``x[start[0]:stop[0]:step[0], ...]`` (per-axis sequences; missing axes whole)."""
     require_array("slice", "x", x)
@@ -253,6 +328,7 @@ def slice(x: Any, start: Any = None, stop: Any = None, step: Any = None) -> Any:
     return slice_op(x, **slice_plan("slice", x.shape, key))
 
 
+@declare(concatenate_op, onnx=_onnx_concatenate)
 def concatenate(xs: Any, axis: int = 0) -> Any:
     """Join arrays along an existing axis."""
     if not isinstance(xs, (list, tuple)):
@@ -260,6 +336,7 @@ def concatenate(xs: Any, axis: int = 0) -> Any:
     return concatenate_op(*xs, axis=axis)
 
 
+@declare(concatenate_op, macro=True)
 def stack(xs: Any, axis: int = 0) -> Any:
     """Join arrays along a new axis (all shapes equal)."""
     if not isinstance(xs, (list, tuple)) or not xs:
@@ -270,9 +347,10 @@ def stack(xs: Any, axis: int = 0) -> Any:
             raise ShapeError(f"stack: xs[{i}] has shape {x.shape}, xs[0] has {xs[0].shape}")
     a = norm_axis("stack", axis, xs[0].ndim + 1)
     shape = xs[0].shape[:a] + (1,) + xs[0].shape[a:]
-    return concatenate_op(*[reshape(x, shape=shape) for x in xs], axis=a)
+    return concatenate_op(*[reshape_op(x, shape=shape) for x in xs], axis=a)
 
 
+@declare(slice_op, numpy="split", macro=True)
 def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
     """numpy.split: ``n`` equal sections, or cut points along ``axis``."""
     require_array("split", "x", x)
@@ -294,7 +372,7 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
     return out
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concatenate", "stack", "split", "slice",
-           "getitem", "dtypes"]
+           "getitem", "take", "dtypes"]
 
 
 # -- backward rules -------------------------------------------------------------------
@@ -302,13 +380,13 @@ from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
 from .backward import sum_to as _sum_to  # noqa: E402
 
-_backward(reshape)(lambda c, g: (reshape(g, shape=c.in_meta[0][0]),))
-_backward(broadcast_to)(lambda c, g: (_sum_to(g, c.in_meta[0][0]),))
+_backward(reshape_op)(lambda c, g: (reshape_op(g, shape=c.in_meta[0][0]),))
+_backward(broadcast_to_op)(lambda c, g: (_sum_to(g, c.in_meta[0][0]),))
 
 
-@_backward(transpose)
+@_backward(transpose_op)
 def _transpose_grad(c, g):
-    return (transpose(g, axes=tuple(int(i) for i in np.argsort(c.attrs["axes"]))),)
+    return (transpose_op(g, axes=tuple(int(i) for i in np.argsort(c.attrs["axes"]))),)
 
 
 def _cut(g: Any, axis: int, begin: int, end: int) -> Any:
@@ -335,9 +413,9 @@ def _spread(g: Any, axis: int, step: int) -> Any:
     """Insert ``step - 1`` zeros after each element along ``axis`` (trimmed at the end)."""
     shape = g.shape
     n = shape[axis]
-    g = reshape(g, shape=shape[:axis + 1] + (1,) + shape[axis + 1:])
+    g = reshape_op(g, shape=shape[:axis + 1] + (1,) + shape[axis + 1:])
     z = _zeros(shape[:axis + 1] + (step - 1,) + shape[axis + 1:], g.dtype)
-    g = reshape(concatenate_op(g, z, axis=axis + 1), shape=shape[:axis] + (n * step,) +
+    g = reshape_op(concatenate_op(g, z, axis=axis + 1), shape=shape[:axis] + (n * step,) +
                 shape[axis + 1:])
     return _cut(g, axis, 0, (n - 1) * step + 1)
 
@@ -350,7 +428,7 @@ def _slice_grad(c, g):
     if 0 in count:
         return (_zeros(xshape, dtype),)
     if g.shape != count:
-        g = reshape(g, shape=count)
+        g = reshape_op(g, shape=count)
     for k, (size, s, st, n) in enumerate(zip(xshape, c.attrs["start"], c.attrs["step"], count)):
         if st < 0:
             key = (_pyslice(None),) * k + (_pyslice(None, None, -1),)
@@ -397,10 +475,17 @@ def _infer_take(inputs, attrs):
 #: contract ``take(x, indices, axis)``. An index out of range is an ``IndexError`` here,
 #: before any kernel runs, on every backend (``common.check_indices``): ``cupy.take``
 #: would wrap it and the OpenCL kernel writes 0 there rather than read outside ``x``.
-take = Op("take", _infer_take)
+take_op = Op("take", _infer_take)
 
 
-@_backward(take, inputs=(1,))
+
+@declare(take_op)
+def take(x: Any, indices: Any, axis: Any = None) -> Any:
+    """Elements of ``x`` at integer ``indices`` (1-D; negative count from the end) along
+    ``axis`` (optional for 1-D ``x``)."""
+    return take_op(x, indices, axis=axis)
+
+@_backward(take_op, inputs=(1,))
 def _take_grad(c, g):  # the scatter-add of g, as g @ one_hot(indices)
     shape = c.in_meta[0][0]
     a = c.attrs["axis"]

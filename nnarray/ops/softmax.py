@@ -19,7 +19,8 @@ from ..errors import InvalidValueError, ShapeError
 from ..registry import register_composite
 from .common import check_labels, host_values, norm_axis, require_float, require_int
 from .op import Op
-from .reduction import mean
+from .reduction import mean_op as mean
+from .surfaces import declare
 
 
 def _infer_softmax(name: str):
@@ -61,19 +62,84 @@ def _infer_one_hot(inputs, attrs):
     return ((t.shape[:a] + (n,) + t.shape[a:], d),)
 
 
-softmax = Op("softmax", _infer_softmax("softmax"))
-log_softmax = Op("log_softmax", _infer_softmax("log_softmax"))
+softmax_op = Op("softmax", _infer_softmax("softmax"))
+log_softmax_op = Op("log_softmax", _infer_softmax("log_softmax"))
 _sce = Op("softmax_cross_entropy", _infer_sce)
-one_hot = Op("one_hot", _infer_one_hot, differentiable=False)
+one_hot_op = Op("one_hot", _infer_one_hot, differentiable=False)
 
 
+# -- the public functions and their ONNX translations -----------------------------------
+def _onnx_softmax(ex: Any, n: Any, outs: list) -> None:
+    op = "Softmax" if n.name == "softmax" else "LogSoftmax"
+    ex.emit(op, [ex.value(n.inputs[0])], outs, axis=int(n.attrs["axis"]))
+
+
+def _onnx_one_hot_of(ex: Any, t: Any, depth: int, axis: int, dtype: Any,
+                     out: Any = None) -> str:
+    """OneHot in float32 (the type onnxruntime implements for every index type), cast."""
+    from onnx import helper
+    dd = np.int32 if t.dtype == np.int32 else np.int64
+    ins = [ex.value(t), ex.const(depth, dd), ex.const(np.array([0, 1], np.float32),
+                                                      np.float32, "onehot_values")]
+    outs = None if out is None else [out]
+    if np.dtype(dtype) == np.float32:
+        return ex.emit("OneHot", ins, outs, axis=int(axis))
+    h = ex.emit("OneHot", ins, axis=int(axis))
+    return ex.emit("Cast", [h], outs, to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))
+
+
+def _onnx_one_hot(ex: Any, n: Any, outs: list) -> None:
+    a = n.attrs
+    _onnx_one_hot_of(ex, n.inputs[0], int(a["num_classes"]), a["axis"], a["dtype"], outs[0])
+
+
+def _onnx_sce(ex: Any, n: Any, outs: list) -> None:
+    """``-sum(log_softmax(x) * one_hot(t))`` over ``axis``."""
+    x, t = n.inputs
+    axis = n.attrs["axis"]
+    ls = ex.emit("LogSoftmax", [ex.value(x)], axis=int(axis))
+    oh = _onnx_one_hot_of(ex, t, x.shape[axis], axis, x.dtype)
+    s = ex.reduce("ReduceSum", ex.emit("Mul", [ls, oh]), [axis], False)
+    ex.emit("Neg", [s], outs)
+
+
+def _onnx_mse(ex: Any, n: Any, outs: list) -> None:
+    dt = n.out_metas[0][1]
+    x, t = n.inputs
+    d = ex.emit("Sub", [ex.operand(x, dt), ex.operand(t, dt)])
+    sq = ex.emit("Mul", [d, d])
+    if not x.shape:
+        ex.emit("Identity", [sq], outs)
+        return
+    ex.reduce("ReduceMean", sq, None, False, outs[0])
+
+
+@declare(softmax_op, onnx=_onnx_softmax, macro=True)
+def softmax(x: Any, axis: int = -1) -> Any:
+    """``exp(x) / sum(exp(x))`` along ``axis``."""
+    return softmax_op(x, axis=axis)
+
+
+@declare(log_softmax_op, onnx=_onnx_softmax, macro=True)
+def log_softmax(x: Any, axis: int = -1) -> Any:
+    """``log(softmax(x))`` along ``axis``, computed stably."""
+    return log_softmax_op(x, axis=axis)
+
+
+@declare(one_hot_op, onnx=_onnx_one_hot)
+def one_hot(t: Any, num_classes: int, axis: int = -1, dtype: Any = np.float32) -> Any:
+    """Integer labels to one-hot vectors along a new ``axis``."""
+    return one_hot_op(t, num_classes=num_classes, axis=axis, dtype=dtype)
+
+
+@declare(_sce, onnx=_onnx_sce, macro=True)
 def softmax_cross_entropy(x: Any, t: Any, axis: int = -1) -> Any:
     """Per-sample cross entropy of logits ``x`` against integer labels ``t``.
 
     ``t`` has the shape of ``x`` without ``axis``; a size-1 ``axis`` kept in ``t``
     (nnabla's ``(N, 1)`` labels) is accepted too.
     """
-    from .shape import reshape
+    from .shape import reshape_op as reshape
     require_float("softmax_cross_entropy", "x", x)
     require_int("softmax_cross_entropy", "t", t)
     if x.ndim:
@@ -114,6 +180,7 @@ def _mse_compose(x: Any, t: Any) -> Any:
 register_composite("mean_squared_error", _mse_compose)
 
 
+@declare(_mse, onnx=_onnx_mse, macro=True)
 def mean_squared_error(x: Any, t: Any) -> Any:
     """The mean of ``(x - t) ** 2`` over every element (a 0-d array); one graph node
     whose backward is ``2 (x - t) / n``."""
@@ -131,14 +198,14 @@ from .backward import fit  # noqa: E402
 _F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
-@_backward(softmax, outputs=(0,))
+@_backward(softmax_op, outputs=(0,))
 def _softmax_grad(c, g):
     y, axis = c.outputs[0], c.attrs["axis"]
     gy = g * y
     return (gy - y * _F.sum(gy, axis, True),)
 
 
-@_backward(log_softmax, outputs=(0,))
+@_backward(log_softmax_op, outputs=(0,))
 def _log_softmax_grad(c, g):
     y, axis = c.outputs[0], c.attrs["axis"]
     return (g - _F.exp(y) * _F.sum(g, axis, True),)
@@ -148,7 +215,8 @@ def _log_softmax_grad(c, g):
 def _sce_grad(c, g):
     x, t = c.inputs
     axis = c.attrs["axis"]
-    p = softmax(x, axis=axis) - one_hot(t, num_classes=x.shape[axis], axis=axis, dtype=x.dtype)
+    p = softmax_op(x, axis=axis) - one_hot_op(t, num_classes=x.shape[axis], axis=axis,
+                                              dtype=x.dtype)
     return (p * _F.reshape(g, x.shape[:axis] + (1,) + x.shape[axis + 1:]), None)
 
 

@@ -77,7 +77,7 @@ def true_positions(mask) -> object:
     """The int64 indices where 1-D bool ``mask`` holds. Their number is data-dependent:
     it is read to the host (one explicit, counted scalar) before ``positions`` runs."""
     from .elementwise import cast
-    from .reduction import sum as _sum
+    from .reduction import sum_op as _sum
     return positions(mask, count=int(_sum(cast(mask, dtype=_I64)).item()))
 
 

@@ -45,6 +45,14 @@ class Surface:
     onnx: Callable | None = None
     #: what the forms need beyond the op (e.g. ``{"initial": 1}``)
     params: dict = field(default_factory=dict)
+    #: its static graph depends on its inputs' shapes beyond the op's inference (a
+    #: reshape's ``-1``): ``F`` registers it (``F.recalls``) so that a saved graph calling
+    #: it loads in another process
+    recalled: bool = False
+    #: its graph depends on its inputs' shapes beyond its op's inference (several ops, or
+    #: attributes computed from the shapes): ``F`` records the call on its output node
+    #: (``Node.macro``, ``F._COMPOSITES``) so that re-inference calls it again
+    macro: bool = False
 
     @property
     def name(self) -> str:
@@ -63,14 +71,16 @@ def _split(spec: str | None) -> tuple[str, str | None] | None:
 
 
 def declare(op: Op, *, xp: str | None = None, numpy: str | None = None,
-            onnx: Callable | None = None, params: dict | None = None) -> Callable:
+            onnx: Callable | None = None, params: dict | None = None,
+            recalled: bool = False, macro: bool = False) -> Callable:
     """Decorator on the public function calling ``op``: declares it for ``F`` and the
     surfaces named (see the module docstring)."""
     def deco(fn: Callable) -> Callable:
         name = fn.__name__
         if name in _DECLARED and _DECLARED[name].function is not fn:
             raise RuntimeError(f"declare: two functions named '{name}'")
-        _DECLARED[name] = Surface(op, fn, _split(xp), _split(numpy), onnx, params or {})
+        _DECLARED[name] = Surface(op, fn, _split(xp), _split(numpy), onnx, params or {},
+                                  recalled, macro)
         return fn
     return deco
 

@@ -9,7 +9,7 @@ and ``nnarray.fft``.
 Every function runs through the registry like its ``F`` counterpart and accepts
 ``grad.Variable``s where ``F`` does. A chapter also offers the functions op specs declare
 for it (``ops/surfaces.py``, read with ``_common.declared``: the statistics chapter's
-scans).
+reductions and scans, the searching chapter's ``argmax``/``argmin``).
 """
 
 from __future__ import annotations

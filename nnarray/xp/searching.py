@@ -14,7 +14,7 @@ import numpy as np
 from .. import functions as F
 from ..ops import elementwise as _ew
 from ..ops import sorting as _ops
-from ._common import _axes, _require
+from ._common import _axes, _require, declared
 from .data_type import result_type
 from .elementwise import floor_divide, remainder
 
@@ -22,14 +22,9 @@ _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
 
-def argmax(x: Any, /, *, axis: int | None = None, keepdims: builtins.bool = False) -> Any:
-    """The index of the first maximum (int64)."""
-    return F.argmax(x, axis, keepdims)
-
-
-def argmin(x: Any, /, *, axis: int | None = None, keepdims: builtins.bool = False) -> Any:
-    """The index of the first minimum (int64)."""
-    return F.argmin(x, axis, keepdims)
+#: The searches the op specs declare for this chapter (``argmax``, ``argmin``)
+_DECLARED = declared("searching")
+globals().update(_DECLARED)
 
 
 def count_nonzero(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
@@ -75,4 +70,4 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
     return _ew.where(condition, x1, x2)
 
 
-__all__ = ["argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where"]
+__all__ = [*_DECLARED, "count_nonzero", "nonzero", "searchsorted", "where"]

@@ -43,19 +43,6 @@ def _reduce(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool, dtype:
     return y if y.dtype == want else F.cast(y, want)
 
 
-def sum(x: Any, /, *, axis: Any = None, dtype: Any = None,
-        keepdims: builtins.bool = False) -> Any:
-    """The sum over ``axis`` (an int, a tuple or ``None``); integers sum in int64
-    (unsigned in uint64) unless ``dtype`` says otherwise."""
-    return _reduce("sum", F.sum, x, axis, keepdims, dtype)
-
-
-def prod(x: Any, /, *, axis: Any = None, dtype: Any = None,
-         keepdims: builtins.bool = False) -> Any:
-    """The product over ``axis``."""
-    return _reduce("prod", F.prod, x, axis, keepdims, dtype)
-
-
 def _cumulative(op: str, fn: Any, init: int, x: Any, axis: int | None, dtype: Any,
                 include_initial: builtins.bool) -> Any:
     _require(op, x)
@@ -86,9 +73,14 @@ def _cumulative_form(s: Any) -> Any:
     return scan
 
 
-#: The scans the op specs declare for this chapter (``cumulative_sum``, ``cumulative_prod``)
-_DECLARED = declared("statistics", {"cumulative": _cumulative_form})
-globals().update(_DECLARED)
+def _reduce_form(s: Any) -> Any:
+    """The standard's signature of a declared sum or product (``ops/surfaces.py``):
+    integers sum in int64 (unsigned in uint64) unless ``dtype`` says otherwise."""
+    def reduce(x: Any, /, *, axis: Any = None, dtype: Any = None,
+               keepdims: builtins.bool = False) -> Any:
+        return _reduce(s.name, getattr(F, s.name), x, axis, keepdims, dtype)
+    reduce.__doc__ = f"{s.function.__doc__} Integers in int64 unless ``dtype`` is given."
+    return reduce
 
 
 def _same(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool) -> Any:
@@ -99,23 +91,27 @@ def _same(op: str, fn: Any, x: Any, axis: Any, keepdims: builtins.bool) -> Any:
     return fn(x, axis, keepdims)
 
 
-def max(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
-    """The maximum over ``axis`` (NaN propagates)."""
-    return _same("max", F.max, x, axis, keepdims)
+def _same_form(s: Any) -> Any:
+    """The standard's signature of a declared reduction keeping the input's dtype
+    (``max``, ``min``; ``mean``, whose ``params`` say ``inexact``: floating inputs only)."""
+    inexact = s.params.get("inexact", False)
+
+    def same(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
+        if inexact:
+            _require(s.name, x)
+            if x.dtype not in _dtypes.INEXACT:
+                raise DTypeError(f"{s.name}: argument 'x' must be floating, got {x.dtype} "
+                                 f"(shape {x.shape})")
+        return _same(s.name, getattr(F, s.name), x, axis, keepdims)
+    same.__doc__ = s.function.__doc__
+    return same
 
 
-def min(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
-    """The minimum over ``axis`` (NaN propagates)."""
-    return _same("min", F.min, x, axis, keepdims)
-
-
-def mean(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
-    """The arithmetic mean over ``axis`` (real or complex floating inputs)."""
-    _require("mean", x)
-    if x.dtype not in _dtypes.INEXACT:
-        raise DTypeError(f"mean: argument 'x' must be floating, got {x.dtype} "
-                         f"(shape {x.shape})")
-    return _same("mean", F.mean, x, axis, keepdims)
+#: The reductions and scans the op specs declare for this chapter (``sum``, ``prod``,
+#: ``max``, ``min``, ``mean``, ``cumulative_sum``, ``cumulative_prod``)
+_DECLARED = declared("statistics", {"cumulative": _cumulative_form, "reduce": _reduce_form,
+                                    "same": _same_form})
+globals().update(_DECLARED)
 
 
 @_recalled
@@ -153,4 +149,4 @@ def std(x: Any, /, *, axis: Any = None, correction: float = 0.0,
     return s if low is None else F.cast(s, low)
 
 
-__all__ = [*_DECLARED, "max", "mean", "min", "prod", "std", "sum", "var"]
+__all__ = [*_DECLARED, "std", "var"]

@@ -23,6 +23,36 @@ def test_the_declared_include_the_scans_and_logsumexp():
     assert {"cumulative_sum", "cumulative_prod", "logsumexp"} <= set(DECLARED)
 
 
+#: The families whose surfaces read their declarations (issue 41 item 2)
+FAMILIES = {
+    "reductions": ("sum", "prod", "mean", "max", "min", "argmax", "argmin"),
+    "shape": ("reshape", "transpose", "broadcast_to", "concatenate", "stack", "split",
+              "slice", "getitem", "take"),
+    "softmax and losses": ("softmax", "log_softmax", "one_hot", "softmax_cross_entropy",
+                           "mean_squared_error"),
+    "layers": ("conv2d", "im2col", "col2im", "max_pooling", "average_pooling",
+               "batch_normalization", "layer_norm", "embedding", "dropout", "rand", "randn"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_family_is_declared_and_its_ops_are_not_its_names(family):
+    """Each function is declared with its op; the spec module's name is the function
+    (the ``Op`` is ``<name>_op`` or private), so ``F`` reads it from there."""
+    for name in FAMILIES[family]:
+        s = DECLARED[name]
+        module = inspect.getmodule(s.function)
+        assert getattr(module, name) is s.function and isinstance(s.op, Op), name
+
+
+def test_the_exporter_translates_with_the_declared_function():
+    pytest.importorskip("onnx")
+    from nnarray.grad import onnx_export
+    for s in DECLARED.values():
+        if s.onnx is not None:
+            assert onnx_export._EXPORT[s.op.name] is s.onnx, s.name
+
+
 @pytest.mark.parametrize("name", sorted(DECLARED))
 def test_f_offers_the_declared_function(name):
     s = DECLARED[name]
@@ -47,13 +77,20 @@ def test_the_chapter_offers_it_with_the_standards_keywords(name):
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[1:])
 
 
+#: numpy's arguments after the array, where ``axis=1`` is not one of them
+NUMPY_ARGS = {"broadcast_to": ((4, 2, 3),), "transpose": ((1, 0),), "split": (3, 1)}
+
+
 @pytest.mark.parametrize("name", sorted(n for n, s in DECLARED.items() if s.numpy))
 def test_numpy_dispatches_to_it_on_the_device(backend, name):
     x = sample((2, 3), np.float32)
     np_fn = getattr(np, DECLARED[name].numpy[0])
-    got = np_fn(A(x), axis=1)
-    assert isinstance(got, nna.NdArray) and got.device == nna.Context(backend, 0)
-    check(got, np_fn(x, axis=1))
+    args, kw = NUMPY_ARGS.get(name, ()), {} if name in NUMPY_ARGS else {"axis": 1}
+    got, want = np_fn(A(x), *args, **kw), np_fn(x, *args, **kw)
+    pairs = zip(got, want) if type(want) is list else [(got, want)]  # split: a list
+    for g, w in pairs:
+        assert isinstance(g, nna.NdArray) and g.device == nna.Context(backend, 0)
+        check(g, w)
 
 
 def test_onnx_exports_the_declared_translations():

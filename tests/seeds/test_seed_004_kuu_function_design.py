@@ -117,7 +117,7 @@ def test_pattern_b_forward_functions_with_paired_backward(backend):
     # F's functions are plain functions; each op's backward is declared apart and
     # paired to the op (ReluBackward0 registered for relu), not a method of a class.
     assert inspect.isfunction(F.relu) and inspect.isfunction(F.tanh)
-    for op in (elementwise.relu, elementwise.tanh, elementwise.mul, shape.reshape):
+    for op in (elementwise.relu, elementwise.tanh, elementwise.mul, shape.reshape_op):
         assert op.backward is not None, op.name
 
 
