@@ -122,3 +122,16 @@ def check_torch(cases: dict, torch_cases: dict, case: str) -> None:
         got = np.zeros(x.shape) if h is None else h.d
         want = np.zeros(x.shape) if th is None else th.detach().resolve_conj().numpy(force=True)
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+
+def family_tests(cases: dict, torch_cases: dict, xfail: dict | None = None) -> tuple:
+    """A family module's two tests: every case's ``gradgradcheck`` and its second
+    derivative against torch's (bind them to ``test_*`` names at module level)."""
+    @pytest.mark.parametrize("case", params(cases, xfail=xfail))
+    def gradgradcheck_case(backend, case):
+        check_gradgrad(cases, case)
+
+    @pytest.mark.parametrize("case", params(torch_cases, xfail=xfail))
+    def torch_case(backend, case):
+        check_torch(cases, torch_cases, case)
+    return gradgradcheck_case, torch_case

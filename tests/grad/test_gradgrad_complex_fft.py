@@ -5,8 +5,7 @@ torch's second derivatives (``tests/double_backward.py``; a complex input's grad
 
 from __future__ import annotations
 
-import pytest
-from double_backward import check_gradgrad, check_torch, params
+from double_backward import family_tests
 
 import nnarray as nna
 import nnarray.functions as F
@@ -64,11 +63,4 @@ TORCH: dict = {
 }
 
 
-@pytest.mark.parametrize("case", params(CASES))
-def test_gradgradcheck(backend, case):
-    check_gradgrad(CASES, case)
-
-
-@pytest.mark.parametrize("case", params(TORCH))
-def test_second_derivatives_match_torch(backend, case):
-    check_torch(CASES, TORCH, case)
+test_gradgradcheck, test_second_derivatives_match_torch = family_tests(CASES, TORCH)

@@ -5,8 +5,7 @@ torch's (``tests/double_backward.py``)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
-from double_backward import check_gradgrad, check_torch, params
+from double_backward import family_tests
 
 import nnarray as nna
 import nnarray.functions as F
@@ -83,11 +82,4 @@ TORCH: dict = {
 }
 
 
-@pytest.mark.parametrize("case", params(CASES, xfail=XFAIL))
-def test_gradgradcheck(backend, case):
-    check_gradgrad(CASES, case)
-
-
-@pytest.mark.parametrize("case", params(TORCH, xfail=XFAIL))
-def test_second_derivatives_match_torch(backend, case):
-    check_torch(CASES, TORCH, case)
+test_gradgradcheck, test_second_derivatives_match_torch = family_tests(CASES, TORCH, XFAIL)
