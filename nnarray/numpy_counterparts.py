@@ -226,13 +226,19 @@ def _nan_extreme(name: str) -> Callable:
     return impl
 
 
-def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
-            keepdims: bool = False, **kw: Any) -> Any:
+def _nan_input(a: Any, dtype: Any, out: Any, kw: dict) -> tuple[Any, Any]:
+    """``a`` as a floating NdArray and where it is not NaN (``out=`` or other numpy
+    arguments: ``HostOnly``)."""
     if out is not None or kw:
         raise HostOnly
     (x,) = _arrays(a)
     x = _float(x, dtype)
-    keep = nna.logical_not(_nan_mask(x))
+    return x, nna.logical_not(_nan_mask(x))
+
+
+def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+            keepdims: bool = False, **kw: Any) -> Any:
+    x, keep = _nan_input(a, dtype, out, kw)
     s = nna.sum(nna.where(keep, x, 0.0), axis=_axis(axis), keepdims=keepdims)
     n = nna.sum(nna.astype(keep, s.dtype if s.dtype.kind == "f" else nna.float64),
                 axis=_axis(axis), keepdims=keepdims)
@@ -241,11 +247,7 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
 
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
            keepdims: bool = False, **kw: Any) -> Any:
-    if out is not None or kw:
-        raise HostOnly
-    (x,) = _arrays(a)
-    x = _float(x, dtype)
-    keep = nna.logical_not(_nan_mask(x))
+    x, keep = _nan_input(a, dtype, out, kw)
     mu = nanmean(x, axis=axis, keepdims=True)
     d = nna.where(keep, nna.subtract(x, mu), 0.0)
     sq = nna.real(nna.multiply(d, nna.conj(d))) if d.dtype.kind == "c" else nna.multiply(d, d)

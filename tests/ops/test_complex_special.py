@@ -126,15 +126,21 @@ def _part_ok(g: np.ndarray, w: np.ndarray, loose: np.ndarray, rtol: float) -> np
                              np.where(w == 0, zero_ok, close)))
 
 
-@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
-@pytest.mark.parametrize("device", DEVICES)
-def test_complex_special_values(device, dtype):
+def _needs_device(device: str) -> None:
+    """Skip (or, in CI, fail: ``needs``) without the device's backend; skip without a
+    second OpenCL device."""
     needs(device.split(":")[0])
     if device == "opencl:1":
         try:
             nna.backends.get_device("opencl", 1)
         except Exception as e:  # noqa: BLE001  (no second device)
             pytest.skip(f"no opencl:1: {e}")
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("device", DEVICES)
+def test_complex_special_values(device, dtype):
+    _needs_device(device)
     z = special_grid(dtype)
     rdt = np.float32 if dtype == np.complex64 else np.float64
     rtol = 1e-5 if dtype == np.complex64 else 1e-12
@@ -182,12 +188,7 @@ def test_complex_inverse_functions_accurate(device, dtype):
     """Within 8 ULP of |f(z)| (normwise) of numpy's complex128 value: the special-case
     paths added for the test above must not cost accuracy where they meet the formulas
     (atanh's log1p form was 2.5e6 ULP off next to z = -1 while being written)."""
-    needs(device.split(":")[0])
-    if device == "opencl:1":
-        try:
-            nna.backends.get_device("opencl", 1)
-        except Exception as e:  # noqa: BLE001  (no second device)
-            pytest.skip(f"no opencl:1: {e}")
+    _needs_device(device)
     z = accuracy_points(dtype)
     eps = np.finfo(np.float32 if dtype == np.complex64 else np.float64).eps
     worst = {}
