@@ -315,7 +315,9 @@ def test_gradient_penalty_critic_separates(backend, mode):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_pinn_loss_falls_below_its_bound(backend):
-    """The example's default run (issue 37: its loss falls below the stated 0.05)."""
+    """Issue 37: the loss falls below the stated bound (``--max-loss``, 0.05) on every
+    backend, here in half the default 600 steps: 0.0089 after 300 (0.0035 after 600);
+    seeds 0-4 end at 0.007-0.018 after 300 steps, at 0.020-0.037 after 200."""
     needs(backend)
-    out = run_example("pinn.py", "--backend", backend)
-    assert "converged: loss" in out and "NOT" not in out
+    out = run_example("pinn.py", "--backend", backend, "--steps", "300")
+    assert "converged: loss" in out and "(< 0.05)" in out and "NOT" not in out
