@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import mpi_worker
@@ -85,6 +86,41 @@ def _opencl_usable() -> bool:
     return "opencl" in nna.backends.registered() and nna.backends.why_unavailable("opencl") is None
 
 
+def _once(request, tmp_path_factory, name: str, make: Callable[[Path], dict]) -> tuple[dict, Path]:
+    """``(make(folder), folder)``, made once per test session: under pytest-xdist the first
+    worker to ask makes it in a folder every worker shares (the session's temporary
+    root) and the others wait for its JSON result, so a job several workers' tests read
+    runs once, not once per worker."""
+    if not hasattr(request.config, "workerinput"):  # no xdist: this process alone
+        folder = tmp_path_factory.mktemp(name)
+        return make(folder), folder
+    folder = tmp_path_factory.getbasetemp().parent / name
+    folder.mkdir(exist_ok=True)
+    result = folder / "result.json"
+    try:
+        os.close(os.open(folder / "claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:  # another worker makes it
+        deadline = time.monotonic() + CHILD_LIMIT
+        while not result.exists():
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {name} result from another worker after {CHILD_LIMIT}s")
+            time.sleep(0.05)
+        got = json.loads(result.read_text())
+        if "error" in got:
+            pytest.fail(f"{name} failed on another worker: {got['error']}")
+        return got["value"], folder
+    try:
+        value = make(folder)
+        got = {"value": value}
+        return value, folder
+    except BaseException as e:
+        got = {"error": f"{type(e).__name__}: {e}"}
+        raise
+    finally:
+        (folder / "result.tmp").write_text(json.dumps(got))
+        os.replace(folder / "result.tmp", result)
+
+
 class TwoRanks:
     """One job of two ranks (``mpi_worker.py sections``) running every worker mode that
     ends normally, in turn: one mpiexec start (two interpreters' imports) for all their
@@ -92,28 +128,36 @@ class TwoRanks:
     ``name``, asserting both ranks finished it (a mode that failed aborts the job: its
     test and those of the modes after it fail, with the job's whole output)."""
 
-    def __init__(self, out: Path) -> None:
-        self.out = out  # the ``train`` mode's parameters: OUT/<backend>.npz
+    def __init__(self, request, tmp_path_factory) -> None:
+        _mpiexec()  # skips every worker alike where MPI is missing
         self.backends = ["numpy", "opencl"] if _opencl_usable() else ["numpy"]
-        self.specs = {f"ops {b}": f"ops {b}" for b in self.backends}
-        self.specs["train"] = shlex.join(["train", str(out), *self.backends])
-        self.specs.update({f"scaler {b}": f"scaler {b}" for b in self.backends})
-        self.specs.update({m: m for m in ("local_check", "checks", "mismatch")})
-        self.p, _ = mpirun("sections", *self.specs.values())
+        got, self.out = _once(request, tmp_path_factory, "two_ranks", self._job)
+        self.status, self.stdout = got["status"], got["stdout"]
+
+    def _specs(self, out: Path) -> dict[str, str]:
+        specs = {f"ops {b}": f"ops {b}" for b in self.backends}
+        specs["train"] = shlex.join(["train", str(out), *self.backends])
+        specs.update({f"scaler {b}": f"scaler {b}" for b in self.backends})
+        specs.update({m: m for m in ("local_check", "checks", "mismatch")})
+        return specs
+
+    def _job(self, out: Path) -> dict:
+        """The job, run in ``out`` (the ``train`` mode's parameters: OUT/<backend>.npz)."""
+        p, _ = mpirun("sections", *self._specs(out).values())
+        return {"status": p.returncode, "stdout": p.stdout}
 
     def section(self, name: str) -> str:
-        tag = self.specs[name] + "| "
-        text = "".join(line[len(tag):] + "\n" for line in self.p.stdout.splitlines()
+        tag = self._specs(self.out)[name] + "| "
+        text = "".join(line[len(tag):] + "\n" for line in self.stdout.splitlines()
                        if line.startswith(tag))
         assert text.count("section ended on rank") == 2, \
-            f"{name!r} did not finish on both ranks (status {self.p.returncode}):\n" \
-            f"{self.p.stdout}"
+            f"{name!r} did not finish on both ranks (status {self.status}):\n{self.stdout}"
         return text
 
 
 @pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory) -> TwoRanks:
-    return TwoRanks(tmp_path_factory.mktemp("two_ranks"))
+def two_ranks(request, tmp_path_factory) -> TwoRanks:
+    return TwoRanks(request, tmp_path_factory)
 
 
 # -- the world of one --------------------------------------------------------------------
