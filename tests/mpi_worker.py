@@ -17,6 +17,7 @@ one): ``python tests/mpi_worker.py MODE [ARGS]``.
   (``os._exit``, ``sys.exit`` or ``raise SystemExit``) while rank 0 trains on;
 - ``local_check``: rank 0's arguments fail its own check, rank 1's pass;
 - ``loop HOW``: rank 1 leaves a plain loop of all-reduces while rank 0 loops on;
+- ``example NAME ARGS``: ``examples/NAME``'s ``main(ARGS)`` on every rank;
 - ``sections "MODE ARGS" ...``: several modes that end normally, in turn in one job, each
   line tagged with its mode (the tests share one mpiexec start).
 """
@@ -27,6 +28,7 @@ import contextlib
 import io
 import json
 import os
+import runpy
 import shlex
 import sys
 import time
@@ -283,11 +285,26 @@ def loop(how: str) -> None:
         print("rank 0 was never stopped", flush=True)
 
 
+def example(name: str, *args: str) -> None:
+    """``examples/NAME``'s ``main(ARGS)`` on this rank, as ``mpiexec python
+    examples/NAME ARGS`` runs it; a non-zero status raises (aborting the job)."""
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "examples")
+    sys.path.insert(0, examples)  # its _cli and digits_cnn
+    try:
+        main = runpy.run_path(os.path.join(examples, name), run_name=name[:-3])["main"]
+        status = main(list(args))
+    finally:
+        sys.path.remove(examples)
+    if status:
+        raise RuntimeError(f"{name} {' '.join(args)} ended with status {status}")
+
+
 #: The modes by name: ``python tests/mpi_worker.py MODE ARGS...`` calls ``MODES[MODE](*ARGS)``.
 MODES = {"ops": check_ops, "train": lambda out, *backends: train(out, list(backends)),
          "mismatch": mismatch, "fault": fault, "exit": exit_early,
          "checks": mismatched_collectives, "leave": leave, "scaler": scaler,
-         "local_check": local_check, "loop": loop}
+         "local_check": local_check, "loop": loop, "example": example}
 
 
 class Tagged(io.TextIOBase):

@@ -10,6 +10,7 @@ The MPI tests skip with the reason only where mpi4py or mpiexec is absent
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -139,6 +140,10 @@ class TwoRanks:
         specs["train"] = shlex.join(["train", str(out), *self.backends])
         specs.update({f"scaler {b}": f"scaler {b}" for b in self.backends})
         specs.update({m: m for m in ("local_check", "checks", "mismatch")})
+        if importlib.util.find_spec("sklearn") is not None:  # the digits; last: it imports it
+            specs["data_parallel"] = shlex.join([
+                "example", "data_parallel.py", "--epochs", "1", "--train-size", "256",
+                "--no-progress", "--log", str(out / "data_parallel.jsonl")])
         return specs
 
     def _job(self, out: Path) -> dict:
@@ -461,16 +466,15 @@ def test_a_rank_leaving_a_manual_loop_ends_the_job_naming_it(how, said):
     assert "rank 0 was never stopped" not in p.stdout
 
 
-def test_data_parallel_example_on_two_ranks(tmp_path):
+def test_data_parallel_example_on_two_ranks(two_ranks):
+    """``mpiexec -n 2 python examples/data_parallel.py ...``: the example's ``main`` on
+    each rank of the shared job (``mpi_worker.py example``)."""
     pytest.importorskip("sklearn")
-    log = tmp_path / "log.jsonl"
-    p, _ = _run([_mpiexec(), "-n", "2", sys.executable, str(ROOT / "examples" / "data_parallel.py"),
-                 "--epochs", "1", "--train-size", "256", "--no-progress", "--log", str(log)],
-                timeout=CHILD_LIMIT)
-    assert p.returncode == 0, p.stdout
-    assert "rank 0/2 on numpy:0: 128 samples" in p.stdout, p.stdout
-    assert "rank 1/2 on numpy:0: 128 samples" in p.stdout
-    assert p.stdout.count("epoch   1") == 1  # rank 0 alone reports
+    out = two_ranks.section("data_parallel")
+    assert "rank 0/2 on numpy:0: 128 samples" in out, out
+    assert "rank 1/2 on numpy:0: 128 samples" in out
+    assert out.count("epoch   1") == 1  # rank 0 alone reports
+    log = two_ranks.out / "data_parallel.jsonl"
     assert len(log.read_text().splitlines()) == 2  # and logs (a run line, one epoch)
 
 
