@@ -5,7 +5,7 @@ examples/NAME ARGS`` would call it, without paying a new interpreter's imports a
 set-up); a child interpreter runs only where the command line itself is the point
 (``python -m nnarray``, an unavailable backend's exit status, a README block run alone).
 A run that several tests read (digits_cnn's two short epochs, char_transformer's float32
-training) runs once per backend.
+training) runs once per backend (in each pytest-xdist worker that reads it).
 """
 
 from __future__ import annotations
