@@ -96,7 +96,7 @@ def sample(model: CharTransformer, prompt: np.ndarray, n: int, rng) -> list[int]
     return out[len(prompt):]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = _cli.parser(__doc__)
     ap.add_argument("--steps", type=int, default=300, help="training steps")
     ap.add_argument("--batch-size", type=int, default=32)
@@ -112,7 +112,7 @@ def main() -> int:
     ap.add_argument("--precision", choices=("float32", "bfloat16", "float16"),
                     default="float32", help="autocast dtype of the products (float16 with "
                     "loss scaling); parameters and the optimizer stay float32")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if _cli.unavailable(args.backend):
         return 2
     text = make_text(2000, args.seed)

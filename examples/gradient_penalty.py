@@ -97,10 +97,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="the gradient penalty it must stay below")
     ap.add_argument("--static", action="store_true",
                     help="build the step once as a static graph (else define-by-run)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the initial weights and the samples")
     args = ap.parse_args(argv)
     if _cli.unavailable(args.backend):
         return 1
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(args.seed)
     with nna.context_scope(args.backend):
         critic = Critic(rng, args.width)
         opt = solvers.Adam(3e-3, beta1=0.5, beta2=0.9)

@@ -207,10 +207,10 @@ def memory(ctx: str) -> None:
     print(f"  executor peak: {peak / 2**20:.0f} MiB ({peak / (4 << 20):.0f} buffers of 4 MiB)")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = _cli.parser(__doc__)
     ap.set_defaults(backend=None)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     ctxs = [args.backend] if args.backend else \
         [b for b in ("numpy", "opencl", "cuda") if nna.backends.why_unavailable(b) is None]
     if args.backend and _cli.unavailable(args.backend):

@@ -55,10 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bc-weight", type=float, default=10.0)
     ap.add_argument("--max-loss", type=float, default=0.05,
                     help="the loss training must reach")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the initial weights and the samples")
     args = ap.parse_args(argv)
     if _cli.unavailable(args.backend):
         return 1
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(args.seed)
     with nna.context_scope(args.backend):
         net = Net(rng, args.width)
         opt = solvers.Adam(1e-2)

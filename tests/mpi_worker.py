@@ -14,13 +14,22 @@ one): ``python tests/mpi_worker.py MODE [ARGS]``.
 - ``scaler BACKEND``: a loss-scaled data-parallel step where only rank 1's gradient is
   inf, then a finite one; every rank prints its parameters and scale after each (JSON);
 - ``leave HOW``: rank 1 leaves in the middle of ``Trainer.fit`` with status 0
-  (``os._exit``, ``sys.exit`` or ``raise SystemExit``) while rank 0 trains on.
+  (``os._exit``, ``sys.exit`` or ``raise SystemExit``) while rank 0 trains on;
+- ``local_check``: rank 0's arguments fail its own check, rank 1's pass;
+- ``loop HOW``: rank 1 leaves a plain loop of all-reduces while rank 0 loops on;
+- ``example NAME ARGS``: ``examples/NAME``'s ``main(ARGS)`` on every rank;
+- ``sections "MODE ARGS" ...``: several modes that end normally, in turn in one job, each
+  line tagged with its mode (the tests share one mpiexec start).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import runpy
+import shlex
 import sys
 import time
 
@@ -29,6 +38,7 @@ import numpy as np
 import nnarray as nna
 from nnarray import distributed as dist
 from nnarray import nn, solvers
+from nnarray.distributed import faults
 from nnarray.training import Trainer
 
 
@@ -251,7 +261,10 @@ def local_check() -> None:
 
 def loop(how: str) -> None:
     """A manual loop of all-reduces; rank 1 leaves at its fourth step (``how``) while
-    rank 0 would loop for minutes."""
+    rank 0 would loop for minutes. The grace rank 0 gives a collective still finishing
+    after rank 1's departure is cut from 3 s to 0.5 s: the same abort, 2.5 s sooner per
+    case (the collectives here finish in microseconds)."""
+    faults.GRACE_S = 0.5
     comm = dist.init(backend="numpy")
     x = nna.zeros(3)
     deadline = time.monotonic() + 900  # past the test's limit: only an abort ends it
@@ -272,27 +285,61 @@ def loop(how: str) -> None:
         print("rank 0 was never stopped", flush=True)
 
 
+def example(name: str, *args: str) -> None:
+    """``examples/NAME``'s ``main(ARGS)`` on this rank, as ``mpiexec python
+    examples/NAME ARGS`` runs it; a non-zero status raises (aborting the job)."""
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "examples")
+    sys.path.insert(0, examples)  # its _cli and digits_cnn
+    try:
+        main = runpy.run_path(os.path.join(examples, name), run_name=name[:-3])["main"]
+        status = main(list(args))
+    finally:
+        sys.path.remove(examples)
+    if status:
+        raise RuntimeError(f"{name} {' '.join(args)} ended with status {status}")
+
+
+#: The modes by name: ``python tests/mpi_worker.py MODE ARGS...`` calls ``MODES[MODE](*ARGS)``.
+MODES = {"ops": check_ops, "train": lambda out, *backends: train(out, list(backends)),
+         "mismatch": mismatch, "fault": fault, "exit": exit_early,
+         "checks": mismatched_collectives, "leave": leave, "scaler": scaler,
+         "local_check": local_check, "loop": loop, "example": example}
+
+
+class Tagged(io.TextIOBase):
+    """A text stream writing each whole line to ``out`` as ``TAG| line``."""
+
+    def __init__(self, out: io.TextIOBase, tag: str) -> None:
+        self.out, self.tag, self.part = out, tag, ""
+
+    def write(self, s: str) -> int:
+        *lines, self.part = (self.part + s).split("\n")
+        for line in lines:
+            self.out.write(f"{self.tag}| {line}\n")
+        return len(s)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def sections(specs: list[str]) -> None:
+    """Run each ``"MODE ARGS..."`` of ``specs`` in turn in this one job (the modes that end
+    normally: one mpiexec start serves all their tests); every line a mode prints is
+    tagged ``SPEC| ``, and each ends with ``SPEC| section ended on rank R``."""
+    rank = dist.init(backend="numpy").rank
+    for spec in specs:
+        mode, *args = shlex.split(spec)
+        with contextlib.redirect_stdout(Tagged(sys.stdout, spec)):
+            MODES[mode](*args)
+            print(f"section ended on rank {rank}", flush=True)
+
+
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
-    if mode == "ops":
-        check_ops(*args)
-    elif mode == "train":
-        train(args[0], args[1:])
-    elif mode == "mismatch":
-        mismatch()
-    elif mode == "fault":
-        fault()
-    elif mode == "exit":
-        exit_early()
-    elif mode == "checks":
-        mismatched_collectives()
-    elif mode == "leave":
-        leave(*args)
-    elif mode == "scaler":
-        scaler(*args)
-    elif mode == "local_check":
-        local_check()
-    elif mode == "loop":
-        loop(*args)
+    if mode == "sections":
+        sections(args)
+    elif mode in MODES:
+        MODES[mode](*args)
     else:
         raise SystemExit(f"unknown mode {mode!r}")

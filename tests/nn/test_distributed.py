@@ -1,6 +1,8 @@
 """Data-parallel training (``nnarray.distributed``): the world of one in process, and two
 ranks under ``mpiexec -n 2`` (``tests/mpi_worker.py``) for the collectives, the
-equivalence with single-process training, mismatched models and failing ranks.
+equivalence with single-process training, mismatched models and failing ranks. The
+modes that end normally share one job (``two_ranks``); each failing rank needs a job of
+its own.
 
 The MPI tests skip with the reason only where mpi4py or mpiexec is absent
 (``pip install 'nnarray[distributed]'`` provides both); the NCCL tests need GPUs.
@@ -8,14 +10,18 @@ The MPI tests skip with the reason only where mpi4py or mpiexec is absent
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import mpi_worker
 import numpy as np
 import pytest
 from helpers import CHILD_LIMIT, child_env
@@ -75,6 +81,88 @@ def _usable(backend: str) -> None:
     reason = nna.backends.why_unavailable(backend)
     if reason is not None:
         pytest.skip(f"{backend} unavailable: {reason}")
+
+
+def _opencl_usable() -> bool:
+    return "opencl" in nna.backends.registered() and nna.backends.why_unavailable("opencl") is None
+
+
+def _once(request, tmp_path_factory, name: str, make: Callable[[Path], dict]) -> tuple[dict, Path]:
+    """``(make(folder), folder)``, made once per test session: under pytest-xdist the first
+    worker to ask makes it in a folder every worker shares (the session's temporary
+    root) and the others wait for its JSON result, so a job several workers' tests read
+    runs once, not once per worker."""
+    if not hasattr(request.config, "workerinput"):  # no xdist: this process alone
+        folder = tmp_path_factory.mktemp(name)
+        return make(folder), folder
+    folder = tmp_path_factory.getbasetemp().parent / name
+    folder.mkdir(exist_ok=True)
+    result = folder / "result.json"
+    try:
+        os.close(os.open(folder / "claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:  # another worker makes it
+        deadline = time.monotonic() + CHILD_LIMIT
+        while not result.exists():
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {name} result from another worker after {CHILD_LIMIT}s")
+            time.sleep(0.05)
+        got = json.loads(result.read_text())
+        if "error" in got:
+            pytest.fail(f"{name} failed on another worker: {got['error']}")
+        return got["value"], folder
+    try:
+        value = make(folder)
+        got = {"value": value}
+        return value, folder
+    except BaseException as e:
+        got = {"error": f"{type(e).__name__}: {e}"}
+        raise
+    finally:
+        (folder / "result.tmp").write_text(json.dumps(got))
+        os.replace(folder / "result.tmp", result)
+
+
+class TwoRanks:
+    """One job of two ranks (``mpi_worker.py sections``) running every worker mode that
+    ends normally, in turn: one mpiexec start (two interpreters' imports) for all their
+    tests instead of one per test. ``section(name)`` is what the ranks printed in mode
+    ``name``, asserting both ranks finished it (a mode that failed aborts the job: its
+    test and those of the modes after it fail, with the job's whole output)."""
+
+    def __init__(self, request, tmp_path_factory) -> None:
+        _mpiexec()  # skips every worker alike where MPI is missing
+        self.backends = ["numpy", "opencl"] if _opencl_usable() else ["numpy"]
+        got, self.out = _once(request, tmp_path_factory, "two_ranks", self._job)
+        self.status, self.stdout = got["status"], got["stdout"]
+
+    def _specs(self, out: Path) -> dict[str, str]:
+        specs = {f"ops {b}": f"ops {b}" for b in self.backends}
+        specs["train"] = shlex.join(["train", str(out), *self.backends])
+        specs.update({f"scaler {b}": f"scaler {b}" for b in self.backends})
+        specs.update({m: m for m in ("local_check", "checks", "mismatch")})
+        if importlib.util.find_spec("sklearn") is not None:  # the digits; last: it imports it
+            specs["data_parallel"] = shlex.join([
+                "example", "data_parallel.py", "--epochs", "1", "--train-size", "256",
+                "--no-progress", "--log", str(out / "data_parallel.jsonl")])
+        return specs
+
+    def _job(self, out: Path) -> dict:
+        """The job, run in ``out`` (the ``train`` mode's parameters: OUT/<backend>.npz)."""
+        p, _ = mpirun("sections", *self._specs(out).values())
+        return {"status": p.returncode, "stdout": p.stdout}
+
+    def section(self, name: str) -> str:
+        tag = self._specs(self.out)[name] + "| "
+        text = "".join(line[len(tag):] + "\n" for line in self.stdout.splitlines()
+                       if line.startswith(tag))
+        assert text.count("section ended on rank") == 2, \
+            f"{name!r} did not finish on both ranks (status {self.status}):\n{self.stdout}"
+        return text
+
+
+@pytest.fixture(scope="module")
+def two_ranks(request, tmp_path_factory) -> TwoRanks:
+    return TwoRanks(request, tmp_path_factory)
 
 
 # -- the world of one --------------------------------------------------------------------
@@ -241,31 +329,25 @@ def test_trainer_with_a_world_of_one_trains_unchanged():
 
 # -- two ranks under mpiexec -----------------------------------------------------------
 @pytest.mark.parametrize("backend", ["numpy", "opencl"])
-def test_collectives_on_two_ranks(backend):
+def test_collectives_on_two_ranks(backend, two_ranks):
     if backend != "numpy":
         _usable(backend)
-    p, _ = mpirun("ops", backend)
-    assert p.returncode == 0, p.stdout
-    assert p.stdout.count("ops ok on rank") == 2, p.stdout
+    out = two_ranks.section(f"ops {backend}")
+    assert out.count("ops ok on rank") == 2, out
 
 
-def test_two_ranks_on_half_batches_match_one_process_on_whole_batches(tmp_path):
+def test_two_ranks_on_half_batches_match_one_process_on_whole_batches(tmp_path, two_ranks,
+                                                                     capsys):
     """Mean loss, batches of 7 split 4/3 (and a last one of 1 split 1/0), Momentum SGD
     with weight decay, different initial weights per rank (rank 0's are broadcast):
-    the parameters after 3 epochs agree to float32 rounding with a plain single run."""
-    backends = ["numpy"]
-    if "opencl" in nna.backends.registered() and nna.backends.why_unavailable("opencl") is None:
-        backends.append("opencl")
-    (tmp_path / "two").mkdir()
-    (tmp_path / "one").mkdir()
-    p, _ = mpirun("train", str(tmp_path / "two"), *backends)
-    assert p.returncode == 0, p.stdout
-    q, _ = _run([sys.executable, str(WORKER), "train", str(tmp_path / "one"), *backends],
-                timeout=CHILD_LIMIT)
-    assert q.returncode == 0, q.stdout
-    assert "rank 0 of 1" in q.stdout and "rank 1 of 2" in p.stdout
+    the parameters after 3 epochs agree to float32 rounding with a plain single run (the
+    worker's ``train`` called in this process: a world of one)."""
+    out = two_ranks.section("train")
+    backends = two_ranks.backends
+    mpi_worker.train(str(tmp_path), backends)
+    assert "rank 0 of 1" in capsys.readouterr().out and "rank 1 of 2" in out
     for b in backends:
-        two, one = np.load(tmp_path / "two" / f"{b}.npz"), np.load(tmp_path / "one" / f"{b}.npz")
+        two, one = np.load(two_ranks.out / f"{b}.npz"), np.load(tmp_path / f"{b}.npz")
         for k in one.files:
             if k != "history":
                 np.testing.assert_allclose(two[k], one[k], rtol=1e-5, atol=1e-6,
@@ -276,15 +358,14 @@ def test_two_ranks_on_half_batches_match_one_process_on_whole_batches(tmp_path):
                 assert r2[k] == pytest.approx(r1[k], rel=1e-5), (b, k)
 
 
-def test_mismatched_models_raise_on_every_rank_before_training():
-    p, _ = mpirun("mismatch")
-    assert p.returncode == 0, p.stdout
+def test_mismatched_models_raise_on_every_rank_before_training(two_ranks):
+    out = two_ranks.section("mismatch")
     for r in (0, 1):
-        assert f"rank {r} caught: solver parameters differ across ranks" in p.stdout
-    assert "'2.W' has shape (8, 4) on rank 1 but (8, 3) on rank 0" in p.stdout
+        assert f"rank {r} caught: solver parameters differ across ranks" in out
+    assert "'2.W' has shape (8, 4) on rank 1 but (8, 3) on rank 0" in out
     for r in (0, 1):
-        assert f"rank {r} caught: Trainer.fit: the ranks disagree" in p.stdout
-    assert "rank 0: (8, 4, 1, None), rank 1: (9, 4, 1, None)" in p.stdout
+        assert f"rank {r} caught: Trainer.fit: the ranks disagree" in out
+    assert "rank 0: (8, 4, 1, None), rank 1: (9, 4, 1, None)" in out
 
 
 def test_a_failing_rank_ends_every_rank_within_seconds():
@@ -300,13 +381,12 @@ def test_sys_exit_on_one_rank_ends_every_rank():
     assert "rank 1 of 2 called sys.exit(3)" in p.stdout and "passed" not in p.stdout
 
 
-def test_mismatched_collectives_and_validation_sets_raise_on_every_rank():
-    p, _ = mpirun("checks")
-    assert p.returncode == 0, p.stdout
-    assert "passed unchecked" not in p.stdout and p.stdout.count("checks done") == 2
+def test_mismatched_collectives_and_validation_sets_raise_on_every_rank(two_ranks):
+    out = two_ranks.section("checks")
+    assert "passed unchecked" not in out and out.count("checks done") == 2
     for r in (0, 1):
         for what in ("dtype", "size", "op", "broadcast", "validation", "evaluate"):
-            assert f"rank {r} caught {what}: " in p.stdout, (r, what, p.stdout)
+            assert f"rank {r} caught {what}: " in out, (r, what, out)
     for text in ("'arrays[1]' has dtype int32 on rank 1 but float32 on rank 0",
                  "'arrays[0]' has shape (4,) on rank 1 but (3,) on rank 0",
                  "'arrays[0]' has op max on rank 1 but sum on rank 0",
@@ -314,7 +394,7 @@ def test_mismatched_collectives_and_validation_sets_raise_on_every_rank():
                  "validation samples): rank 0: (8, 4, 1, 9), rank 1: (8, 4, 1, 10)",
                  "Trainer.evaluate: the ranks disagree on the number of samples: "
                  "rank 0: (9,), rank 1: (10,)"):
-        assert text in p.stdout, (text, p.stdout)
+        assert text in out, (text, out)
 
 
 @pytest.mark.parametrize("how, said", [("os_exit", "os._exit(0)"), ("sys_exit", "sys.exit(0)"),
@@ -326,22 +406,21 @@ def test_a_rank_leaving_training_with_status_0_ends_every_rank_with_an_error(how
     assert "finished training" not in p.stdout
 
 
-def test_a_local_check_failing_on_one_rank_raises_on_every_rank():
+def test_a_local_check_failing_on_one_rank_raises_on_every_rank(two_ranks):
     """``all_reduce(op='mean')`` of int32 on rank 0 and float32 on rank 1: rank 0's own
     check failed and rank 1 waited forever in the all-reduce. Now rank 0 raises its
     DTypeError, rank 1 a DistributedError naming it, and both stay in step."""
-    p, _ = mpirun("local_check")
-    assert p.returncode == 0, p.stdout
-    assert "rank 0 caught DTypeError: all_reduce: op='mean' needs floating" in p.stdout
+    out = two_ranks.section("local_check")
+    assert "rank 0 caught DTypeError: all_reduce: op='mean' needs floating" in out
     assert "rank 1 caught DistributedError: all_reduce arrays: the call failed its checks " \
-           "on another rank" in p.stdout and "rank 0: DTypeError" in p.stdout
-    assert "passed" not in p.stdout
+           "on another rank" in out and "rank 0: DTypeError" in out
+    assert "passed" not in out
     for r in (0, 1):
-        assert f"rank {r} in step: [3.0, 3.0, 3.0]" in p.stdout, p.stdout
+        assert f"rank {r} in step: [3.0, 3.0, 3.0]" in out, out
 
 
 @pytest.mark.parametrize("backend", ["numpy", "opencl"])
-def test_loss_scaler_skips_the_same_step_on_every_rank(backend):
+def test_loss_scaler_skips_the_same_step_on_every_rank(backend, two_ranks):
     """Only rank 1's gradient is inf at step 0: with the found-inf flag agreed across
     the ranks (an all-reduce max) both skip that step and halve their scale, then both
     take step 1 as one process would on the mean gradient. Before, rank 0 stepped alone,
@@ -349,14 +428,13 @@ def test_loss_scaler_skips_the_same_step_on_every_rank(backend):
     collectives."""
     if backend != "numpy":
         _usable(backend)
-    p, _ = mpirun("scaler", backend)
-    assert p.returncode == 0, p.stdout
+    out = two_ranks.section(f"scaler {backend}")
     got = {}
-    for line in p.stdout.splitlines():
+    for line in out.splitlines():
         if line.startswith("scaler "):
             d = json.loads(line[len("scaler "):])
             got[d["rank"], d["step"]] = d
-    assert sorted(got) == [(0, 0), (0, 1), (1, 0), (1, 1)], p.stdout
+    assert sorted(got) == [(0, 0), (0, 1), (1, 0), (1, 1)], out
     w0 = nn.Linear(4, 2, rng=np.random.default_rng(0))  # rank 0's weights, broadcast
     W0, b0 = w0.W.d, w0.b.d
     gw, gb = np.zeros_like(W0), np.zeros_like(b0)
@@ -388,16 +466,15 @@ def test_a_rank_leaving_a_manual_loop_ends_the_job_naming_it(how, said):
     assert "rank 0 was never stopped" not in p.stdout
 
 
-def test_data_parallel_example_on_two_ranks(tmp_path):
+def test_data_parallel_example_on_two_ranks(two_ranks):
+    """``mpiexec -n 2 python examples/data_parallel.py ...``: the example's ``main`` on
+    each rank of the shared job (``mpi_worker.py example``)."""
     pytest.importorskip("sklearn")
-    log = tmp_path / "log.jsonl"
-    p, _ = _run([_mpiexec(), "-n", "2", sys.executable, str(ROOT / "examples" / "data_parallel.py"),
-                 "--epochs", "1", "--train-size", "256", "--no-progress", "--log", str(log)],
-                timeout=CHILD_LIMIT)
-    assert p.returncode == 0, p.stdout
-    assert "rank 0/2 on numpy:0: 128 samples" in p.stdout, p.stdout
-    assert "rank 1/2 on numpy:0: 128 samples" in p.stdout
-    assert p.stdout.count("epoch   1") == 1  # rank 0 alone reports
+    out = two_ranks.section("data_parallel")
+    assert "rank 0/2 on numpy:0: 128 samples" in out, out
+    assert "rank 1/2 on numpy:0: 128 samples" in out
+    assert out.count("epoch   1") == 1  # rank 0 alone reports
+    log = two_ranks.out / "data_parallel.jsonl"
     assert len(log.read_text().splitlines()) == 2  # and logs (a run line, one epoch)
 
 
