@@ -4,6 +4,7 @@ and processes, leave a whole file from one of them, never a torn one, and never 
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -131,6 +132,8 @@ def test_concurrent_saves_from_processes(tmp_path):
                               str(len(graphs))], cwd=ROOT, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        if not select.select([child.stdout], [], [], CHILD_LIMIT)[0]:
+            pytest.fail(f"the writers' child hung (killed after {CHILD_LIMIT} s)")
         ready = child.stdout.readline()
         reader.start()
         _, err = child.communicate("go\n", timeout=CHILD_LIMIT)
