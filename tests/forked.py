@@ -12,6 +12,8 @@ their own server. A crash is the child's alone (its exit status is ``-signal``, 
 subprocess gives); a child past ``timeout`` is killed with its server and
 ``subprocess.TimeoutExpired`` raised. Keep a real ``subprocess`` where the point is the
 interpreter itself: its command line, ``sys.executable``, or numpy's own import.
+``preload`` imports more in the server, never what probes a device (pocl's threads do not
+survive a fork).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ try:
     import ml_dtypes  # noqa: F401  (~1.4 s of every child's imports)
 except ImportError:
     pass
+exec(sys.argv[1])  # the caller's preload
 own = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 base = [p for p in sys.path[1:] if p not in own]
 jobs = sys.stdin.buffer
@@ -95,19 +98,22 @@ _AT_START = ("OPENBLAS", "OMP_", "MKL_", "NPY_", "PYTHON")
 _servers: dict[tuple, subprocess.Popen] = {}
 
 
-def _key(env: Mapping[str, str]) -> tuple:
-    return tuple(sorted((k, v) for k, v in env.items()
-                        if k.startswith(_AT_START) and k != "PYTHONPATH"))
+def _key(env: Mapping[str, str], preload: str, cwd: str) -> tuple:
+    if preload:  # the whole environment and folder it imported in
+        return preload, cwd, tuple(sorted(env.items()))
+    return "", "", tuple(sorted((k, v) for k, v in env.items()
+                                if k.startswith(_AT_START) and k != "PYTHONPATH"))
 
 
-def _server(env: Mapping[str, str]) -> subprocess.Popen:
-    key = _key(env)
+def _server(key: tuple) -> subprocess.Popen:
     p = _servers.get(key)
     if p is None or p.poll() is not None:
-        senv = {k: v for k, v in os.environ.items() if not k.startswith(_AT_START)}
-        senv.update(key)
-        p = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, env=senv, cwd=ROOT,
+        preload, cwd, env = key
+        if not preload:
+            env = [*((k, v) for k, v in os.environ.items() if not k.startswith(_AT_START)),
+                   *env]
+        p = subprocess.Popen([sys.executable, "-c", _SERVER, preload], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=dict(env), cwd=cwd or ROOT,
                              start_new_session=True)  # killpg: the server and its child
         _servers[key] = p
     return p
@@ -131,13 +137,16 @@ def _close() -> None:
 
 
 def run(code: str, *args: str, env: Mapping[str, str] | None = None, cwd: object = ROOT,
-        input: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+        input: str | None = None, timeout: float = 600,
+        preload: str = "") -> subprocess.CompletedProcess:
     """Run ``code`` (argv ``args``) as ``python -c`` would with environment ``env``
     (default ``os.environ``) in ``cwd``, ``input`` on its stdin; return its exit status,
     stdout and stderr (text) as ``subprocess.run(..., capture_output=True, text=True)``
-    does."""
+    does. ``preload``: code the server runs once before forking (imports that the child's
+    point is not), in that environment and folder (a server per value of the three)."""
     env = dict(os.environ if env is None else env)
-    p = _server(env)
+    key = _key(env, preload, os.fspath(cwd))
+    p = _server(key)
     with tempfile.TemporaryDirectory() as tmp:
         files = {n: os.path.join(tmp, n) for n in ("stdin", "stdout", "stderr")}
         for path in files.values():
@@ -147,11 +156,11 @@ def run(code: str, *args: str, env: Mapping[str, str] | None = None, cwd: object
         p.stdin.write((json.dumps(job) + "\n").encode())
         p.stdin.flush()
         if not select.select([p.stdout], [], [], timeout)[0]:
-            _kill(_key(env))
+            _kill(key)
             raise subprocess.TimeoutExpired(["python", "-c", code, *args], timeout)
         line = p.stdout.readline()
         if not line:  # the server itself died
-            _kill(_key(env))
+            _kill(key)
             raise RuntimeError("forked.run: the server Python exited")
         rc = json.loads(line)
         out, err = _read(files["stdout"]), _read(files["stderr"])

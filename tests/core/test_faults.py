@@ -6,17 +6,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
+import forked
 import numpy as np
 import pytest
 
 import nnarray as nna
 import nnarray.functions as F
 from nnarray import InvalidValueError
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
 
@@ -223,9 +220,8 @@ def test_out_of_memory_under_an_address_space_limit(backend):
     if backend == "opencl":
         from nnarray.backends.opencl.queues import HEADROOM as reserve
     sizes = [1 << 23, 1 << 18]
-    r = subprocess.run([sys.executable, "-c", _ADDRESS_SPACE, backend, str(reserve + ROOM),
-                        *map(str, sizes)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=600, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    r = forked.run(_ADDRESS_SPACE, backend, str(reserve + ROOM), *map(str, sizes),
+                   env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
     assert r.returncode == 0, r.stderr[-3000:]
     for n, out in zip(sizes, json.loads(r.stdout).values()):
         what = f"{backend}, arrays of {4 * n >> 20} MiB: {out}"
