@@ -38,6 +38,8 @@ try:
 except ImportError:
     pass
 exec(sys.argv[1])  # the caller's preload
+import gc
+gc.freeze()  # the children's collections skip (and so do not copy) the server's objects
 own = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 base = [p for p in sys.path[1:] if p not in own]
 jobs = sys.stdin.buffer
