@@ -11,9 +11,10 @@ A server serves calls whose import-time variables of numpy and Python (``OPENBLA
 their own server. A crash is the child's alone (its exit status is ``-signal``, as
 subprocess gives); a child past ``timeout`` is killed with its server and
 ``subprocess.TimeoutExpired`` raised. Keep a real ``subprocess`` where the point is the
-interpreter itself: its command line, ``sys.executable``, or numpy's own import.
-``preload`` imports more in the server, never what probes a device (pocl's threads do not
-survive a fork).
+interpreter itself: its command line, ``sys.executable``, or numpy's own import. The
+server imports no more than that: more objects in it made each child slower here (page
+faults copying what the child's reference counts touch), and a probed device's threads
+(pocl's) would not survive a fork.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,7 +39,6 @@ try:
     import ml_dtypes  # noqa: F401  (~1.4 s of every child's imports)
 except ImportError:
     pass
-exec(sys.argv[1])  # the caller's preload
 import gc
 gc.freeze()  # the children's collections skip (and so do not copy) the server's objects
 own = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -98,24 +99,21 @@ while True:
 _AT_START = ("OPENBLAS", "OMP_", "MKL_", "NPY_", "PYTHON")
 
 _servers: dict[tuple, subprocess.Popen] = {}
+_lock = threading.Lock()  # one call at a time talks to the servers
 
 
-def _key(env: Mapping[str, str], preload: str, cwd: str) -> tuple:
-    if preload:  # the whole environment and folder it imported in
-        return preload, cwd, tuple(sorted(env.items()))
-    return "", "", tuple(sorted((k, v) for k, v in env.items()
-                                if k.startswith(_AT_START) and k != "PYTHONPATH"))
+def _key(env: Mapping[str, str]) -> tuple:
+    return tuple(sorted((k, v) for k, v in env.items()
+                        if k.startswith(_AT_START) and k != "PYTHONPATH"))
 
 
 def _server(key: tuple) -> subprocess.Popen:
     p = _servers.get(key)
     if p is None or p.poll() is not None:
-        preload, cwd, env = key
-        if not preload:
-            env = [*((k, v) for k, v in os.environ.items() if not k.startswith(_AT_START)),
-                   *env]
-        p = subprocess.Popen([sys.executable, "-c", _SERVER, preload], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, env=dict(env), cwd=cwd or ROOT,
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_AT_START)}
+        env.update(key)
+        p = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=env, cwd=ROOT,
                              start_new_session=True)  # killpg: the server and its child
         _servers[key] = p
     return p
@@ -139,17 +137,15 @@ def _close() -> None:
 
 
 def run(code: str, *args: str, env: Mapping[str, str] | None = None, cwd: object = ROOT,
-        input: str | None = None, timeout: float = 600,
-        preload: str = "") -> subprocess.CompletedProcess:
+        input: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run ``code`` (argv ``args``) as ``python -c`` would with environment ``env``
     (default ``os.environ``) in ``cwd``, ``input`` on its stdin; return its exit status,
     stdout and stderr (text) as ``subprocess.run(..., capture_output=True, text=True)``
-    does. ``preload``: code the server runs once before forking (imports that the child's
-    point is not), in that environment and folder (a server per value of the three)."""
+    does."""
     env = dict(os.environ if env is None else env)
-    key = _key(env, preload, os.fspath(cwd))
-    p = _server(key)
-    with tempfile.TemporaryDirectory() as tmp:
+    key = _key(env)
+    with _lock, tempfile.TemporaryDirectory() as tmp:
+        p = _server(key)
         files = {n: os.path.join(tmp, n) for n in ("stdin", "stdout", "stderr")}
         for path in files.values():
             with open(path, "w", encoding="utf-8") as f:
