@@ -33,8 +33,11 @@ from collections.abc import Mapping
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _SERVER = r"""
-import atexit, json, os, random, sys, threading, traceback, types
+import atexit, json, os, random, sys, threading, traceback, types, warnings
 import numpy as np
+# Python >= 3.12 warns at a fork beside native threads; the server's are OpenBLAS's, which
+# it parks and restarts around a fork (pthread_atfork)
+warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
 try:
     import ml_dtypes  # noqa: F401  (~1.4 s of every child's imports)
 except ImportError:
