@@ -100,32 +100,26 @@ def child_env(*paths: object, base: dict | None = None, **env: str) -> dict[str,
 
 
 def peak_rss(code: str, path) -> tuple[str, int]:
-    """Run ``code`` in a fresh interpreter (``path`` bound to ``str(path)``); return what
-    it raised (``"<Type> <message>"``, or ``"returned"``) and its peak RSS in MiB."""
-    import os
-    import subprocess
-    import sys
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-c", _PEAK, str(path), code], cwd=root,
-                       capture_output=True, text=True, timeout=CHILD_LIMIT,
-                       env=child_env())
+    """Run ``code`` in a fresh interpreter (``forked.run``; ``path`` bound to
+    ``str(path)``); return what it raised (``"<Type> <message>"``, or ``"returned"``)
+    and its peak RSS in MiB."""
+    import forked
+    r = forked.run(_PEAK, str(path), code, timeout=CHILD_LIMIT, env=child_env())
     assert r.returncode == 0, r.stderr[-2000:]
     *_, outcome, peak = r.stdout.strip().splitlines()
     return outcome, int(peak)
 
 
 def run_json_child(code: str, *args: str, timeout: float = CHILD_LIMIT) -> dict:
-    """Run ``code`` in a fresh interpreter from the repository root (no
+    """Run ``code`` in a fresh interpreter (``forked.run``) from the repository root (no
     ``NNARRAY_CONTEXT``: the child chooses), with ``args`` as its argv; return the JSON
     its last line of output holds."""
     import json
     import os
-    import subprocess
-    import sys
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    import forked
     env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CONTEXT"}
-    p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
-                       text=True, cwd=root, timeout=timeout)
+    p = forked.run(code, *args, env=env, timeout=timeout)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 

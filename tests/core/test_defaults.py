@@ -6,10 +6,9 @@ object per revision of the standard (issue 43 items 3, 5, 6)."""
 from __future__ import annotations
 
 import contextvars
-import subprocess
-import sys
 import threading
 
+import forked
 import numpy as np
 import pytest
 from helpers import child_env
@@ -95,8 +94,7 @@ def test_set_default_dtype_is_seen_whole_by_every_thread():
 
 
 def _child(code: str, **env: str) -> str:
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=600, env=child_env(**env))
+    r = forked.run(code, env=child_env(**env))
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 
@@ -105,8 +103,7 @@ def test_nnarray_default_float_environment():
     code = ("import nnarray as nna; print(nna.zeros(1).dtype, nna.asarray(0.5).dtype, "
             "nna.__array_namespace_info__().default_dtypes()['real floating'])")
     assert _child(code, NNARRAY_DEFAULT_FLOAT="float64") == "float64 float64 float64"
-    r = subprocess.run([sys.executable, "-c", "import nnarray"], capture_output=True,
-                       text=True, timeout=600, env=child_env(NNARRAY_DEFAULT_FLOAT="int8"))
+    r = forked.run("import nnarray", env=child_env(NNARRAY_DEFAULT_FLOAT="int8"))
     assert r.returncode != 0 and "NNARRAY_DEFAULT_FLOAT='int8'" in r.stderr
 
 

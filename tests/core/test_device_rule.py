@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import contextvars
 import os
-import subprocess
-import sys
 
+import forked
 import numpy as np
 import pytest
 from helpers import child_env
@@ -256,8 +255,7 @@ def test_default_device_from_the_environment_and_set_default_context(backend):
         f"nna.set_default_context('{backend}')\n"
         "print(sorted({a.device.key for a in (nna.zeros(2), nna.arange(2), nna.eye(1))}))\n")
     env = child_env(NNARRAY_CONTEXT=backend)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, timeout=600, cwd=ROOT)
+    out = forked.run(code, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("[")]
     assert lines == [f"['{backend}:0']", "['numpy:0']", f"['{backend}:0']"]

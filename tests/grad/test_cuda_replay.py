@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import contextvars
 import os
-import subprocess
-import sys
 import threading
 
+import forked
 import numpy as np
 import pytest
 
@@ -52,9 +51,9 @@ def test_environment_sets_the_default(value, on):
     env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CUDA_GRAPHS"}
     if value is not None:
         env["NNARRAY_CUDA_GRAPHS"] = value
-    out = subprocess.run([sys.executable, "-c", "from nnarray import grad; from nnarray."
-                          "grad import cuda_replay as r; print(r.cuda_graphs_enabled())"],
-                         env=env, capture_output=True, text=True, timeout=600, check=True)
+    out = forked.run("from nnarray import grad; from nnarray.grad import cuda_replay as r; "
+                     "print(r.cuda_graphs_enabled())", env=env)
+    assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(on)
 
 

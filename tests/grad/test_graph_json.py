@@ -9,10 +9,9 @@ process, so a crash fails the test rather than the run.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import forked
 import numpy as np
 import pytest
 from helpers import child_env
@@ -27,11 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _child(code: str, *args: str, stdin: str | None = None) -> str:
-    """The stdout of ``code`` run by a new interpreter (from the repository root) on
+    """The stdout of ``code`` run by a new interpreter (``forked.run``, from the repository root) on
     ``stdin``; the test fails unless it exits normally."""
     env = child_env(ROOT / "tests", OPENBLAS_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, input=stdin,
-                       capture_output=True, text=True, timeout=600)
+    p = forked.run(code, *args, cwd=ROOT, env=env, input=stdin)
     assert p.returncode == 0, f"the child exited with {p.returncode}:\n{p.stderr[-3000:]}"
     return p.stdout
 

@@ -11,10 +11,9 @@ Before the fix ``F._RECALLED`` was filled by the first call, so a graph with
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import forked
 import graph_fuzz
 import numpy as np
 from helpers import child_env
@@ -165,8 +164,7 @@ def test_every_recordable_function_loads_in_a_fresh_process() -> None:
         exec(_RUN.split("for text in")[0], ns)
         here.append(list(ns["outcome"](t)))
     env = child_env(ROOT / "tests", OPENBLAS_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, "-c", _RUN], cwd=ROOT, env=env, capture_output=True,
-                       input=json.dumps(texts), text=True, timeout=600)
+    p = forked.run(_RUN, cwd=ROOT, env=env, input=json.dumps(texts))
     assert p.returncode == 0, p.stderr[-3000:]
     there = [json.loads(line) for line in p.stdout.splitlines()]
     assert len(there) == len(texts)

@@ -4,6 +4,7 @@ and processes, leave a whole file from one of them, never a torn one, and never 
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -81,39 +82,67 @@ def test_concurrent_graph_saves_from_threads(tmp_path):
     assert _temp_files(tmp_path) == []
 
 
-_WRITER = r"""
-import sys
+# One child Python builds the graphs as ``_graphs`` does (``Graph.from_json`` would first
+# import every op module, ~1 s), then forks a writer process per graph: the writers start
+# together and still have their own pids (a child Python each paid its imports, ~2 s, at
+# its own time). The parent's reader starts when the child is ready to fork, not while it
+# imports.
+_WRITERS = r"""
+import os, sys, traceback
 import numpy as np
-from nnarray.grad import Graph
+import nnarray.functions as F
+from nnarray.grad import Graph, Variable
 from nnarray.nn import serialization
-graph, net, ckpt, k = sys.argv[1:]
-g = Graph.from_json(open(graph, encoding="utf-8").read())
-for _ in range(15):
-    g.save(net)
-    serialization.save_npz(ckpt, {"w": np.full(1000 * (int(k) + 1), int(k), np.int32)})
+net, ckpt, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+graphs = []
+for k in range(n):
+    y = Variable((3, 4), name="x")
+    for _ in range(3 + 30 * k):
+        y = F.tanh(y)
+    graphs.append(Graph(y))
+print("ready", flush=True)
+sys.stdin.readline()  # the parent's reader runs
+pids = []
+for k, g in enumerate(graphs):
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            for _ in range(15):
+                g.save(net)
+                serialization.save_npz(ckpt, {"w": np.full(1000 * (k + 1), k, np.int32)})
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        sys.stderr.flush()
+        os._exit(code)
+    pids.append(pid)
+codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
+sys.exit(f"writers' exit codes {codes}" if any(codes) else 0)
 """
 
 
 def test_concurrent_saves_from_processes(tmp_path):
     graphs = _graphs(4)
-    texts = {g.to_json() for g in graphs}
+    texts = {g.to_json() for g in graphs}  # what the child's graphs write
     net, ckpt = tmp_path / "net.json", tmp_path / "model.npz"
     graphs[0].save(net)
-    sources = []
-    for k, g in enumerate(graphs):
-        sources.append(tmp_path / f"src{k}.json")
-        sources[-1].write_text(g.to_json(), encoding="utf-8")
     reader = _Reader(net, texts)
-    reader.start()
+    child = subprocess.Popen([sys.executable, "-c", _WRITERS, str(net), str(ckpt),
+                              str(len(graphs))], cwd=ROOT, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(src), str(net),
-                                   str(ckpt), str(k)], cwd=ROOT, stderr=subprocess.PIPE,
-                                  text=True) for k, src in enumerate(sources)]
-        errs = [p.communicate(timeout=CHILD_LIMIT)[1] for p in procs]
+        if not select.select([child.stdout], [], [], CHILD_LIMIT)[0]:
+            pytest.fail(f"the writers' child hung (killed after {CHILD_LIMIT} s)")
+        ready = child.stdout.readline()
+        reader.start()
+        _, err = child.communicate("go\n", timeout=CHILD_LIMIT)
     finally:
+        child.kill()
         reader.stop.set()
-        reader.join()
-    assert [p.returncode for p in procs] == [0] * len(procs), errs
+        if reader.is_alive():
+            reader.join()
+    assert ready == "ready\n" and child.returncode == 0, err[-4000:]
     assert reader.bad == [] and reader.reads > 0
     assert net.read_text(encoding="utf-8") in texts
     w = serialization.read_npz(ckpt)["w"]

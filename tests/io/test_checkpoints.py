@@ -13,14 +13,13 @@ import sys
 import time
 import zipfile
 
+import forked
 import numpy as np
 import pytest
 from helpers import CHILD_LIMIT, peak_rss
 
 from nnarray import atomic_file, nn
 from nnarray.nn import serialization
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # A child that dies by SIGKILL in the middle of writing its checkpoint.
 _KILLED_SAVE = r"""
@@ -46,9 +45,8 @@ def _tmp_files(folder) -> list[str]:
 def test_killed_saves_leave_orphans_the_next_save_removes(tmp_path):
     path = tmp_path / "model.npz"
     for _ in range(2):
-        r = subprocess.run([sys.executable, "-c", _KILLED_SAVE, str(path)], cwd=ROOT,
-                           capture_output=True, timeout=CHILD_LIMIT)
-        assert r.returncode == -9, r.stderr.decode()
+        r = forked.run(_KILLED_SAVE, str(path), timeout=CHILD_LIMIT)
+        assert r.returncode == -9, r.stderr
     # the second killed save already removed the first one's orphan; its own is left
     assert len(_tmp_files(tmp_path)) == 1 and not path.exists()
     m = nn.Linear(3, 2)

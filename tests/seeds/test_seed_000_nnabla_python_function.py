@@ -10,6 +10,8 @@ on every backend (the ``backend`` fixture), where the post runs on the CPU and o
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -282,11 +284,18 @@ def test_pymulscalar2_on_ndarrays(x, backend):
 LARGE = (64, 3, 224, 224)
 
 
-def large_input(need_grad: bool):
+@functools.cache
+def _large_values() -> np.ndarray:
+    """The post's draw, made once (1 s a draw; ``from_numpy_array`` copies it)."""
     rng = np.random.RandomState(1223)
     rng.randn(2, 3)  # the post drew x first
-    return nn.Variable.from_numpy_array(rng.randn(*LARGE).astype(np.float32),
-                                        need_grad=need_grad)
+    a = rng.randn(*LARGE).astype(np.float32)
+    a.flags.writeable = False
+    return a
+
+
+def large_input(need_grad: bool):
+    return nn.Variable.from_numpy_array(_large_values(), need_grad=need_grad)
 
 
 @pytest.mark.parametrize("cls", [PyMulScalar, PyMulScalar2], ids=["numpy_d", "ndarray"])
