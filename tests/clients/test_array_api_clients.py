@@ -1,7 +1,8 @@
 """Code written only against the Array API standard runs on NdArrays: scikit-learn with
 ``array_api_dispatch=True`` and ``array_api_compat`` give numpy's results, on the device the
 data started on (API.md §7, issue 12). scikit-learn needs ``SCIPY_ARRAY_API=1`` before SciPy
-is imported, so the estimators run in a child process."""
+is imported, so the estimators run in a child process: one per backend, which also computes
+numpy's results (the reference) with the same scikit-learn."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ from sklearn.metrics.pairwise import cosine_similarity, euclidean_distances, rbf
 from sklearn.mixture import GaussianMixture
 from sklearn.preprocessing import LabelEncoder, MinMaxScaler, Normalizer, StandardScaler
 
-where = sys.argv[1]
 rng = np.random.default_rng(0)
 Xn = rng.standard_normal((40, 4)).astype(np.float32)
 yn = (Xn[:, 0] + 0.5 * Xn[:, 1] > 0).astype(np.int64)
@@ -50,34 +50,34 @@ cases = {
         2, covariance_type="full", init_params="random_from_data", reg_covar=0.5,
         max_iter=5, random_state=0).fit(X).covariances_,
 }
-if where == "reference":
-    X, y = Xn, yn
-else:
-    X, y = nna.asarray(Xn, device=where), nna.asarray(yn, device=where)
-out = {}
-with config_context(array_api_dispatch=True):
-    for name, f in cases.items():
-        r = f(X, y)
-        dev = str(r.device) if isinstance(r, nna.NdArray) else None
-        r = r.numpy() if isinstance(r, nna.NdArray) else np.asarray(r)
-        out[name] = [np.asarray(r, dtype=np.float64).tolist(), dev]
-print(json.dumps(out))
+
+
+def run(where):
+    # each case's result and its device, on numpy's arrays (where == "reference") or on
+    # NdArrays on where
+    if where == "reference":
+        X, y = Xn, yn
+    else:
+        X, y = nna.asarray(Xn, device=where), nna.asarray(yn, device=where)
+    out = {}
+    with config_context(array_api_dispatch=True):
+        for name, f in cases.items():
+            r = f(X, y)
+            dev = str(r.device) if isinstance(r, nna.NdArray) else None
+            r = r.numpy() if isinstance(r, nna.NdArray) else np.asarray(r)
+            out[name] = [np.asarray(r, dtype=np.float64).tolist(), dev]
+    return out
+
+
+print(json.dumps({"reference": run("reference"), "got": run(sys.argv[1])}))
 """
 
 
-def _run(where: str) -> dict:
-    return run_json_child(_CHILD, where)
-
-
-@pytest.fixture(scope="module")
-def reference() -> dict:
-    return _run("reference")
-
-
-def test_scikit_learn_runs_on_ndarrays(backend, reference):
+def test_scikit_learn_runs_on_ndarrays(backend):
     """Each estimator and metric gives numpy's result, and array results stay on the
     device the data was made on."""
-    got = _run(backend)
+    run = run_json_child(_CHILD, backend)
+    reference, got = run["reference"], run["got"]
     key = str(__import__("nnarray").Context.parse(backend))
     for name, (want, _) in reference.items():
         val, dev = got[name]
