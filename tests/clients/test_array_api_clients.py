@@ -1,14 +1,16 @@
 """Code written only against the Array API standard runs on NdArrays: scikit-learn with
 ``array_api_dispatch=True`` and ``array_api_compat`` give numpy's results, on the device the
 data started on (API.md §7, issue 12). scikit-learn needs ``SCIPY_ARRAY_API=1`` before SciPy
-is imported, so the estimators run in a child process: one per backend, which also computes
-numpy's results (the reference) with the same scikit-learn."""
+is imported, so the estimators run in a child process: one for numpy's results (the
+reference) and every available backend's, with the same scikit-learn."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from helpers import run_json_child
+
+import nnarray as nna
 
 pytest.importorskip("sklearn")
 pytest.importorskip("array_api_compat")
@@ -69,16 +71,23 @@ def run(where):
     return out
 
 
-print(json.dumps({"reference": run("reference"), "got": run(sys.argv[1])}))
+print(json.dumps({"reference": run("reference"),
+                  "got": {where: run(where) for where in sys.argv[1:]}}))
 """
 
 
-def test_scikit_learn_runs_on_ndarrays(backend):
+@pytest.fixture(scope="module")
+def runs() -> dict:
+    """numpy's values and each available backend's, from one child."""
+    return run_json_child(_CHILD, *(b for b in nna.backends.registered()
+                                   if nna.backends.why_unavailable(b) is None))
+
+
+def test_scikit_learn_runs_on_ndarrays(backend, runs):
     """Each estimator and metric gives numpy's result, and array results stay on the
     device the data was made on."""
-    run = run_json_child(_CHILD, backend)
-    reference, got = run["reference"], run["got"]
-    key = str(__import__("nnarray").Context.parse(backend))
+    reference, got = runs["reference"], runs["got"][backend]
+    key = str(nna.Context.parse(backend))
     for name, (want, _) in reference.items():
         val, dev = got[name]
         np.testing.assert_allclose(np.asarray(val), np.asarray(want), rtol=2e-4, atol=2e-4,
@@ -92,7 +101,6 @@ def test_array_api_compat_namespace_and_device(backend):
     device; standard-only code (a softmax) runs there."""
     import array_api_compat
 
-    import nnarray as nna
     x = nna.asarray(np.arange(6, dtype=np.float32).reshape(2, 3), device=backend)
     xp = array_api_compat.array_namespace(x)
     assert xp is nna

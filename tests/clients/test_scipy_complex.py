@@ -1,13 +1,15 @@
 """SciPy's signal and fft functions that need complex numbers (issue 27) give numpy's values
 on NdArrays, as NdArrays on the data's device. ``SCIPY_ARRAY_API=1`` must be set before SciPy
-is imported, so the calls run in a child process: one per backend, which also computes numpy's
-values (the reference) with the same SciPy."""
+is imported, so the calls run in a child process: one for numpy's values (the reference) and
+every available backend's, with the same SciPy."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from helpers import run_json_child
+
+import nnarray as nna
 
 pytest.importorskip("scipy")
 
@@ -53,14 +55,21 @@ def run(where):
     return out
 
 
-print(json.dumps({"reference": run("reference"), "got": run(sys.argv[1])}))
+print(json.dumps({"reference": run("reference"),
+                  "got": {where: run(where) for where in sys.argv[1:]}}))
 """
 
 
-def test_scipy_complex_calls_run_on_ndarrays(backend):
-    run = run_json_child(_CHILD, backend)
-    reference, got = run["reference"], run["got"]
-    key = str(__import__("nnarray").Context.parse(backend))
+@pytest.fixture(scope="module")
+def runs() -> dict:
+    """numpy's values and each available backend's, from one child."""
+    return run_json_child(_CHILD, *(b for b in nna.backends.registered()
+                                   if nna.backends.why_unavailable(b) is None))
+
+
+def test_scipy_complex_calls_run_on_ndarrays(backend, runs):
+    reference, got = runs["reference"], runs["got"][backend]
+    key = str(nna.Context.parse(backend))
     for name, (want, _) in reference.items():
         vals, devs = got[name]
         for v, w in zip(vals, want):
