@@ -394,20 +394,31 @@ print(np.allclose(z.numpy(), np.sin([1.0, 2, 3]) + 1), float(s.numpy()) > 0)
 """
 
 
-def test_device_follows_the_data(backend):
-    """Outside every scope and with no default chosen, ops run on their inputs' device;
-    a host array mixed in runs on the device (one counted upload) (API.md §7; that a
-    chosen default decides: test_nnarray_context_environment_variable)."""
+@pytest.fixture(scope="module")
+def followed() -> dict[str, list[str]]:
+    """Each available backend -> what ``_FOLLOW`` printed for it, from one child (no
+    ``NNARRAY_CONTEXT``, no scope, no default device: each backend's part runs as in a
+    fresh process, numpy's first)."""
     import os
     import subprocess
     import sys
+    devices = [b for b in nna.backends.registered() if nna.backends.why_unavailable(b) is None]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CONTEXT"}
-    out = subprocess.run([sys.executable, "-c", _FOLLOW.format(b=backend)], env=env,
-                         capture_output=True, text=True, cwd=root)
+    code = "".join(_FOLLOW.format(b=b) for b in devices)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, cwd=root)
     assert out.returncode == 0, out.stderr
+    words = out.stdout.split()
+    return {b: words[6 * i:6 * i + 6] for i, b in enumerate(devices)}
+
+
+def test_device_follows_the_data(backend, followed):
+    """Outside every scope and with no default chosen, ops run on their inputs' device;
+    a host array mixed in runs on the device (one counted upload) (API.md §7; that a
+    chosen default decides: test_nnarray_context_environment_variable)."""
     key = nna.Context.parse(backend).key
-    assert out.stdout.split() == [key, key, key, key, "True", "True"]
+    assert followed[backend] == [key, key, key, key, "True", "True"]
 
 
 def test_array_api_compat_accepts_ndarrays(backend):
