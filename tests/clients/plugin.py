@@ -23,8 +23,11 @@ and the summary has a line per device.
 ``NNARRAY_CLIENT_ONLY=1``: nnarray's tests only, for a fast run (tests/clients/
 test_clients_ci.py): SciPy's ``xp`` is parametrized over nnarray alone, and SciPy's conftest
 does not import torch (nor CuPy unless ``cuda`` is a listed device), which it would only
-parametrize over. ``NNARRAY_CLIENT_CALLS=calls.json`` counts the nnarray names each
-device's tests reach (``tests/clients/call_census.py``).
+parametrize over. ``NNARRAY_CLIENT_EACH=1``: of each test function's parametrizations on
+each device, only those that take every parameter value once (and those
+``NNARRAY_CLIENT_KEEP`` names). ``NNARRAY_CLIENT_CALLS=calls.json`` counts the nnarray
+names each device's tests reach (``tests/clients/call_census.py``): how a subset is
+compared with a wider run.
 
 ``SCIPY_ARRAY_API=1`` must be set before SciPy is imported (it is read once): the plugin
 sets it, and runs it in its own interpreter. Test ids name nnarray (``[nnarray]`` in SciPy,
@@ -54,6 +57,7 @@ import pytest  # noqa: E402
 
 import nnarray as nna  # noqa: E402
 from tests.clients.devices import client_devices  # noqa: E402
+from tests.clients.subset import each_value_once  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected_failures.txt"
@@ -250,12 +254,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         _listed_passed.add(key(item))
 
 
-# -- the report -------------------------------------------------------------------------
-_outcomes: dict[str, str] = {}
-_messages: dict[str, str] = {}
-_device: dict[str, str] = {}
-
-
+# -- the subset (NNARRAY_CLIENT_EACH) ---------------------------------------------------
 def _keep_patterns() -> list[str]:
     """``NNARRAY_CLIENT_KEEP``: ``;``-separated ``fnmatch`` patterns of ``key`` (as in
     expected_failures.txt) of tests that ``NNARRAY_CLIENT_EACH`` keeps whatever it
@@ -264,38 +263,27 @@ def _keep_patterns() -> list[str]:
             if p.strip()]
 
 
-def each_value_once(items: list, keep: list[str] = ()) -> list:
-    """Of each test function's parametrizations on each device, the first ones (in
-    collection order) that together take every value of every parameter, and those
-    ``keep`` names: a test over 10 x 10 dtype pairs keeps 19 of its 100."""
-    seen: dict[tuple, set] = {}
-    kept = []
-    for item in items:
-        spec = getattr(item, "callspec", None)
-        if spec is None or not _is_nnarray(item):
-            kept.append(item)
-            continue
-        done = seen.setdefault((item.nodeid.partition("[")[0], device_of(item)), set())
-        # each parametrize call's id of the value taken (pytest's own ``indices`` number
-        # the whole parameter sets)
-        values = set(enumerate(getattr(spec, "_idlist", None) or spec.id.split("-")))
-        if not values <= done or any(fnmatch.fnmatchcase(key(item), p) for p in keep):
-            done |= values
-            kept.append(item)
-    return kept
+#: nodeid -> device, of the nnarray tests collected
+_device: dict[str, str] = {}
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m deselected
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     if EACH:
-        kept = each_value_once(items, _keep_patterns())
-        if len(kept) < len(items):
-            ids = {id(i) for i in kept}
-            config.hook.pytest_deselected(items=[i for i in items if id(i) not in ids])
-            items[:] = kept
+        mine = [i for i in items if _is_nnarray(i)]
+        chosen = {id(i) for i in each_value_once(mine, device_of, key, _keep_patterns())}
+        dropped = [i for i in mine if id(i) not in chosen]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if not _is_nnarray(i) or id(i) in chosen]
     for item in items:
         if _is_nnarray(item):
             _device[item.nodeid] = device_of(item)
+
+
+# -- the report -------------------------------------------------------------------------
+_outcomes: dict[str, str] = {}
+_messages: dict[str, str] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
