@@ -20,18 +20,9 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 import sklearn.utils._array_api as _aa  # noqa: E402
 
-import nnarray as nna  # noqa: E402
+from tests.clients.devices import client_devices  # noqa: E402
 
 _DTYPES = ("float64", "float32")
-
-
-def client_devices() -> tuple[str, ...]:
-    """The devices of ``NNARRAY_CLIENT_DEVICE`` (a comma list, default numpy) that are
-    available here."""
-    wanted = os.environ.get("NNARRAY_CLIENT_DEVICE", "numpy").split(",")
-    names = (c.strip().partition(":")[0] for c in wanted if c.strip())
-    return tuple(c for c in names
-                 if c in nna.backends.registered() and nna.backends.why_unavailable(c) is None)
 
 
 def _cupy_usable() -> bool:

@@ -357,18 +357,27 @@ def test_setitem_checks_everything_first():
 
 
 def test_nnarray_context_environment_variable():
+    """``NNARRAY_CONTEXT`` is the process's default context, and a chosen default is where
+    work runs, even on the data of every other available backend (API.md §7); an unknown
+    backend fails the import."""
     import os
     import subprocess
     import sys
-    code = "import nnarray as n; print(n.get_current_context().key, (n.ones(2) + 1).device.key)"
+    devices = [b for b in nna.backends.registered()
+               if b != "numpy" and nna.backends.why_unavailable(b) is None]
+    code = ("import sys; import nnarray as n; "
+            "print(n.get_current_context().key, (n.ones(2) + 1).device.key); "
+            "[print((n.asarray([1.0, 2.0], device=b) + n.ones(2, device=b)).device.key) "
+            "for b in sys.argv[1:]]")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "NNARRAY_CONTEXT": "numpy:0"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True,
-                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    assert out.stdout.split() == ["numpy:0", "numpy:0"]
+    out = subprocess.run([sys.executable, "-c", code, *devices], env=env, capture_output=True,
+                         text=True, check=True, cwd=root)
+    assert out.stdout.split() == ["numpy:0", "numpy:0"] + ["numpy:0"] * len(devices), \
+        (devices, out.stderr)
     env["NNARRAY_CONTEXT"] = "nosuch"
     bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+                         cwd=root)
     assert bad.returncode != 0 and "unknown backend 'nosuch'" in bad.stderr
 
 
@@ -385,27 +394,31 @@ print(np.allclose(z.numpy(), np.sin([1.0, 2, 3]) + 1), float(s.numpy()) > 0)
 """
 
 
-def test_device_follows_the_data(backend):
-    """Outside every scope and with no default chosen, ops run on their inputs' device;
-    a host array mixed in runs on the device (one counted upload); a chosen default
-    decides (API.md §7)."""
+@pytest.fixture(scope="module")
+def followed() -> dict[str, list[str]]:
+    """Each available backend -> what ``_FOLLOW`` printed for it, from one child (no
+    ``NNARRAY_CONTEXT``, no scope, no default device: each backend's part runs as in a
+    fresh process, numpy's first)."""
     import os
     import subprocess
     import sys
+    devices = [b for b in nna.backends.registered() if nna.backends.why_unavailable(b) is None]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CONTEXT"}
-    out = subprocess.run([sys.executable, "-c", _FOLLOW.format(b=backend)], env=env,
-                         capture_output=True, text=True, cwd=root)
+    code = "".join(_FOLLOW.format(b=b) for b in devices)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, cwd=root)
     assert out.returncode == 0, out.stderr
+    words = out.stdout.split()
+    return {b: words[6 * i:6 * i + 6] for i, b in enumerate(devices)}
+
+
+def test_device_follows_the_data(backend, followed):
+    """Outside every scope and with no default chosen, ops run on their inputs' device;
+    a host array mixed in runs on the device (one counted upload) (API.md §7; that a
+    chosen default decides: test_nnarray_context_environment_variable)."""
     key = nna.Context.parse(backend).key
-    assert out.stdout.split() == [key, key, key, key, "True", "True"]
-    if backend != "numpy":  # a chosen default is where work runs, even for device data
-        env["NNARRAY_CONTEXT"] = "numpy"
-        code = (f"import nnarray as n; x = n.ones(2, device='{backend}'); "
-                f"print((n.asarray([1.0, 2.0], device='{backend}') + x).device.key)")
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, cwd=root)
-        assert out.stdout.split() == ["numpy:0"], out.stderr
+    assert followed[backend] == [key, key, key, key, "True", "True"]
 
 
 def test_array_api_compat_accepts_ndarrays(backend):

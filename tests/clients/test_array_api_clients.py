@@ -1,13 +1,16 @@
 """Code written only against the Array API standard runs on NdArrays: scikit-learn with
 ``array_api_dispatch=True`` and ``array_api_compat`` give numpy's results, on the device the
 data started on (API.md §7, issue 12). scikit-learn needs ``SCIPY_ARRAY_API=1`` before SciPy
-is imported, so the estimators run in a child process."""
+is imported, so the estimators run in a child process: one for numpy's results (the
+reference) and every available backend's, with the same scikit-learn."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from helpers import run_json_child
+
+import nnarray as nna
 
 pytest.importorskip("sklearn")
 pytest.importorskip("array_api_compat")
@@ -27,7 +30,6 @@ from sklearn.metrics.pairwise import cosine_similarity, euclidean_distances, rbf
 from sklearn.mixture import GaussianMixture
 from sklearn.preprocessing import LabelEncoder, MinMaxScaler, Normalizer, StandardScaler
 
-where = sys.argv[1]
 rng = np.random.default_rng(0)
 Xn = rng.standard_normal((40, 4)).astype(np.float32)
 yn = (Xn[:, 0] + 0.5 * Xn[:, 1] > 0).astype(np.int64)
@@ -50,35 +52,42 @@ cases = {
         2, covariance_type="full", init_params="random_from_data", reg_covar=0.5,
         max_iter=5, random_state=0).fit(X).covariances_,
 }
-if where == "reference":
-    X, y = Xn, yn
-else:
-    X, y = nna.asarray(Xn, device=where), nna.asarray(yn, device=where)
-out = {}
-with config_context(array_api_dispatch=True):
-    for name, f in cases.items():
-        r = f(X, y)
-        dev = str(r.device) if isinstance(r, nna.NdArray) else None
-        r = r.numpy() if isinstance(r, nna.NdArray) else np.asarray(r)
-        out[name] = [np.asarray(r, dtype=np.float64).tolist(), dev]
-print(json.dumps(out))
+
+
+def run(where):
+    # each case's result and its device, on numpy's arrays (where == "reference") or on
+    # NdArrays on where
+    if where == "reference":
+        X, y = Xn, yn
+    else:
+        X, y = nna.asarray(Xn, device=where), nna.asarray(yn, device=where)
+    out = {}
+    with config_context(array_api_dispatch=True):
+        for name, f in cases.items():
+            r = f(X, y)
+            dev = str(r.device) if isinstance(r, nna.NdArray) else None
+            r = r.numpy() if isinstance(r, nna.NdArray) else np.asarray(r)
+            out[name] = [np.asarray(r, dtype=np.float64).tolist(), dev]
+    return out
+
+
+print(json.dumps({"reference": run("reference"),
+                  "got": {where: run(where) for where in sys.argv[1:]}}))
 """
 
 
-def _run(where: str) -> dict:
-    return run_json_child(_CHILD, where)
-
-
 @pytest.fixture(scope="module")
-def reference() -> dict:
-    return _run("reference")
+def runs() -> dict:
+    """numpy's values and each available backend's, from one child."""
+    return run_json_child(_CHILD, *(b for b in nna.backends.registered()
+                                   if nna.backends.why_unavailable(b) is None))
 
 
-def test_scikit_learn_runs_on_ndarrays(backend, reference):
+def test_scikit_learn_runs_on_ndarrays(backend, runs):
     """Each estimator and metric gives numpy's result, and array results stay on the
     device the data was made on."""
-    got = _run(backend)
-    key = str(__import__("nnarray").Context.parse(backend))
+    reference, got = runs["reference"], runs["got"][backend]
+    key = str(nna.Context.parse(backend))
     for name, (want, _) in reference.items():
         val, dev = got[name]
         np.testing.assert_allclose(np.asarray(val), np.asarray(want), rtol=2e-4, atol=2e-4,
@@ -92,7 +101,6 @@ def test_array_api_compat_namespace_and_device(backend):
     device; standard-only code (a softmax) runs there."""
     import array_api_compat
 
-    import nnarray as nna
     x = nna.asarray(np.arange(6, dtype=np.float32).reshape(2, 3), device=backend)
     xp = array_api_compat.array_namespace(x)
     assert xp is nna
