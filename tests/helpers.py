@@ -130,15 +130,31 @@ def run_json_child(code: str, *args: str, timeout: float = CHILD_LIMIT) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def cl_build(dev, source: str):
+    """``source`` built as a program on ``dev`` (an ``OpenCLDevice``), quietly, its device
+    binary not asked for: pocl compiles a kernel's machine code only when it is launched or
+    the binary is read (0.1-1 s a kernel), so a test that checks that kernels build pays
+    the front end alone, whose result pocl caches (``POCL_CACHE_DIR``). A missing function
+    fails here (an implicit declaration, or a symbol the kernel library lacks)."""
+    import warnings
+
+    import pyopencl as cl
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        return cl.Program(dev.context, source).build("-w")
+
+
 # -- fused programs (ops/test_fusion.py, backends/cuda/test_cuda_nvrtc.py) ----------
-def row_program(rows: list, integral: bool) -> Program:
+def row_program(rows: list, integral: bool, alone: bool = False) -> Program:
     """Each row applied to alternating inputs (and a constant for every third binary
     row), then ``r * 0.5 + other``: broadcasting, mixed dtypes, weak constants. Inputs:
-    x, y (two dtypes and shapes) and one >= 1 (``acosh``'s domain)."""
+    x, y (two dtypes and shapes) and one >= 1 (``acosh``'s domain). ``alone``: each row
+    applied as the first one is (``row_program([row])`` of every row, in one program)."""
     b, (x, y, extra) = Builder(3), (0, 1, 2)
     half = b.const(2 if integral else 0.5)
     outs = []
-    for k, row in enumerate(rows):
+    for j, row in enumerate(rows):
+        k = 0 if alone else j
         first, other = (x, y) if k % 2 == 0 else (y, x)
         if row.name == "acosh":
             first = extra  # its domain: >= 1
