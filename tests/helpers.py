@@ -114,6 +114,38 @@ def peak_rss(code: str, path) -> tuple[str, int]:
     return outcome, int(peak)
 
 
+# One child for several runs: the peak is reset before each ("5" to clear_refs, Linux 4.0
+# on: the high-water mark becomes the current RSS, so a run's peak also counts what the
+# runs before it left resident: never less than its own peak).
+_PEAKS = r"""
+import json, sys
+out = []
+for code, path in json.loads(sys.argv[1]):
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    try:
+        exec(code, {"path": path})
+        what = "returned"
+    except Exception as e:
+        what = type(e).__name__ + " " + str(e).replace("\n", " ")
+    with open("/proc/self/status") as f:
+        out.append((what, next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) // 1024))
+print(json.dumps(out))
+"""
+
+
+def peak_rss_each(runs: list[tuple[str, object]]) -> list[tuple[str, int]]:
+    """``peak_rss`` of each ``(code, path)`` of ``runs``, in one fresh interpreter where
+    Linux can reset the peak between them (one child each elsewhere)."""
+    import json
+    import os
+    import sys
+    if not sys.platform.startswith("linux") or not os.access("/proc/self/clear_refs", os.W_OK):
+        return [peak_rss(code, path) for code, path in runs]
+    got = run_json_child(_PEAKS, json.dumps([(code, str(path)) for code, path in runs]))
+    return [(what, peak) for what, peak in got]
+
+
 def run_json_child(code: str, *args: str, timeout: float = CHILD_LIMIT) -> dict:
     """Run ``code`` in a fresh interpreter from the repository root (no
     ``NNARRAY_CONTEXT``: the child chooses), with ``args`` as its argv; return the JSON
