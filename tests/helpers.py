@@ -110,6 +110,38 @@ def peak_rss(code: str, path) -> tuple[str, int]:
     return outcome, int(peak)
 
 
+# One child for several runs: the peak is reset before each ("5" to clear_refs, Linux 4.0
+# on: the high-water mark becomes the current RSS, so a run's peak also counts what the
+# runs before it left resident: never less than its own peak).
+_PEAKS = r"""
+import json, sys
+out = []
+for code, path in json.loads(sys.argv[1]):
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    try:
+        exec(code, {"path": path})
+        what = "returned"
+    except Exception as e:
+        what = type(e).__name__ + " " + str(e).replace("\n", " ")
+    with open("/proc/self/status") as f:
+        out.append((what, next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) // 1024))
+print(json.dumps(out))
+"""
+
+
+def peak_rss_each(runs: list[tuple[str, object]]) -> list[tuple[str, int]]:
+    """``peak_rss`` of each ``(code, path)`` of ``runs``, in one fresh interpreter where
+    Linux can reset the peak between them (one child each elsewhere)."""
+    import json
+    import os
+    import sys
+    if not sys.platform.startswith("linux") or not os.access("/proc/self/clear_refs", os.W_OK):
+        return [peak_rss(code, path) for code, path in runs]
+    got = run_json_child(_PEAKS, json.dumps([(code, str(path)) for code, path in runs]))
+    return [(what, peak) for what, peak in got]
+
+
 def run_json_child(code: str, *args: str, timeout: float = CHILD_LIMIT) -> dict:
     """Run ``code`` in a fresh interpreter (``forked.run``) from the repository root (no
     ``NNARRAY_CONTEXT``: the child chooses), with ``args`` as its argv; return the JSON
@@ -124,15 +156,31 @@ def run_json_child(code: str, *args: str, timeout: float = CHILD_LIMIT) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def cl_build(dev, source: str):
+    """``source`` built as a program on ``dev`` (an ``OpenCLDevice``), quietly, its device
+    binary not asked for: pocl compiles a kernel's machine code only when it is launched or
+    the binary is read (0.1-1 s a kernel), so a test that checks that kernels build pays
+    the front end alone, whose result pocl caches (``POCL_CACHE_DIR``). A missing function
+    fails here (an implicit declaration, or a symbol the kernel library lacks)."""
+    import warnings
+
+    import pyopencl as cl
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        return cl.Program(dev.context, source).build("-w")
+
+
 # -- fused programs (ops/test_fusion.py, backends/cuda/test_cuda_nvrtc.py) ----------
-def row_program(rows: list, integral: bool) -> Program:
+def row_program(rows: list, integral: bool, alone: bool = False) -> Program:
     """Each row applied to alternating inputs (and a constant for every third binary
     row), then ``r * 0.5 + other``: broadcasting, mixed dtypes, weak constants. Inputs:
-    x, y (two dtypes and shapes) and one >= 1 (``acosh``'s domain)."""
+    x, y (two dtypes and shapes) and one >= 1 (``acosh``'s domain). ``alone``: each row
+    applied as the first one is (``row_program([row])`` of every row, in one program)."""
     b, (x, y, extra) = Builder(3), (0, 1, 2)
     half = b.const(2 if integral else 0.5)
     outs = []
-    for k, row in enumerate(rows):
+    for j, row in enumerate(rows):
+        k = 0 if alone else j
         first, other = (x, y) if k % 2 == 0 else (y, x)
         if row.name == "acosh":
             first = extra  # its domain: >= 1

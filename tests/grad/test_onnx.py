@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
-from helpers import peak_rss
+from helpers import peak_rss_each
 
 onnx = pytest.importorskip("onnx", reason="onnx is not installed (pip install 'nnarray[onnx]')")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (test extra)")
@@ -492,26 +494,41 @@ HUGE_FOLDS = [
 ]
 
 
-@pytest.mark.parametrize("op, node, inits, inputs", HUGE_FOLDS, ids=[c[0] for c in HUGE_FOLDS])
-def test_folding_past_the_limit_raises_before_allocating(tmp_path, op, node, inits, inputs):
-    path = tmp_path / f"{op}.onnx"
-    _consts_model(path, node, inits, inputs,
-                  onnx.TensorProto.INT32 if op == "OneHot" else onnx.TensorProto.FLOAT)
+_NO_GRAD = ("from nnarray import grad; from nnarray.grad import onnx\n"
+            "with grad.no_grad():\n    (y,), _ = onnx.import_model(path)\n"
+            "assert y.parent is not None")
+
+
+@pytest.fixture(scope="module")
+def huge_imports(tmp_path_factory) -> dict[str, tuple[Any, str, int]]:
+    """Each model of ``HUGE_FOLDS`` imported, and the Pad model under ``no_grad`` (key
+    ``no_grad``), in one child (``peak_rss_each``): name -> (model path, what the import
+    raised or ``returned``, peak RSS in MiB)."""
+    d = tmp_path_factory.mktemp("huge")
+    runs = {}
+    for op, node, inits, inputs in HUGE_FOLDS:
+        _consts_model(d / f"{op}.onnx", node, inits, inputs,
+                      onnx.TensorProto.INT32 if op == "OneHot" else onnx.TensorProto.FLOAT)
+        runs[op] = ("from nnarray.grad import onnx; onnx.import_model(path)", d / f"{op}.onnx")
+    path = d / "pad_input.onnx"
+    _consts_model(path, _n("Pad", ["x", "p"], ["y"]), [("p", np.array([_BIG, 0], _I64))],
+                  [("x", [1])])
+    runs["no_grad"] = (_NO_GRAD, path)
+    got = peak_rss_each(list(runs.values()))
+    return {k: (path, *g) for (k, (_, path)), g in zip(runs.items(), got)}
+
+
+@pytest.mark.parametrize("op", [c[0] for c in HUGE_FOLDS])
+def test_folding_past_the_limit_raises_before_allocating(op, huge_imports):
+    path, outcome, peak = huge_imports[op]
     assert path.stat().st_size < 200
-    outcome, peak = peak_rss("from nnarray.grad import onnx; onnx.import_model(path)", path)
     assert outcome.startswith("GraphError"), outcome
     assert f"{op} node 'my_{op.lower()}'" in outcome and "fold limit of 67108864" in outcome
     assert peak < _PEAK_MB, f"peak RSS {peak} MiB importing {op}"
 
 
-def test_import_records_without_running_under_no_grad(tmp_path):
-    path = tmp_path / "pad_input.onnx"
-    _consts_model(path, _n("Pad", ["x", "p"], ["y"]), [("p", np.array([_BIG, 0], _I64))],
-                  [("x", [1])])
-    code = ("from nnarray import grad; from nnarray.grad import onnx\n"
-            "with grad.no_grad():\n    (y,), _ = onnx.import_model(path)\n"
-            "assert y.parent is not None")
-    outcome, peak = peak_rss(code, path)
+def test_import_records_without_running_under_no_grad(huge_imports):
+    _, outcome, peak = huge_imports["no_grad"]
     assert outcome == "returned" and peak < _PEAK_MB, (outcome, peak)
 
 

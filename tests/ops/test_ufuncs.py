@@ -8,6 +8,7 @@ gradient in ``test_grad_functions.py`` and its ONNX export in ``test_onnx.py``."
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import needs
+from helpers import cl_build, fused_rows, row_program
 
 import nnarray as nna
 import nnarray.functions as F
@@ -76,8 +78,8 @@ def _takes(row, d: np.dtype) -> np.dtype | None:
         return None
 
 
-def _opencl_kernel(row, d: np.dtype, res: np.dtype, k: int) -> tuple[str, str]:
-    """(kernel ``map_k`` of ``row`` on contiguous operands of ``d``, its helpers), as the
+def _opencl_kernel(row, d: np.dtype, res: np.dtype, name: str) -> tuple[str, str]:
+    """(kernel ``name`` of ``row`` on contiguous operands of ``d``, its helpers), as the
     backend's kernels render it (``backends/opencl/elementwise.py``): in the result type,
     a predicate or a complex function in the operands' type."""
     from nnarray.backends.opencl.cltypes import cltype, convert
@@ -90,45 +92,76 @@ def _opencl_kernel(row, d: np.dtype, res: np.dtype, k: int) -> tuple[str, str]:
         cltype(np.dtype(np.bool_)) if ct.is_complex else ct
     operands = [(True, cltype(d), ct)] * row.arity
     src = source(convert(expr, rt, cltype(res)), operands, cltype(res), 0, "int")
-    return src.replace("__kernel void map(", f"__kernel void map_{k}("), helpers
+    return src.replace("__kernel void map(", f"__kernel void {name}("), helpers
 
 
-def _opencl_program(row, dev) -> str:
-    """One program holding ``row``'s kernel for every dtype it takes (each helper once),
-    and its complex64 fast path (``Hints.complex_fast``)."""
+def _opencl_kernels(row, dev) -> list[tuple[str, str, str]]:
+    """(kernel name, helpers, source) of ``row``'s kernel for every dtype it takes, and of
+    its complex64 fast path (``Hints.complex_fast``); the names carry the row's."""
     from nnarray.backends.opencl import complex_fast
     from nnarray.backends.opencl.cltypes import cltype
-    from nnarray.backends.opencl.inline_math import inline
-    parts, seen = [], set()
-    for k, d in enumerate(_DTYPES):
+    from nnarray.backends.opencl.elementwise import expression
+    out = []
+    for d in _DTYPES:
         res = _takes(row, d)
         if res is None or (not dev.fp64 and {d.name, res.name} & {"float64", "complex128"}):
             continue
-        src, helpers = _opencl_kernel(row, d, res, k)
-        parts.append(("" if helpers in seen else helpers) + src)
-        seen.add(helpers)
+        name = f"map_{row.name}_{d.name}"
+        out.append((name, *reversed(_opencl_kernel(row, d, res, name))))
         if d == np.complex64 and row.name in complex_fast.FAST and dev.fp64:
-            from nnarray.backends.opencl.elementwise import expression
             expr, helpers = expression(row.name, cltype(d))
             fast = complex_fast.source(row.name, expr, cltype(d), cltype(res), helpers,
                                        False)
-            parts.append(fast.replace("__kernel void map(", "__kernel void map_fast("))
+            name = f"map_fast_{row.name}"
+            out.append((name, "", fast.replace("__kernel void map(", f"__kernel void {name}(")))
+    return out
+
+
+def _opencl_program(kernels: list[tuple[str, str, str]], dev) -> str:
+    """One program holding ``kernels`` (each helper once; they guard their definitions)."""
+    from nnarray.backends.opencl.inline_math import inline
+    parts, seen = [], set()
+    for _, helpers, src in kernels:
+        parts.append(("" if helpers in seen else helpers) + src)
+        seen.add(helpers)
     return inline("".join(parts), dev)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_opencl_builds_every_row_for_every_dtype_it_takes(row):
-    """Each row's kernels, for every operand dtype it takes, build on OpenCL: one program
-    per row (cached on disk), so a row whose C the device cannot compile (a math function
-    OpenCL lacks) fails here, by name."""
+@pytest.fixture(scope="module")
+def opencl_rows() -> tuple[Any, BaseException | None]:
+    """Every row's kernels, for every dtype, built as one program (one compile on a cold
+    cache, where a program per row cost a compile each): (the program, or ``None`` and
+    why it did not build). A row that does not render is left out (its test says why)."""
     needs("opencl")
     dev = nna.backends.get_device("opencl", 0)
-    src = _opencl_program(row, dev)
-    assert "map_" in src
+    kernels = []
+    for row in ROWS:
+        with contextlib.suppress(Exception):
+            kernels += _opencl_kernels(row, dev)
     try:
-        dev.programs.build(src)
-    except Exception as e:  # pyopencl's build failure carries the compiler's log
-        pytest.fail(f"{row.name}: its OpenCL kernels do not build:\n{e}", pytrace=False)
+        return cl_build(dev, _opencl_program(kernels, dev)), None
+    except Exception as e:
+        return None, e
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_opencl_builds_every_row_for_every_dtype_it_takes(row, opencl_rows):
+    """Each row's kernels, for every operand dtype it takes, build on OpenCL, so a row whose
+    C the device cannot compile (a math function OpenCL lacks) fails here, by name: its
+    kernels are taken from the program of every row's, or, where that program does not
+    build, built alone (one program per row, its failure the compiler's log)."""
+    import pyopencl as cl
+    dev = nna.backends.get_device("opencl", 0)
+    kernels = _opencl_kernels(row, dev)
+    assert kernels, f"{row.name} takes no dtype"
+    batch, _ = opencl_rows
+    if batch is None:
+        try:
+            batch = cl_build(dev, _opencl_program(kernels, dev))
+        except Exception as e:  # pyopencl's build failure carries the compiler's log
+            pytest.fail(f"{row.name}: its OpenCL kernels do not build:\n{e}", pytrace=False)
+    for name, _, _ in kernels:
+        assert cl.Kernel(batch, name).function_name == name
 
 
 def _nvrtc() -> Any:
@@ -144,34 +177,58 @@ def _nvrtc() -> Any:
 _C_ROWS = [r for r in ROWS if r.c is not None]  # the others: CuPy's functions on CUDA
 
 
-@pytest.mark.parametrize("row", _C_ROWS, ids=[r.name for r in _C_ROWS])
-def test_nvrtc_builds_every_row(row):
-    """Each row's C expression compiles as CUDA C under NVRTC (for the newest architecture
-    the NVRTC test targets), inside the fused kernel that runs it on CUDA, on float and on
-    integer operands where it takes them; a row whose C NVRTC rejects fails by name."""
-    from helpers import fused_rows, row_program
-
-    from nnarray.backends.cuda import fused
+@pytest.fixture(scope="module")
+def nvrtc_env() -> tuple[Any, Any]:
+    """(``test_cuda_nvrtc``, its ``_Env``): CuPy's generator and NVRTC, which need no GPU;
+    a missing piece fails, never skips (as ``test_cuda_nvrtc``)."""
     t = _nvrtc()
     try:
         import cupy
         from cuda.bindings import nvrtc
         from cupy._core import core
         _, major, minor = nvrtc.nvrtcVersion()
-    except Exception as e:  # a missing piece fails, never skips (as test_cuda_nvrtc)
+    except Exception as e:
         pytest.fail(f"NVRTC or CuPy missing ({type(e).__name__}: {e}); install the test "
                     "extra: pip install -e '.[test]'")
-    env = t._Env(nvrtc, f"{major}.{minor}", cupy, core)
-    variants = [(integral, ("int32", "int64", "int32") if integral else
-                 ("float32", "float64", "float32"))
-                for integral in (False, True) if row in fused_rows(integral)]
-    assert variants, f"{row.name} fuses on no operands"
-    for integral, dts in variants:
-        e = fused.elementwise(row_program([row], integral), dts)
-        code = t._elementwise_code(cupy, e, dts[0], "3-d strided 64-bit", dts)
-        ok, log = t._nvrtc(env, code, env.options(e.options, t.ARCHS[-1]))
-        log = t._BENIGN.sub("", log).strip()
-        assert ok and not log, f"{row.name} on {dts}: NVRTC {env.version}:\n{log}"
+    return t, t._Env(nvrtc, f"{major}.{minor}", cupy, core)
+
+
+def _nvrtc_rows(t: Any, env: Any, rows: list, integral: bool) -> tuple[bool, str]:
+    """(compiled, log) of ``rows`` in the fused kernel that runs them on CUDA, each row
+    on the operands a program of it alone gives it, for the newest architecture the NVRTC
+    test targets."""
+    from nnarray.backends.cuda import fused
+    dts = ("int32", "int64", "int32") if integral else ("float32", "float64", "float32")
+    e = fused.elementwise(row_program(rows, integral, alone=True), dts)
+    code = t._elementwise_code(env.cupy, e, dts[0], "3-d strided 64-bit", dts)
+    ok, log = t._nvrtc(env, code, env.options(e.options, t.ARCHS[-1]))
+    return ok, t._BENIGN.sub("", log).strip()
+
+
+@pytest.fixture(scope="module")
+def nvrtc_rows(nvrtc_env) -> dict[bool, bool]:
+    """Integral or not: whether every row that fuses there compiled in one kernel, with no
+    log (one NVRTC compile each, where a kernel per row cost one each)."""
+    out = {}
+    for integral in (False, True):
+        ok, log = _nvrtc_rows(*nvrtc_env, fused_rows(integral), integral)
+        out[integral] = ok and not log
+    return out
+
+
+@pytest.mark.parametrize("row", _C_ROWS, ids=[r.name for r in _C_ROWS])
+def test_nvrtc_builds_every_row(row, nvrtc_env, nvrtc_rows):
+    """Each row's C expression compiles as CUDA C under NVRTC (for the newest architecture
+    the NVRTC test targets), inside the fused kernel that runs it on CUDA, on float and on
+    integer operands where it takes them; a row whose C NVRTC rejects fails by name (the
+    rows compile together, and where that kernel fails, each row alone)."""
+    integrals = [integral for integral in (False, True) if row in fused_rows(integral)]
+    assert integrals, f"{row.name} fuses on no operands"
+    for integral in integrals:
+        if not nvrtc_rows[integral]:
+            ok, log = _nvrtc_rows(*nvrtc_env, [row], integral)
+            assert ok and not log, (f"{row.name} on {'integers' if integral else 'floats'}:"
+                                    f" NVRTC {nvrtc_env[1].version}:\n{log}")
 
 
 def test_cuda_vector_kernels_render_their_rows():

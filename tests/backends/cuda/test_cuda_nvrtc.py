@@ -165,13 +165,56 @@ def _compile(env: _Env, case: Case) -> tuple[bool, str, str, list[str]]:
     return ok, _BENIGN.sub("", log).strip(), code, options
 
 
+_INCLUDE = re.compile(r"^[ \t]*#include\b.*$", re.M)
+
+
+def _batch_key(env: _Env, case: Case) -> tuple | None:
+    """Cases of one key compile as one program (``_batch``): ElementwiseKernels of one
+    architecture, options and set of headers (no case sees a header it does not include
+    itself); ``None``: a RawKernel, compiled alone."""
+    if case.kind != "ElementwiseKernel":
+        return None
+    code, own = _source(env, case)
+    return case.arch, own, frozenset(m.strip() for m in _INCLUDE.findall(code))
+
+
+def _batch(codes: list[str]) -> str:
+    """One program holding every code of ``codes``: their headers once, then each code in
+    a namespace of its own, its kernel there (C++ linkage: the names may repeat)."""
+    heads = sorted({m.strip() for code in codes for m in _INCLUDE.findall(code)})
+    bodies = [f"namespace nna_case_{i} {{\n" +
+              _INCLUDE.sub("", code).replace('extern "C" __global__', "__global__") + "\n}\n"
+              for i, code in enumerate(codes)]
+    return "\n".join(heads) + "\n" + "".join(bodies)
+
+
+def _compile_batch(env: _Env, cases: list[Case]) -> bool:
+    """Whether ``cases`` compile as one program with an empty log."""
+    codes = [_source(env, c)[0] for c in cases]
+    ok, log = _nvrtc(env, _batch(codes), env.options(cases[0].entry.options, cases[0].arch))
+    return ok and not _BENIGN.sub("", log).strip()
+
+
 @pytest.fixture(scope="module")
 def compiled(request, env: _Env) -> dict[str, Future]:
-    """The selected cases compiling in parallel: case id -> future of ``_compile``."""
-    selected = {i.callspec.id for i in request.session.items
-                if getattr(i, "originalname", "") == "test_nvrtc_compiles"}
+    """The selected cases compiling in parallel: case id -> future of ``_compile``, or of
+    whether its batch compiled clean (``_batch_key``: one NVRTC run for all the cases of
+    a key, where one each paid the headers each time; a case whose batch failed compiles
+    alone in its test, which then fails by name)."""
+    selected = [c for c in CASES if c.id in {i.callspec.id for i in request.session.items
+                                               if getattr(i, "originalname", "") ==
+                                               "test_nvrtc_compiles"}]
+    batches: dict[tuple, list[Case]] = {}
+    for c in selected:
+        key = _batch_key(env, c)
+        if key is not None:
+            batches.setdefault(key, []).append(c)
     pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
-    futures = {c.id: pool.submit(_compile, env, c) for c in CASES if c.id in selected}
+    futures = {c.id: pool.submit(_compile, env, c) for c in selected
+               if _batch_key(env, c) is None}
+    for group in batches.values():
+        done = pool.submit(_compile_batch, env, group)
+        futures.update({c.id: done for c in group})
     yield futures
     pool.shutdown(cancel_futures=True)
 
@@ -186,7 +229,10 @@ def _numbered(code: str) -> str:
                                                       strict=True)]
                  if c.kernels in UNCOMPILABLE else []) for c in CASES])
 def test_nvrtc_compiles(case: Case, compiled: dict[str, Future], env: _Env):
-    ok, log, code, options = compiled[case.id].result()
+    got = compiled[case.id].result()
+    if got is True:  # its batch compiled clean
+        return
+    ok, log, code, options = _compile(env, case) if got is False else got
     assert ok and not log, (
         f"{case.kind} {case.kernels} for {case.variant}, {case.arch}: NVRTC {env.version} "
         f"{'rejected it' if not ok else 'warned'}:\n{log}\noptions: {' '.join(options)}\n"

@@ -9,13 +9,22 @@ and a zero result must have the reference's sign. Two-operand functions take the
 against shuffled, nearby and random patterns, and every pair of edges. The bounds, stated
 in ``BOUNDS``, are the documented accuracy (docs/backends.md): 0 for the exact ones
 (``sqrt`` and the roundings).
+
+Cost: one program per device holds every kernel of the sweeps (``_SweepProgram``: one
+front-end compile, each kernel's machine code when first launched), each function runs in
+one launch over its whole sample, the sample and a function's reference are computed once
+for every device, and the ULP distance is measured only where the bits differ.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import numpy as np
 import pytest
 from conftest import needs
+from helpers import cl_build
 
 import nnarray as nna
 import nnarray.functions as F
@@ -46,11 +55,16 @@ def _opencl():
     needs("opencl")
 
 
+@functools.cache
 def _sample() -> np.ndarray:
+    """Every 2^10-th float32 bit pattern, 2^20 random ones and the edges (read-only: one
+    array for every test)."""
     bits = np.arange(0, 1 << 32, 1 << 10, dtype=np.uint64).astype(np.uint32)
     rand = np.random.default_rng(0).integers(0, 1 << 32, 1 << 20, dtype=np.uint64)
     edges = np.array(EDGES, np.float32).view(np.uint32)
-    return np.concatenate([bits, rand.astype(np.uint32), edges]).view(np.float32)
+    x = np.concatenate([bits, rand.astype(np.uint32), edges]).view(np.float32)
+    x.flags.writeable = False
+    return x
 
 
 def _ordered(a: np.ndarray) -> np.ndarray:
@@ -59,15 +73,36 @@ def _ordered(a: np.ndarray) -> np.ndarray:
 
 
 def _ulp(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
-    """Per element: ULP distance; huge where nan-ness or a zero's sign differs."""
+    """Per element: ULP distance; huge where nan-ness or a zero's sign differs (measured
+    only where the bits differ from the reference's: equal bits are 0 ULP)."""
     with np.errstate(over="ignore", invalid="ignore"):
         ref = ref64.astype(np.float32)
+    d = np.zeros(got.shape, np.int64)
+    k = np.flatnonzero(got.view(np.uint32) != ref.view(np.uint32))
+    d[k] = _ulp_apart(got[k], ref[k])
+    return d
+
+
+def _ulp_apart(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """``_ulp`` of float32 values against a float32 reference."""
     d = np.abs(_ordered(got) - _ordered(ref))
     nan_g, nan_r = np.isnan(got), np.isnan(ref)
     d[nan_g & nan_r] = 0
     d[nan_g != nan_r] = 1 << 40
     d[(ref == 0) & ~nan_g & (np.signbit(ref) != np.signbit(got))] = 1 << 40
     return d
+
+
+@functools.lru_cache(maxsize=1)
+def _sweep_reference(name: str) -> np.ndarray:
+    """``_reference`` of ``name`` over its sweep's operands, kept for the next device (the
+    tests of one function run one after the other)."""
+    return _reference(name, *_operands(name))
+
+
+def _operands(name: str) -> tuple[np.ndarray, ...]:
+    """The sweep's operands of ``name``."""
+    return _pair_sample(name) if name in BINARY else (_sample(),)
 
 
 def _reference(name: str, *xs: np.ndarray) -> np.ndarray:
@@ -92,8 +127,10 @@ def _run(dev, expr: str, *xs: np.ndarray) -> np.ndarray:
     return dev.to_host(p.run(dev, arrays))
 
 
-def _check(name: str, got: np.ndarray, *xs: np.ndarray) -> None:
-    d = _ulp(got, _reference(name, *xs))
+def _check(name: str, got: np.ndarray, *xs: np.ndarray, ref: np.ndarray | None = None) -> None:
+    """``got`` (``name`` of ``xs``) within its bound of ``ref``, by default the
+    reference."""
+    d = _ulp(got, _reference(name, *xs) if ref is None else ref)
     k = int(np.argmax(d))
     where = ", ".join(repr(float(x[k])) for x in xs)
     assert d[k] <= BOUNDS[name], (f"{name}({where}) = {got[k]!r}, reference "
@@ -109,36 +146,118 @@ def _pair_sample(name: str) -> tuple[np.ndarray, np.ndarray]:
     """``x`` the sample; ``y`` small powers for ``pow``, the sample's patterns shuffled and
     values near ``x`` (hypot's and atan2's ratio near 1) otherwise; then every pair of
     edges."""
+    return _pairs(name == "pow")
+
+
+@functools.lru_cache(maxsize=1)
+def _pairs(powers: bool) -> tuple[np.ndarray, np.ndarray]:
     x = _sample()
     rng = np.random.default_rng(1)
     e = np.array(EDGES, np.float32)
     bits = rng.integers(0, 1 << 32, x.size, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    if name == "pow":
+    if powers:
         ys = [rng.normal(0, 4, x.size), rng.integers(-40, 40, x.size), bits]
     else:
         with np.errstate(all="ignore"):
             near = x * rng.uniform(-2, 2, x.size).astype(np.float32)
         ys = [rng.permutation(x), near, bits]
     xs = np.concatenate([x, x, x, np.repeat(e, e.size)])
-    return xs, np.concatenate([y.astype(np.float32) for y in ys] + [np.tile(e, e.size)])
+    ys = np.concatenate([y.astype(np.float32) for y in ys] + [np.tile(e, e.size)])
+    xs.flags.writeable = ys.flags.writeable = False
+    return xs, ys
+
+
+#: A sweep's kernel: ``body`` on ``v0, v1`` of type ``T``, outputs ``o0`` (and ``o1``).
+_KERNEL = """__kernel void {name}(__global T* o0, __global T* o1, __global const T* a0,
+                         __global const T* a1, const uint n) {{
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  const T v0 = a0[i], v1 = a1[i];
+  {body}
+}}
+"""
+
+
+def _sweep_kernels(dev) -> dict[str, str]:
+    """The sweeps' kernels on ``dev`` by name: each function of ``BOUNDS`` in float32
+    (``f_exp``...), ``sincos`` (``k_sincos``) and, with fp64, ``sincos_fast`` and float64
+    ``hypot`` (``d_hypot``)."""
+    def kernel(name: str, t: str, body: str) -> str:
+        return _KERNEL.format(name=name, body=body).replace("T", t)
+    out = {f"f_{n}": kernel(f"f_{n}", "float", f"o0[i] = {n}(v0{', v1' if n in BINARY else ''});")
+           for n in BOUNDS}
+    for n in ("sincos", "sincos_fast")[:1 + dev.fp64]:
+        out[f"k_{n}"] = kernel(f"k_{n}", "float", f"float c; o0[i] = {n}(v0, &c); o1[i] = c;")
+    if dev.fp64:
+        out["d_hypot"] = kernel("d_hypot", "double", "o0[i] = hypot(v0, v1);")
+    return out
+
+
+def _sweep_source(dev, kernels: list[str]) -> str:
+    """The program of ``kernels`` with the inline math (``NNARRAY_OPENCL_MATH=inline``)."""
+    from nnarray.backends.opencl.inline_math import inline
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NNARRAY_OPENCL_MATH", "inline")
+        pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if dev.fp64 else ""
+        return inline(pragma + "".join(kernels), dev)
+
+
+class _SweepProgram:
+    """Every sweep kernel of a device in one program, built on first use (one front-end
+    compile for all; pocl compiles a kernel's machine code when it first runs). Where it
+    does not build, a test builds its kernel alone, which fails by name."""
+
+    def __init__(self) -> None:
+        self._built: dict[int, Any] = {}
+
+    def run(self, device: int, kernel: str, *xs: np.ndarray,
+            outputs: int = 1) -> tuple[np.ndarray, ...]:
+        """Kernel ``kernel`` on ``device`` over ``xs`` (one launch): its first ``outputs``
+        outputs (``o1`` is ``o0`` where it is not asked for)."""
+        import pyopencl as cl
+
+        from nnarray.backends.opencl.programs import launch
+        dev = opencl.get_device(device)
+        kernels = _sweep_kernels(dev)
+        if device not in self._built:
+            try:
+                self._built[device] = cl_build(dev, _sweep_source(dev, list(kernels.values())))
+            except Exception:  # noqa: BLE001 - each kernel's test builds it alone
+                self._built[device] = None
+        prg = self._built[device]
+        if prg is None:
+            try:
+                prg = cl_build(dev, _sweep_source(dev, [kernels[kernel]]))
+            except Exception as e:  # pyopencl's build failure carries the compiler's log
+                pytest.fail(f"{kernel} does not build on opencl:{device}:\n{e}", pytrace=False)
+        x = [np.ascontiguousarray(v) for v in xs]
+        rw, ro = cl.mem_flags.READ_WRITE, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        ins = [cl.Buffer(dev.context, ro, hostbuf=v) for v in x]
+        outs = [cl.Buffer(dev.context, rw, x[0].nbytes) for _ in range(outputs)]
+        launch(dev.queue, cl.Kernel(prg, kernel), x[0].size,
+               (outs[0], outs[-1], ins[0], ins[-1], np.uint32(x[0].size)))
+        got = tuple(np.empty_like(x[0]) for _ in outs)
+        for g, buf in zip(got, outs):
+            cl.enqueue_copy(dev.queue, g, buf)
+        return got
+
+
+@pytest.fixture(scope="module")
+def sweep() -> _SweepProgram:
+    return _SweepProgram()
 
 
 @pytest.mark.parametrize("device", _devices())
 @pytest.mark.parametrize("name", list(BOUNDS))
-def test_inline_within_ulp_bound(name, device, monkeypatch):
+def test_inline_within_ulp_bound(name, device, sweep):
     """Each function within its bound over the sample (binary ones over pairs, every pair
-    of edges included); the double-internal ones need fp64."""
-    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
+    of edges included), in one launch; the double-internal ones need fp64."""
     dev = opencl.get_device(device)
     from nnarray.backends.opencl.inline_math import _FUNCS
     if not dev.fp64 and _FUNCS[name][3]:
         pytest.skip(f"opencl:{device} has no fp64: {name} keeps the builtin")
-    if name in BINARY:
-        x, y = _pair_sample(name)
-        _check(name, _run(dev, f"{name}(v0, v1)", x, y), x, y)
-    else:
-        x = _sample()
-        _check(name, _run(dev, f"{name}(v0)", x), x)
+    xs = _operands(name)
+    _check(name, sweep.run(device, f"f_{name}", *xs)[0], *xs, ref=_sweep_reference(name))
 
 
 def _hard_trig() -> np.ndarray:
@@ -154,28 +273,16 @@ def _hard_trig() -> np.ndarray:
 
 
 @pytest.mark.parametrize("device", _devices())
-def test_sin_cos_hard_arguments_and_sincos(device, monkeypatch):
+def test_sin_cos_hard_arguments_and_sincos(device, sweep):
     """Near multiples of pi/2 at every scale ``sin`` and ``cos`` keep 1 ULP; ``sincos``
     (one reduction for both, used by complex ``exp``) returns exactly what they return."""
-    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
-    import pyopencl as cl
-
-    from nnarray.backends.opencl import inline_math
-    dev = opencl.get_device(device)
     x = np.concatenate([_hard_trig(), _sample()[::16]])
-    for name in ("sin", "cos"):
-        _check(name, _run(dev, f"{name}(v0)", x), x)
-    src = ("__kernel void k(__global const float *x, __global float *s, __global float *c)"
-           " { size_t i = get_global_id(0); float cv; s[i] = sincos(x[i], &cv); c[i] = cv; }")
-    prog = cl.Program(dev.context, inline_math.inline(src, dev)).build()
-    bufs = [cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, x.nbytes) for _ in range(3)]
-    cl.enqueue_copy(dev.queue, bufs[0], x)
-    prog.k(dev.queue, (x.size,), None, *bufs)
-    s, c = np.empty_like(x), np.empty_like(x)
-    cl.enqueue_copy(dev.queue, s, bufs[1])
-    cl.enqueue_copy(dev.queue, c, bufs[2])
-    np.testing.assert_array_equal(s, _run(dev, "sin(v0)", x))
-    np.testing.assert_array_equal(c, _run(dev, "cos(v0)", x))
+    sin, cos = sweep.run(device, "f_sin", x)[0], sweep.run(device, "f_cos", x)[0]
+    _check("sin", sin, x)
+    _check("cos", cos, x)
+    s, c = sweep.run(device, "k_sincos", x, outputs=2)
+    np.testing.assert_array_equal(s, sin)
+    np.testing.assert_array_equal(c, cos)
 
 
 @pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "cos", "erf", "erfc", "pow",
@@ -272,17 +379,18 @@ def test_bit_operations_exact(dtype, device):
 
 
 @pytest.mark.parametrize("device", _devices())
-def test_hypot_float64_within_1_ulp(device, monkeypatch):
+def test_hypot_float64_within_1_ulp(device, sweep):
     """float64 ``hypot`` (complex128 ``abs`` takes it) is inline too, scaled the same way:
     within 1 float64 ULP of numpy's in long double, random bit patterns, normal values and
     every pair of edges (inf beats nan, subnormals, the largest doubles)."""
-    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
+    if not opencl.get_device(device).fp64:
+        pytest.skip(f"opencl:{device} has no fp64")
     rng = np.random.default_rng(4)
     e = np.array(EDGES + [1e-310, 1e300, 1.7e308, 2.2250738585072014e-308, 5e-324])
     x, y = ([rng.integers(0, 1 << 64, 1 << 18, dtype=np.uint64).view(np.float64),
              rng.normal(0, 10, 1 << 16), f(e, e.size)] for f in (np.repeat, np.tile))
     x, y = np.concatenate(x), np.concatenate(y)
-    got = _run(opencl.get_device(device), "hypot(v0, v1)", x, y)
+    got = sweep.run(device, "d_hypot", x, y)[0]
     with np.errstate(all="ignore"):
         ref = np.hypot(x.astype(np.longdouble), y.astype(np.longdouble)).astype(np.float64)
 
@@ -296,28 +404,15 @@ def test_hypot_float64_within_1_ulp(device, monkeypatch):
 
 
 @pytest.mark.parametrize("device", _devices())
-def test_sincos_fast_within_its_bound(device, monkeypatch):
+def test_sincos_fast_within_its_bound(device, sweep):
     """``sincos_fast`` (complex64 functions' fast path, ``complex_fast``): within 2 ULP for
     |x| <= ``FAST_TRIG_BOUND``, near multiples of pi/2 too."""
-    monkeypatch.setenv("NNARRAY_OPENCL_MATH", "inline")
-    import pyopencl as cl
-
     from nnarray.backends.opencl import inline_math
-    dev = opencl.get_device(device)
-    if not dev.fp64:
+    if not opencl.get_device(device).fp64:
         pytest.skip(f"opencl:{device} has no fp64: no fast path")
     x = np.concatenate([_hard_trig(), _sample()])
     x = x[np.abs(x) <= inline_math.FAST_TRIG_BOUND]
-    src = ("__kernel void k(__global const float *x, __global float *s, __global float *c)"
-           " { size_t i = get_global_id(0); float cv; s[i] = sincos_fast(x[i], &cv);"
-           " c[i] = cv; }")
-    prog = cl.Program(dev.context, inline_math.inline(src, dev)).build()
-    bufs = [cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, x.nbytes) for _ in range(3)]
-    cl.enqueue_copy(dev.queue, bufs[0], x)
-    prog.k(dev.queue, (x.size,), None, *bufs)
-    for name, buf in (("sin", bufs[1]), ("cos", bufs[2])):
-        got = np.empty_like(x)
-        cl.enqueue_copy(dev.queue, got, buf)
+    for name, got in zip(("sin", "cos"), sweep.run(device, "k_sincos_fast", x, outputs=2)):
         d = _ulp(got, _reference(name, x))
         k = int(np.argmax(d))
         assert d[k] <= 2, f"fast {name}({x[k]!r}) = {got[k]!r}: {d[k]} ULP"

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -74,15 +76,18 @@ def test_reason_without_pyopencl():
     assert _run(code).split("\n")[:2] == ["pyopencl not installed", "False"]
 
 
-def test_device_selection_by_name_and_no_match():
+def test_device_selection_by_name_and_no_match(monkeypatch):
+    """``NNARRAY_OPENCL_DEVICES`` as discovery reads it (``Discovery``: what a new
+    process's ``opencl.why_unavailable()`` and ``device_count()`` report)."""
+    from nnarray.backends.opencl import device as cldev
     name = nna.backends.get_device("opencl", 0).cl_device.name.strip()
-    code = ("import nnarray as nna\nfrom nnarray.backends import opencl\n"
-            "print(opencl.why_unavailable()); print(opencl.device_count())")
-    out = _run(code, NNARRAY_OPENCL_DEVICES=name[:6].lower()).split("\n")
-    assert out[0] == "None" and int(out[1]) >= 1
-    out = _run(code, NNARRAY_OPENCL_DEVICES="no-such-device-xyz").split("\n")
-    assert out[0].startswith("NNARRAY_OPENCL_DEVICES=no-such-device-xyz matches none of:")
-    assert out[1] == "0"
+    monkeypatch.setenv("NNARRAY_OPENCL_DEVICES", name[:6].lower())
+    found = cldev.Discovery()
+    assert found.reason is None and len(found.devices) >= 1
+    monkeypatch.setenv("NNARRAY_OPENCL_DEVICES", "no-such-device-xyz")
+    found = cldev.Discovery()
+    assert found.reason.startswith("NNARRAY_OPENCL_DEVICES=no-such-device-xyz matches none of:")
+    assert found.devices == []
 
 
 def test_unusable_devices_are_skipped_with_a_reason(monkeypatch):
@@ -136,28 +141,37 @@ def test_lazy_fill_materializes_on_device_without_transfer(cl):
 
 
 # -- the program cache ----------------------------------------------------------------------
-def test_second_process_loads_programs_instead_of_compiling(tmp_path):
-    code = ("import numpy as np, nnarray as nna, nnarray.functions as F, json\n"
-            "from nnarray.backends import opencl\n"
-            "with nna.context_scope('opencl'):\n"
-            "    x = nna.NdArray.from_numpy_array(np.arange(12, dtype=np.float32).reshape(4, 3))\n"
-            "    y = F.sum(F.exp(x) * 0.5 + x[:, ::-2].reshape(8, 1)[:4], axis=1)\n"
-            "    v = y.data.tolist()\n"
-            "print(json.dumps([opencl.build_stats(), v]))")
-    env = {"NNARRAY_OPENCL_CACHE_DIR": str(tmp_path)}
-    first, v1 = json.loads(_run(code, **env))
-    second, v2 = json.loads(_run(code, **env))
-    assert first["compiled"] >= 4 and first["loaded"] == 0
-    assert second == {"compiled": 0, "loaded": first["compiled"]}
-    assert v1 == v2
-
-
 _CACHED_RUN = ("import numpy as np, nnarray as nna, nnarray.functions as F, json\n"
                "from nnarray.backends import opencl\n"
                "with nna.context_scope('opencl'):\n"
-               "    x = nna.NdArray.from_numpy_array(np.arange(6, dtype=np.float32) / 4)\n"
-               "    v = F.sum(F.exp(x) * 0.5).data.tolist()\n"
+               "    x = nna.NdArray.from_numpy_array(np.arange(12, dtype=np.float32)"
+               ".reshape(4, 3))\n"
+               "    y = F.sum(F.exp(x) * 0.5 + x[:, ::-2].reshape(8, 1)[:4], axis=1)\n"
+               "    v = y.data.tolist()\n"
                "print(json.dumps([opencl.build_stats(), v]))")
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory) -> tuple[Any, dict, list]:
+    """A first process's program cache (its directory, to copy), build stats and result:
+    one child for the tests below, which each start from a copy."""
+    cache = tmp_path_factory.mktemp("first_run")
+    first, want = json.loads(_run(_CACHED_RUN, NNARRAY_OPENCL_CACHE_DIR=str(cache)))
+    return cache, first, want
+
+
+def _copy(src, dst) -> None:
+    shutil.copytree(src, dst, dirs_exist_ok=True)
+
+
+def test_second_process_loads_programs_instead_of_compiling(tmp_path, first_run):
+    cache, first, v1 = first_run
+    _copy(cache, tmp_path)
+    env = {"NNARRAY_OPENCL_CACHE_DIR": str(tmp_path)}
+    second, v2 = json.loads(_run(_CACHED_RUN, **env))
+    assert first["compiled"] >= 4 and first["loaded"] == 0
+    assert second == {"compiled": 0, "loaded": first["compiled"]}
+    assert v1 == v2
 
 
 def _damage(path, how: str, rng) -> None:
@@ -171,9 +185,10 @@ def _damage(path, how: str, rng) -> None:
 
 
 @pytest.mark.parametrize("how", ["half", "flips"])
-def test_damaged_cache_entries_are_deleted_and_rebuilt(tmp_path, how):
+def test_damaged_cache_entries_are_deleted_and_rebuilt(tmp_path, how, first_run):
+    cache, first, want = first_run
+    _copy(cache, tmp_path)
     env = {"NNARRAY_OPENCL_CACHE_DIR": str(tmp_path), "NNARRAY_DEBUG": "1"}
-    first, want = json.loads(_run(_CACHED_RUN, **env))
     entries = sorted(tmp_path.rglob("*.bin"))  # the devices' probe kernels too
     assert len(entries) >= first["compiled"] >= 2
     rng = np.random.default_rng(0)
