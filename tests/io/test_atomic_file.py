@@ -3,6 +3,7 @@ and processes, leave a whole file from one of them, never a torn one, and never 
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
@@ -88,7 +89,7 @@ def test_concurrent_graph_saves_from_threads(tmp_path):
 # its own time). The parent's reader starts when the child is ready to fork, not while it
 # imports.
 _WRITERS = r"""
-import os, sys, traceback
+import json, os, sys, traceback
 import numpy as np
 import nnarray.functions as F
 from nnarray.grad import Graph, Variable
@@ -100,6 +101,7 @@ for k in range(n):
     for _ in range(3 + 30 * k):
         y = F.tanh(y)
     graphs.append(Graph(y))
+print(json.dumps([g.to_json() for g in graphs]), flush=True)  # what the writers write
 print("ready", flush=True)
 sys.stdin.readline()  # the parent's reader runs
 pids = []
@@ -123,25 +125,29 @@ sys.exit(f"writers' exit codes {codes}" if any(codes) else 0)
 
 
 def test_concurrent_saves_from_processes(tmp_path):
-    graphs = _graphs(4)
-    texts = {g.to_json() for g in graphs}  # what the child's graphs write
     net, ckpt = tmp_path / "net.json", tmp_path / "model.npz"
-    graphs[0].save(net)
-    reader = _Reader(net, texts)
-    child = subprocess.Popen([sys.executable, "-c", _WRITERS, str(net), str(ckpt),
-                              str(len(graphs))], cwd=ROOT, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", _WRITERS, str(net), str(ckpt), "4"],
+                             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    reader = None
     try:
         if not select.select([child.stdout], [], [], CHILD_LIMIT)[0]:
             pytest.fail(f"the writers' child hung (killed after {CHILD_LIMIT} s)")
+        # the child's own texts: a graph's JSON in this worker may differ from a fresh
+        # process's (state earlier tests left), which made every read look torn
+        written = json.loads(child.stdout.readline())
+        texts = set(written)
+        net.write_text(written[0], encoding="utf-8")
+        reader = _Reader(net, texts)
         ready = child.stdout.readline()
         reader.start()
         _, err = child.communicate("go\n", timeout=CHILD_LIMIT)
     finally:
         child.kill()
-        reader.stop.set()
-        if reader.is_alive():
-            reader.join()
+        if reader is not None:
+            reader.stop.set()
+            if reader.is_alive():
+                reader.join()
     assert ready == "ready\n" and child.returncode == 0, err[-4000:]
     assert reader.bad == [] and reader.reads > 0
     assert net.read_text(encoding="utf-8") in texts
