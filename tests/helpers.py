@@ -22,6 +22,11 @@ def A(a) -> nna.NdArray:
     return nna.NdArray.from_numpy_array(np.asarray(a))
 
 
+def available() -> list[str]:
+    """The registered backends usable here (``why_unavailable`` is ``None``), in order."""
+    return [b for b in nna.backends.registered() if nna.backends.why_unavailable(b) is None]
+
+
 def ids(v) -> str:
     """Readable test ids: dtype names, not ``<class 'numpy.float32'>`` (keeps ``-k numpy``
     selecting the numpy backend only)."""
@@ -157,17 +162,16 @@ def run_json_child(code: str, *args: str, timeout: float = CHILD_LIMIT) -> dict:
 
 
 def cl_build(dev, source: str):
-    """``source`` built as a program on ``dev`` (an ``OpenCLDevice``), quietly, its device
-    binary not asked for: pocl compiles a kernel's machine code only when it is launched or
-    the binary is read (0.1-1 s a kernel), so a test that checks that kernels build pays
-    the front end alone, whose result pocl caches (``POCL_CACHE_DIR``). A missing function
-    fails here (an implicit declaration, or a symbol the kernel library lacks)."""
-    import warnings
-
+    """``source`` built as a program on ``dev`` (an ``OpenCLDevice``), quietly (the
+    library's ``programs._build``), its device binary not asked for: pocl compiles a
+    kernel's machine code only when it is launched or the binary is read (0.1-1 s a
+    kernel), so a test that checks that kernels build pays the front end alone, whose
+    result pocl caches (``POCL_CACHE_DIR``). A missing function fails here (an implicit
+    declaration, or a symbol the kernel library lacks)."""
     import pyopencl as cl
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cl.CompilerWarning)
-        return cl.Program(dev.context, source).build("-w")
+
+    from nnarray.backends.opencl.programs import _build
+    return _build(cl.Program(dev.context, source), "")
 
 
 # -- fused programs (ops/test_fusion.py, backends/cuda/test_cuda_nvrtc.py) ----------

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import A, check, ids, sample
+from helpers import CHILD_LIMIT, A, available, check, ids, sample
 
 import nnarray as nna
 import nnarray.functions as F
@@ -363,8 +363,7 @@ def test_nnarray_context_environment_variable():
     import os
     import subprocess
     import sys
-    devices = [b for b in nna.backends.registered()
-               if b != "numpy" and nna.backends.why_unavailable(b) is None]
+    devices = [b for b in available() if b != "numpy"]
     code = ("import sys; import nnarray as n; "
             "print(n.get_current_context().key, (n.ones(2) + 1).device.key); "
             "[print((n.asarray([1.0, 2.0], device=b) + n.ones(2, device=b)).device.key) "
@@ -372,12 +371,12 @@ def test_nnarray_context_environment_variable():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "NNARRAY_CONTEXT": "numpy:0"}
     out = subprocess.run([sys.executable, "-c", code, *devices], env=env, capture_output=True,
-                         text=True, check=True, cwd=root)
+                         text=True, check=True, cwd=root, timeout=CHILD_LIMIT)
     assert out.stdout.split() == ["numpy:0", "numpy:0"] + ["numpy:0"] * len(devices), \
         (devices, out.stderr)
     env["NNARRAY_CONTEXT"] = "nosuch"
     bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         cwd=root)
+                         cwd=root, timeout=CHILD_LIMIT)
     assert bad.returncode != 0 and "unknown backend 'nosuch'" in bad.stderr
 
 
@@ -402,12 +401,12 @@ def followed() -> dict[str, list[str]]:
     import os
     import subprocess
     import sys
-    devices = [b for b in nna.backends.registered() if nna.backends.why_unavailable(b) is None]
+    devices = available()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {k: v for k, v in os.environ.items() if k != "NNARRAY_CONTEXT"}
     code = "".join(_FOLLOW.format(b=b) for b in devices)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, cwd=root)
+                         text=True, cwd=root, timeout=CHILD_LIMIT)
     assert out.returncode == 0, out.stderr
     words = out.stdout.split()
     return {b: words[6 * i:6 * i + 6] for i, b in enumerate(devices)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import run_json_child
+from helpers import available, run_json_child
 
 import nnarray as nna
 
@@ -79,8 +79,7 @@ print(json.dumps({"reference": run("reference"),
 @pytest.fixture(scope="module")
 def runs() -> dict:
     """numpy's values and each available backend's, from one child."""
-    return run_json_child(_CHILD, *(b for b in nna.backends.registered()
-                                   if nna.backends.why_unavailable(b) is None))
+    return run_json_child(_CHILD, *available())
 
 
 def test_scikit_learn_runs_on_ndarrays(backend, runs):
