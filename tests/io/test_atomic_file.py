@@ -3,6 +3,7 @@ and processes, leave a whole file from one of them, never a torn one, and never 
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import select
@@ -83,24 +84,21 @@ def test_concurrent_graph_saves_from_threads(tmp_path):
     assert _temp_files(tmp_path) == []
 
 
-# One child Python builds the graphs as ``_graphs`` does (``Graph.from_json`` would first
+# One child Python builds the graphs with ``_graphs``' own source (``Graph.from_json`` would first
 # import every op module, ~1 s), then forks a writer process per graph: the writers start
 # together and still have their own pids (a child Python each paid its imports, ~2 s, at
 # its own time). The parent's reader starts when the child is ready to fork, not while it
 # imports.
 _WRITERS = r"""
+from __future__ import annotations
 import json, os, sys, traceback
 import numpy as np
 import nnarray.functions as F
 from nnarray.grad import Graph, Variable
 from nnarray.nn import serialization
+""" + inspect.getsource(_graphs) + r"""
 net, ckpt, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-graphs = []
-for k in range(n):
-    y = Variable((3, 4), name="x")
-    for _ in range(3 + 30 * k):
-        y = F.tanh(y)
-    graphs.append(Graph(y))
+graphs = _graphs(n)
 print(json.dumps([g.to_json() for g in graphs]), flush=True)  # what the writers write
 print("ready", flush=True)
 sys.stdin.readline()  # the parent's reader runs
