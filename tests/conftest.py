@@ -15,6 +15,11 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("NNARRAY_DEBUG", "1")  # kernels' outputs are checked against specs
+# pocl compiles each kernel twice without this: once generic (the binary nnarray caches on
+# disk) and once specialized to the launch's local size. The tests build ~3,900 programs
+# and launch each a few times, so the second compile is ~15% of a cold run and buys
+# nothing; pocl's own setting, read per build (children inherit it).
+os.environ.setdefault("POCL_WORK_GROUP_SPECIALIZATION", "0")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
