@@ -25,15 +25,14 @@ from .ops import layer_norm as _layer_norm  # noqa: F401
 from .ops import linalg as _linalg
 from .ops import normalization as _normalization  # noqa: F401
 from .ops import op as _op
-from .ops import pooling as _pooling  # noqa: F401
 from .ops import random as _random
 from .ops import surfaces as _surfaces
 from .ops import update as _update
 from .ops.op import GraphValue as _GraphValue
 
-# embedding, layer_norm, normalization and pooling are imported for their backward
-# rules, which call F through a late slot (``_F``): the import makes the slot close a
-# true cycle (tests/core/test_late.py). F reads their functions from their
+# embedding, layer_norm and normalization are imported for their backward rules, which
+# call F through a late slot (``_F``): the import makes the slot close a true cycle
+# (tests/core/test_late.py). F reads their functions from their
 # declarations (``ops/surfaces.py``), below.
 
 # Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
