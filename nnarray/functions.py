@@ -21,7 +21,6 @@ from .ops import elementwise as _ew
 from .ops import embedding as _embedding  # noqa: F401  (see below)
 from .ops import gelu as _gelu
 from .ops import inplace as _inplace
-from .ops import layer_norm as _layer_norm  # noqa: F401
 from .ops import linalg as _linalg
 from .ops import normalization as _normalization  # noqa: F401
 from .ops import op as _op
@@ -30,8 +29,8 @@ from .ops import surfaces as _surfaces
 from .ops import update as _update
 from .ops.op import GraphValue as _GraphValue
 
-# embedding, layer_norm and normalization are imported for their backward rules, which
-# call F through a late slot (``_F``): the import makes the slot close a true cycle
+# embedding and normalization are imported for their backward rules, which call F
+# through a late slot (``_F``): the import makes the slot close a true cycle
 # (tests/core/test_late.py). F reads their functions from their
 # declarations (``ops/surfaces.py``), below.
 
