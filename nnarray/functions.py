@@ -18,7 +18,6 @@ from . import late
 from .ops import attention as _attention
 from .ops import complex as _complex
 from .ops import elementwise as _ew
-from .ops import embedding as _embedding  # noqa: F401  (see below)
 from .ops import gelu as _gelu
 from .ops import inplace as _inplace
 from .ops import linalg as _linalg
@@ -29,10 +28,9 @@ from .ops import surfaces as _surfaces
 from .ops import update as _update
 from .ops.op import GraphValue as _GraphValue
 
-# embedding and normalization are imported for their backward rules, which call F
-# through a late slot (``_F``): the import makes the slot close a true cycle
-# (tests/core/test_late.py). F reads their functions from their
-# declarations (``ops/surfaces.py``), below.
+# normalization is imported for its backward rule, which calls F through a late slot
+# (``_F``): the import makes the slot close a true cycle (tests/core/test_late.py). F
+# reads its functions from their declarations (``ops/surfaces.py``), below.
 
 # Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
 # sin, ...). Ops are called directly: the hot path has no wrapper.
