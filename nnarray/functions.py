@@ -21,16 +21,11 @@ from .ops import elementwise as _ew
 from .ops import gelu as _gelu
 from .ops import inplace as _inplace
 from .ops import linalg as _linalg
-from .ops import normalization as _normalization  # noqa: F401
 from .ops import op as _op
 from .ops import random as _random
 from .ops import surfaces as _surfaces
 from .ops import update as _update
 from .ops.op import GraphValue as _GraphValue
-
-# normalization is imported for its backward rule, which calls F through a late slot
-# (``_F``): the import makes the slot close a true cycle (tests/core/test_late.py). F
-# reads its functions from their declarations (``ops/surfaces.py``), below.
 
 # Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
 # sin, ...). Ops are called directly: the hot path has no wrapper.
