@@ -18,24 +18,14 @@ from . import late
 from .ops import attention as _attention
 from .ops import complex as _complex
 from .ops import elementwise as _ew
-from .ops import embedding as _embedding  # noqa: F401  (see below)
 from .ops import gelu as _gelu
 from .ops import inplace as _inplace
-from .ops import layer_norm as _layer_norm  # noqa: F401
 from .ops import linalg as _linalg
-from .ops import normalization as _normalization  # noqa: F401
 from .ops import op as _op
-from .ops import pooling as _pooling  # noqa: F401
 from .ops import random as _random
-from .ops import softmax as _softmax  # noqa: F401
 from .ops import surfaces as _surfaces
 from .ops import update as _update
 from .ops.op import GraphValue as _GraphValue
-
-# embedding, layer_norm, normalization, pooling and softmax are imported for their
-# backward rules, which call F through a late slot (``_F``): the import makes the slot
-# close a true cycle (tests/core/test_late.py). F reads their functions from their
-# declarations (``ops/surfaces.py``), below.
 
 # Elementwise: every function of the tables in ``ops/elementwise.py`` (add, mul, exp,
 # sin, ...). Ops are called directly: the hot path has no wrapper.

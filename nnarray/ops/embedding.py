@@ -15,9 +15,12 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..registry import register_composite
+from . import elementwise as _ew
+from . import reduction as _red
 from .common import require_array, require_float
 from .indexing import gather, scatter_add
 from .op import Op
+from .shape import reshape as _reshape
 from .surfaces import declare
 
 
@@ -46,8 +49,9 @@ def _check_range(idx: Any, n: int) -> None:
         return
     v = idx.current_copy(backends.host_device()) if idx.lazy_fill is None else None
     if v is None:
-        bad = _F.logical_or(_F.less(idx, 0), _F.greater_equal(idx, n))
-        if not bool(_F.max(_F.cast(bad, np.int32)).item()):
+        f = _ew.functions
+        bad = f["logical_or"](f["less"](idx, 0), f["greater_equal"](idx, n))
+        if not bool(_red.max(_ew.cast(bad, dtype=np.int32)).item()):
             return
         v = idx.get_data("r", "numpy")
     v = np.asarray(v).reshape(-1)
@@ -61,11 +65,11 @@ def _compose(idx: Any, W: Any) -> tuple[Any, Any]:
     from ..ndarray import ones
     n, d = W.shape
     _check_range(idx, n)
-    cols = _F.cumulative_sum(ones((d,), np.int64)) - 1  # arange(d), made on the device
-    rows = _F.reshape(_F.cast(idx, np.int64) * d, tuple(idx.shape) + (1,))
+    cols = _red.cumulative_sum(ones((d,), np.int64)) - 1  # arange(d), made on the device
+    rows = _reshape(_ew.cast(idx, dtype=np.int64) * d, tuple(idx.shape) + (1,))
     offsets = rows + cols
-    y = gather(_F.reshape(W, (-1,)), _F.reshape(offsets, (-1,)))
-    return _F.reshape(y, offsets.shape), offsets
+    y = gather(_reshape(W, (-1,)), _reshape(offsets, (-1,)))
+    return _reshape(y, offsets.shape), offsets
 
 
 register_composite("embedding", _compose)
@@ -84,20 +88,17 @@ def embedding(indices: Any, weight: Any) -> Any:
 
 
 # -- backward rule --------------------------------------------------------------------
-from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
-
-_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(embedding_op, outputs=(1,))
 def _embedding_grad(c, g):
     shape = c.in_meta[1][0]
     n = shape[0] * shape[1]
-    flat = _F.reshape(c.outputs[1], (-1,))
-    gf = _F.reshape(g, (-1,))
+    flat = _reshape(c.outputs[1], (-1,))
+    gf = _reshape(g, (-1,))
     if g.dtype == np.float16:  # accumulate in float32
-        r = _F.cast(scatter_add(_F.cast(gf, np.float32), flat, size=n), np.float16)
+        r = _ew.cast(scatter_add(_ew.cast(gf, dtype=np.float32), flat, size=n), dtype=np.float16)
     else:
         r = scatter_add(gf, flat, size=n)
-    return (None, _F.reshape(r, shape))
+    return (None, _reshape(r, shape))

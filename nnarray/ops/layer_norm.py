@@ -14,7 +14,9 @@ import numpy as np
 from ..errors import ShapeError
 from ..registry import register_composite
 from .common import require_float
+from .elementwise import functions as _ew
 from .op import Op
+from .reduction import mean as _mean
 from .surfaces import declare
 
 
@@ -40,8 +42,8 @@ layer_norm_op = Op("layer_norm", _infer)
 
 def _compose(x: Any, count: int, eps: float) -> tuple[Any, Any]:
     axes = _axes(x.ndim, count)
-    xc = x - _F.mean(x, axis=axes, keepdims=True)
-    rstd = 1.0 / _F.sqrt(_F.mean(xc * xc, axis=axes, keepdims=True) + eps)
+    xc = x - _mean(x, axis=axes, keepdims=True)
+    rstd = 1.0 / _ew["sqrt"](_mean(xc * xc, axis=axes, keepdims=True) + eps)
     return xc * rstd, rstd
 
 
@@ -80,10 +82,7 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
 
 
 # -- backward rule --------------------------------------------------------------------
-from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
-
-_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 @_backward(layer_norm_op, outputs=(0, 1), grads=True)
@@ -95,8 +94,8 @@ def _layer_norm_grad(c, g):
     gr = c.grads[1] if c.grads else None
     gx = None
     if g is not None:
-        mg = _F.mean(g, axis=axes, keepdims=True)
-        mgy = _F.mean(g * y, axis=axes, keepdims=True)
+        mg = _mean(g, axis=axes, keepdims=True)
+        mgy = _mean(g * y, axis=axes, keepdims=True)
         gx = (g - mg - y * mgy) * rstd
     if gr is not None:
         n = 1

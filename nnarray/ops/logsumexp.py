@@ -47,25 +47,30 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
 
 
 # -- the composite kernel and the backward rule ------------------------------------------
-from .. import late  # noqa: E402
+# Both call the ops below this one (``ops``' layers), as ``F`` exposes them.
+from . import elementwise as _ew  # noqa: E402
+from . import reduction as _red  # noqa: E402
+from . import shape as _sh  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
 from .backward import unreduce as _unreduce  # noqa: E402
 
-_F: Any = late.bind(__name__, "_F", "nnarray.functions")
+_add, _sub, _mul, _equal, _isfinite, _exp, _log = (
+    _ew.functions[n] for n in ("add", "sub", "mul", "equal", "isfinite", "exp", "log"))
+_where, _cast = _ew.where, _ew.cast
 
 
 def _compose(x: Any, axis: tuple, keepdims: bool) -> Any:
     if not axis:  # a 0-d input: the value itself
-        return _F.cast(x, x.dtype)
+        return _cast(x, dtype=x.dtype)
     if any(x.shape[a] == 0 for a in axis):  # an empty sum: log(0)
-        return _F.add(_F.sum(x, axis, keepdims), float("-inf"))
-    m = _F.max(x, axis, True)
-    shift = _F.where(_F.isfinite(m), m, 0.0)  # all -inf, or an inf: nothing to shift
-    s = _F.sum(_F.exp(_F.sub(x, shift)), axis, True)
-    none = _F.equal(m, float("-inf"))  # every term -inf: -inf, without taking log(0)
-    y = _F.where(none, float("-inf"), _F.add(_F.log(_F.where(none, 1.0, s)), shift))
-    return y if keepdims else _F.reshape(y, _infer((x,), {"axis": axis})[0][0])
+        return _add(_red.sum(x, axis, keepdims), float("-inf"))
+    m = _red.max(x, axis, True)
+    shift = _where(_isfinite(m), m, 0.0)  # all -inf, or an inf: nothing to shift
+    s = _red.sum(_exp(_sub(x, shift)), axis, True)
+    none = _equal(m, float("-inf"))  # every term -inf: -inf, without taking log(0)
+    y = _where(none, float("-inf"), _add(_log(_where(none, 1.0, s)), shift))
+    return y if keepdims else _sh.reshape(y, _infer((x,), {"axis": axis})[0][0])
 
 
 register_composite("logsumexp", _compose)
@@ -78,6 +83,6 @@ def _logsumexp_grad(c: Any, g: Any) -> tuple:
     x, y = c.inputs[0], c.outputs[0]
     axes, keep = c.attrs["axis"], c.attrs["keepdims"]
     shape = c.in_meta[0][0]
-    y = _F.where(_F.equal(y, float("-inf")), 0.0, y)
-    p = _F.exp(_F.sub(x, _unreduce(y, shape, axes, keep)))
-    return (_fit(c, 0, _F.mul(_unreduce(g, shape, axes, keep), p)),)
+    y = _where(_equal(y, float("-inf")), 0.0, y)
+    p = _exp(_sub(x, _unreduce(y, shape, axes, keep)))
+    return (_fit(c, 0, _mul(_unreduce(g, shape, axes, keep), p)),)

@@ -7,8 +7,13 @@ from typing import Any
 
 from ..errors import ShapeError
 from ..registry import register_composite
+from . import elementwise as _ew
 from .common import norm_axis, require_float
+from .inplace import assign as _assign
 from .op import Op
+from .reduction import mean as _mean
+from .reduction import sum as _sum
+from .shape import reshape as _reshape
 from .surfaces import declare
 
 
@@ -50,26 +55,26 @@ def batch_norm_statistics(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, int]
     m = 1
     for i in red:
         m *= x.shape[i]
-    mu = _F.mean(x, axis=red, keepdims=True)
+    mu = _mean(x, axis=red, keepdims=True)
     xc = x - mu
-    return mu, _F.mean(xc * xc, axis=red, keepdims=True), m
+    return mu, _mean(xc * xc, axis=red, keepdims=True), m
 
 
 def _compose(x, gamma, beta, rmean, rvar, axes, decay, eps, training):
     full, _ = param_shapes(x.shape, axes)
 
     def b(p):
-        return p if p.shape == full else _F.reshape(p, full)
+        return p if p.shape == full else _reshape(p, full)
 
     if training:
         mu, var, m = batch_norm_statistics(x, axes)
         unbiased = var * (m / max(m - 1, 1))
-        _F.assign(rmean, _F.reshape(b(rmean) * decay + mu * (1.0 - decay), rmean.shape))
-        _F.assign(rvar, _F.reshape(b(rvar) * decay + unbiased * (1.0 - decay), rvar.shape))
+        _assign(rmean, _reshape(b(rmean) * decay + mu * (1.0 - decay), rmean.shape))
+        _assign(rvar, _reshape(b(rvar) * decay + unbiased * (1.0 - decay), rvar.shape))
     else:
         mu, var = b(rmean), b(rvar)
-    y = (x - mu) / _F.sqrt(var + eps) * b(gamma) + b(beta)
-    return y if y.dtype == x.dtype else _F.cast(y, x.dtype)  # the spec: x's dtype
+    y = (x - mu) / _ew.functions["sqrt"](var + eps) * b(gamma) + b(beta)
+    return y if y.dtype == x.dtype else _ew.cast(y, dtype=x.dtype)  # the spec: x's dtype
 
 
 register_composite("batch_normalization", _compose)
@@ -123,11 +128,8 @@ def batch_normalization(x: Any, gamma: Any, beta: Any, running_mean: Any, runnin
 
 
 # -- backward rules -------------------------------------------------------------------
-from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
-
-_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 
 def _bn_retained(attrs: dict) -> tuple[int, ...]:
@@ -144,22 +146,22 @@ def _batch_normalization_grad(c, g):
     red = tuple(i for i in range(x.ndim) if i not in axes)
 
     def b(p):
-        return p if p.shape == full else _F.reshape(p, full)
+        return p if p.shape == full else _reshape(p, full)
 
     if c.attrs["training"]:
         mu, var, _ = batch_norm_statistics(x, axes)
     else:
         mu, var = b(c.inputs[3]), b(c.inputs[4])
-    inv = 1.0 / _F.sqrt(var + eps)
+    inv = 1.0 / _ew.functions["sqrt"](var + eps)
     xhat = (x - mu) * inv
     gx = ggamma = gbeta = None
     if c.need[0]:
         gxhat = g * b(gamma)
         if c.attrs["training"]:
-            gxhat = gxhat - _F.mean(gxhat, red, True) - xhat * _F.mean(gxhat * xhat, red, True)
+            gxhat = gxhat - _mean(gxhat, red, True) - xhat * _mean(gxhat * xhat, red, True)
         gx = _fit(c, 0, gxhat * inv)
     if c.need[1]:
-        ggamma = _fit(c, 1, _F.reshape(_F.sum(g * xhat, red, True), c.in_meta[1][0]))
+        ggamma = _fit(c, 1, _reshape(_sum(g * xhat, red, True), c.in_meta[1][0]))
     if c.need[2]:
-        gbeta = _fit(c, 2, _F.reshape(_F.sum(g, red, True), c.in_meta[2][0]))
+        gbeta = _fit(c, 2, _reshape(_sum(g, red, True), c.in_meta[2][0]))
     return gx, ggamma, gbeta, None, None

@@ -120,11 +120,12 @@ def average_pooling(x: Any, kernel: Any, stride: Any = None, pad: Any = 0) -> An
 
 
 # -- backward rules -------------------------------------------------------------------
-from .. import late  # noqa: E402
+# The rules call the ops below this one (``ops``' layers), as ``F`` exposes them.
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit as _fit  # noqa: E402
-
-_F: Any = late.bind(__name__, "_F", "nnarray.functions")
+from .elementwise import functions as _ew  # noqa: E402
+from .elementwise import where as _where  # noqa: E402
+from .shape import broadcast_to as _broadcast_to  # noqa: E402
 
 
 def _scatter(c: Any, gcols: Any) -> Any:
@@ -143,8 +144,8 @@ def _max_pooling_grad(c, g):
     x, y, a = c.inputs[0], c.outputs[0], c.attrs
     cols = _windows(x, a["kernel"], a["stride"], a["pad"], lowest(x.dtype))
     m, L = cols.shape[0], cols.shape[2]
-    hit = _F.equal(cols, reshape(y, shape=(m, 1, L)))
-    return (_scatter(c, _F.where(hit, reshape(g, shape=(m, 1, L)), 0.0)),)
+    hit = _ew["equal"](cols, reshape(y, shape=(m, 1, L)))
+    return (_scatter(c, _where(hit, reshape(g, shape=(m, 1, L)), 0.0)),)
 
 
 @_backward(average_pooling_op)
@@ -155,4 +156,4 @@ def _average_pooling_grad(c, g):
     kk = a["kernel"][0] * a["kernel"][1]
     m, L = math.prod(shape[:-2]), g.shape[-2] * g.shape[-1]
     gc = reshape(g, shape=(m, 1, L)) * (1.0 / kk)
-    return (_scatter(c, _F.broadcast_to(gc, (m, kk, L))),)
+    return (_scatter(c, _broadcast_to(gc, (m, kk, L))),)

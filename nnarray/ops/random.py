@@ -29,6 +29,7 @@ from .. import dtypes, philox
 from ..errors import DTypeError, InvalidValueError
 from ..ndarray import normalize_shape
 from ..registry import register_composite
+from . import elementwise as _ew
 from .common import require_float
 from .op import Op
 from .surfaces import declare
@@ -211,8 +212,8 @@ def _dropout_compose(x, p, seed):
     # p rounded to x's dtype first: every backend then compares the same two values,
     # whatever precision its comparison with a Python scalar uses
     threshold = float(np.dtype(x.dtype).type(p))
-    keep = _F.greater_equal(_F.rand(x.shape, seed=seed, dtype=x.dtype), threshold)
-    mask = _F.cast(keep, x.dtype) * (1.0 / (1.0 - p))
+    keep = _ew.functions["greater_equal"](rand(x.shape, seed=seed, dtype=x.dtype), threshold)
+    mask = _ew.cast(keep, dtype=x.dtype) * (1.0 / (1.0 - p))
     return x * mask, mask
 
 
@@ -239,10 +240,7 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
 
 
 # -- backward rules -------------------------------------------------------------------
-from .. import late  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
-
-_F: Any = late.bind(__name__, "_F", "nnarray.functions")
 
 # The mask (second output) is not differentiable; x's gradient is g * mask.
 _backward(dropout_op, outputs=(1,))(lambda c, g: (g * c.outputs[1],))

@@ -191,24 +191,27 @@ def mean_squared_error(x: Any, t: Any) -> Any:
 
 
 # -- backward rules -------------------------------------------------------------------
-from .. import late  # noqa: E402
+# The rules call the ops below this one (``ops``' layers), as ``F`` exposes them.
+from . import elementwise as _ew  # noqa: E402
+from . import reduction as _red  # noqa: E402
+from . import shape as _sh  # noqa: E402
 from .backward import backward as _backward  # noqa: E402
 from .backward import fit  # noqa: E402
 
-_F: Any = late.bind(__name__, "_F", "nnarray.functions")
+_exp = _ew.functions["exp"]
 
 
 @_backward(softmax_op, outputs=(0,))
 def _softmax_grad(c, g):
     y, axis = c.outputs[0], c.attrs["axis"]
     gy = g * y
-    return (gy - y * _F.sum(gy, axis, True),)
+    return (gy - y * _red.sum(gy, axis, True),)
 
 
 @_backward(log_softmax_op, outputs=(0,))
 def _log_softmax_grad(c, g):
     y, axis = c.outputs[0], c.attrs["axis"]
-    return (g - _F.exp(y) * _F.sum(g, axis, True),)
+    return (g - _exp(y) * _red.sum(g, axis, True),)
 
 
 @_backward(_sce, inputs=(0, 1))
@@ -217,7 +220,7 @@ def _sce_grad(c, g):
     axis = c.attrs["axis"]
     p = softmax_op(x, axis=axis) - one_hot_op(t, num_classes=x.shape[axis], axis=axis,
                                               dtype=x.dtype)
-    return (p * _F.reshape(g, x.shape[:axis] + (1,) + x.shape[axis + 1:]), None)
+    return (p * _sh.reshape(g, x.shape[:axis] + (1,) + x.shape[axis + 1:]), None)
 
 
 @_backward(_mse, inputs=(0, 1))
