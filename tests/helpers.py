@@ -78,6 +78,17 @@ def latin(backend: str, k: int, n: int, rows: list, cols: list) -> list[tuple]:
     return [(r, c) for i, r in enumerate(rows) for j, c in enumerate(cols) if (i + j) % n == k]
 
 
+def rotation(backend: str, k: int, values: list, n: int = 2) -> list:
+    """The ``values`` case ``k`` of a family runs on ``backend``: every value on numpy; on a
+    backend that compiles a program per (case, value), those at positions ``i`` with
+    ``(i + k) % n == 0``: each case runs one value in ``n`` (of every kind where kinds
+    alternate in ``values``) and each value runs in one case in ``n``, the cases
+    consecutive in ``k`` taking the values in turn."""
+    if backend == "numpy":
+        return list(values)
+    return [v for i, v in enumerate(values) if (i + k) % n == 0]
+
+
 @contextmanager
 def case(**named):
     """Name the case (``named``) in an assertion that fails inside: for tests that loop
