@@ -10,6 +10,7 @@ from helpers import CHILD_LIMIT, A, available, case, check, ids, rotation, sampl
 
 import nnarray as nna
 import nnarray.functions as F
+from nnarray.ops.fused import Builder, fused_elementwise
 
 NEW_DTYPES = [np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64]
 ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -78,16 +79,22 @@ SMALL_OPS = [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
 
 @pytest.mark.parametrize("dtype", NEW_DTYPES, ids=ids)
 def test_small_integer_dtypes_run_on_every_backend(backend, dtype):
-    """Each op on every small integer dtype on numpy; on a compiling backend (a program
-    per op and dtype) each dtype runs every other op (``rotation``: the int8, uint8,
-    uint32 and the int16, uint16, uint64 take turns), so each op runs three dtypes, signed
-    and unsigned."""
-    for name, ref in rotation(backend, NEW_DTYPES.index(dtype), SMALL_OPS):
-        a, b = sample((2, 3), dtype, 0, 9, seed=1), sample((3,), dtype, 1, 9, seed=2)
-        if name == "sub":
-            a = a + 10  # no wrap-around to compare (unsigned)
+    """Every op on each small integer dtype in one fused program (every op and dtype
+    together, one program per dtype), and as the op itself: every op on numpy, one op per
+    dtype on a compiling backend (``rotation``: a program per op and dtype), each op on
+    one dtype there; then a cast and two reductions."""
+    a, b = sample((2, 3), dtype, 0, 9, seed=1), sample((3,), dtype, 1, 9, seed=2)
+    s = a + 10  # no wrap-around to compare (unsigned)
+    bl = Builder(3)
+    outs = [bl.call(name, 2 if name == "sub" else 0, 1) for name, _ in SMALL_OPS]
+    fused = fused_elementwise(A(a), A(b), A(s), program=bl.program(outs))
+    for (name, ref), got in zip(SMALL_OPS, fused):
+        with case(op=name, fused=True):
+            check(got, ref(s if name == "sub" else a, b))
+    for name, ref in rotation(backend, NEW_DTYPES.index(dtype), SMALL_OPS, len(SMALL_OPS)):
+        x = s if name == "sub" else a
         with case(op=name):
-            check(getattr(F, name)(A(a), A(b)), ref(a, b))
+            check(getattr(F, name)(A(x), A(b)), ref(x, b))
     check(F.cast(A(a), np.float32), a.astype(np.float32))
     check(F.sum(A(a), 1), a.sum(1))
     check(F.max(A(a), 0), a.max(0))
