@@ -33,6 +33,7 @@ from helpers import cl_build
 import nnarray as nna
 import nnarray.functions as F
 from nnarray.backends import opencl
+from nnarray.ops.fused import Builder, fused_elementwise
 
 #: Largest error in float32 ULP against the float64 reference rounded to float32.
 BOUNDS = {"exp": 1, "log": 1, "tanh": 1, "sigmoid": 2, "sin": 1, "cos": 1, "erf": 1,
@@ -366,39 +367,53 @@ def test_rewrite_and_device_choice(monkeypatch):
                                                          & cl.device_type.CPU)
 
 
+#: The bit operations' cases: name -> (numpy's, binary).
+BIT_OPS = {"abs": (np.abs, False), "isnan": (np.isnan, False), "isinf": (np.isinf, False),
+           "isfinite": (np.isfinite, False), "signbit": (np.signbit, False),
+           "relu": (lambda v: np.where(v > 0, v, 0).astype(v.dtype), False),
+           "sign": (np.sign, False), "copysign": (np.copysign, True),
+           "maximum": (np.maximum, True), "minimum": (np.minimum, True)}
+
+
+def _same_bits(name: str, got: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    """``got`` (``name`` of ``x`` and, binary, ``y``) equals numpy's bit for bit."""
+    ref, binary = BIT_OPS[name]
+    with np.errstate(invalid="ignore"):
+        want = ref(x, y) if binary else ref(x)
+    if name == "relu":  # nan stays nan (numpy's maximum(x, 0))
+        want = np.where(np.isnan(x), x, want)
+    assert got.dtype == want.dtype, name
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    if got.dtype.kind == "f":
+        same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want)
+    assert same.all(), f"{name}: {x[~same][:3]} -> {got[~same][:3]}, numpy {want[~same][:3]}"
+
+
 @pytest.mark.parametrize("device", _devices())
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_bit_operations_exact(dtype, device):
     """``fabs``, ``copysign``, ``isnan``, ``isinf``, ``isfinite``, ``signbit`` (and so
     ``abs``, ``relu``, ``maximum``, ``sign``...) are exact bit operations inline: equal to
-    numpy bit for bit, signed zeros and nan included, in float32 and float64. With two
-    devices or more, a Latin square (a program per op, dtype and device): op k runs the
-    (dtype i, device j) with i + j = k mod 2, so each op runs both dtypes and two devices,
-    and each (dtype, device) half of the ops."""
+    numpy bit for bit, signed zeros and nan included, in float32 and float64. Every op in
+    one fused program per dtype and device (both paths call the same rewrite); each op
+    also alone (a program per op, dtype and device) on the first device, in float32 and
+    float64 in turn."""
     with np.errstate(invalid="ignore"):
         x = _sample()[::2].astype(dtype)
     y = np.random.default_rng(3).permutation(x)
-    cases = {"abs": np.abs, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
-             "signbit": np.signbit, "relu": lambda v: np.where(v > 0, v, 0).astype(dtype),
-             "sign": np.sign, "copysign": np.copysign, "maximum": np.maximum,
-             "minimum": np.minimum}
-    with nna.context_scope(f"opencl:{device}"), np.errstate(invalid="ignore"):
+    with nna.context_scope(f"opencl:{device}"):
         a, b = nna.NdArray.from_numpy_array(x), nna.NdArray.from_numpy_array(y)
-        i, j = [np.float32, np.float64].index(dtype), _devices().index(device)
-        for k, (name, ref) in enumerate(cases.items()):
-            if len(_devices()) > 1 and (i + j - k) % 2:
-                continue
-            binary = name in ("copysign", "maximum", "minimum")
-            got = (getattr(F, name)(a, b) if binary else getattr(F, name)(a)).numpy()
-            want = ref(x, y) if binary else ref(x)
-            if name == "relu":  # nan stays nan (numpy's maximum(x, 0))
-                want = np.where(np.isnan(x), x, want)
-            assert got.dtype == want.dtype, name
-            same = (got == want) | (np.isnan(got) & np.isnan(want))
-            if got.dtype.kind == "f":
-                same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want)
-            assert same.all(), f"{name}: {x[~same][:3]} -> {got[~same][:3]}, numpy " \
-                               f"{want[~same][:3]}"
+        bl = Builder(2)
+        prog = bl.program([bl.call(n, 0, 1) if binary else bl.call(n, 0)
+                           for n, (_, binary) in BIT_OPS.items()])
+        for name, got in zip(BIT_OPS, fused_elementwise(a, b, program=prog)):
+            _same_bits(name, got.numpy(), x, y)
+        if device != _devices()[0]:
+            return
+        i = [np.float32, np.float64].index(dtype)
+        for name, (_, binary) in list(BIT_OPS.items())[i::2]:
+            got = getattr(F, name)(a, b) if binary else getattr(F, name)(a)
+            _same_bits(name, got.numpy(), x, y)
 
 
 @pytest.mark.parametrize("device", _devices())
