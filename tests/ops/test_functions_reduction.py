@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import A, case, check, ids, latin, sample
+from helpers import A, case, check, ids, latin, rotation, sample
 
 import nnarray.functions as F
 
@@ -32,6 +32,15 @@ def test_latin_covers_every_case_once_and_each_test_every_row_and_column():
     for g in got:
         assert {r for r, _ in g} == set(rows) and {c for _, c in g} == set(cols)
     assert len(latin("numpy", 0, n, rows, cols)) == len(rows) * len(cols)
+
+
+def test_rotation_gives_each_value_to_one_case_in_n():
+    values = list("abcdefg")
+    for n in (2, 3):
+        got = [rotation("opencl", k, values, n) for k in range(n)]
+        assert sorted(sum(got, [])) == values  # n consecutive cases: each value once
+        assert all(len(g) >= len(values) // n for g in got)
+    assert rotation("numpy", 1, values) == values
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=ids)
