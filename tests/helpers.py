@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 import numpy as np
 from conftest import tol
@@ -63,6 +64,39 @@ def sample(shape, dtype, lo=-3, hi=3, seed=0) -> np.ndarray:
     if dtype.kind == "u":
         return rng.integers(max(lo, 0), max(hi, 0) + 1, shape).astype(dtype)
     return (rng.integers(lo * 4, hi * 4 + 1, shape) / 4).astype(dtype)
+
+
+def latin(backend: str, k: int, n: int, rows: list, cols: list) -> list[tuple]:
+    """The ``(row, col)`` cases that test ``k`` of ``n`` runs on ``backend``, for ``n`` tests
+    (the ops of a family, say) sharing one ``rows x cols`` grid (dtypes x kernel layouts,
+    say): every case on numpy; on a backend that compiles a program per (test, row, col)
+    (a pocl program costs ~0.2 s cold), a Latin square: case (i, j) goes to test
+    (i + j) mod n, so across the tests every case runs once, and each test runs every row
+    and every column (where ``rows`` and ``cols`` have at least ``n`` entries)."""
+    if backend == "numpy":
+        return [(r, c) for r in rows for c in cols]
+    return [(r, c) for i, r in enumerate(rows) for j, c in enumerate(cols) if (i + j) % n == k]
+
+
+def rotation(backend: str, k: int, values: list, n: int = 2) -> list:
+    """The ``values`` case ``k`` of a family runs on ``backend``: every value on numpy; on a
+    backend that compiles a program per (case, value), those at positions ``i`` with
+    ``(i + k) % n == 0``: each case runs one value in ``n`` (of every kind where kinds
+    alternate in ``values``) and each value runs in one case in ``n``, the cases
+    consecutive in ``k`` taking the values in turn."""
+    if backend == "numpy":
+        return list(values)
+    return [v for i, v in enumerate(values) if (i + k) % n == 0]
+
+
+@contextmanager
+def case(**named):
+    """Name the case (``named``) in an assertion that fails inside: for tests that loop
+    over cases, where the test id no longer says which one failed."""
+    try:
+        yield
+    except AssertionError as e:
+        raise AssertionError(f"{named}: {e}") from e
 
 
 # A child that runs ``code`` (with ``path`` bound to its argument), prints the type and

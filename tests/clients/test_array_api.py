@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
-from helpers import CHILD_LIMIT, A, available, check, ids, sample
+from helpers import CHILD_LIMIT, A, available, case, check, ids, rotation, sample
 
 import nnarray as nna
 import nnarray.functions as F
+from nnarray.ops.fused import Builder, fused_elementwise
 
 NEW_DTYPES = [np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64]
 ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -72,15 +73,28 @@ def test_namespace_info_lists_every_context():
     assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32", "uint64"}
 
 
+SMALL_OPS = [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+             ("maximum", np.maximum), ("less", np.less), ("div", np.true_divide)]
+
+
 @pytest.mark.parametrize("dtype", NEW_DTYPES, ids=ids)
-@pytest.mark.parametrize("name, ref", [("add", np.add), ("sub", np.subtract),
-                                       ("mul", np.multiply), ("maximum", np.maximum),
-                                       ("less", np.less), ("div", np.true_divide)])
-def test_small_integer_dtypes_run_on_every_backend(backend, dtype, name, ref):
+def test_small_integer_dtypes_run_on_every_backend(backend, dtype):
+    """Every op on each small integer dtype in one fused program (every op and dtype
+    together, one program per dtype), and as the op itself: every op on numpy, one op per
+    dtype on a compiling backend (``rotation``: a program per op and dtype), each op on
+    one dtype there; then a cast and two reductions."""
     a, b = sample((2, 3), dtype, 0, 9, seed=1), sample((3,), dtype, 1, 9, seed=2)
-    if name == "sub":
-        a = a + 10  # no wrap-around to compare (unsigned)
-    check(getattr(F, name)(A(a), A(b)), ref(a, b))
+    s = a + 10  # no wrap-around to compare (unsigned)
+    bl = Builder(3)
+    outs = [bl.call(name, 2 if name == "sub" else 0, 1) for name, _ in SMALL_OPS]
+    fused = fused_elementwise(A(a), A(b), A(s), program=bl.program(outs))
+    for (name, ref), got in zip(SMALL_OPS, fused):
+        with case(op=name, fused=True):
+            check(got, ref(s if name == "sub" else a, b))
+    for name, ref in rotation(backend, NEW_DTYPES.index(dtype), SMALL_OPS, len(SMALL_OPS)):
+        x = s if name == "sub" else a
+        with case(op=name):
+            check(getattr(F, name)(A(x), A(b)), ref(x, b))
     check(F.cast(A(a), np.float32), a.astype(np.float32))
     check(F.sum(A(a), 1), a.sum(1))
     check(F.max(A(a), 0), a.max(0))
@@ -191,29 +205,49 @@ def test_device_keyword(backend):
 
 
 # -- statistics -------------------------------------------------------------------------
+#: The standard's statistics as (name, function of (module, array, kw)).
+STATISTICS = [
+    ("sum", lambda m, v, kw: m.sum(v, **kw)), ("prod", lambda m, v, kw: m.prod(v, **kw)),
+    ("mean", lambda m, v, kw: m.mean(v, **kw)), ("max", lambda m, v, kw: m.max(v, **kw)),
+    ("min", lambda m, v, kw: m.min(v, **kw)),
+    ("var", lambda m, v, kw: nna.var(v, correction=1, **kw) if m is nna
+     else np.var(v, ddof=1, **kw)),
+    ("std", lambda m, v, kw: m.std(v, **kw)), ("all", lambda m, v, kw: m.all(v > 1.5, **kw)),
+    ("any", lambda m, v, kw: m.any(v > 2.5, **kw))]
+REDUCTION_AXES = [None, 0, -1, (0, 2), ()]
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's var over no elements
-@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), ()], ids=ids)
+@pytest.mark.parametrize("axis", REDUCTION_AXES, ids=ids)
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_reductions(backend, axis, keepdims):
+    """Every statistic over every axis on numpy; on a compiling backend (a program per
+    statistic and axis layout) each axis runs every other statistic (``rotation``), so
+    each statistic runs two axes or three, with and without keepdims."""
     a = sample((2, 3, 4), np.float32, 1, 3)
     x = A(a)
     kw = {"axis": axis, "keepdims": keepdims}
-    for fn, ref in [(nna.sum, np.sum), (nna.prod, np.prod), (nna.mean, np.mean),
-                    (nna.max, np.max), (nna.min, np.min)]:
-        check(fn(x, **kw), ref(a, **kw))
-    check(nna.var(x, correction=1, **kw), np.var(a, ddof=1, **kw))
-    check(nna.std(x, **kw), np.std(a, **kw))
-    check(nna.all(x > 1.5, **kw), np.all(a > 1.5, **kw))
-    check(nna.any(x > 2.5, **kw), np.any(a > 2.5, **kw))
+    for name, f in rotation(backend, REDUCTION_AXES.index(axis), STATISTICS):
+        with case(statistic=name):
+            check(f(nna, x, kw), f(np, a, kw))
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.bool_], ids=ids)
+SUM_PROD_DTYPES = [np.int8, np.uint8, np.int32, np.bool_]
+#: (name, function of (module, array)): sums and products with the default dtype,
+#: float64, and the input's own.
+SUMS_PRODS = [("sum", lambda m, v: m.sum(v, axis=1)), ("prod", lambda m, v: m.prod(v, axis=0)),
+              ("sum float64", lambda m, v: m.sum(v, dtype=m.float64)),
+              ("sum own", lambda m, v: m.sum(v, axis=0, dtype=v.dtype))]
+
+
+@pytest.mark.parametrize("dtype", SUM_PROD_DTYPES, ids=ids)
 def test_sum_prod_dtypes(backend, dtype):
+    """Each form on every dtype on numpy; on a compiling backend (a program per form and
+    dtype) each dtype runs every other form (``rotation``), each form two dtypes."""
     a = sample((3, 4), dtype, 0, 3)
-    check(nna.sum(A(a), axis=1), np.sum(a, axis=1))
-    check(nna.prod(A(a), axis=0), np.prod(a, axis=0))
-    check(nna.sum(A(a), dtype=nna.float64), np.sum(a, dtype=np.float64))
-    check(nna.sum(A(a), axis=0, dtype=a.dtype), np.sum(a, axis=0, dtype=a.dtype))
+    for name, f in rotation(backend, SUM_PROD_DTYPES.index(dtype), SUMS_PRODS):
+        with case(form=name):
+            check(f(nna, A(a)), f(np, a))
 
 
 def test_all_any_empty(backend):
@@ -307,24 +341,33 @@ def test_from_dlpack_device_and_copy(backend):
     check(nna.from_dlpack(a, copy=True), a)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint64, np.bool_],
-                         ids=ids)
-@pytest.mark.parametrize("key, value", [
+SETITEM_DTYPES = [np.float32, np.float16, np.int8, np.uint64, np.bool_]
+#: (key, value): scalars and arrays ordered so that both the even and the odd positions
+#: hold both (``rotation`` gives a dtype one or the other).
+SETITEM_CASES = [
     ((1, slice(None), 2), 1), ((slice(None, None, -2), 3), np.arange(6)),
-    ((Ellipsis, slice(1, 4)), np.ones((5, 3))), (0, 2), ((None, 1), np.zeros((1, 5, 6))),
-    ((slice(3, 0, -1), slice(None, None, 2), -1), np.arange(3)), ((), 0), ((1, 2, 3), 1),
-    ((-1, 0, Ellipsis, -2), 1)], ids=ids)
-def test_setitem_basic(backend, dtype, key, value):
-    a = sample((4, 5, 6), dtype, 0, 4)
-    x = A(a)
-    if isinstance(value, np.ndarray):
-        value = value.astype(dtype)
-        x[key] = A(value)
-    else:
-        x[key] = value
-    a[key] = value
-    check(x, a)
-    assert x.head == nna.Context.parse(backend).key  # written where the work ran
+    ((Ellipsis, slice(1, 4)), np.ones((5, 3))), (0, 2), ((1, 2, 3), 1),
+    ((None, 1), np.zeros((1, 5, 6))), ((slice(3, 0, -1), slice(None, None, 2), -1),
+                                       np.arange(3)), ((), 0), ((-1, 0, Ellipsis, -2), 1)]
+
+
+@pytest.mark.parametrize("dtype", SETITEM_DTYPES, ids=ids)
+def test_setitem_basic(backend, dtype):
+    """Every key on every dtype on numpy; on a compiling backend each dtype every other
+    key (``rotation``), so each key runs two dtypes or three and each dtype scalar and
+    array values."""
+    for key, value in rotation(backend, SETITEM_DTYPES.index(dtype), SETITEM_CASES):
+        a = sample((4, 5, 6), dtype, 0, 4)
+        x = A(a)
+        if isinstance(value, np.ndarray):
+            value = value.astype(dtype)
+            x[key] = A(value)
+        else:
+            x[key] = value
+        a[key] = value
+        with case(key=key):
+            check(x, a)
+            assert x.head == nna.Context.parse(backend).key  # written where the work ran
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.int64], ids=ids)
@@ -430,13 +473,19 @@ def test_array_api_compat_accepts_ndarrays(backend):
     np.testing.assert_allclose(float(y), 2 * (1 + np.sqrt(2) + 2), rtol=1e-6)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float16, np.bool_], ids=ids)
-@pytest.mark.parametrize("axis, idx", [(0, [1, 0, 1]), (1, [2, -1, 0, 0]), (2, []), (-1, [3])],
-                         ids=ids)
-def test_take(backend, dtype, axis, idx):
-    a = sample((2, 3, 4), dtype)
-    i = np.asarray(idx, np.int64 if axis else np.int32)
-    check(nna.take(A(a), A(i), axis=axis), np.take(a, i, axis=axis))
+TAKES = [(0, [1, 0, 1]), (1, [2, -1, 0, 0]), (2, []), (-1, [3])]
+
+
+@pytest.mark.parametrize("axis, idx", TAKES, ids=ids)
+def test_take(backend, axis, idx):
+    """Every dtype on numpy; on a compiling backend (a program per case and dtype) the
+    cases take float32 and int8, float16 and bool in turn (``rotation``)."""
+    dtypes = [np.float32, np.float16, np.int8, np.bool_]
+    for dtype in rotation(backend, TAKES.index((axis, idx)), dtypes):
+        a = sample((2, 3, 4), dtype)
+        i = np.asarray(idx, np.int64 if axis else np.int32)
+        with case(dtype=dtype):
+            check(nna.take(A(a), A(i), axis=axis), np.take(a, i, axis=axis))
 
 
 def test_take_checks_arguments():

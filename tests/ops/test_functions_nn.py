@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import tol
-from helpers import A, check, ids
+from helpers import A, case, check, ids, rotation
 
 import nnarray.functions as F
 
@@ -48,17 +48,24 @@ TRANSPOSED_SHAPES = [((1, 7), (7, 9)), ((9, 1), (1, 5)), ((13, 1), (1, 1)), ((1,
                      ((6, 4), (2, 4, 5)), ((65, 100), (100, 70)), ((0, 3), (3, 2))]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=ids)
-@pytest.mark.parametrize("flags", [(True, False), (False, True), (True, True)], ids=ids)
+FLAGS = [(True, False), (False, True), (True, True)]
+
+
+@pytest.mark.parametrize("flags", FLAGS, ids=ids)
 @pytest.mark.parametrize("sa, sb", TRANSPOSED_SHAPES, ids=ids)
-def test_matmul_transposed_operands(backend, sa, sb, flags, dtype):
+def test_matmul_transposed_operands(backend, sa, sb, flags):
     """transpose_a/transpose_b take operands stored with their last two axes swapped (the
-    OpenCL GEMM reads a transposed A in place)."""
-    a, b = randn(*sa, dtype=dtype, seed=3), randn(*sb, dtype=dtype, seed=4)
-    ta, tb = (np.ascontiguousarray(np.swapaxes(x, -1, -2)) if f else x
-              for x, f in zip((a, b), flags))
-    got = F.matmul(A(ta), A(tb), transpose_a=flags[0], transpose_b=flags[1])
-    check(got, np.matmul(a, b))
+    OpenCL GEMM reads a transposed A in place). float32 and float64 on numpy; on a
+    compiling backend (a program per shape, flags and dtype) a Latin square: shape i with
+    flags j runs the dtype (i + j) mod 2, so each dtype runs every shape and every flag."""
+    k = TRANSPOSED_SHAPES.index((sa, sb)) + FLAGS.index(flags)
+    for dtype in rotation(backend, k, [np.float32, np.float64]):
+        a, b = randn(*sa, dtype=dtype, seed=3), randn(*sb, dtype=dtype, seed=4)
+        ta, tb = (np.ascontiguousarray(np.swapaxes(x, -1, -2)) if f else x
+                  for x, f in zip((a, b), flags))
+        got = F.matmul(A(ta), A(tb), transpose_a=flags[0], transpose_b=flags[1])
+        with case(dtype=dtype):
+            check(got, np.matmul(a, b))
 
 
 def test_numpy_split_product_matches_matmul():
@@ -211,14 +218,17 @@ CONV_CASES = [  # x shape, W shape, kwargs
 ]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=ids)
 @pytest.mark.parametrize("xs, ws, kw", CONV_CASES, ids=ids)
-def test_conv2d(backend, dtype, xs, ws, kw):
-    kw = dict(kw)
-    x, W = randn(*xs, dtype=dtype, seed=10), randn(*ws, dtype=dtype, seed=11)
-    b = randn(ws[0], dtype=dtype, seed=12) if kw.pop("bias", False) else None
-    got = F.conv2d(A(x), A(W), None if b is None else A(b), **kw)
-    check(got, conv_ref(x, W, b, **kw), dtype)
+def test_conv2d(backend, xs, ws, kw):
+    """float32 and float64 on numpy; on a compiling backend (a program per case and dtype)
+    the cases take float32 and float64 in turn (``rotation``)."""
+    for dtype in rotation(backend, CONV_CASES.index((xs, ws, kw)), [np.float32, np.float64]):
+        kwargs = dict(kw)
+        x, W = randn(*xs, dtype=dtype, seed=10), randn(*ws, dtype=dtype, seed=11)
+        b = randn(ws[0], dtype=dtype, seed=12) if kwargs.pop("bias", False) else None
+        got = F.conv2d(A(x), A(W), None if b is None else A(b), **kwargs)
+        with case(dtype=dtype):
+            check(got, conv_ref(x, W, b, **kwargs), dtype)
 
 
 def test_conv2d_float16(backend):

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import A, check, ids, sample
+from helpers import A, case, check, ids, latin, rotation, sample
 
 import nnarray.functions as F
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
 
 DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
-AXES = [(None, False), (None, True), (0, False), (1, True), (-1, False), (-1, True),
-        ((0, 2), False), ((0, 2), True), ((-1, -3), True), ((2, 0, 1), False),
-        ((2, 0, 1), True), ([1], False)]  # (axis, keepdims)
+#: (axis, keepdims) cases of a (2, 3, 4) array, by the OpenCL kernel they run: a program
+#: per (op, dtype, kernel); the cases of one kernel differ in its arguments only.
+KERNELS = {"whole": [(None, False), (None, True), ((2, 0, 1), False), ((2, 0, 1), True)],
+           "columns": [(0, False), (1, True), ([1], False)],  # the outer-axis kernel
+           "inner": [(-1, False), (-1, True)],
+           "strided": [((0, 2), False), ((0, 2), True), ((-1, -3), True)]}
 REDUCE = {"sum": (F.sum, np.sum), "mean": (F.mean, np.mean), "max": (F.max, np.max),
           "min": (F.min, np.min)}
 
@@ -22,13 +25,41 @@ def axis_arg(axis):
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-@pytest.mark.parametrize("axis, keepdims", AXES, ids=ids)
+def test_latin_covers_every_case_once_and_each_test_every_row_and_column():
+    rows, cols, n = DTYPES, list(KERNELS), len(REDUCE)
+    got = [latin("opencl", k, n, rows, cols) for k in range(n)]
+    assert sorted(map(str, sum(got, []))) == sorted(str((r, c)) for r in rows for c in cols)
+    for g in got:
+        assert {r for r, _ in g} == set(rows) and {c for _, c in g} == set(cols)
+    assert len(latin("numpy", 0, n, rows, cols)) == len(rows) * len(cols)
+
+
+def test_rotation_gives_each_value_to_one_case_in_n():
+    values = list("abcdefg")
+    for n in (2, 3):
+        got = [rotation("opencl", k, values, n) for k in range(n)]
+        assert sorted(sum(got, [])) == values  # n consecutive cases: each value once
+        assert all(len(g) >= len(values) // n for g in got)
+    assert rotation("numpy", 1, values) == values
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=ids)
 @pytest.mark.parametrize("name", list(REDUCE))
-def test_reduce(backend, name, dtype, axis, keepdims):
+def test_reduce(backend, name, dtype):
+    """Every (axis, keepdims) case on numpy; on a compiling backend, float32 on every
+    kernel (``test_reduce_larger`` builds those programs anyway) and each other dtype on
+    the kernels a Latin square over the ops gives it (``latin``): across the ops every
+    (dtype, kernel) runs, and each op runs every dtype and every kernel (36 programs, not
+    96), each kernel with all of its cases."""
     fn, ref = REDUCE[name]
     x = sample((2, 3, 4), dtype)
-    check(fn(A(x), axis=axis, keepdims=keepdims), ref(x, axis=axis_arg(axis), keepdims=keepdims))
+    others = [d for d in DTYPES if d is not np.float32]
+    cells = latin(backend, list(REDUCE).index(name), len(REDUCE), others, list(KERNELS))
+    for kernel in KERNELS if dtype is np.float32 else [k for d, k in cells if d is dtype]:
+        for axis, keepdims in KERNELS[kernel]:
+            with case(axis=axis, keepdims=keepdims):
+                check(fn(A(x), axis=axis, keepdims=keepdims),
+                      ref(x, axis=axis_arg(axis), keepdims=keepdims))
 
 
 @pytest.mark.parametrize("shape, axis", [((37, 129), 0), ((37, 129), 1), ((37, 129), None),
@@ -87,15 +118,26 @@ def test_nan_propagates(backend):
 ARG = {"argmax": (F.argmax, np.argmax), "argmin": (F.argmin, np.argmin)}
 
 
-@pytest.mark.parametrize("keepdims", [False, True])
-@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1, -3], ids=ids)
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64],
-                         ids=ids)
+#: argmax/argmin's axis cases of a (3, 4, 5) array by the OpenCL kernel they run (its
+#: kept and reduced dimensions, coalesced), each with keepdims False and True.
+ARG_KERNELS = {"whole": [None], "one kept": [0, 2, -1, -3], "two kept": [1]}
+ARG_DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64]
+
+
+@pytest.mark.parametrize("dtype", ARG_DTYPES, ids=ids)
 @pytest.mark.parametrize("name", list(ARG))
-def test_argmax_argmin(backend, name, dtype, axis, keepdims):
+def test_argmax_argmin(backend, name, dtype):
+    """Every axis case on numpy; on a compiling backend a Latin square over argmax/argmin
+    (as ``test_reduce``): every (dtype, kernel) runs, each op every dtype and kernel."""
     fn, ref = ARG[name]
     x = sample((3, 4, 5), dtype, -2, 2)  # few distinct values: ties pick the first index
-    check(fn(A(x), axis=axis, keepdims=keepdims), ref(x, axis=axis, keepdims=keepdims))
+    for _, kernel in (c for c in latin(backend, list(ARG).index(name), len(ARG), ARG_DTYPES,
+                                       list(ARG_KERNELS)) if c[0] is dtype):
+        for axis in ARG_KERNELS[kernel]:
+            for keepdims in (False, True):
+                with case(axis=axis, keepdims=keepdims):
+                    check(fn(A(x), axis=axis, keepdims=keepdims),
+                          ref(x, axis=axis, keepdims=keepdims))
 
 
 @pytest.mark.parametrize("shape, axis", [((37, 129), 0), ((37, 129), 1), ((37, 129), None),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import rotation
 
 import nnarray as nna
 import nnarray.functions as F
@@ -69,6 +70,13 @@ AXES = [None, 0, 1]
 
 
 # -- reductions ------------------------------------------------------------------------
+def cell(low: np.dtype, axis) -> int:
+    """The position of (``low``, ``axis``) in the grid of the parametrized cases, for
+    ``rotation``: adjacent cells differ in parity, so a value given to the even cells
+    runs both dtypes and every axis."""
+    return LOWS.index(low) + AXES.index(axis)
+
+
 @pytest.mark.parametrize("axis", AXES)
 @pytest.mark.parametrize("low", LOWS, ids=LOW_IDS)
 def test_sum_and_mean(backend, low, axis):
@@ -98,12 +106,17 @@ def test_var_and_std(backend, low, axis):
 @pytest.mark.parametrize("axis", AXES)
 @pytest.mark.parametrize("low", LOWS, ids=LOW_IDS)
 def test_max_min_argmax_argmin_are_exact(backend, low, axis):
+    """All four on numpy; on a compiling backend (a program per op, dtype and axis)
+    ``max`` and ``argmax`` take the even cells, ``min`` and ``argmin`` the odd ones
+    (``rotation``): each op runs both dtypes and every axis."""
     a, x = data((70, 90), low)
-    for fn, ref in ((F.max, np.max), (F.min, np.min)):
+    values = [(F.max, np.max), (F.min, np.min)]
+    for fn, ref in rotation(backend, cell(low, axis), values):
         got = fn(a, axis)
         assert got.dtype == low
         np.testing.assert_array_equal(got.numpy().astype(np.float64), ref(x, axis))
-    for fn, ref in ((F.argmax, np.argmax), (F.argmin, np.argmin)):
+    indices = [(F.argmax, np.argmax), (F.argmin, np.argmin)]
+    for fn, ref in rotation(backend, cell(low, axis), indices):
         np.testing.assert_array_equal(fn(a, axis).numpy(), ref(x, axis))
 
 

@@ -1,19 +1,23 @@
 """Inline OpenCL math (``nnarray/backends/opencl/inline_math.py``) against numpy.
 
 Each function runs on every OpenCL device (forced inline, so GPUs test the code too) over
-every 2^10-th float32 bit pattern (4M values spread over the whole range, both signs,
-subnormals, inf and nan), 2^20 random patterns and the special values and edges below. The
-reference is numpy in float64 (``scipy.special`` for erf, erfc) rounded to float32; the error
-is counted in ULP (distance between the float32 bit patterns, ordered), nan must match nan
-and a zero result must have the reference's sign. Two-operand functions take the sample
-against shuffled, nearby and random patterns, and every pair of edges. The bounds, stated
+every 2^12-th float32 bit pattern (1M values spread over the whole range, 2048 in each
+binade of each sign, subnormals, inf and nan), 2^18 random patterns and the special values
+and edges below. The reference is numpy in float64 (``scipy.special`` for erf, erfc)
+rounded to float32; the error is counted in ULP (distance between the float32 bit
+patterns, ordered), nan must match nan and a zero result must have the reference's sign.
+Two-operand functions take the sample against shuffled, nearby and random patterns (a
+third of it each), and every pair of edges. The bounds, stated
 in ``BOUNDS``, are the documented accuracy (docs/backends.md): 0 for the exact ones
 (``sqrt`` and the roundings).
 
 Cost: one program per device holds every kernel of the sweeps (``_SweepProgram``: one
 front-end compile, each kernel's machine code when first launched), each function runs in
 one launch over its whole sample, the sample and a function's reference are computed once
-for every device, and the ULP distance is measured only where the bits differ.
+for every device, and the ULP distance is measured only where the bits differ (numpy's
+float64 references cost the most: the sample is sized for them). The op tests
+(``F.exp``...) run on the first device that inlines (the default one on pocl, whose
+programs the other op tests build too), and build each (op, dtype, device) program once.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from helpers import cl_build
 import nnarray as nna
 import nnarray.functions as F
 from nnarray.backends import opencl
+from nnarray.ops.fused import Builder, fused_elementwise
 
 #: Largest error in float32 ULP against the float64 reference rounded to float32.
 BOUNDS = {"exp": 1, "log": 1, "tanh": 1, "sigmoid": 2, "sin": 1, "cos": 1, "erf": 1,
@@ -57,10 +62,10 @@ def _opencl():
 
 @functools.cache
 def _sample() -> np.ndarray:
-    """Every 2^10-th float32 bit pattern, 2^20 random ones and the edges (read-only: one
+    """Every 2^12-th float32 bit pattern, 2^18 random ones and the edges (read-only: one
     array for every test)."""
-    bits = np.arange(0, 1 << 32, 1 << 10, dtype=np.uint64).astype(np.uint32)
-    rand = np.random.default_rng(0).integers(0, 1 << 32, 1 << 20, dtype=np.uint64)
+    bits = np.arange(0, 1 << 32, 1 << 12, dtype=np.uint64).astype(np.uint32)
+    rand = np.random.default_rng(0).integers(0, 1 << 32, 1 << 18, dtype=np.uint64)
     edges = np.array(EDGES, np.float32).view(np.uint32)
     x = np.concatenate([bits, rand.astype(np.uint32), edges]).view(np.float32)
     x.flags.writeable = False
@@ -142,10 +147,19 @@ def _devices() -> list[int]:
     return list(range(opencl.device_count())) or [0]
 
 
+def _inlining_device() -> int:
+    """The first device that takes the inline math (on pocl the default one, whose op
+    programs the other tests build too); the last device where none does (a test of the
+    ops' hook skips there)."""
+    from nnarray.backends.opencl.inline_math import use_inline
+    return next((d for d in _devices() if use_inline(opencl.get_device(d).cl_device)),
+                max(_devices()))
+
+
 def _pair_sample(name: str) -> tuple[np.ndarray, np.ndarray]:
     """``x`` the sample; ``y`` small powers for ``pow``, the sample's patterns shuffled and
-    values near ``x`` (hypot's and atan2's ratio near 1) otherwise; then every pair of
-    edges."""
+    values near ``x`` (hypot's and atan2's ratio near 1) otherwise, and random patterns,
+    each against every third ``x`` in turn; then every pair of edges."""
     return _pairs(name == "pow")
 
 
@@ -161,8 +175,9 @@ def _pairs(powers: bool) -> tuple[np.ndarray, np.ndarray]:
         with np.errstate(all="ignore"):
             near = x * rng.uniform(-2, 2, x.size).astype(np.float32)
         ys = [rng.permutation(x), near, bits]
-    xs = np.concatenate([x, x, x, np.repeat(e, e.size)])
-    ys = np.concatenate([y.astype(np.float32) for y in ys] + [np.tile(e, e.size)])
+    xs = np.concatenate([x, np.repeat(e, e.size)])
+    ys = np.concatenate([np.stack([y.astype(np.float32) for y in ys], 1)
+                         [np.arange(x.size), np.arange(x.size) % 3], np.tile(e, e.size)])
     xs.flags.writeable = ys.flags.writeable = False
     return xs, ys
 
@@ -276,7 +291,7 @@ def _hard_trig() -> np.ndarray:
 def test_sin_cos_hard_arguments_and_sincos(device, sweep):
     """Near multiples of pi/2 at every scale ``sin`` and ``cos`` keep 1 ULP; ``sincos``
     (one reduction for both, used by complex ``exp``) returns exactly what they return."""
-    x = np.concatenate([_hard_trig(), _sample()[::16]])
+    x = np.concatenate([_hard_trig(), _sample()[::4]])
     sin, cos = sweep.run(device, "f_sin", x)[0], sweep.run(device, "f_cos", x)[0]
     _check("sin", sin, x)
     _check("cos", cos, x)
@@ -292,10 +307,10 @@ def test_sin_cos_hard_arguments_and_sincos(device, sweep):
 def test_ops_take_inline_math_on_cpu_devices(name):
     """The functions themselves route through the hook: same bounds where inline."""
     from nnarray.backends.opencl.inline_math import use_inline
-    dev = max(_devices())
+    dev = _inlining_device()
     if not use_inline(opencl.get_device(dev).cl_device):
         pytest.skip(f"opencl:{dev} keeps the builtins (not a CPU device)")
-    x = _sample()[::4].copy()
+    x = _sample().copy()
     with nna.context_scope(f"opencl:{dev}"):
         a = nna.NdArray.from_numpy_array(x)
         if name in BINARY:
@@ -307,13 +322,16 @@ def test_ops_take_inline_math_on_cpu_devices(name):
 
 
 def test_float64_and_float16_keep_working():
-    """float64 keeps the builtins (an overload in the same source); float16 computes in
-    float, so it takes the float32 code."""
+    """float64 keeps the builtins (an overload in the same source, one renderer for every
+    function); float16 computes in float, so it takes the float32 code. The functions take
+    float64 and float16 in turn (a program per function and dtype), so each dtype runs
+    four of them and each function one dtype."""
     x = np.linspace(-8, 8, 10001)
-    with nna.context_scope(f"opencl:{max(_devices())}"):
-        for dt, tol in ((np.float64, 1e-14), (np.float16, 2e-3)):
+    names = ("exp", "tanh", "sin", "cos", "sinh", "atan", "sqrt", "floor")
+    with nna.context_scope(f"opencl:{_inlining_device()}"):
+        for k, (dt, tol) in enumerate(((np.float64, 1e-14), (np.float16, 2e-3))):
             a = nna.NdArray.from_numpy_array(x.astype(dt))
-            for name in ("exp", "tanh", "sin", "cos", "sinh", "atan", "sqrt", "floor"):
+            for name in names[k::2]:
                 got = getattr(F, name)(a).numpy()
                 assert got.dtype == dt
                 with np.errstate(invalid="ignore"):  # sqrt of x < 0: nan on both sides
@@ -349,33 +367,53 @@ def test_rewrite_and_device_choice(monkeypatch):
                                                          & cl.device_type.CPU)
 
 
+#: The bit operations' cases: name -> (numpy's, binary).
+BIT_OPS = {"abs": (np.abs, False), "isnan": (np.isnan, False), "isinf": (np.isinf, False),
+           "isfinite": (np.isfinite, False), "signbit": (np.signbit, False),
+           "relu": (lambda v: np.where(v > 0, v, 0).astype(v.dtype), False),
+           "sign": (np.sign, False), "copysign": (np.copysign, True),
+           "maximum": (np.maximum, True), "minimum": (np.minimum, True)}
+
+
+def _same_bits(name: str, got: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    """``got`` (``name`` of ``x`` and, binary, ``y``) equals numpy's bit for bit."""
+    ref, binary = BIT_OPS[name]
+    with np.errstate(invalid="ignore"):
+        want = ref(x, y) if binary else ref(x)
+    if name == "relu":  # nan stays nan (numpy's maximum(x, 0))
+        want = np.where(np.isnan(x), x, want)
+    assert got.dtype == want.dtype, name
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    if got.dtype.kind == "f":
+        same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want)
+    assert same.all(), f"{name}: {x[~same][:3]} -> {got[~same][:3]}, numpy {want[~same][:3]}"
+
+
 @pytest.mark.parametrize("device", _devices())
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_bit_operations_exact(dtype, device):
     """``fabs``, ``copysign``, ``isnan``, ``isinf``, ``isfinite``, ``signbit`` (and so
     ``abs``, ``relu``, ``maximum``, ``sign``...) are exact bit operations inline: equal to
-    numpy bit for bit, signed zeros and nan included, in float32 and float64."""
+    numpy bit for bit, signed zeros and nan included, in float32 and float64. Every op in
+    one fused program per dtype and device (both paths call the same rewrite); each op
+    also alone (a program per op, dtype and device) on the first device, in float32 and
+    float64 in turn."""
     with np.errstate(invalid="ignore"):
-        x = _sample()[::8].astype(dtype)
+        x = _sample()[::2].astype(dtype)
     y = np.random.default_rng(3).permutation(x)
-    cases = {"abs": np.abs, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
-             "signbit": np.signbit, "relu": lambda v: np.where(v > 0, v, 0).astype(dtype),
-             "sign": np.sign, "copysign": np.copysign, "maximum": np.maximum,
-             "minimum": np.minimum}
-    with nna.context_scope(f"opencl:{device}"), np.errstate(invalid="ignore"):
+    with nna.context_scope(f"opencl:{device}"):
         a, b = nna.NdArray.from_numpy_array(x), nna.NdArray.from_numpy_array(y)
-        for name, ref in cases.items():
-            binary = name in ("copysign", "maximum", "minimum")
-            got = (getattr(F, name)(a, b) if binary else getattr(F, name)(a)).numpy()
-            want = ref(x, y) if binary else ref(x)
-            if name == "relu":  # nan stays nan (numpy's maximum(x, 0))
-                want = np.where(np.isnan(x), x, want)
-            assert got.dtype == want.dtype, name
-            same = (got == want) | (np.isnan(got) & np.isnan(want))
-            if got.dtype.kind == "f":
-                same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want)
-            assert same.all(), f"{name}: {x[~same][:3]} -> {got[~same][:3]}, numpy " \
-                               f"{want[~same][:3]}"
+        bl = Builder(2)
+        prog = bl.program([bl.call(n, 0, 1) if binary else bl.call(n, 0)
+                           for n, (_, binary) in BIT_OPS.items()])
+        for name, got in zip(BIT_OPS, fused_elementwise(a, b, program=prog)):
+            _same_bits(name, got.numpy(), x, y)
+        if device != _devices()[0]:
+            return
+        i = [np.float32, np.float64].index(dtype)
+        for name, (_, binary) in list(BIT_OPS.items())[i::2]:
+            got = getattr(F, name)(a, b) if binary else getattr(F, name)(a)
+            _same_bits(name, got.numpy(), x, y)
 
 
 @pytest.mark.parametrize("device", _devices())
