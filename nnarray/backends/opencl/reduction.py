@@ -270,7 +270,7 @@ def _columns(dev: _Plan, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
     init = _init(op, acc_t)
     final = nchunk == 1
     out_t = cltype(out.dtype) if final else acc_t
-    val = "accs[j] * scale" if final and scale is not None else "accs[j]"
+    val = "accs[j] * scale" if final and _scaled(op, acc_t, scale) else "accs[j]"
     src = _COLUMNS.format(hdr=header(in_t, acc_t, out_t), s=in_t.storage, o=out_t.storage,
                           a=acc_t.calc, sr=acc_t.real, V=_TILE, init=init,
                           load=convert(in_t.load("x", "off + j"), in_t, acc_t),
@@ -303,8 +303,8 @@ def _reduce(dev: _Plan, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
     sc = _scale(acc_t, 1 if scale is None else scale)
     math = (lambda src: inline(src, dev)) if first is not None else (lambda src: src)
     if nchunk == 1:
-        src = _source(op, len(kept), len(red), in_t, acc_t, out_t, scale is not None, False,
-                      first)
+        src = _source(op, len(kept), len(red), in_t, acc_t, out_t, _scaled(op, acc_t, scale),
+                      False, first)
         _launch(dev, math(src), xs, [out], nout, R, chunk, 1, sc, kept, red)
         return
     part = dev.empty((nchunk, nout), acc_t.dtype)
@@ -312,6 +312,12 @@ def _reduce(dev: _Plan, x: Any, in_t: CLType, kept: Dims, red: Dims, op: str,
     _launch(dev, src, xs, [part], nout, R, chunk, nchunk, _scale(acc_t, 1), kept, red)
     _reduce(dev, part, acc_t, [(nout, 1)] if nout > 1 else [], [(nchunk, nout)], op, acc_t,
             out, scale)
+
+
+def _scaled(op: str, acc_t: CLType, scale: float | None) -> bool:
+    """Whether the final store multiplies by ``scale``: for a mean, and for every float
+    sum (by 1, exact), so that a sum and a mean of one layout share their program."""
+    return scale is not None or (op == "sum" and acc_t.dtype.kind in "fc")
 
 
 def _init(op: str, t: CLType) -> str:

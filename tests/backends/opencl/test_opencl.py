@@ -216,6 +216,21 @@ def test_programs_are_built_once_per_process(cl):
     assert opencl.build_stats() == before
 
 
+@pytest.mark.parametrize("shape, axis", [((1000,), None), ((64, 300), 1), ((300, 64), 0),
+                                         ((7, 5, 9), (0, 2))])
+def test_a_mean_reuses_the_sum_of_its_layout(cl, shape, axis):
+    """A float mean is a sum times 1/R: after the sum of a layout, the mean of it builds
+    no program (the sum multiplies by 1, which is exact)."""
+    h = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    a, = on_cl(h)
+    s = F.sum(a, axis=axis)
+    before = opencl.build_stats()
+    m = F.mean(a, axis=axis)
+    assert opencl.build_stats() == before
+    np.testing.assert_allclose(s.data, h.sum(axis=axis, dtype=np.float64), rtol=1e-5)
+    np.testing.assert_allclose(m.data, h.mean(axis=axis, dtype=np.float64), rtol=1e-5)
+
+
 # -- dtypes -----------------------------------------------------------------------------------
 def test_fp64_flag_matches_the_device(cl):
     assert cl.fp64 == ("cl_khr_fp64" in cl.cl_device.extensions)
