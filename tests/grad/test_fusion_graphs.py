@@ -41,7 +41,11 @@ def _fused_steps(s) -> list:
 def _row_graph(integral: bool) -> tuple[list, Variable]:
     """Every row with a C expression on two inputs of different dtypes and shapes (and a
     third >= 1 for ``acosh``), each result ``r * 0.5 + other``, all summed: ``(leaves,
-    total)``."""
+    total)``. The rows read the (4,) and (3, 1) leaves through one ``broadcast_to`` each and
+    the total adds the (4,) leaf itself once (a row's own broadcast): every row then has
+    the output shape (3, 4) and joins one fused group forward and one backward, where a
+    (4,) row result made a group of its own (23 forward) and its gradient a reduction
+    (48 fused programs backward; each costs a cold compile)."""
     g = np.random.default_rng(0)
     if integral:
         hs = [(g.integers(1, 20, (3, 4)) * g.choice([-1, 1], (3, 4))).astype(np.int32),
@@ -51,7 +55,8 @@ def _row_graph(integral: bool) -> tuple[list, Variable]:
               g.uniform(0.1, 0.9, (4,)).astype(np.float64),
               g.uniform(1.5, 3.0, (3, 1)).astype(np.float32)]
     xs = [Variable.from_numpy_array(h, need_grad=not integral) for h in hs]
-    x, y, extra = xs
+    x, y0, extra0 = xs
+    y, extra = F.broadcast_to(y0, (3, 4)), F.broadcast_to(extra0, (3, 4))
     half = 2 if integral else 0.5
     total = None
     for k, row in enumerate(fused_rows(integral)):
@@ -66,7 +71,7 @@ def _row_graph(integral: bool) -> tuple[list, Variable]:
             r = row_ops[row.name](first, other)
         term = r * half + other
         total = term if total is None else total + term
-    return xs, F.sum(total)
+    return xs, F.sum(total + y0)
 
 
 def _run_rows(integral: bool, on: bool) -> tuple[list, list, object, object]:
