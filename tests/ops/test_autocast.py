@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 import torch
+from conftest import BACKENDS
 
 import nnarray as nna
 import nnarray.functions as F
@@ -63,8 +64,35 @@ def test_every_policy_entry_is_tested():
     assert set(CALLS) == set(POLICY)
 
 
-@pytest.mark.parametrize("low", [BF, np.dtype(np.float16)], ids=["bfloat16", "float16"])
-@pytest.mark.parametrize("op", sorted(POLICY))
+LOWS = {"bfloat16": BF, "float16": np.dtype(np.float16)}
+
+
+def on_backends(rows: list, makers: tuple = ()) -> list:
+    """``(backend, *row, low[, maker])`` parameters (the ``backend`` fixture indirect):
+    on numpy every row with both 16-bit dtypes; on a compiling backend row ``i`` with
+    ``LOWS``' dtype ``i % 2`` only, under every maker. The table's choice is made in
+    Python before any kernel: numpy checks it for every (op, dtype); OpenCL still runs
+    each op (and form) under autocast, on NdArrays, Variables and static graphs, and each
+    16-bit dtype for half of them, where the full product compiled each op's 16-bit
+    kernels twice (a cold compile each). An op's kernels for the other 16-bit dtype
+    differ only in their loads and stores (half or bfloat16's ushort, float32 between),
+    which the other half of the table runs; test_bfloat16 checks most ops' bfloat16
+    kernels against float32 by value."""
+    out = []
+    for b in BACKENDS:
+        for i, row in enumerate(rows):
+            for j, (name, low) in enumerate(LOWS.items()):
+                if b != "numpy" and j != i % 2:
+                    continue
+                for maker in makers or (None,):
+                    tail = (low,) if maker is None else (low, maker)
+                    ids = [b, *map(str, row), name] + ([maker] if maker else [])
+                    out.append(pytest.param(b, *row, *tail, id="-".join(ids)))
+    return out
+
+
+@pytest.mark.parametrize(("backend", "op", "low"), on_backends([(op,) for op in sorted(POLICY)]),
+                         indirect=["backend"])
 def test_each_op_runs_in_the_table_dtype(backend, op, low):
     rule = POLICY[op]
     given = np.float32 if rule == LOW else low  # inputs the rule must change
@@ -127,17 +155,16 @@ def _check_form(call, op, maker, low):
     assert _run(call, maker, given).dtype == np.dtype(given), (op, maker)
 
 
-@pytest.mark.parametrize("maker", MAKERS[1:])
-@pytest.mark.parametrize("low", [BF, np.dtype(np.float16)], ids=["bfloat16", "float16"])
-@pytest.mark.parametrize("op", sorted(POLICY))
+@pytest.mark.parametrize(("backend", "op", "low", "maker"),
+                         on_backends([(op,) for op in sorted(POLICY)], MAKERS[1:]),
+                         indirect=["backend"])
 def test_each_op_runs_in_the_table_dtype_on_variables(backend, op, low, maker):
     """The whole table again on Variables, define-by-run and static."""
     _check_form(CALLS[op], op, maker, low)
 
 
-@pytest.mark.parametrize("maker", MAKERS)
-@pytest.mark.parametrize("low", [BF, np.dtype(np.float16)], ids=["bfloat16", "float16"])
-@pytest.mark.parametrize(("op", "k"), FORM_CASES, ids=[f"{o}-{k}" for o, k in FORM_CASES])
+@pytest.mark.parametrize(("backend", "op", "k", "low", "maker"),
+                         on_backends(FORM_CASES, MAKERS), indirect=["backend"])
 def test_operator_and_method_forms_follow_the_table(backend, op, k, low, maker):
     """``v ** p``, ``p ** v``, ``a @ b``, ``a.sum()``, ``nna.prod(a)``, ... run where
     the table says, as the ``F`` calls do (``v ** p`` on a Variable used to stay 16-bit,
