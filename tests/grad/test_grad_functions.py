@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 from conftest import BACKENDS, tol
+from helpers import fused_rows
 
 import nnarray as nna
 import nnarray.functions as F
@@ -383,7 +384,7 @@ THROUGH_ON_NUMPY_ONLY = {
     "square", "minimum", "neg", "exp", "log", "sqrt", "sigmoid", "erf", "erfc", "gelu",
     "gelu_tanh", "expm1", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
     "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "logit", "positive", "ceil", "floor",
-    "trunc", "round", "atan2", "hypot", "logaddexp", "copysign", "remainder"}
+    "trunc", "round", "atan2", "hypot", "logaddexp", "copysign"}
 
 
 def _on_backends(cases: list, numpy_only: set) -> list:
@@ -393,8 +394,10 @@ def _on_backends(cases: list, numpy_only: set) -> list:
             if b == "numpy" or c.name not in numpy_only]
 
 
-def test_through_cases_name_real_rows() -> None:
+def test_through_cases_left_to_numpy_are_fused_rows() -> None:
+    """Each row left out on OpenCL is a case here and a row the fused-graph test fuses."""
     assert THROUGH_ON_NUMPY_ONLY < {c.name for c in CASES}
+    assert THROUGH_ON_NUMPY_ONLY <= {r.name for r in fused_rows(False)}
 
 
 @pytest.mark.parametrize(("case", "backend"), _on_backends(CASES, THROUGH_ON_NUMPY_ONLY),
