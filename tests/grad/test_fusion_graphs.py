@@ -45,7 +45,10 @@ def _row_graph(integral: bool) -> tuple[list, Variable]:
     the total adds the (4,) leaf itself once (a row's own broadcast): every row then has
     the output shape (3, 4) and joins one fused group forward and one backward, where a
     (4,) row result made a group of its own (23 forward) and its gradient a reduction
-    (48 fused programs backward; each costs a cold compile)."""
+    (48 fused programs backward; each costs a cold compile). A binary row takes the other
+    input cast to its first's dtype, but for the first row of each operand order: each
+    term ``r * 0.5 + other`` still mixes the dtypes, and the unfused oracle compiles a
+    mixed-dtype kernel for two rows, not for each (every row's own, 30 programs)."""
     g = np.random.default_rng(0)
     if integral:
         hs = [(g.integers(1, 20, (3, 4)) * g.choice([-1, 1], (3, 4))).astype(np.int32),
@@ -58,7 +61,7 @@ def _row_graph(integral: bool) -> tuple[list, Variable]:
     x, y0, extra0 = xs
     y, extra = F.broadcast_to(y0, (3, 4)), F.broadcast_to(extra0, (3, 4))
     half = 2 if integral else 0.5
-    total = None
+    total, mixed = None, set()
     for k, row in enumerate(fused_rows(integral)):
         first, other = (x, y) if k % 2 == 0 else (y, x)
         if row.name == "acosh":
@@ -67,8 +70,11 @@ def _row_graph(integral: bool) -> tuple[list, Variable]:
             r = row_ops[row.name](first)
         elif k % 3 == 2:
             r = row_ops[row.name](first, 3 if integral else 0.75)
-        else:
+        elif k % 2 not in mixed:
+            mixed.add(k % 2)
             r = row_ops[row.name](first, other)
+        else:
+            r = row_ops[row.name](first, F.cast(other, first.dtype))
         term = r * half + other
         total = term if total is None else total + term
     return xs, F.sum(total + y0)
