@@ -65,30 +65,42 @@ def test_every_policy_entry_is_tested():
 
 
 LOWS = {"bfloat16": BF, "float16": np.dtype(np.float16)}
+#: The ops checked with both 16-bit dtypes and as static graphs on compiling backends (a
+#: LOW and a FLOAT32 rule; test_low_precision checks their kernels in both by value).
+BOTH_ON_DEVICE = ("matmul", "sum")
 
 
 def on_backends(rows: list, makers: tuple = ()) -> list:
     """``(backend, *row, low[, maker])`` parameters (the ``backend`` fixture indirect):
-    on numpy every row with both 16-bit dtypes; on a compiling backend row ``i`` with
-    ``LOWS``' dtype ``i % 2`` only, under every maker. The table's choice is made in
-    Python before any kernel: numpy checks it for every (op, dtype); OpenCL still runs
-    each op (and form) under autocast, on NdArrays, Variables and static graphs, and each
-    16-bit dtype for half of them, where the full product compiled each op's 16-bit
-    kernels twice (a cold compile each). An op's kernels for the other 16-bit dtype
-    differ only in their loads and stores (half or bfloat16's ushort, float32 between),
-    which the other half of the table runs; test_bfloat16 checks most ops' bfloat16
-    kernels against float32 by value."""
+    on numpy every row with both 16-bit dtypes under every maker. The table's dtype is
+    chosen in Python before any kernel runs, and this test checks only dtypes, so a
+    compiling backend runs a covering subset whose kernels other tests check by value:
+    every op (and form) in bfloat16 on NdArrays and Variables (test_bfloat16 and
+    test_low_precision run each op's bfloat16 kernels against float32), and the ops of
+    ``BOTH_ON_DEVICE`` in float16 too and as static graphs; a static graph under autocast
+    fusing its casts runs in ``test_static_graph_folds_the_casts_into_fused_kernels``.
+    The full product compiled each op's float16 kernels and a fused cast-and-op program
+    per op and dtype (cold compiles) for checks numpy makes."""
     out = []
     for b in BACKENDS:
-        for i, row in enumerate(rows):
-            for j, (name, low) in enumerate(LOWS.items()):
-                if b != "numpy" and j != i % 2:
-                    continue
+        for row in rows:
+            for name, low in LOWS.items():
                 for maker in makers or (None,):
+                    both = row[0] in BOTH_ON_DEVICE
+                    if b != "numpy" and not both and (name != "bfloat16" or maker == "static"):
+                        continue
                     tail = (low,) if maker is None else (low, maker)
                     ids = [b, *map(str, row), name] + ([maker] if maker else [])
                     out.append(pytest.param(b, *row, *tail, id="-".join(ids)))
     return out
+
+
+def test_the_device_subset_covers_each_op_dtype_and_maker():
+    got = {(p.values[1], p.values[-2], p.values[-1]) for p in
+           on_backends([(op,) for op in sorted(POLICY)], tuple(MAKERS)) if p.values[0] != "numpy"}
+    assert {op for op, _, _ in got} == set(POLICY)
+    assert {(low, m) for _, low, m in got} == {(low, m) for low in LOWS.values() for m in MAKERS}
+    assert {op for op, low, m in got if low == BF and m != "static"} == set(POLICY)
 
 
 @pytest.mark.parametrize(("backend", "op", "low"), on_backends([(op,) for op in sorted(POLICY)]),
