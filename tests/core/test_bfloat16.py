@@ -166,11 +166,21 @@ def test_sum_of_a_million_ones_accumulates_in_float32(backend):
     assert float(F.mean(ones)) == 1.0
 
 
-@pytest.mark.parametrize("other, want", [(np.float16, np.float32), (np.float32, np.float32),
-                                         (np.float64, np.float64), (np.int8, BF)])
+PROMOTIONS = [(np.float16, np.float32), (np.float32, np.float32), (np.float64, np.float64),
+              (np.int8, BF)]
+
+
+@pytest.mark.parametrize("other, want", PROMOTIONS)
 def test_promotion(backend, other, want):
+    """The result dtypes (chosen in Python, before any kernel): every pair both ways on
+    numpy; a compiling backend, where each mixed kernel is a program, runs ``a + b`` for
+    every other pair and ``b * a`` for the rest (both operand orders, each dtype once)."""
     a, b = nna.ones((3,), BF), nna.ones((3,), other)
-    assert (a + b).dtype == want and (b * a).dtype == want
+    both = backend == "numpy"
+    if both or PROMOTIONS.index((other, want)) % 2 == 0:
+        assert (a + b).dtype == want
+    if both or PROMOTIONS.index((other, want)) % 2 == 1:
+        assert (b * a).dtype == want
     assert (a * 0.5).dtype == BF  # Python scalars do not upcast
 
 
