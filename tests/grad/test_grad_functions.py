@@ -386,12 +386,14 @@ THROUGH_ON_NUMPY_ONLY = {
     "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "logit", "positive", "ceil", "floor",
     "trunc", "round", "atan2", "hypot", "logaddexp", "copysign", "abs"}
 #: Other cases checked through intermediates on numpy only, each with the sibling that
-#: stands for it on OpenCL: the same rule with other attributes or expression and no
-#: scatter in its backward (where a rule adding into a NaN-filled gradient would show).
+#: stands for it on OpenCL: the same rule with other attributes or expression, with no
+#: scatter in its backward (where a rule adding into a NaN-filled gradient would show)
+#: or, for overlapping max pooling, the same scattering kernel with padding besides.
 THROUGH_SIBLINGS = {
     "min": "max", "log_softmax": "softmax", "softmax_cross_entropy_axis1":
     "softmax_cross_entropy", "rdiv_scalar": "rsub_scalar", "pow_scalar": "add_scalar",
-    "leaky_relu": "where", "clip": "where", "mean_squared_error": "sub"}
+    "leaky_relu": "where", "clip": "where", "mean_squared_error": "sub",
+    "max_pooling_overlap": "max_pooling_overlap_pad"}
 
 
 def _on_backends(cases: list, numpy_only: set) -> list:
