@@ -43,9 +43,10 @@ def _row_graph(integral: bool) -> tuple[list, Variable]:
     third >= 1 for ``acosh``), each result ``r * 0.5 + other``, all summed: ``(leaves,
     total)``. The rows read the (4,) and (3, 1) leaves through one ``broadcast_to`` each and
     the total adds the (4,) leaf itself once (a row's own broadcast): every row then has
-    the output shape (3, 4) and joins one fused group forward and one backward, where a
-    (4,) row result made a group of its own (23 forward) and its gradient a reduction
-    (48 fused programs backward; each costs a cold compile). A binary row takes the other
+    the output shape (3, 4) and joins one fused group forward and a few backward, where a
+    (4,) row result made a group of its own and its gradient a reduction (24 fused
+    programs forward and 14 backward, among 149 steps; each program a cold compile; now
+    1 and 5, among 47 steps). A binary row takes the other
     input cast to its first's dtype, but for the first row of each operand order: each
     term ``r * 0.5 + other`` still mixes the dtypes, and the unfused oracle compiles a
     mixed-dtype kernel for two rows, not for each (every row's own, 30 programs)."""

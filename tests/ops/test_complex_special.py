@@ -1,7 +1,7 @@
 """Every complex function at every pair of special parts (±0, the smallest subnormal, the
 least normal, 0.5, 1, 2, 20, huge, the largest, ±inf, NaN), complex64 and complex128, on
-every backend and both OpenCL devices, against C99 Annex G (and the Array API standard's
-special cases, which follow it).
+every backend and both OpenCL devices (the second: one function per dtype, ``on_device``),
+against C99 Annex G (and the Array API standard's special cases, which follow it).
 
 The oracle is numpy's complex128 function, corrected where numpy itself deviates:
 ``tanh(±inf + iy) = ±1 + 0j·sign(y)`` for finite y, the standard's rule (numpy and C99:
