@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from conftest import tol
+from conftest import BACKENDS, tol
+from helpers import fused_rows
 
 import nnarray as nna
 import nnarray.functions as F
@@ -371,7 +372,50 @@ def test_function(case: Case, backend: str) -> None:
         np.testing.assert_allclose(v.g, n, **GRAD_TOL)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+#: Elementwise rows checked through intermediates on numpy only. On a compiling backend
+#: each makes a fused ``f(x * 1.0)`` forward and a fused backward program of its own (two
+#: of the suite's cold compiles) that differ from the kept rows' (tanh, relu; add,
+#: sub and mul's broadcasts, div, pow, maximum) only in f's expression: the engine writes
+#: an intermediate's gradient the same way for every rule (``grad/backward.py``), every
+#: row's fused forward and backward run on OpenCL in
+#: ``test_fusion_graphs::test_every_row_fused_graph_equals_unfused`` and unfused in
+#: ``test_function`` above.
+THROUGH_ON_NUMPY_ONLY = {
+    "square", "minimum", "neg", "exp", "log", "sqrt", "sigmoid", "erf", "erfc", "gelu",
+    "gelu_tanh", "expm1", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "logit", "positive", "ceil", "floor",
+    "trunc", "round", "atan2", "hypot", "logaddexp", "copysign", "abs"}
+#: Other cases checked through intermediates on numpy only, each with the sibling that
+#: stands for it on OpenCL: the same rule with other attributes or expression, with no
+#: scatter in its backward (where a rule adding into a NaN-filled gradient would show)
+#: or, for overlapping max pooling, the same scattering kernel with padding besides.
+THROUGH_SIBLINGS = {
+    "min": "max", "log_softmax": "softmax", "softmax_cross_entropy_axis1":
+    "softmax_cross_entropy", "rdiv_scalar": "rsub_scalar", "pow_scalar": "add_scalar",
+    "leaky_relu": "where", "clip": "where", "mean_squared_error": "sub",
+    "max_pooling_overlap": "max_pooling_overlap_pad"}
+
+
+def _on_backends(cases: list, numpy_only: set) -> list:
+    """``(case, backend)`` parameters (the ``backend`` fixture indirect): every case on
+    numpy, those not in ``numpy_only`` on the compiling backends too."""
+    return [pytest.param(c, b, id=f"{b}-{c.name}") for b in BACKENDS for c in cases
+            if b == "numpy" or c.name not in numpy_only]
+
+
+def test_through_cases_left_to_numpy_are_fused_rows() -> None:
+    """Each row left out on OpenCL is a case here and a row the fused-graph test fuses;
+    each sibling left out has its stand-in on OpenCL."""
+    names = {c.name for c in CASES}
+    assert THROUGH_ON_NUMPY_ONLY < names and set(THROUGH_SIBLINGS) < names
+    assert THROUGH_ON_NUMPY_ONLY <= {r.name for r in fused_rows(False)}
+    kept = names - THROUGH_ON_NUMPY_ONLY - set(THROUGH_SIBLINGS)
+    assert set(THROUGH_SIBLINGS.values()) <= kept
+
+
+@pytest.mark.parametrize(("case", "backend"),
+                         _on_backends(CASES, THROUGH_ON_NUMPY_ONLY | set(THROUGH_SIBLINGS)),
+                         indirect=["backend"])
 def test_function_through_intermediates(case: Case, backend: str) -> None:
     """Inputs computed by another function (x * 1.0) with NaN-filled gradients: backward
     writes them on first visit (accum=False) and the leaves get the chained gradient."""

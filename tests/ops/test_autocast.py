@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 import torch
+from conftest import BACKENDS
 
 import nnarray as nna
 import nnarray.functions as F
@@ -63,8 +64,47 @@ def test_every_policy_entry_is_tested():
     assert set(CALLS) == set(POLICY)
 
 
-@pytest.mark.parametrize("low", [BF, np.dtype(np.float16)], ids=["bfloat16", "float16"])
-@pytest.mark.parametrize("op", sorted(POLICY))
+LOWS = {"bfloat16": BF, "float16": np.dtype(np.float16)}
+#: The ops checked with both 16-bit dtypes and as static graphs on compiling backends (a
+#: LOW and a FLOAT32 rule; test_low_precision checks their kernels in both by value).
+BOTH_ON_DEVICE = ("matmul", "sum")
+
+
+def on_backends(rows: list, makers: tuple = ()) -> list:
+    """``(backend, *row, low[, maker])`` parameters (the ``backend`` fixture indirect):
+    on numpy every row with both 16-bit dtypes under every maker. The table's dtype is
+    chosen in Python before any kernel runs, and this test checks only dtypes, so a
+    compiling backend runs a covering subset whose kernels other tests check by value:
+    every op (and form) in bfloat16 on NdArrays and Variables (test_bfloat16 and
+    test_low_precision run each op's bfloat16 kernels against float32), and the ops of
+    ``BOTH_ON_DEVICE`` in float16 too and as static graphs; a static graph under autocast
+    fusing its casts runs in ``test_static_graph_folds_the_casts_into_fused_kernels``.
+    The full product compiled each op's float16 kernels and a fused cast-and-op program
+    per op and dtype (cold compiles) for checks numpy makes."""
+    out = []
+    for b in BACKENDS:
+        for row in rows:
+            for name, low in LOWS.items():
+                for maker in makers or (None,):
+                    both = row[0] in BOTH_ON_DEVICE
+                    if b != "numpy" and not both and (name != "bfloat16" or maker == "static"):
+                        continue
+                    tail = (low,) if maker is None else (low, maker)
+                    ids = [b, *map(str, row), name] + ([maker] if maker else [])
+                    out.append(pytest.param(b, *row, *tail, id="-".join(ids)))
+    return out
+
+
+def test_the_device_subset_covers_each_op_dtype_and_maker():
+    got = {(p.values[1], p.values[-2], p.values[-1]) for p in
+           on_backends([(op,) for op in sorted(POLICY)], tuple(MAKERS)) if p.values[0] != "numpy"}
+    assert {op for op, _, _ in got} == set(POLICY)
+    assert {(low, m) for _, low, m in got} == {(low, m) for low in LOWS.values() for m in MAKERS}
+    assert {op for op, low, m in got if low == BF and m != "static"} == set(POLICY)
+
+
+@pytest.mark.parametrize(("backend", "op", "low"), on_backends([(op,) for op in sorted(POLICY)]),
+                         indirect=["backend"])
 def test_each_op_runs_in_the_table_dtype(backend, op, low):
     rule = POLICY[op]
     given = np.float32 if rule == LOW else low  # inputs the rule must change
@@ -127,17 +167,16 @@ def _check_form(call, op, maker, low):
     assert _run(call, maker, given).dtype == np.dtype(given), (op, maker)
 
 
-@pytest.mark.parametrize("maker", MAKERS[1:])
-@pytest.mark.parametrize("low", [BF, np.dtype(np.float16)], ids=["bfloat16", "float16"])
-@pytest.mark.parametrize("op", sorted(POLICY))
+@pytest.mark.parametrize(("backend", "op", "low", "maker"),
+                         on_backends([(op,) for op in sorted(POLICY)], MAKERS[1:]),
+                         indirect=["backend"])
 def test_each_op_runs_in_the_table_dtype_on_variables(backend, op, low, maker):
     """The whole table again on Variables, define-by-run and static."""
     _check_form(CALLS[op], op, maker, low)
 
 
-@pytest.mark.parametrize("maker", MAKERS)
-@pytest.mark.parametrize("low", [BF, np.dtype(np.float16)], ids=["bfloat16", "float16"])
-@pytest.mark.parametrize(("op", "k"), FORM_CASES, ids=[f"{o}-{k}" for o, k in FORM_CASES])
+@pytest.mark.parametrize(("backend", "op", "k", "low", "maker"),
+                         on_backends(FORM_CASES, MAKERS), indirect=["backend"])
 def test_operator_and_method_forms_follow_the_table(backend, op, k, low, maker):
     """``v ** p``, ``p ** v``, ``a @ b``, ``a.sum()``, ``nna.prod(a)``, ... run where
     the table says, as the ``F`` calls do (``v ** p`` on a Variable used to stay 16-bit,
