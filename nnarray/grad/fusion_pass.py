@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import bfloat16, is_floating
+from ..dtypes import LOW, bfloat16, is_floating
 from ..ops import fused as _fused
 from ..ops.ufuncs import BY_NAME
 
@@ -116,6 +116,8 @@ def fusable(step: Step) -> bool:
     row = BY_NAME.get(step.op)
     if row is None or row.c is None or len(step.inputs) != row.arity:
         return False
+    if row.hints.narrow and any(np.dtype(d) in LOW for _, d in metas):
+        return False  # a 16-bit step would compute in float32 (see ``Hints.narrow``)
     return not (step.op == "pow" and not is_floating(np.dtype(step.metas[0][1])))
 
 

@@ -71,12 +71,16 @@ class Hints:
     expression (numpy's composite is several passes). ``pairs``: the complex dtypes whose
     OpenCL kernels move each element as its two parts (``complex_math.PAIR_IO``: pocl
     vectorizes those wider). ``complex_fast``: complex64's fast path on CPU OpenCL devices.
+    ``narrow``: the value depends on the operands' own precision (``nextafter`` steps by
+    the dtype's ulp), so a 16-bit step cannot compute in float32 and round once: fused
+    kernels, which widen 16-bit chains so, leave such steps out.
     """
 
     cuda_vector: bool = False
     cuda_kernel: bool = False
     pairs: tuple[str, ...] = ()
     complex_fast: ComplexFast | None = None
+    narrow: bool = False
 
 
 @dataclass(frozen=True)
@@ -333,7 +337,8 @@ ROWS: tuple[Ufunc, ...] = (
     row("remainder", 2, "no_bool", grad=("g", "-(g * F.floor_divide(a, b))"),
         xp="remainder"),  # C: each backend's divmod
     row("floor_divide", 2, "no_bool", xp="floor_divide"),
-    row("nextafter", 2, "float", xp="nextafter", c="nextafter(x, y)"),
+    row("nextafter", 2, "float", xp="nextafter", c="nextafter(x, y)",
+        hints=Hints(narrow=True)),
     row("bitwise_and", 2, "integral", xp="bitwise_and", c="x & y"),
     row("bitwise_or", 2, "integral", xp="bitwise_or", c="x | y"),
     row("bitwise_xor", 2, "integral", xp="bitwise_xor", c="x ^ y"),

@@ -98,9 +98,6 @@ def test_op_matches_float32_rounded_once(backend, case):
 #: test_op_matches_float32_rounded_once builds too). Every row runs there in one graph
 #: too (below).
 EAGER_ON_DEVICE = {"nextafter", "floor_divide", "remainder", "exp", "add", "less", "isnan"}
-#: Left out of that graph: a fused bfloat16 nextafter takes float32's step and rounds it
-#: back to its input (the eager kernel takes bfloat16's step).
-NOT_FUSED_HERE = {"nextafter"}
 
 
 def _rows() -> list:
@@ -144,17 +141,18 @@ def test_every_elementwise_row_is_float32_rounded_once(backend):
             _check_row(name, fn(*[nna.array(a) for a in args]).numpy(), ref)
             checked.add(name)
     if backend != "numpy":
-        fused = [r for r in rows if r[0] not in NOT_FUSED_HERE]
-        xs = {id(a): grad.Variable.from_numpy_array(a) for r in fused for a in r[2]}
-        ex = grad.Graph([fn(*[xs[id(a)] for a in args]) for _, fn, args, _ in fused]).bind(
+        xs = {id(a): grad.Variable.from_numpy_array(a) for r in rows for a in r[2]}
+        ex = grad.Graph([fn(*[xs[id(a)] for a in args]) for _, fn, args, _ in rows]).bind(
             backend)
-        for (name, _, _, ref), got in zip(fused, ex.forward()):
+        for (name, _, _, ref), got in zip(rows, ex.forward()):
             _check_row(name, got.numpy(), ref)
             checked.add(name)
         if backend.split(":")[0] in grad.fusion_pass.FUSING_BACKENDS:  # few programs
             ops = [st.op for st in ex.schedule().steps]
-            assert set(ops) == {"fused_elementwise", "floor_divide", "remainder"}, ops
-            assert ops.count("fused_elementwise") <= 3, ops
+            # nextafter steps by bfloat16's ulp: not computed in float32 (``Hints.narrow``)
+            assert set(ops) == {"fused_elementwise", "floor_divide", "remainder",
+                                "nextafter"}, ops
+            assert ops.count("fused_elementwise") <= 4, ops
     assert len(checked) == len(rows) > 50
 
 

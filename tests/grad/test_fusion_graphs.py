@@ -482,3 +482,19 @@ def test_frees_follow_the_final_steps(backend: str) -> None:
     assert len(freed) == len(set(freed)) and set(freed) == set(last.items())
     if _fuses(backend):
         assert _fused_steps(s)
+
+
+@pytest.mark.parametrize("low", [np.dtype(np.float16), nna.bfloat16], ids=str)
+def test_a_16bit_nextafter_steps_by_its_own_ulp_in_a_graph(backend: str, low) -> None:
+    """A fused 16-bit chain computes in float32, where ``nextafter`` would take float32's
+    step and round back to its input: the fusion pass leaves that step out (the row's
+    ``Hints.narrow``) and the graph gives numpy's one 16-bit step, as the eager call."""
+    x = np.array([1.0, -2.0, 0.5, 0.0], low)
+    y = np.array([2.0, 0.0, -1.0, -1.0], low)
+    vx, vy = Variable.from_numpy_array(x), Variable.from_numpy_array(y)
+    ex = Graph([F.nextafter(vx * 1.0, vy), F.exp(vx)]).bind(backend)
+    got = ex.forward()[0].numpy()
+    assert got.dtype == low
+    np.testing.assert_array_equal(got.astype(np.float32), np.nextafter(x, y).astype(np.float32))
+    if _fuses(backend):
+        assert "nextafter" in [st.op for st in ex.schedule().steps]
