@@ -9,11 +9,12 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from conftest import tol
+from conftest import BACKENDS, tol
 from helpers import A, check, ids, sample
 
 import nnarray as nna
 import nnarray.functions as F
+from nnarray.ops import elementwise as rules
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
 
@@ -21,6 +22,43 @@ FLOATS = [np.float16, np.float32, np.float64]
 INTS = [np.int32, np.int64]
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + [np.bool_]
+
+
+# -- what runs where ---------------------------------------------------------------------
+# numpy runs every case (microseconds each). A compiling backend builds a program per
+# kernel source (pocl: ~0.2 s cold each), and an elementwise source is the op's expression
+# in its compute type plus each operand's conversion to it (``elementwise.source``): there
+# a test runs a cover of those parts (``greedy``), not the product of ops and dtypes.
+
+#: float16 computes in float on the compiling backends (OpenCL's ``cltypes``, CUDA's
+#: elementwise): its kernel is float32's with a half load and store, except for the rows
+#: with float16 code of their own.
+OWN_FLOAT16 = {"nextafter"}
+
+
+def c_type(name: str, d) -> np.dtype:
+    """The type row ``name``'s expression computes in for compute dtype ``d``."""
+    d = np.dtype(d)
+    return np.dtype(np.float32) if d == np.float16 and name not in OWN_FLOAT16 else d
+
+
+def greedy(cases: list, needs: Callable, keep: list = ()) -> list:
+    """A cover of ``cases``: the ``keep`` cases, then repeatedly the first case covering
+    the most of its ``needs`` (a set) not yet covered, until every need of every case is."""
+    todo = set().union(*(needs(c) for c in cases)).difference(*(needs(c) for c in keep))
+    got = list(keep)
+    while todo:
+        c = max(cases, key=lambda c: len(needs(c) & todo))
+        todo -= needs(c)
+        got.append(c)
+    return got
+
+
+def on_backends(cases: list, compiled: list, name: Callable) -> list:
+    """``(backend, *case)`` parameters (``backend`` indirect): every case on numpy, those of
+    ``compiled`` on the compiling backends; ids ``backend-name(case)``."""
+    return [pytest.param(b, *c, id=f"{b}-{name(c)}") for b in BACKENDS for c in cases
+            if b == "numpy" or c in compiled]
 
 
 # -- binary ------------------------------------------------------------------------------
@@ -75,15 +113,44 @@ def operands(name, da, db, sa=(2, 3), sb=(3,)):
     return a, b
 
 
-@pytest.mark.parametrize("dtype", ALL, ids=ids)
-@pytest.mark.parametrize("name", list(BINARY))
-def test_binary(backend, name, dtype):
+def _binary_skip(name: str, dtype) -> str | None:
     if dtype == np.bool_ and name in ("sub", "pow", "remainder", "floor_divide",
                                       "bitwise_left_shift", "bitwise_right_shift"):
-        pytest.skip("bool sub/pow/remainder/floor_divide/shifts are errors (test_errors)")
+        return "bool sub/pow/remainder/floor_divide/shifts are errors (test_errors)"
     if name in FLOAT_ONLY and np.dtype(dtype).kind != "f" or \
             name in INT_ONLY and np.dtype(dtype).kind == "f":
-        pytest.skip("not defined for this dtype by the standard")
+        return "not defined for this dtype by the standard"
+    return None
+
+
+def _binary_needs(case: tuple) -> set:
+    """A same-dtype binary kernel: the row's expression in its compute type (a comparison's
+    input type, else the result's) and the operands' conversion."""
+    name, dtype = case
+    d = np.dtype(dtype)
+    if rules.BINARY[name][0] not in ("compare", "logical"):
+        d = rules.binary_dtype(name, d)
+    return {("e", name, c_type(name, d)), ("c", np.dtype(dtype), d)}
+
+
+BINARY_CASES = [(n, d) for n in BINARY for d in ALL]
+#: On compiling backends: float32 for every row that has it, then a cover of the rest;
+#: the float-only and integer-only rows run there in the dtype-pair tests below (every
+#: dtype on each side, every compute type).
+BINARY_COMPILED = greedy(
+    [c for c in BINARY_CASES if _binary_skip(*c) is None and c[0] not in FLOAT_ONLY | INT_ONLY],
+    _binary_needs, [c for c in BINARY_CASES if c[1] == np.float32 and _binary_skip(*c) is None
+                    and c[0] not in FLOAT_ONLY])
+
+
+@pytest.mark.parametrize("backend, name, dtype",
+                         on_backends(BINARY_CASES, BINARY_COMPILED,
+                                     lambda c: f"{c[0]}-{np.dtype(c[1]).name}"),
+                         indirect=["backend"])
+def test_binary(backend, name, dtype):
+    why = _binary_skip(name, dtype)
+    if why:
+        pytest.skip(why)
     fn, op, ref = BINARY[name]
     a, b = operands(name, dtype, dtype)
     want = ref(a, b)
@@ -228,9 +295,27 @@ UNARY = {  # name: (F function, numpy reference, lo, hi, dtypes)
 UNARY_CASES = [(n, d) for n, v in UNARY.items() for d in v[4]]
 
 
-@pytest.mark.parametrize("name, dtype", UNARY_CASES,
-                         ids=[f"{n}-{np.dtype(d).name}" for n, d in UNARY_CASES])
+def _unary_needs(case: tuple) -> set:
+    """A unary kernel: the row's expression in its compute type (a predicate's input type,
+    else the result's: float64 for an integer of a float row) and the input's conversion."""
+    name, dtype = case
+    d = np.dtype(dtype) if rules.UNARY[name][0] == "pred" else rules.unary_dtype(
+        name, np.dtype(dtype))
+    return {("e", name, c_type(name, d)), ("c", np.dtype(dtype), d)}
+
+
+#: On compiling backends: float32 for every row that has it, then a cover of the rest.
+UNARY_COMPILED = greedy(UNARY_CASES, _unary_needs,
+                        [c for c in UNARY_CASES if c[1] == np.float32])
+
+
+@pytest.mark.parametrize("backend, name, dtype",
+                         on_backends(UNARY_CASES, UNARY_COMPILED,
+                                     lambda c: f"{c[0]}-{np.dtype(c[1]).name}"),
+                         indirect=["backend"])
 def test_unary(backend, name, dtype):
+    """Every row on each of its dtypes (a compiling backend: each in float32 and every
+    other compute type, each input dtype converted, ``UNARY_COMPILED``)."""
     fn, ref, lo, hi, _ = UNARY[name]
     x = sample((3, 4), dtype, lo, hi)
     if name == "log":
@@ -601,11 +686,8 @@ def _needs(name: str, da: np.dtype, db: np.dtype, d: np.dtype) -> set:
 def _cover(names: frozenset, dtypes: tuple, result: Callable) -> dict:
     every = [(n, da, db, d) for n in sorted(names) for da in dtypes for db in dtypes
              for d in (result(da, db),) if d is not None]
-    todo = set().union(*(_needs(*c) for c in every))
     got: dict = {n: [] for n in names}
-    while todo:  # greedy: the case that covers the most still uncovered, first in order
-        n, da, db, d = max(every, key=lambda c: len(_needs(*c) & todo))
-        todo -= _needs(n, da, db, d)
+    for n, da, db, _ in greedy(every, lambda c: _needs(*c)):
         got[n].append((da, db))
     return got
 
@@ -679,8 +761,9 @@ def test_bitwise_on_every_integer_pair(backend, name, capfd):
                 op(x, A(b))  # the operator form
             assert (x.data == a).all()
             continue
-        got, want = fn(A(a), A(b)), ref(a, b)
-        if got.dtype != want.dtype or not (np.asarray(got) == want).all():
-            wrong.append(f"{da}/{db}: {got.dtype} {np.asarray(got)}, want {want}")
+        want = ref(a, b)
+        for got in (fn(A(a), A(b)), op(A(a), A(b))):  # the function and operator forms
+            if got.dtype != want.dtype or not (np.asarray(got) == want).all():
+                wrong.append(f"{da}/{db}: {got.dtype} {np.asarray(got)}, want {want}")
     assert not wrong, wrong[:6]
     assert "error" not in capfd.readouterr().err  # no kernel build was tried
