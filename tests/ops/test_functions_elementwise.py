@@ -159,16 +159,40 @@ def test_binary(backend, name, dtype):
         check(op(A(a), A(b)), want)
 
 
-@pytest.mark.parametrize("da, db", [
-    (np.float32, np.float64), (np.float16, np.float32), (np.int32, np.float32),
-    (np.int32, np.int64), (np.bool_, np.float32), (np.bool_, np.int32), (np.int64, np.float16),
-    (np.int32, np.float16)], ids=ids)
-@pytest.mark.parametrize("name", ["add", "mul", "div", "maximum", "less"])
+MIXED = [(np.float32, np.float64), (np.float16, np.float32), (np.int32, np.float32),
+         (np.int32, np.int64), (np.bool_, np.float32), (np.bool_, np.int32),
+         (np.int64, np.float16), (np.int32, np.float16)]
+MIXED_OPS = ["add", "mul", "div", "maximum", "less"]
+
+
+def _mixed_needs(case: tuple) -> set:
+    """A mixed kernel (name, a's dtype, b's): the op with each on its side, its expression
+    in the compute type (a comparison's promoted type, else the result's), the
+    conversions."""
+    name, x, y = case
+    x, y = np.dtype(x), np.dtype(y)
+    d = np.promote_types(x, y) if name == "less" else \
+        BINARY[name][2](np.ones(1, x), np.ones(1, y)).dtype
+    return {("a", name, x), ("b", name, y), ("e", name, c_type(name, d)), ("c", x, d),
+            ("c", y, d)}
+
+
+#: On compiling backends: a cover of the ops x pairs x both orders.
+MIXED_ORDERS = greedy([(n, x, y) for n in MIXED_OPS for a, b in MIXED for x, y in ((a, b), (b, a))],
+                      _mixed_needs)
+
+
+@pytest.mark.parametrize("backend, name, da, db", on_backends(
+    [(n, a, b) for n in MIXED_OPS for a, b in MIXED],
+    [(n, a, b) for n, a, b in MIXED_ORDERS] + [(n, b, a) for n, a, b in MIXED_ORDERS],
+    lambda c: f"{c[0]}-{ids(c[1])}-{ids(c[2])}"), indirect=["backend"])
 def test_binary_mixed_dtypes(backend, name, da, db):
+    """Both operand orders (a compiling backend: those of ``MIXED_ORDERS``)."""
     fn, _, ref = BINARY[name]
     a, b = operands(name, da, db)
-    check(fn(A(a), A(b)), ref(a, b))
-    check(fn(A(b), A(a)), ref(b, a))
+    for x, y, dx, dy in ((a, b, da, db), (b, a, db, da)):
+        if backend == "numpy" or (name, dx, dy) in MIXED_ORDERS:
+            check(fn(A(x), A(y)), ref(x, y))
 
 
 SHAPE_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((4, 1, 3), (2, 1)),
@@ -176,13 +200,29 @@ SHAPE_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((4, 1, 3), (
                ((5, 1, 4, 1), (3, 1, 2))]
 
 
+BROADCAST_OPS = ["add", "sub", "mul", "maximum", "greater"]
+
+
+def rotating(backend: str, k: int, name: str, names: list) -> list[bool]:
+    """The operand orders (swapped or not) op ``name`` runs on shape pair ``k``: both on
+    numpy; on a compiling backend, where a broadcast's index code and the op's expression
+    are generated apart, order o goes to op ``(k + o) mod len(names)``: every pair in
+    both orders, the ops taking turns."""
+    return [o for o in (False, True)
+            if backend == "numpy" or names.index(name) == (k + o) % len(names)]
+
+
 @pytest.mark.parametrize("sa, sb", SHAPE_PAIRS, ids=ids)
-@pytest.mark.parametrize("name", ["add", "sub", "mul", "maximum", "greater"])
+@pytest.mark.parametrize("name", BROADCAST_OPS)
 def test_broadcasting(backend, name, sa, sb):
     fn, _, ref = BINARY[name]
     a, b = sample(sa, np.float32, seed=3), sample(sb, np.float32, seed=4)
-    check(fn(A(a), A(b)), ref(a, b))
-    check(fn(A(b), A(a)), ref(b, a))
+    orders = rotating(backend, SHAPE_PAIRS.index((sa, sb)), name, BROADCAST_OPS)
+    if not orders:
+        pytest.skip("the other ops take this shape pair's orders here (rotating)")
+    for swap in orders:
+        x, y = (b, a) if swap else (a, b)
+        check(fn(A(x), A(y)), ref(x, y))
 
 
 # -- scalars -----------------------------------------------------------------------------
@@ -190,15 +230,47 @@ SCALAR_OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operat
               operator.lt, operator.ge, operator.eq, operator.ne]
 
 
-@pytest.mark.parametrize("s", [2, 0.5, True, -1.25], ids=repr)
-@pytest.mark.parametrize("dtype", NUMERIC, ids=ids)
-@pytest.mark.parametrize("op", SCALAR_OPS, ids=lambda o: o.__name__)
+SCALARS = [2, 0.5, True, -1.25]
+COMPARE_OPS = (operator.lt, operator.ge, operator.eq, operator.ne)
+
+
+def _scalar_kernel(case: tuple) -> tuple:
+    """(op, array dtype, compute dtype, scalar on the left) of ``a op s`` (or ``s op a``):
+    the scalar is a kernel argument, so every scalar that computes in the same type shares
+    the kernel."""
+    op, dtype, s, left = case
+    a = np.ones(1, dtype)
+    d = np.result_type(a, s) if op in COMPARE_OPS else op(a, s).dtype
+    return op, np.dtype(dtype), d, left
+
+
+def _scalar_needs(case: tuple) -> set:
+    op, dtype, d, left = _scalar_kernel(case)
+    return {("e", op, c_type("", d), left), ("c", dtype, d), ("s", type(case[2]), d),
+            ("v", case[2])}
+
+
+SCALAR_CASES = [(op, d, s, left) for op in SCALAR_OPS for d in NUMERIC for s in SCALARS
+                for left in (False, True) if not (left and op is operator.pow and s < 0)]
+#: On compiling backends: the cases whose kernel a cover of expressions (each op on each
+#: side in each compute type), conversions and scalar kinds builds.
+SCALAR_RUN = set(map(_scalar_kernel, greedy(SCALAR_CASES, _scalar_needs)))
+
+
+@pytest.mark.parametrize("backend, op, dtype, s", on_backends(
+    [(op, d, s) for op in SCALAR_OPS for d in NUMERIC for s in SCALARS],
+    [c[:3] for c in SCALAR_CASES if _scalar_kernel(c) in SCALAR_RUN],
+    lambda c: f"{c[0].__name__}-{ids(c[1])}-{c[2]!r}"), indirect=["backend"])
 def test_scalar_operators(backend, op, dtype, s):
-    """``a op s`` and the reflected ``s op a`` follow numpy with the scalar weak."""
+    """``a op s`` and the reflected ``s op a`` follow numpy with the scalar weak (a
+    compiling backend: the sides whose kernel is in ``SCALAR_RUN``)."""
     a = sample((2, 3), dtype, 1, 3)  # positive: pow and reflected division are defined
-    check(op(A(a), s), op(a, s))
-    if not (op is operator.pow and s < 0):  # negative base: nan for fractional exponents
-        check(op(s, A(a)), op(s, a))
+    for left in (False, True):
+        if left and op is operator.pow and s < 0:
+            continue  # negative base: nan for fractional exponents
+        if backend != "numpy" and _scalar_kernel((op, dtype, s, left)) not in SCALAR_RUN:
+            continue
+        check(op(s, A(a)) if left else op(A(a), s), op(s, a) if left else op(a, s))
 
 
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum", "less"])
@@ -434,13 +506,21 @@ def test_where_scalars(backend):
     check(F.where(A(c), 3, 4), np.where(c, 3, 4))
 
 
-@pytest.mark.parametrize("sx, sy", [((64, 96), (64, 96)), ((64, 1), ()), ((), (96,)),
-                                     ((1, 96), (64, 1))], ids=ids)
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64,
-                                   np.bool_], ids=ids)
+LARGE_SHAPES = [((64, 96), (64, 96)), ((64, 1), ()), ((), (96,)), ((1, 96), (64, 1))]
+LARGE_DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
+#: On compiling backends, where a kernel's dtypes and its broadcast's index code are
+#: generated apart: each dtype with one shape pair, each pair with some dtype, each float
+#: dtype with a pair of arrays (where NaN and the rest go in).
+LARGE_COMPILED = [(d, *LARGE_SHAPES[k]) for d, k in zip(LARGE_DTYPES, (0, 3, 3, 1, 2, 0))]
+
+
+@pytest.mark.parametrize("backend, dtype, sx, sy", on_backends(
+    [(d, *sh) for d in LARGE_DTYPES for sh in LARGE_SHAPES], LARGE_COMPILED,
+    lambda c: "-".join(map(ids, c))), indirect=["backend"])
 def test_where_large(backend, dtype, sx, sy):
     """Conditions of thousands of elements without a pattern (numpy selects the bits
-    branch-free there): values exact, NaN, infinities and signed zeros included."""
+    branch-free there): values exact, NaN, infinities and signed zeros included (a
+    compiling backend: the cases of ``LARGE_COMPILED``)."""
     c = sample((64, 96), np.bool_, seed=5)
     x, y = sample(sx, dtype, seed=6), sample(sy, dtype, seed=7)
     if np.dtype(dtype).kind == "f" and x.ndim and y.ndim:
@@ -633,18 +713,22 @@ def test_unary_fast_path_skips_inference_once_seen(backend, monkeypatch):
     np.testing.assert_allclose(y.numpy(), np.sin([1.0, 0.0]), rtol=1e-3)
 
 
-@pytest.mark.parametrize("sa, sb", [((300, 130), (1, 130)), ((300, 130), (300, 1)),
-                                    ((4, 30, 200), (30, 1)), ((2, 3, 5, 70), (3, 1, 70)),
-                                    ((2, 70, 3, 64), (70, 1, 1))], ids=str)
+ROW_PAIRS = [((300, 130), (1, 130)), ((300, 130), (300, 1)), ((4, 30, 200), (30, 1)),
+             ((2, 3, 5, 70), (3, 1, 70)), ((2, 70, 3, 64), (70, 1, 1))]
+
+
+@pytest.mark.parametrize("sa, sb", ROW_PAIRS, ids=str)
 def test_broadcast_rows(backend, sa, sb):
     """Broadcasts whose innermost dimension is long (OpenCL: the 2-D row launch) match
-    numpy in both operand orders."""
+    numpy in both operand orders (a compiling backend: each order with one of the ops,
+    ``rotating``)."""
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
     for name, ref in (("sub", np.subtract), ("maximum", np.maximum)):
         f = getattr(F, name)
-        np.testing.assert_array_equal(f(A(a), A(b)).numpy(), ref(a, b))
-        np.testing.assert_array_equal(f(A(b), A(a)).numpy(), ref(b, a))
+        for swap in rotating(backend, ROW_PAIRS.index((sa, sb)), name, ["sub", "maximum"]):
+            x, y = (b, a) if swap else (a, b)
+            np.testing.assert_array_equal(f(A(x), A(y)).numpy(), ref(x, y))
 
 
 # -- every dtype pair: the data is what .dtype says -------------------------------------
