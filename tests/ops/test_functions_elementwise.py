@@ -168,13 +168,13 @@ MIXED_OPS = ["add", "mul", "div", "maximum", "less"]
 def _mixed_needs(case: tuple) -> set:
     """A mixed kernel (name, a's dtype, b's): the op with each on its side, its expression
     in the compute type (a comparison's promoted type, else the result's), the
-    conversions."""
+    conversions, the pair in this order."""
     name, x, y = case
     x, y = np.dtype(x), np.dtype(y)
     d = np.promote_types(x, y) if name == "less" else \
         BINARY[name][2](np.ones(1, x), np.ones(1, y)).dtype
     return {("a", name, x), ("b", name, y), ("e", name, c_type(name, d)), ("c", x, d),
-            ("c", y, d)}
+            ("c", y, d), ("p", x, y)}
 
 
 #: On compiling backends: a cover of the ops x pairs x both orders.
@@ -851,3 +851,24 @@ def test_bitwise_on_every_integer_pair(backend, name, capfd):
                 wrong.append(f"{da}/{db}: {got.dtype} {np.asarray(got)}, want {want}")
     assert not wrong, wrong[:6]
     assert "error" not in capfd.readouterr().err  # no kernel build was tried
+
+
+def test_compiling_backends_still_reach_every_row_dtype_and_form():
+    """What the covers leave compiling backends: every row and every dtype of each table,
+    every scalar operator on both sides with every dtype and scalar, every mixed pair in
+    both orders, every large where dtype and shape pair."""
+    def dtypes(cases):
+        return {np.dtype(d) for d in cases}
+    assert {n for n, _ in UNARY_COMPILED} == set(UNARY)
+    assert dtypes(d for _, d in UNARY_COMPILED) == dtypes(ALL)
+    assert {n for n, _ in BINARY_COMPILED} | FLOAT_ONLY | INT_ONLY == set(BINARY)
+    assert dtypes(d for _, d in BINARY_COMPILED) == dtypes(ALL)
+    run = [c for c in SCALAR_CASES if _scalar_kernel(c) in SCALAR_RUN]
+    assert {(op, left) for op, _, _, left in run} == {(op, lf) for op in SCALAR_OPS
+                                                      for lf in (False, True)}
+    assert dtypes(d for _, d, _, _ in run) == dtypes(NUMERIC)
+    assert {repr(s) for _, _, s, _ in run} == {repr(s) for s in SCALARS}
+    assert {(x, y) for _, x, y in MIXED_ORDERS} == set(MIXED) | {(b, a) for a, b in MIXED}
+    assert {n for n, _, _ in MIXED_ORDERS} == set(MIXED_OPS)
+    assert dtypes(d for d, _, _ in LARGE_COMPILED) == dtypes(LARGE_DTYPES)
+    assert {(x, y) for _, x, y in LARGE_COMPILED} == set(LARGE_SHAPES)
