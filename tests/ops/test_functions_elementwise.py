@@ -178,8 +178,8 @@ def _mixed_needs(case: tuple) -> set:
 
 
 #: On compiling backends: a cover of the ops x pairs x both orders.
-MIXED_ORDERS = greedy([(n, x, y) for n in MIXED_OPS for a, b in MIXED for x, y in ((a, b), (b, a))],
-                      _mixed_needs)
+MIXED_ORDERS = greedy([(n, x, y) for n in MIXED_OPS for a, b in MIXED
+                       for x, y in ((a, b), (b, a))], _mixed_needs)
 
 
 @pytest.mark.parametrize("backend, name, da, db", on_backends(
@@ -246,8 +246,10 @@ def _scalar_kernel(case: tuple) -> tuple:
 
 def _scalar_needs(case: tuple) -> set:
     op, dtype, d, left = _scalar_kernel(case)
-    return {("e", op, c_type("", d), left), ("c", dtype, d), ("s", type(case[2]), d),
-            ("v", case[2])}
+    """A scalar kernel: the op on this side in its compute type, the array's conversion,
+    the scalar's kind converted to that type; each scalar once."""
+    return {("e", op, c_type(op.__name__, d), left), ("c", dtype, d),
+            ("s", type(case[2]), d), ("v", case[2])}
 
 
 SCALAR_CASES = [(op, d, s, left) for op in SCALAR_OPS for d in NUMERIC for s in SCALARS
