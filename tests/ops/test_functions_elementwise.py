@@ -255,8 +255,9 @@ def _scalar_needs(case: tuple) -> set:
 SCALAR_CASES = [(op, d, s, left) for op in SCALAR_OPS for d in NUMERIC for s in SCALARS
                 for left in (False, True) if not (left and op is operator.pow and s < 0)]
 #: On compiling backends: the cases whose kernel a cover of expressions (each op on each
-#: side in each compute type), conversions and scalar kinds builds.
-SCALAR_RUN = set(map(_scalar_kernel, greedy(SCALAR_CASES, _scalar_needs)))
+#: side in each compute type), conversions and scalar kinds builds, float32's first.
+SCALAR_RUN = set(map(_scalar_kernel, greedy(SCALAR_CASES, _scalar_needs,
+                                            [c for c in SCALAR_CASES if c[1] == np.float32])))
 
 
 @pytest.mark.parametrize("backend, op, dtype, s", on_backends(
