@@ -87,12 +87,17 @@ def design(d: np.dtype) -> set[tuple[str, int, bool]]:
 
 
 def test_design_covers_every_row_and_constant() -> None:
-    """Per rule class and side: every row on some dtype; per dtype every constant."""
+    """Per rule class and side: every row on some dtype, with constants above and below
+    a dtype's range (a comparison's answer depends on the row and which); per dtype
+    every constant."""
     got = {d: design(d) for d in INTS}
     for rule, names in _rows_by_rule().items():
         for left in (False, True):
             assert {n for d in INTS for n, _, lf in got[d] if lf == left and n in names} \
                 == set(names)
+            for n in names:
+                assert {c > 0 for d in INTS for m, c, lf in got[d]
+                        if (m, lf) == (n, left) and not _inside(d, c)} == {True, False}
             for d in INTS:
                 want = {c for c in _cases(d) if rule in ("compare", "logical")
                         or not _inside(d, c)}
