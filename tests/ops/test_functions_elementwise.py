@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
+from collections.abc import Callable
 
 import numpy as np
 import pytest
-from conftest import tol
+from conftest import BACKENDS, tol
 from helpers import A, check, ids, sample
 
 import nnarray as nna
 import nnarray.functions as F
+from nnarray.ops import elementwise as rules
 
 pytestmark = pytest.mark.usefixtures("no_fallback")  # a backend runs its own kernels
 
@@ -19,6 +22,43 @@ FLOATS = [np.float16, np.float32, np.float64]
 INTS = [np.int32, np.int64]
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + [np.bool_]
+
+
+# -- what runs where ---------------------------------------------------------------------
+# numpy runs every case (microseconds each). A compiling backend builds a program per
+# kernel source (pocl: ~0.2 s cold each), and an elementwise source is the op's expression
+# in its compute type plus each operand's conversion to it (``elementwise.source``): there
+# a test runs a cover of those parts (``greedy``), not the product of ops and dtypes.
+
+#: float16 computes in float on the compiling backends (OpenCL's ``cltypes``, CUDA's
+#: elementwise): its kernel is float32's with a half load and store, except for the rows
+#: with float16 code of their own.
+OWN_FLOAT16 = {"nextafter"}
+
+
+def c_type(name: str, d) -> np.dtype:
+    """The type row ``name``'s expression computes in for compute dtype ``d``."""
+    d = np.dtype(d)
+    return np.dtype(np.float32) if d == np.float16 and name not in OWN_FLOAT16 else d
+
+
+def greedy(cases: list, needs: Callable, keep: list = ()) -> list:
+    """A cover of ``cases``: the ``keep`` cases, then repeatedly the first case covering
+    the most of its ``needs`` (a set) not yet covered, until every need of every case is."""
+    todo = set().union(*(needs(c) for c in cases)).difference(*(needs(c) for c in keep))
+    got = list(keep)
+    while todo:
+        c = max(cases, key=lambda c: len(needs(c) & todo))
+        todo -= needs(c)
+        got.append(c)
+    return got
+
+
+def on_backends(cases: list, compiled: list, name: Callable) -> list:
+    """``(backend, *case)`` parameters (``backend`` indirect): every case on numpy, those of
+    ``compiled`` on the compiling backends; ids ``backend-name(case)``."""
+    return [pytest.param(b, *c, id=f"{b}-{name(c)}") for b in BACKENDS for c in cases
+            if b == "numpy" or c in compiled]
 
 
 # -- binary ------------------------------------------------------------------------------
@@ -73,15 +113,44 @@ def operands(name, da, db, sa=(2, 3), sb=(3,)):
     return a, b
 
 
-@pytest.mark.parametrize("dtype", ALL, ids=ids)
-@pytest.mark.parametrize("name", list(BINARY))
-def test_binary(backend, name, dtype):
+def _binary_skip(name: str, dtype) -> str | None:
     if dtype == np.bool_ and name in ("sub", "pow", "remainder", "floor_divide",
                                       "bitwise_left_shift", "bitwise_right_shift"):
-        pytest.skip("bool sub/pow/remainder/floor_divide/shifts are errors (test_errors)")
+        return "bool sub/pow/remainder/floor_divide/shifts are errors (test_errors)"
     if name in FLOAT_ONLY and np.dtype(dtype).kind != "f" or \
             name in INT_ONLY and np.dtype(dtype).kind == "f":
-        pytest.skip("not defined for this dtype by the standard")
+        return "not defined for this dtype by the standard"
+    return None
+
+
+def _binary_needs(case: tuple) -> set:
+    """A same-dtype binary kernel: the row's expression in its compute type (a comparison's
+    input type, else the result's) and the operands' conversion."""
+    name, dtype = case
+    d = np.dtype(dtype)
+    if rules.BINARY[name][0] not in ("compare", "logical"):
+        d = rules.binary_dtype(name, d)
+    return {("e", name, c_type(name, d)), ("c", np.dtype(dtype), d)}
+
+
+BINARY_CASES = [(n, d) for n in BINARY for d in ALL]
+#: On compiling backends: float32 for every row that has it, then a cover of the rest;
+#: the float-only and integer-only rows run there in the dtype-pair tests below (every
+#: dtype on each side, every compute type).
+BINARY_COMPILED = greedy(
+    [c for c in BINARY_CASES if _binary_skip(*c) is None and c[0] not in FLOAT_ONLY | INT_ONLY],
+    _binary_needs, [c for c in BINARY_CASES if c[1] == np.float32 and _binary_skip(*c) is None
+                    and c[0] not in FLOAT_ONLY])
+
+
+@pytest.mark.parametrize("backend, name, dtype",
+                         on_backends(BINARY_CASES, BINARY_COMPILED,
+                                     lambda c: f"{c[0]}-{np.dtype(c[1]).name}"),
+                         indirect=["backend"])
+def test_binary(backend, name, dtype):
+    why = _binary_skip(name, dtype)
+    if why:
+        pytest.skip(why)
     fn, op, ref = BINARY[name]
     a, b = operands(name, dtype, dtype)
     want = ref(a, b)
@@ -90,16 +159,40 @@ def test_binary(backend, name, dtype):
         check(op(A(a), A(b)), want)
 
 
-@pytest.mark.parametrize("da, db", [
-    (np.float32, np.float64), (np.float16, np.float32), (np.int32, np.float32),
-    (np.int32, np.int64), (np.bool_, np.float32), (np.bool_, np.int32), (np.int64, np.float16),
-    (np.int32, np.float16)], ids=ids)
-@pytest.mark.parametrize("name", ["add", "mul", "div", "maximum", "less"])
+MIXED = [(np.float32, np.float64), (np.float16, np.float32), (np.int32, np.float32),
+         (np.int32, np.int64), (np.bool_, np.float32), (np.bool_, np.int32),
+         (np.int64, np.float16), (np.int32, np.float16)]
+MIXED_OPS = ["add", "mul", "div", "maximum", "less"]
+
+
+def _mixed_needs(case: tuple) -> set:
+    """A mixed kernel (name, a's dtype, b's): the op with each on its side, its expression
+    in the compute type (a comparison's promoted type, else the result's), the
+    conversions, the pair in this order."""
+    name, x, y = case
+    x, y = np.dtype(x), np.dtype(y)
+    d = np.promote_types(x, y) if name == "less" else \
+        BINARY[name][2](np.ones(1, x), np.ones(1, y)).dtype
+    return {("a", name, x), ("b", name, y), ("e", name, c_type(name, d)), ("c", x, d),
+            ("c", y, d), ("p", x, y)}
+
+
+#: On compiling backends: a cover of the ops x pairs x both orders.
+MIXED_ORDERS = greedy([(n, x, y) for n in MIXED_OPS for a, b in MIXED
+                       for x, y in ((a, b), (b, a))], _mixed_needs)
+
+
+@pytest.mark.parametrize("backend, name, da, db", on_backends(
+    [(n, a, b) for n in MIXED_OPS for a, b in MIXED],
+    [(n, a, b) for n, a, b in MIXED_ORDERS] + [(n, b, a) for n, a, b in MIXED_ORDERS],
+    lambda c: f"{c[0]}-{ids(c[1])}-{ids(c[2])}"), indirect=["backend"])
 def test_binary_mixed_dtypes(backend, name, da, db):
+    """Both operand orders (a compiling backend: those of ``MIXED_ORDERS``)."""
     fn, _, ref = BINARY[name]
     a, b = operands(name, da, db)
-    check(fn(A(a), A(b)), ref(a, b))
-    check(fn(A(b), A(a)), ref(b, a))
+    for x, y, dx, dy in ((a, b, da, db), (b, a, db, da)):
+        if backend == "numpy" or (name, dx, dy) in MIXED_ORDERS:
+            check(fn(A(x), A(y)), ref(x, y))
 
 
 SHAPE_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((4, 1, 3), (2, 1)),
@@ -107,13 +200,29 @@ SHAPE_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((4, 1, 3), (
                ((5, 1, 4, 1), (3, 1, 2))]
 
 
+BROADCAST_OPS = ["add", "sub", "mul", "maximum", "greater"]
+
+
+def rotating(backend: str, k: int, name: str, names: list) -> list[bool]:
+    """The operand orders (swapped or not) op ``name`` runs on shape pair ``k``: both on
+    numpy; on a compiling backend, where a broadcast's index code and the op's expression
+    are generated apart, order o goes to op ``(k + o) mod len(names)``: every pair in
+    both orders, the ops taking turns."""
+    return [o for o in (False, True)
+            if backend == "numpy" or names.index(name) == (k + o) % len(names)]
+
+
 @pytest.mark.parametrize("sa, sb", SHAPE_PAIRS, ids=ids)
-@pytest.mark.parametrize("name", ["add", "sub", "mul", "maximum", "greater"])
+@pytest.mark.parametrize("name", BROADCAST_OPS)
 def test_broadcasting(backend, name, sa, sb):
     fn, _, ref = BINARY[name]
     a, b = sample(sa, np.float32, seed=3), sample(sb, np.float32, seed=4)
-    check(fn(A(a), A(b)), ref(a, b))
-    check(fn(A(b), A(a)), ref(b, a))
+    orders = rotating(backend, SHAPE_PAIRS.index((sa, sb)), name, BROADCAST_OPS)
+    if not orders:
+        pytest.skip("the other ops take this shape pair's orders here (rotating)")
+    for swap in orders:
+        x, y = (b, a) if swap else (a, b)
+        check(fn(A(x), A(y)), ref(x, y))
 
 
 # -- scalars -----------------------------------------------------------------------------
@@ -121,15 +230,50 @@ SCALAR_OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operat
               operator.lt, operator.ge, operator.eq, operator.ne]
 
 
-@pytest.mark.parametrize("s", [2, 0.5, True, -1.25], ids=repr)
-@pytest.mark.parametrize("dtype", NUMERIC, ids=ids)
-@pytest.mark.parametrize("op", SCALAR_OPS, ids=lambda o: o.__name__)
+SCALARS = [2, 0.5, True, -1.25]
+COMPARE_OPS = (operator.lt, operator.ge, operator.eq, operator.ne)
+
+
+def _scalar_kernel(case: tuple) -> tuple:
+    """(op, array dtype, compute dtype, scalar on the left) of ``a op s`` (or ``s op a``):
+    the scalar is a kernel argument, so every scalar that computes in the same type shares
+    the kernel."""
+    op, dtype, s, left = case
+    a = np.ones(1, dtype)
+    d = np.result_type(a, s) if op in COMPARE_OPS else op(a, s).dtype
+    return op, np.dtype(dtype), d, left
+
+
+def _scalar_needs(case: tuple) -> set:
+    op, dtype, d, left = _scalar_kernel(case)
+    """A scalar kernel: the op on this side in its compute type, the array's conversion,
+    the scalar's kind converted to that type; each scalar once."""
+    return {("e", op, c_type(op.__name__, d), left), ("c", dtype, d),
+            ("s", type(case[2]), d), ("v", case[2])}
+
+
+SCALAR_CASES = [(op, d, s, left) for op in SCALAR_OPS for d in NUMERIC for s in SCALARS
+                for left in (False, True) if not (left and op is operator.pow and s < 0)]
+#: On compiling backends: the cases whose kernel a cover of expressions (each op on each
+#: side in each compute type), conversions and scalar kinds builds, float32's first.
+SCALAR_RUN = set(map(_scalar_kernel, greedy(SCALAR_CASES, _scalar_needs,
+                                            [c for c in SCALAR_CASES if c[1] == np.float32])))
+
+
+@pytest.mark.parametrize("backend, op, dtype, s", on_backends(
+    [(op, d, s) for op in SCALAR_OPS for d in NUMERIC for s in SCALARS],
+    [c[:3] for c in SCALAR_CASES if _scalar_kernel(c) in SCALAR_RUN],
+    lambda c: f"{c[0].__name__}-{ids(c[1])}-{c[2]!r}"), indirect=["backend"])
 def test_scalar_operators(backend, op, dtype, s):
-    """``a op s`` and the reflected ``s op a`` follow numpy with the scalar weak."""
+    """``a op s`` and the reflected ``s op a`` follow numpy with the scalar weak (a
+    compiling backend: the sides whose kernel is in ``SCALAR_RUN``)."""
     a = sample((2, 3), dtype, 1, 3)  # positive: pow and reflected division are defined
-    check(op(A(a), s), op(a, s))
-    if not (op is operator.pow and s < 0):  # negative base: nan for fractional exponents
-        check(op(s, A(a)), op(s, a))
+    for left in (False, True):
+        if left and op is operator.pow and s < 0:
+            continue  # negative base: nan for fractional exponents
+        if backend != "numpy" and _scalar_kernel((op, dtype, s, left)) not in SCALAR_RUN:
+            continue
+        check(op(s, A(a)) if left else op(A(a), s), op(s, a) if left else op(a, s))
 
 
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum", "less"])
@@ -226,9 +370,27 @@ UNARY = {  # name: (F function, numpy reference, lo, hi, dtypes)
 UNARY_CASES = [(n, d) for n, v in UNARY.items() for d in v[4]]
 
 
-@pytest.mark.parametrize("name, dtype", UNARY_CASES,
-                         ids=[f"{n}-{np.dtype(d).name}" for n, d in UNARY_CASES])
+def _unary_needs(case: tuple) -> set:
+    """A unary kernel: the row's expression in its compute type (a predicate's input type,
+    else the result's: float64 for an integer of a float row) and the input's conversion."""
+    name, dtype = case
+    d = np.dtype(dtype) if rules.UNARY[name][0] == "pred" else rules.unary_dtype(
+        name, np.dtype(dtype))
+    return {("e", name, c_type(name, d)), ("c", np.dtype(dtype), d)}
+
+
+#: On compiling backends: float32 for every row that has it, then a cover of the rest.
+UNARY_COMPILED = greedy(UNARY_CASES, _unary_needs,
+                        [c for c in UNARY_CASES if c[1] == np.float32])
+
+
+@pytest.mark.parametrize("backend, name, dtype",
+                         on_backends(UNARY_CASES, UNARY_COMPILED,
+                                     lambda c: f"{c[0]}-{np.dtype(c[1]).name}"),
+                         indirect=["backend"])
 def test_unary(backend, name, dtype):
+    """Every row on each of its dtypes (a compiling backend: each in float32 and every
+    other compute type, each input dtype converted, ``UNARY_COMPILED``)."""
     fn, ref, lo, hi, _ = UNARY[name]
     x = sample((3, 4), dtype, lo, hi)
     if name == "log":
@@ -347,13 +509,21 @@ def test_where_scalars(backend):
     check(F.where(A(c), 3, 4), np.where(c, 3, 4))
 
 
-@pytest.mark.parametrize("sx, sy", [((64, 96), (64, 96)), ((64, 1), ()), ((), (96,)),
-                                     ((1, 96), (64, 1))], ids=ids)
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64,
-                                   np.bool_], ids=ids)
+LARGE_SHAPES = [((64, 96), (64, 96)), ((64, 1), ()), ((), (96,)), ((1, 96), (64, 1))]
+LARGE_DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_]
+#: On compiling backends, where a kernel's dtypes and its broadcast's index code are
+#: generated apart: each dtype with one shape pair, each pair with some dtype, each float
+#: dtype with a pair of arrays (where NaN and the rest go in).
+LARGE_COMPILED = [(d, *LARGE_SHAPES[k]) for d, k in zip(LARGE_DTYPES, (0, 3, 3, 1, 2, 0))]
+
+
+@pytest.mark.parametrize("backend, dtype, sx, sy", on_backends(
+    [(d, *sh) for d in LARGE_DTYPES for sh in LARGE_SHAPES], LARGE_COMPILED,
+    lambda c: "-".join(map(ids, c))), indirect=["backend"])
 def test_where_large(backend, dtype, sx, sy):
     """Conditions of thousands of elements without a pattern (numpy selects the bits
-    branch-free there): values exact, NaN, infinities and signed zeros included."""
+    branch-free there): values exact, NaN, infinities and signed zeros included (a
+    compiling backend: the cases of ``LARGE_COMPILED``)."""
     c = sample((64, 96), np.bool_, seed=5)
     x, y = sample(sx, dtype, seed=6), sample(sy, dtype, seed=7)
     if np.dtype(dtype).kind == "f" and x.ndim and y.ndim:
@@ -546,18 +716,22 @@ def test_unary_fast_path_skips_inference_once_seen(backend, monkeypatch):
     np.testing.assert_allclose(y.numpy(), np.sin([1.0, 0.0]), rtol=1e-3)
 
 
-@pytest.mark.parametrize("sa, sb", [((300, 130), (1, 130)), ((300, 130), (300, 1)),
-                                    ((4, 30, 200), (30, 1)), ((2, 3, 5, 70), (3, 1, 70)),
-                                    ((2, 70, 3, 64), (70, 1, 1))], ids=str)
+ROW_PAIRS = [((300, 130), (1, 130)), ((300, 130), (300, 1)), ((4, 30, 200), (30, 1)),
+             ((2, 3, 5, 70), (3, 1, 70)), ((2, 70, 3, 64), (70, 1, 1))]
+
+
+@pytest.mark.parametrize("sa, sb", ROW_PAIRS, ids=str)
 def test_broadcast_rows(backend, sa, sb):
     """Broadcasts whose innermost dimension is long (OpenCL: the 2-D row launch) match
-    numpy in both operand orders."""
+    numpy in both operand orders (a compiling backend: each order with one of the ops,
+    ``rotating``)."""
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
     for name, ref in (("sub", np.subtract), ("maximum", np.maximum)):
         f = getattr(F, name)
-        np.testing.assert_array_equal(f(A(a), A(b)).numpy(), ref(a, b))
-        np.testing.assert_array_equal(f(A(b), A(a)).numpy(), ref(b, a))
+        for swap in rotating(backend, ROW_PAIRS.index((sa, sb)), name, ["sub", "maximum"]):
+            x, y = (b, a) if swap else (a, b)
+            np.testing.assert_array_equal(f(A(x), A(y)).numpy(), ref(x, y))
 
 
 # -- every dtype pair: the data is what .dtype says -------------------------------------
@@ -573,35 +747,73 @@ def float_rule(da, db) -> np.dtype:
     return d if d.kind == "f" else np.exp(np.ones(1, d)).dtype
 
 
-def pairs(backend: str, name: str, names: set, dtypes: list) -> list:
+SIGNED = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64)}
+
+
+def int_rule(da, db) -> np.dtype | None:
+    """The bitwise rows' compute type: the promoted integer type (``None``: uint64 with a
+    signed integer, refused)."""
+    d = np.promote_types(da, db)
+    return d if d.kind in "biu" else None
+
+
+#: Pairs the bitwise rows refuse (no kernel is built): run everywhere.
+REFUSED = [(a, b) for a in EVERY for b in EVERY if a.kind in "iu" and b.kind in "iu"
+           and {a, b} & {np.dtype(np.uint64)} and {a, b} & SIGNED]
+
+
+def _needs(name: str, da: np.dtype, db: np.dtype, d: np.dtype) -> set:
+    """What kernel (``name``, da, db) computing in ``d`` exercises (``elementwise.source``
+    generates each apart): the op with ``da`` as a and ``db`` as b, its expression in
+    ``d``, and the conversions da -> d and db -> d (the same code on either side)."""
+    return {("a", name, da), ("b", name, db), ("d", name, d), ("c", da, d), ("c", db, d)}
+
+
+@functools.lru_cache
+def _cover(names: frozenset, dtypes: tuple, result: Callable) -> dict:
+    every = [(n, da, db, d) for n in sorted(names) for da in dtypes for db in dtypes
+             for d in (result(da, db),) if d is not None]
+    got: dict = {n: [] for n in names}
+    for n, da, db, _ in greedy(every, lambda c: _needs(*c)):
+        got[n].append((da, db))
+    return got
+
+
+def cover(backend: str, name: str, names: set, dtypes: list, result: Callable) -> list:
     """The (da, db) pairs ``name`` runs on ``backend``: every pair on numpy; on a backend
-    that compiles a kernel per (op, da, db) (a pocl program costs ~0.3 s cold), a Latin
-    square: pair (i, j) goes to the op numbered (i + j) mod len(names), so across the ops
-    every pair's conversions run once, and each op still runs every dtype on each side and
-    every equal pair. The op's expression and the conversions are generated apart
-    (``elementwise.source``): together they cover what the full product did."""
-    every = [(da, db) for da in dtypes for db in dtypes]
+    that compiles a kernel per (op, da, db) (a pocl program each, ~0.2 s cold) a cover,
+    chosen over all ``names`` at once, of what those kernels differ by (``_needs``): each
+    op runs every dtype on each side and computes in every type ``result`` (the compute
+    dtype of a pair, ``None``: refused, not run) gives it, and each dtype's conversion to
+    each compute type it reaches runs once. Which pairs promote to what is host code
+    (``dtypes.promote``), the same on every backend: numpy checks every pair."""
     if backend == "numpy":
-        return every
-    k, n = sorted(names).index(name), len(names)
-    return [(da, db) for i, da in enumerate(dtypes) for j, db in enumerate(dtypes)
-            if (i + j) % n == k or i == j]
+        return [(da, db) for da in dtypes for db in dtypes]
+    return _cover(frozenset(names), tuple(dtypes), result)[name]
 
 
-def test_pairs_cover_every_pair_and_every_dtype_per_op():
-    for names, dtypes in ((FLOAT_ONLY, EVERY), ({"a", "b", "c"}, EVERY[:9])):
-        got = [set(pairs("opencl", n, names, dtypes)) for n in sorted(names)]
-        assert set().union(*got) == {(a, b) for a in dtypes for b in dtypes}
-        for g in got:
-            assert {a for a, _ in g} == {b for _, b in g} == set(dtypes)
-            assert {(d, d) for d in dtypes} <= g
+def test_cover_runs_every_dtype_each_side_compute_type_and_conversion():
+    """Checked apart from the greedy loop: each op has every dtype on each side and every
+    compute type; every (dtype, compute type) that some pair reaches is converted."""
+    for names, dtypes, result in ((FLOAT_ONLY, EVERY, float_rule),
+                                  ({"a", "b", "c"}, EVERY[:9], int_rule)):
+        reach = {(x, result(da, db)) for da in dtypes for db in dtypes
+                 if result(da, db) is not None for x in (da, db)}
+        seen = set()
+        for n in names:
+            got = cover("opencl", n, names, dtypes, result)
+            assert len(set(got)) < len(dtypes) ** 2
+            assert {a for a, _ in got} == {b for _, b in got} == set(dtypes)
+            assert {result(a, b) for a, b in got} == {d for _, d in reach}
+            seen |= {(x, result(a, b)) for a, b in got for x in (a, b)}
+        assert seen == reach
 
 
 @pytest.mark.parametrize("name", sorted(FLOAT_ONLY))
 def test_float_ops_on_every_dtype_pair(backend, name):
     fn, _, ref = BINARY[name]
     wrong = []
-    run = pairs(backend, name, FLOAT_ONLY, EVERY)
+    run = cover(backend, name, FLOAT_ONLY, EVERY, float_rule)
     for da, db in run:
         a, b = sample((2, 3), da, seed=1), sample((3,), db, seed=2)
         r = fn(A(a), A(b))
@@ -615,9 +827,6 @@ def test_float_ops_on_every_dtype_pair(backend, name):
     assert not wrong, f"{len(wrong)} of {len(run)} pairs: {wrong[:6]}"
 
 
-SIGNED = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64)}
-
-
 @pytest.mark.parametrize("name", sorted(INT_ONLY))
 def test_bitwise_on_every_integer_pair(backend, name, capfd):
     fn, op, ref = BINARY[name]
@@ -625,7 +834,9 @@ def test_bitwise_on_every_integer_pair(backend, name, capfd):
     kinds = "iu" if shift else "biu"
     wrong = []
     family = {n for n in INT_ONLY if ("shift" in n) == shift}
-    for da, db in pairs(backend, name, family, [d for d in EVERY if d.kind in kinds]):
+    dtypes = [d for d in EVERY if d.kind in kinds]
+    run = cover(backend, name, family, dtypes, int_rule) + REFUSED * (backend != "numpy")
+    for da, db in run:
         a, b = sample((2, 3), da, seed=1), sample((3,), db, seed=2)
         if shift:  # negative counts too (numpy: every bit shifted out)
             b = sample((3,), db, -1, 9, seed=2)
@@ -637,8 +848,30 @@ def test_bitwise_on_every_integer_pair(backend, name, capfd):
                 op(x, A(b))  # the operator form
             assert (x.data == a).all()
             continue
-        got, want = fn(A(a), A(b)), ref(a, b)
-        if got.dtype != want.dtype or not (np.asarray(got) == want).all():
-            wrong.append(f"{da}/{db}: {got.dtype} {np.asarray(got)}, want {want}")
+        want = ref(a, b)
+        for got in (fn(A(a), A(b)), op(A(a), A(b))):  # the function and operator forms
+            if got.dtype != want.dtype or not (np.asarray(got) == want).all():
+                wrong.append(f"{da}/{db}: {got.dtype} {np.asarray(got)}, want {want}")
     assert not wrong, wrong[:6]
     assert "error" not in capfd.readouterr().err  # no kernel build was tried
+
+
+def test_compiling_backends_still_reach_every_row_dtype_and_form():
+    """What the covers leave compiling backends: every row and every dtype of each table,
+    every scalar operator on both sides with every dtype and scalar, every mixed pair in
+    both orders, every large where dtype and shape pair."""
+    def dtypes(cases):
+        return {np.dtype(d) for d in cases}
+    assert {n for n, _ in UNARY_COMPILED} == set(UNARY)
+    assert dtypes(d for _, d in UNARY_COMPILED) == dtypes(ALL)
+    assert {n for n, _ in BINARY_COMPILED} | FLOAT_ONLY | INT_ONLY == set(BINARY)
+    assert dtypes(d for _, d in BINARY_COMPILED) == dtypes(ALL)
+    run = [c for c in SCALAR_CASES if _scalar_kernel(c) in SCALAR_RUN]
+    assert {(op, left) for op, _, _, left in run} == {(op, lf) for op in SCALAR_OPS
+                                                      for lf in (False, True)}
+    assert dtypes(d for _, d, _, _ in run) == dtypes(NUMERIC)
+    assert {repr(s) for _, _, s, _ in run} == {repr(s) for s in SCALARS}
+    assert {(x, y) for _, x, y in MIXED_ORDERS} == set(MIXED) | {(b, a) for a, b in MIXED}
+    assert {n for n, _, _ in MIXED_ORDERS} == set(MIXED_OPS)
+    assert dtypes(d for d, _, _ in LARGE_COMPILED) == dtypes(LARGE_DTYPES)
+    assert {(x, y) for _, x, y in LARGE_COMPILED} == set(LARGE_SHAPES)

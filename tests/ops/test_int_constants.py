@@ -6,6 +6,13 @@ result (``/``, ``atan2``) takes any int. Eager calls, unfused graphs and fused g
 must all do the same: fused kernels wrapped the constant (``x_int64 > 2**63`` all True,
 ``x_int32 + 2**31`` wrapped) while the unfused graph raised. Every binary row, every
 integer dtype, constants on both sides at and beyond each dtype's bounds.
+
+On a compiling backend each (row, dtype, side) is a program (eager and unfused graphs
+pass the constant as an argument) and a fused kernel bakes the constant in (a program
+per constant too), rendered by its compute type alone (``fused._literal``): the
+constants' handling is per rule class (``check_int_fits``, the compare folding), so
+there every (rule class, dtype, constant, side) runs in every mode and every row on
+both sides, not their product (``design``); numpy runs every case.
 """
 
 from __future__ import annotations
@@ -53,6 +60,50 @@ def _cases(d: np.dtype) -> list:
     return [c for c in WIDE if not lo <= c <= hi] + [lo, hi]
 
 
+def _inside(d: np.dtype, c: int) -> bool:
+    return int(np.iinfo(d).min) <= c <= int(np.iinfo(d).max)
+
+
+def _rows_by_rule() -> dict[str, list[str]]:
+    by: dict[str, list[str]] = {}
+    for name, (rule, *_) in sorted(BINARY.items()):
+        by.setdefault(rule, []).append(name)
+    return by
+
+
+def design(d: np.dtype) -> set[tuple[str, int, bool]]:
+    """The (row, constant, left) cases a compiling backend runs for dtype ``d``: per rule
+    class and side, every constant of the class once, on a window of two of its rows
+    that moves with ``d`` (``INTS`` index) and the side, so every row meets the
+    out-of-range constants on both sides across the dtypes."""
+    i = INTS.index(d)
+    picks = set()
+    for rule, names in _rows_by_rule().items():
+        cs = [c for c in _cases(d) if rule in ("compare", "logical") or not _inside(d, c)]
+        for left in (False, True):
+            rows = [names[(2 * i + left + j) % len(names)] for j in range(min(2, len(names)))]
+            picks |= {(rows[k % len(rows)], c, left) for k, c in enumerate(cs)}
+    return picks
+
+
+def test_design_covers_every_row_and_constant() -> None:
+    """Per rule class and side: every row on some dtype, with constants above and below
+    a dtype's range (a comparison's answer depends on the row and which); per dtype
+    every constant."""
+    got = {d: design(d) for d in INTS}
+    for rule, names in _rows_by_rule().items():
+        for left in (False, True):
+            assert {n for d in INTS for n, _, lf in got[d] if lf == left and n in names} \
+                == set(names)
+            for n in names:
+                assert {c > 0 for d in INTS for m, c, lf in got[d]
+                        if (m, lf) == (n, left) and not _inside(d, c)} == {True, False}
+            for d in INTS:
+                want = {c for c in _cases(d) if rule in ("compare", "logical")
+                        or not _inside(d, c)}
+                assert {c for n, c, lf in got[d] if lf == left and n in names} == want
+
+
 def _run(name: str, mode: str, h: np.ndarray, c: int, left: bool) -> object:
     op = row_ops[name]
     try:
@@ -90,17 +141,21 @@ def test_int_constants_out_of_range_agree_with_numpy(backend: str, d: np.dtype) 
     """Every row with every boundary constant on either side, eager, as an unfused graph
     and as a fused graph: numpy 2's value, or ``OverflowError`` where numpy raises one
     (in-range bounds only for comparisons and logical rows: the rest compute with them
-    as numpy does, which other tests check)."""
+    as numpy does, which other tests check). Compiling backends: the cases of
+    ``design``, and every one where numpy raises (nothing compiles)."""
     h = _values(d)
     bad = []
+    run = None if backend == "numpy" else design(d)
     with nna.context_scope(backend):
         for name, (rule, *_) in sorted(BINARY.items()):
             for c in _cases(d):
-                inside = int(np.iinfo(d).min) <= c <= int(np.iinfo(d).max)
-                if inside and rule not in ("compare", "logical"):
+                if _inside(d, c) and rule not in ("compare", "logical"):
                     continue
                 for left in (False, True):
                     want = _reference(name, h, c, left)
+                    if run is not None and want is not OverflowError and \
+                            (name, c, left) not in run:
+                        continue  # another row of the class takes this constant here
                     for mode in ("eager", "graph", "fused"):
                         try:
                             got = _run(name, mode, h, c, left)
