@@ -126,6 +126,6 @@ TORCH: dict = {
 
 
 #: The cases whose gradgradcheck replays fused (``double_backward.family_tests``).
-FUSED = frozenset({"softmax", "layer_norm", "dropout", "embedding"})
+FUSED = frozenset({"softmax", "dropout", "embedding"})
 
 test_gradgradcheck, test_second_derivatives_match_torch = family_tests(CASES, TORCH, fused=FUSED)
