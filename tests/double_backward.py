@@ -14,6 +14,7 @@ depend on which other cases ran.
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from collections.abc import Callable
 
@@ -76,9 +77,12 @@ def params(names, host: frozenset | set = frozenset(), xfail: dict | None = None
     return [pytest.param(c, marks=marks(c)) for c in sorted(names)]
 
 
-def check_gradgrad(cases: dict, case: str) -> None:
-    """``gradgradcheck`` of the case in float64 on the current context."""
-    assert gradgradcheck(cases[case][0], inputs(cases, case), eps=1e-6, atol=1e-5, rtol=1e-4)
+def check_gradgrad(cases: dict, case: str, fuse: bool = True) -> None:
+    """``gradgradcheck`` of the case in float64 on the current context (its replayed
+    graphs fused as the default says, or with ``fuse`` false each op's own kernels)."""
+    with contextlib.nullcontext() if fuse else grad.fusion_enabled(False):
+        assert gradgradcheck(cases[case][0], inputs(cases, case), eps=1e-6, atol=1e-5,
+                             rtol=1e-4)
 
 
 def second(fn: Callable, xs: list, u: Variable, vs: list, create: bool) -> list:
@@ -124,12 +128,17 @@ def check_torch(cases: dict, torch_cases: dict, case: str) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
 
 
-def family_tests(cases: dict, torch_cases: dict, xfail: dict | None = None) -> tuple:
+def family_tests(cases: dict, torch_cases: dict, xfail: dict | None = None,
+                 fused: set | frozenset | None = None) -> tuple:
     """A family module's two tests: every case's ``gradgradcheck`` and its second
-    derivative against torch's (bind them to ``test_*`` names at module level)."""
+    derivative against torch's (bind them to ``test_*`` names at module level).
+    ``fused``: the cases whose ``gradgradcheck`` replays its graphs fused (``None``:
+    all); the others replay each op's own kernels, which their first, eager run
+    compiled already: on a compiling backend every fused replay is a program of its own
+    (fusion itself: tests/grad/test_fusion_graphs.py and the families without ``fused``)."""
     @pytest.mark.parametrize("case", params(cases, xfail=xfail))
     def gradgradcheck_case(backend, case):
-        check_gradgrad(cases, case)
+        check_gradgrad(cases, case, fuse=fused is None or case in fused)
 
     @pytest.mark.parametrize("case", params(torch_cases, xfail=xfail))
     def torch_case(backend, case):

@@ -12,9 +12,9 @@ import nnarray.functions as F
 
 _IDX = np.array([[2, 0], [1, 2]])
 _REPEATED = np.array([[0, 0], [2, 0]])
-_LABELS = np.array([[1], [0], [3]])
+_LABELS = np.array([[1], [0], [2]])
 _LABELS_AXIS0 = np.array([[1, 0, 2]])
-_MASK = np.array([[0., -1., 0.5, 0.], [0., 0., 0., -2.], [1., 0., 0., 0.]])
+_MASK = np.array([[0., -1., 0.5], [0., 0., -2.], [1., 0., 0.], [0., 0.5, 0.]])
 
 
 def _a(v):
@@ -41,11 +41,11 @@ def _torch_bn(training: bool):
 #: name -> (function of Variables, [(shape, domain)]), small float64 inputs.
 CASES: dict = {
     # softmax and losses
-    "softmax": (F.softmax, [((2, 4), "any")]),
-    "softmax_axis0": (lambda x: F.softmax(x, axis=0), [((3, 2), "any")]),
-    "log_softmax": (F.log_softmax, [((2, 4), "any")]),
+    "softmax": (F.softmax, [((2, 3), "any")]),
+    "softmax_axis0": (lambda x: F.softmax(x, axis=0), [((2, 3), "any")]),
+    "log_softmax": (F.log_softmax, [((2, 3), "any")]),
     "softmax_cross_entropy": (lambda x: F.softmax_cross_entropy(x, _a(_LABELS)),
-                              [((3, 4), "any")]),
+                              [((3, 3), "any")]),
     "softmax_cross_entropy_axis0": (
         lambda x: F.softmax_cross_entropy(x, _a(_LABELS_AXIS0), axis=0), [((3, 3), "any")]),
     "mean_squared_error": (lambda a, b: F.mean_squared_error(a * a, b), [((2, 3), "any"),
@@ -77,12 +77,12 @@ CASES: dict = {
     "layer_norm_plain": (lambda x: F.layer_norm(x, (2, 3)), [((2, 2, 3), "any")]),
     # attention
     "attention": (F.scaled_dot_product_attention,
-                  [((1, 3, 2), "any"), ((1, 4, 2), "any"), ((1, 4, 2), "any")]),
+                  [((1, 4, 2), "any"), ((1, 3, 2), "any"), ((1, 3, 2), "any")]),
     "attention_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                          [((1, 3, 2), "any"), ((1, 3, 2), "any"), ((1, 3, 2), "any")]),
     "attention_mask": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v,
                                                                       attn_mask=_a(_MASK)),
-                       [((1, 3, 2), "any"), ((1, 4, 2), "any"), ((1, 4, 2), "any")]),
+                       [((1, 4, 2), "any"), ((1, 3, 2), "any"), ((1, 3, 2), "any")]),
     # embedding, dropout
     "embedding": (lambda w: F.embedding(_a(_IDX), w) ** 2, [((3, 2), "any")]),
     "embedding_repeated": (lambda w: F.embedding(_a(_REPEATED), w * w), [((3, 2), "any")]),
@@ -125,4 +125,7 @@ TORCH: dict = {
 }
 
 
-test_gradgradcheck, test_second_derivatives_match_torch = family_tests(CASES, TORCH)
+#: The cases whose gradgradcheck replays fused (``double_backward.family_tests``).
+FUSED = frozenset({"softmax", "dropout", "embedding"})
+
+test_gradgradcheck, test_second_derivatives_match_torch = family_tests(CASES, TORCH, fused=FUSED)

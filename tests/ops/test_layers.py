@@ -76,6 +76,15 @@ def test_embedding_module(backend):
 
 
 # -- layer norm --------------------------------------------------------------------------
+def _gradcheck(fn, ins) -> bool:
+    """``grad.gradcheck`` replaying its graphs unfused: on a compiling backend each fused
+    replay is a program of its own, and what this file checks is the layers' rules
+    (fusion: tests/grad/test_fusion_graphs.py; these layers' replays fused:
+    tests/grad/test_gradgrad_nn.py's FUSED and the examples' training)."""
+    with grad.fusion_enabled(False):
+        return grad.gradcheck(fn, ins, eps=1e-6)
+
+
 @pytest.mark.parametrize("shape, k", [((4, 6), 1), ((2, 3, 4), 2)])
 def test_layer_norm_matches_reference_and_gradcheck(backend, shape, k):
     rng = np.random.default_rng(1)
@@ -85,7 +94,7 @@ def test_layer_norm_matches_reference_and_gradcheck(backend, shape, k):
                      nna.array(b.astype(np.float32)))
     np.testing.assert_allclose(y.numpy(), ref_layer_norm(x, k) * w + b, rtol=1e-4, atol=1e-5)
     ins = [var(a, True) for a in (x, w, b)]
-    assert grad.gradcheck(lambda x, w, b: F.layer_norm(x, shape[-k:], w, b), ins, eps=1e-6)
+    assert _gradcheck(lambda x, w, b: F.layer_norm(x, shape[-k:], w, b), ins)
 
 
 def test_layer_norm_module_and_errors(backend):
@@ -148,8 +157,8 @@ def test_sdpa_matches_reference_and_gradcheck(backend, kind):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     if kind == "float":
         kw["attn_mask"] = nna.array(mask)  # float64 with the float64 inputs
-    assert grad.gradcheck(lambda *a: F.scaled_dot_product_attention(*a, **kw),
-                          [var(a, True) for a in (q, k, v)], eps=1e-6)
+    assert _gradcheck(lambda *a: F.scaled_dot_product_attention(*a, **kw),
+                      [var(a, True) for a in (q, k, v)])
 
 
 def test_sdpa_errors():
