@@ -111,11 +111,14 @@ def name(p: Program, ref: int) -> str:
     return f"x{ref}" if ref < p.n_inputs else f"t{ref - p.n_inputs}"
 
 
-def describe(p: Program, i: Instr) -> str:
+def describe(p: Program, i: Instr, shapes: bool = True) -> str:
+    """Instruction ``i`` as a call; ``shapes=False`` leaves out a broadcast's shape (the
+    kernels' comments: their code does not depend on it, and a shape in the source would
+    make the program cache build the same kernel again for every batch size)."""
     if i.op == CONST:
         return repr(const_value(i))
     args = ", ".join(name(p, a) for a in i.args)
-    if i.op in (CAST, BROADCAST) or i.op in REDUCTIONS:
+    if i.op == CAST or i.op in REDUCTIONS or (i.op == BROADCAST and shapes):
         return f"{i.op}({args}, {i.attr})"
     return f"{i.op}({args})"
 

@@ -498,3 +498,32 @@ def test_a_16bit_nextafter_steps_by_its_own_ulp_in_a_graph(backend: str, low) ->
     np.testing.assert_array_equal(got.astype(np.float32), np.nextafter(x, y).astype(np.float32))
     if _fuses(backend):
         assert "nextafter" in [st.op for st in ex.schedule().steps]
+
+
+def test_a_new_batch_size_reuses_the_fused_kernels(backend: str) -> None:
+    """A define-by-run step over another batch size builds no new program once the first
+    size's fused kernels exist: their code does not depend on the batch, nor do their
+    comments (which named the shape of the backward's ``broadcast_to``)."""
+    if not backend.startswith("opencl"):
+        pytest.skip("counts OpenCL program builds")
+    from nnarray.backends import opencl
+    rng = np.random.default_rng(5)
+    bn = rng.standard_normal(7).astype(np.float32)
+    b = Variable.from_numpy_array(bn, need_grad=True)
+
+    def step(n: int) -> None:
+        xn = rng.standard_normal((n, 7)).astype(np.float32)
+        x = Variable.from_numpy_array(xn, need_grad=True)
+        loss = F.sum(F.tanh(x * 2.0 + b) * x)
+        with grad.fusion_enabled(True):
+            loss.forward()
+            loss.backward()
+        t = np.tanh(xn * 2 + bn)
+        np.testing.assert_allclose(np.asarray(x.g), t + xn * 2 * (1 - t * t), **tol(np.float32))
+
+    with nna.context_scope(backend):
+        step(16)
+        step(16)  # the second sighting replays its backward fused
+        before = opencl.build_stats()
+        step(24)
+        assert opencl.build_stats() == before

@@ -139,7 +139,8 @@ class _Gen:
             d = unary_dtype(i.op, x)
             ct = x if _URULES[i.op][0] == "pred" else d
             e = _convert(self.expr(i.op, i.args, ct), ct, out, self.p)
-        return f"const {_ctype(out, self.p)} {name(self.p, ref)} = {e};  // {describe(self.p, i)}"
+        note = describe(self.p, i, False)
+        return f"const {_ctype(out, self.p)} {name(self.p, ref)} = {e};  // {note}"
 
 
 def _overloads(names: list[str]) -> str:

@@ -118,7 +118,7 @@ class _Gen:
             e = self.binary(i.op, i.args)
         else:
             e = self.unary(i.op, i.args[0], out)
-        return f"const {out.calc} {name(self.p, ref)} = {e};  // {describe(self.p, i)}"
+        return f"const {out.calc} {name(self.p, ref)} = {e};  // {describe(self.p, i, False)}"
 
     def binary(self, op: str, args: tuple[int, int]) -> str:
         a, b = (self.vals[r] for r in args)
