@@ -18,14 +18,11 @@ Two fast paths (``FLAVORS``):
 One work-item per ``CHUNK`` elements: a first loop computes the fast expression and ORs the
 range test over the chunk (LLVM's loop vectorizer takes both); only a chunk with an
 element out of range, or the last partial chunk, runs a second loop, the exact expression
-for the whole chunk (a test per element there would not vectorize: the separate fix-up
-launch this replaced took 14.5 ms per 2^20 for ``exp`` with every element out of range,
-now 2.3 ms). A chunk whose first element is out of range skips the first loop: on data all
-out of range (|z| < 2e-19, say), the fast formulas would stall on subnormal results, 3.5x
-the exact kernel's time; with the skip, 1.2-1.3x. One launch and one pass over memory.
-Benchmark (pocl pthread, 2^20 complex64, min per call, quiet machine): ``sign`` 344-347 ->
-265 us, ``sqrt`` 644-646 -> 420-435 us (the same function on 2^21 float32: 138-149,
-218-244 us); ``exp`` 1080 -> 975 us, ``tanh`` 1601 -> 1331 (float32: 566, 1076).
+for the whole chunk (a test per element there would not vectorize, and a separate fix-up
+launch cost a pass over memory more). A chunk whose first element is out of range skips
+the first loop: on data all out of range (|z| < 2e-19, say), the fast formulas would stall
+on subnormal results. One launch and one pass over memory (figures: benchmarks/README.md,
+"Figures that sat in code comments").
 Contiguous operands only (the others keep the exact kernel), and never in place: the second
 loop reads the input after the first wrote the output, so an output in the input's buffer
 takes the exact kernel.

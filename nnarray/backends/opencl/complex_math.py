@@ -15,7 +15,7 @@ versions (one definition for the real rows and these): pocl calls ``hypot``, ``a
 ``log1p`` ... out of line, one scalar call per element (complex ``abs`` ran 150x slower
 than float ``abs`` per element). ``double`` keeps the OpenCL builtins. ``sinh`` and
 ``cosh`` of a part come together from one float ``exp`` (``r_sinhcosh``; the builtins for
-``double``): complex64 ``tanh`` 5.4 -> 3.3 ms per 2^20 on one pocl core.
+``double``), which lets complex64 ``tanh`` vectorize.
 
 The complex64 kernels of some functions load each element as two floats, not one 64-bit
 integer (``PAIR_IO``); those with a ``sincos`` inside, ``sign`` and ``sqrt`` take a fast
@@ -67,7 +67,7 @@ NNA_CINL R r_logabs_C(R x, R y) {
 // sqrt((|x| + |x + iy|) / 2) on x, y scaled by an even power of two near 1 / max(|x|, |y|)
 // (the scale at most 2^126: both parts subnormal). Tried: |z| as max(|zs|, |xs|) for the
 // isinf tests, k from the exponent bits alone: no faster, and complex acosh stopped
-// vectorizing (15 -> 75 ms per 2^20)
+// vectorizing
 NNA_CINL R r_sqrtmod_C(R x, R y) {
   const uint e = r_scale_C(x, y);
   const int k = ((int)((e < 0x00800000u ? 0x00800000u : e) >> 23) - 127) & ~1;
@@ -221,7 +221,7 @@ _SQRT = """
 #define NNA_EXP_MAX(R) ((R)(sizeof(R) == 8 ? 709 : 88))
 // a special case (a part zero, infinite or NaN) the general formula gets wrong or need not
 // take: complex_fast's fast copies, whose range test admits finite parts only and whose
-// formulas give a zero part's results, take NNA_NOT_SPECIAL (exp 1.09 -> 0.97 ms per 2^20)
+// formulas give a zero part's results, take NNA_NOT_SPECIAL (a test less per element)
 #define NNA_SPECIAL(c) (c)
 #define NNA_NOT_SPECIAL(c) 0
 #ifdef __clang__
@@ -471,14 +471,11 @@ NNA_CINL C c_sign_C(C a) {
 """
 
 #: Ops whose complex kernels load and store each element as its two parts, by compute type
-#: (``cltypes._PAIRS``). pocl, 2^20 elements, one core: complex64 then vectorizes 8 lanes,
-#: not 4: abs 0.55 -> 0.35 ms, sign 1.08 -> 0.71, sqrt 2.1 -> 1.17, tanh 9.4 -> 6.6, tan
-#: 8.9 -> 6.7, atan and atanh 15 -> 12.5, div 1.0 -> 0.73 (its pairs picked by masks,
-#: ``r_pick``), exp 5.1 -> 4.7 (see its ``y - y``), with ``complex_fast``'s fast path sin,
-#: cos, sinh, cosh 4.2 -> 2.9, expm1 8.1 -> 6.5, log 4.7 -> 4.3, log2 and log10 5.7 -> 4.1
-#: (atan2's |y| by a select, see ``inline_math``); others did not vectorize that way (log1p
-#: 8 -> 43, pow 14 -> 58). complex128
-#: abs vectorizes at all (2.7 -> 1.0 ms); its others did not (the double builtins).
+#: (``cltypes._PAIRS``): on pocl complex64 then vectorizes 8 lanes, not 4, for those listed
+#: (div's pairs picked by masks, ``r_pick``; exp, see its ``y - y``; atan2's |y| by a
+#: select, see ``inline_math``); others stop vectorizing that way (log1p, pow). complex128
+#: abs vectorizes at all; its others did not (the double builtins). Each function's
+#: before/after is in benchmarks/README.md ("Figures that sat in code comments").
 #: The rows say so (``Hints.pairs``); ``complex_abs`` (``ops/complex.py``) is abs's kernel.
 PAIR_IO = {calc: frozenset({r.name for r in ROWS if dtype in r.hints.pairs} |
                            ({"complex_abs"} if dtype in BY_NAME["abs"].hints.pairs else set()))
