@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import InvalidValueError, ShapeError
 from ..registry import register_composite
 from .common import require_float
 from .elementwise import functions as _ew
@@ -64,6 +64,10 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
                eps: float = 1e-5) -> Any:
     """Normalize over the trailing ``normalized_shape`` axes (biased variance, as torch),
     then ``* weight + bias`` where given (each of ``normalized_shape``)."""
+    if hasattr(normalized_shape, "shape"):  # an array where torch's order puts the shape
+        raise InvalidValueError(
+            f"layer_norm: normalized_shape takes ints (x, normalized_shape, weight, bias), "
+            f"got an array of shape {tuple(normalized_shape.shape)}")
     shape = (int(normalized_shape),) if isinstance(normalized_shape, int) else \
         tuple(int(s) for s in normalized_shape)
     require_float("layer_norm", "x", x)

@@ -109,6 +109,8 @@ def test_layer_norm_module_and_errors(backend):
         F.layer_norm(nna.array(x), (3,))
     with pytest.raises(ShapeError, match="weight has shape \\(3,\\), expected \\(4,\\)"):
         F.layer_norm(nna.array(x), 4, weight=nna.array(np.ones(3, np.float32)))
+    with pytest.raises(nna.errors.InvalidValueError, match="takes ints.*array of shape \\(4,\\)"):
+        F.layer_norm(nna.array(x), nna.array(np.ones(4, np.float32)))  # weight in its place
 
 
 # -- gelu --------------------------------------------------------------------------------
