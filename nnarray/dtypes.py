@@ -5,7 +5,7 @@
 ``dtype.kind == "f"``. Promotion is numpy's with ``ml_dtypes`` loaded: bfloat16 with
 float16 gives float32 (as torch), with float32 float32.
 
-``ml_dtypes`` (0.6 s to import) is imported on first use: ``dtypes.bfloat16`` (a module
+``ml_dtypes`` (~0.5 s to import) is imported on first use: ``dtypes.bfloat16`` (a module
 ``__getattr__``), the name ``"bfloat16"`` given as a dtype, or a bfloat16 file or DLPack
 tensor. No array can have its dtype before someone imported it, so the tables below
 (``DTypeSet``) and ``is_bfloat16`` answer without importing it."""
