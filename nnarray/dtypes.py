@@ -21,21 +21,28 @@ import numpy as np
 
 from .errors import DTypeError
 
+#: The class of bfloat16's dtype once ``ml_dtypes`` is loaded (``_load_bfloat16``).
+_bf16_class: type | None = None
+
 
 def is_bfloat16(dtype: Any) -> bool:
-    """Whether ``dtype`` is bfloat16 (never imports ``ml_dtypes``: without it loaded, no
-    dtype is)."""
-    m = sys.modules.get("ml_dtypes")
-    return m is not None and isinstance(dtype, np.dtype) and \
-        dtype.type is getattr(m, "bfloat16", None)
+    """Whether ``dtype`` is bfloat16, without importing ``ml_dtypes`` (no dtype is before
+    someone did)."""
+    if _bf16_class is None:
+        if "ml_dtypes" not in sys.modules:
+            return False
+        _load_bfloat16()  # loaded by its owner (a user's bfloat16 array): only look it up
+    return type(dtype) is _bf16_class and dtype.isnative
 
 
 def _load_bfloat16() -> np.dtype:
     """Import ``ml_dtypes``; its bfloat16 becomes this module's ``bfloat16``."""
+    global _bf16_class
     import ml_dtypes
     d = np.dtype(ml_dtypes.bfloat16)
     assert d.char in LOW_CODES, d.char
     globals()["bfloat16"] = d
+    _bf16_class = type(d)
     return d
 
 

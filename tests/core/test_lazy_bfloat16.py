@@ -118,6 +118,8 @@ def test_dtype_sets_answer_bfloat16_once_ml_dtypes_is_loaded():
     bf16 = np.dtype(ml_dtypes.bfloat16)
     assert dtypes.is_bfloat16(bf16) and not dtypes.is_bfloat16(np.dtype(np.float16))
     assert not dtypes.is_bfloat16(ml_dtypes.bfloat16)  # the scalar type is not a dtype
+    assert not dtypes.is_bfloat16(bf16.newbyteorder(">"))  # unsupported, as ">f4" is
+    assert bf16.newbyteorder(">") not in dtypes.SUPPORTED
     for s in (dtypes.SUPPORTED, dtypes.FLOATS, dtypes.LOW, dtypes.INEXACT):
         assert bf16 in s and bf16 in list(s) and len(list(s)) == len(s)
     assert np.dtype(np.complex64) in dtypes.INEXACT and np.dtype(np.int8) not in dtypes.FLOATS
