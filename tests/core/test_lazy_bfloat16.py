@@ -91,6 +91,9 @@ with nna.context_scope(sys.argv[2]):
     elif how == "npz":
         from nnarray.nn import npz
         d = npz.read(sys.argv[3])["w"].dtype
+    elif how == "onnx":  # onnx's reader imports ml_dtypes for BFLOAT16 tensors
+        from nnarray.grad import onnx as gonnx
+        d = gonnx.import_model(sys.argv[3])[1]["W"].dtype
     elif how == "dlpack":
         import torch
         d = nna.from_dlpack(torch.tensor([1.5, 3.0], dtype=torch.bfloat16)).dtype
@@ -100,13 +103,28 @@ with nna.context_scope(sys.argv[2]):
 """
 
 
+def onnx_model(path: str) -> None:
+    """A bfloat16 ``nn.Linear`` exported to ONNX at ``path`` (initializers ``W``, ``b``)."""
+    from nnarray import grad, nn
+    from nnarray.grad import onnx as gonnx
+    lin = nn.Linear(2, 2, rng=np.random.default_rng(0)).bfloat16()
+    x = grad.Variable((1, 2), dtype=nna.bfloat16)
+    y = lin(x)
+    y.forward()
+    gonnx.export([y], path, params=lin.parameters(), arg_names={id(x): "data"})
+
+
 @pytest.mark.parametrize("how", ["attribute", "string", "dtypes", "autocast", "user_array",
-                                 "npz", "dlpack"])
+                                 "npz", "onnx", "dlpack"])
 def test_each_way_bfloat16_comes_in_imports_ml_dtypes(how, tmp_path):
     path = str(tmp_path / "bf16.npz")
     np.savez(path, w=np.array([1.5, 3.0], dtype=ml_dtypes.bfloat16))
     if how == "dlpack":
         pytest.importorskip("torch")
+    if how == "onnx":
+        pytest.importorskip("onnx")
+        path = str(tmp_path / "bf16.onnx")
+        onnx_model(path)
     assert child(ASKED_FOR, how, "numpy", path) == ["bfloat16", [3.0, 6.0], True]
 
 
