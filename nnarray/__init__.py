@@ -45,7 +45,6 @@ from .errors import (
 from .kernel import kernel_stats, reset_kernel_stats
 from .memory import empty_cache, memory_stats, reset_peak_memory
 from .ndarray import NdArray, array
-from .ops.autocast import autocast
 from .ops.random import seed  # noqa: E402
 from .ops.upcast import reset_stats as reset_upcast_stats
 from .ops.upcast import stats as upcast_stats
@@ -56,29 +55,37 @@ from .xp import *  # noqa: E402, F403  (the Array API names; some shadow builtin
 from .xp import full, ones, zeros
 
 __version__ = "0.1.0"
+#: Public names imported on first use (``__getattr__``): they import ``ml_dtypes``.
+_ML_DTYPES = ("autocast", *xp.LAZY)
 
 __all__ = [
     "AttributeShapeError", "BackendError", "BackendUnavailableError", "Context",
     "DeviceMismatchError", "DTypeError",
     "GraphError", "InvalidValueError", "KernelNotFoundError", "NdArray", "NnarrayError",
     "OutOfMemoryError", "ShapeError", "TransferError",
-    "array", "autocast", "backends", "context_scope", "device_synchronize", "einsum", "empty_cache",
+    "array", "backends", "context_scope", "device_synchronize", "einsum", "empty_cache",
     "fallback_stats", "kernel_stats", "pad",
     "from_dlpack", "full", "functions", "get_current_context", "memory_stats", "ones",
     "register_kernel", "registry", "reset_fallback_stats", "reset_kernel_stats",
     "reset_peak_memory", "reset_transfer_stats", "seed", "set_default_context",
     "set_default_device", "set_default_dtype", "get_default_dtype",
     "strict_transfers", "transfer_stats", "zeros", "upcast_stats", "reset_upcast_stats",
-    *xp.__all__,
+    *xp.__all__, *_ML_DTYPES,
 ]
 
 
 def __getattr__(name: str):
     """``nna.grad``, ``nn``, ``solvers``, ``training``, ``data``, ``distributed`` import on
-    first use."""
+    first use, and ``nna.bfloat16`` and ``nna.autocast`` (whose default is bfloat16):
+    those import ``ml_dtypes``."""
     if name in ("data", "distributed", "grad", "nn", "solvers", "training"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name in xp.LAZY:
+        return getattr(xp, name)
+    if name == "autocast":
+        from .autocast_block import autocast
+        return autocast
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -58,7 +58,7 @@ def export(a: NdArray, stream: Any = None, max_version: tuple[int, int] | None =
         x = dev.bind(_copy)(x)  # made on dev (inside a CUDA GPU's scope)
     elif dev.is_host:  # the consumer's array keeps a tracked handle alive (host handles)
         x = a.hand_out(dev, x)
-    if a.dtype == dtypes.bfloat16:  # numpy has no DLPack code for it: kDLBfloat by hand
+    if dtypes.is_bfloat16(a.dtype):  # numpy has no DLPack code for it: kDLBfloat by hand
         return dlpack_bfloat16.export(dev, x, stream, max_version)
     return dev.export_dlpack(x, stream, max_version)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import bfloat16
+from . import dtypes
 
 UINT, BFLOAT = 1, 4  # dlpack.h DLDataTypeCode: kDLUInt, kDLBfloat
 _LEGACY, _VERSIONED = b"dltensor", b"dltensor_versioned"
@@ -85,4 +85,4 @@ def import_bits(dev: Any, obj: Any) -> np.ndarray | None:
     if not _relabel(capsule, BFLOAT, UINT):
         return None
     x = dev.import_dlpack(_Bits(capsule, tuple(obj.__dlpack_device__())))
-    return x.view(bfloat16)
+    return x.view(dtypes.bfloat16)  # imports ml_dtypes

@@ -3,28 +3,103 @@
 ``bfloat16`` is ``ml_dtypes``'s numpy dtype (the one JAX and TensorFlow use); its numpy
 ``kind`` is ``"V"``, so floating checks go through ``is_floating`` or ``FLOATS``, never
 ``dtype.kind == "f"``. Promotion is numpy's with ``ml_dtypes`` loaded: bfloat16 with
-float16 gives float32 (as torch), with float32 float32."""
+float16 gives float32 (as torch), with float32 float32.
+
+``ml_dtypes`` (~0.5 s to import) is imported on first use: ``dtypes.bfloat16`` (a module
+``__getattr__``), the name ``"bfloat16"`` given as a dtype, or a bfloat16 file or DLPack
+tensor. No array can have its dtype before someone imported it, so the tables below
+(``DTypeSet``) and ``is_bfloat16`` answer without importing it."""
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from .errors import DTypeError
 
-#: Brain floating point: float32's exponent range, 8 bits of significand.
-bfloat16: np.dtype = np.dtype(ml_dtypes.bfloat16)
-SUPPORTED: tuple[np.dtype, ...] = tuple(np.dtype(t) for t in (
-    np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
-    np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64, np.complex128,
-    bfloat16))
-FLOATS: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64,
-                                                             bfloat16))
+#: The class of bfloat16's dtype once ``ml_dtypes`` is loaded (``_load_bfloat16``).
+_bf16_class: type | None = None
+
+
+def is_bfloat16(dtype: Any) -> bool:
+    """Whether ``dtype`` is bfloat16, without importing ``ml_dtypes`` (no dtype is before
+    someone did)."""
+    if _bf16_class is None:
+        if "ml_dtypes" not in sys.modules:
+            return False
+        _load_bfloat16()  # loaded by its owner (a user's bfloat16 array): only look it up
+    return type(dtype) is _bf16_class and dtype.isnative
+
+
+def _load_bfloat16() -> np.dtype:
+    """Import ``ml_dtypes``; its bfloat16 becomes this module's ``bfloat16``."""
+    global _bf16_class
+    import ml_dtypes
+    d = np.dtype(ml_dtypes.bfloat16)
+    assert d.char in LOW_CODES, d.char
+    globals()["bfloat16"] = d
+    _bf16_class = type(d)
+    return d
+
+
+def __getattr__(name: str) -> Any:
+    """``bfloat16`` (brain floating point: float32's exponent range, 8 bits of
+    significand) imports ``ml_dtypes`` on first use."""
+    if name == "bfloat16":
+        return _load_bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class DTypeSet:
+    """A frozen set of dtypes, bfloat16 among them where ``bf16``, which answers ``in``
+    without importing ``ml_dtypes`` (iterating imports it)."""
+
+    __slots__ = ("base", "bf16", "_set")
+
+    def __init__(self, base: Iterable[Any] = (), bf16: bool = False) -> None:
+        self.base = tuple(dict.fromkeys(np.dtype(d) for d in base))  # ordered, no repeats
+        self.bf16 = bf16
+        self._set = frozenset(self.base)
+
+    def __contains__(self, dtype: Any) -> bool:
+        return dtype in self._set or (self.bf16 and is_bfloat16(dtype))
+
+    def __iter__(self) -> Iterator[np.dtype]:
+        yield from self.base
+        if self.bf16:
+            yield _load_bfloat16()
+
+    def __len__(self) -> int:
+        return len(self.base) + self.bf16
+
+    def __or__(self, other: Any) -> DTypeSet:
+        if isinstance(other, DTypeSet):
+            return DTypeSet(self.base + other.base, self.bf16 or other.bf16)
+        return DTypeSet((*self.base, *other), self.bf16)
+
+    __ror__ = __or__
+
+    @property
+    def names(self) -> str:
+        """The members' names, ``", "``-separated."""
+        return ", ".join([*(d.name for d in self.base), *(["bfloat16"] if self.bf16 else [])])
+
+    def __repr__(self) -> str:
+        return f"DTypeSet({self.names})"
+
+
+#: numpy type codes of the 16-bit floats: float16's and bfloat16's.
+LOW_CODES = "eE"
+SUPPORTED = DTypeSet((np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                      np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64,
+                      np.complex128), bf16=True)
+FLOATS = DTypeSet((np.float16, np.float32, np.float64), bf16=True)
 #: The 16-bit floating dtypes (stored in 16 bits, computed in float32 where it matters).
-LOW: frozenset[np.dtype] = frozenset((np.dtype(np.float16), bfloat16))
+LOW = DTypeSet((np.float16,), bf16=True)
 SIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32,
                                                              np.int64))
 UNSIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32,
@@ -32,9 +107,7 @@ UNSIGNED: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.uint8, np.uin
 INTEGERS: frozenset[np.dtype] = SIGNED | UNSIGNED
 COMPLEX: frozenset[np.dtype] = frozenset(np.dtype(t) for t in (np.complex64, np.complex128))
 #: Real and complex floating dtypes: those that carry gradients.
-INEXACT: frozenset[np.dtype] = FLOATS | COMPLEX
-_SUPPORTED_SET = frozenset(SUPPORTED)
-_names = ", ".join(d.name for d in SUPPORTED)
+INEXACT = FLOATS | COMPLEX
 _norm_cache: dict[Any, np.dtype] = {}
 _promote_cache: dict[tuple, np.dtype] = {}
 _WEAK = {float: 0.0, int: 0, bool: False, complex: 0j}
@@ -101,12 +174,13 @@ def normalize(dtype: Any, op: str = "dtype", arg: str = "dtype") -> np.dtype:
     if d is not None:
         return d
     try:
-        d = np.dtype(dtype)
+        d = _load_bfloat16() if isinstance(dtype, str) and dtype == "bfloat16" else \
+            np.dtype(dtype)
     except TypeError:
         raise DTypeError(f"{op}: argument '{arg}': {dtype!r} is not a dtype") from None
-    if d not in _SUPPORTED_SET:
+    if d not in SUPPORTED:
         raise DTypeError(f"{op}: argument '{arg}': dtype {d} is not supported "
-                         f"(supported: {_names})")
+                         f"(supported: {SUPPORTED.names})")
     try:
         _norm_cache[dtype] = d
     except TypeError:
@@ -133,7 +207,7 @@ def _key(x: Any, op: str, arg: str) -> Any:
     if d is None:
         raise DTypeError(f"{op}: argument '{arg}': expected an array or a real scalar, "
                          f"got {t.__name__}")
-    if isinstance(x, np.generic) and d not in _SUPPORTED_SET:
+    if isinstance(x, np.generic) and d not in SUPPORTED:
         raise DTypeError(f"{op}: argument '{arg}': scalar dtype {d} is not supported")
     return d
 
@@ -186,7 +260,7 @@ def ufunc_dtype(ufunc: np.ufunc, dtype: np.dtype, op: str) -> np.dtype:
             d = ufunc(np.ones(1, dtype)).dtype
         except TypeError:
             raise DTypeError(f"{op}: dtype {dtype} is not supported by this op") from None
-        if d not in _SUPPORTED_SET:
+        if d not in SUPPORTED:
             d = np.dtype(np.complex64 if d.kind == "c" else np.float32)
         _promote_cache[key] = d
     return d

@@ -163,7 +163,7 @@ class NdArray(SyncedArray, ArrayOperators):
             except ValueError:
                 raise ShapeError(f"NdArray.data: value of shape {v.shape} does not match "
                                  f"the array's shape {self.shape}") from None
-        if v.dtype.kind not in "biufc" and v.dtype != dtypes.bfloat16 or \
+        if v.dtype.kind not in "biufc" and not dtypes.is_bfloat16(v.dtype) or \
                 (v.dtype.kind == "c" and self.dtype.kind != "c"):
             raise DTypeError(f"NdArray.data: cannot store values of dtype {v.dtype} in an "
                              f"array of {self.dtype}")

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import LOW, bfloat16, is_floating
+from ..dtypes import LOW, DTypeSet, is_floating
 from ..ops import fused as _fused
 from ..ops.ufuncs import BY_NAME
 
@@ -55,8 +55,8 @@ REDUCING_BACKENDS = ("opencl",)
 #: Dtypes a fused step may read or write (complex is not fused yet). The 16-bit floats
 #: are loaded and stored as such and computed in float32 (``ops.fused.widened``: rounded
 #: once, where stored or cast, not after every op as unfused steps do).
-FUSED_DTYPES = frozenset(np.dtype(d) for d in (np.bool_, np.int32, np.int64, np.float16,
-                                               np.float32, np.float64, bfloat16))
+FUSED_DTYPES = DTypeSet((np.bool_, np.int32, np.int64, np.float16, np.float32, np.float64),
+                        bf16=True)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import functions as F
-from ..dtypes import bfloat16
+from ..dtypes import is_bfloat16
 from ..errors import GraphError
 from ..ndarray import NdArray
 from ..ops import ufuncs as _ufuncs
@@ -91,7 +91,7 @@ class _Importer:
             if self.fold:
                 return (Variable.from_numpy_array(a) if self.infer
                         else NdArray.from_numpy_array(a))
-            low = a.dtype == bfloat16  # ml_dtypes' kind is 'V'
+            low = is_bfloat16(a.dtype)  # ml_dtypes' kind is 'V'
             if a.dtype == np.uint8 or (a.dtype.kind not in "biuf" and not low):
                 raise GraphError(f"onnx import: {node.op_type} node '{node.name}': initializer "
                                  f"'{name}' has unsupported dtype {a.dtype}")

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..dtypes import bfloat16
+from .. import dtypes
 from ..errors import NnarrayError
 
 #: The largest ``.npy`` header read (numpy's own bound; real ones are ~128 bytes).
@@ -96,7 +96,7 @@ def _header(z: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, path: str) -> 
         raise fail(path, f"entry {name!r} has a corrupt .npy header {text[:200]!r} "
                          f"(member at byte {info.header_offset}: {e})") from None
     if dtype == _BF16_BITS:  # what numpy writes for ml_dtypes' bfloat16 (no type code)
-        dtype = bfloat16
+        dtype = dtypes.bfloat16  # imports ml_dtypes
     elif dtype.kind not in "biufc":
         raise fail(path, f"entry {name!r} has dtype {dtype}; checkpoints hold numbers")
     nbytes = math.prod(shape) * dtype.itemsize

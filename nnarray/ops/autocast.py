@@ -1,4 +1,4 @@
-"""``nna.autocast``: automatic mixed precision, torch's ``autocast`` for nnarray.
+"""Automatic mixed precision, torch's ``autocast`` for nnarray.
 
 Inside ``with nna.autocast(dtype=nna.bfloat16):`` (thread-local, nests, restored on
 exceptions) each op named in ``POLICY`` casts its floating inputs before it runs:
@@ -14,7 +14,7 @@ is float32, as torch's "promote" list). The casts are ``cast`` ops: on Variables
 graph nodes, so backward computes each gradient in its forward's dtype and casts it back
 to the input's, and a static graph built under autocast records them (its schedule runs
 them whether or not autocast is on later). ``POLICY`` is the one table;
-``nna.autocast.policy()`` prints it.
+``nna.autocast.policy()`` prints it. The context manager itself is ``nnarray/autocast_block.py``.
 
 The hook costs next to nothing outside autocast: ``Op.__call__`` and the ``F`` functions
 of the elementwise ops in ``POLICY`` test one counter (``ACTIVE``) first.
@@ -30,8 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import LOW as _LOW16
-from ..dtypes import bfloat16, is_floating, normalize
-from ..errors import DTypeError
+from ..dtypes import is_floating
 
 LOW, FLOAT32 = "low", "float32"
 
@@ -55,60 +54,16 @@ POLICY: dict[str, str] = {
 #: Threads inside an enabled autocast block (a fast test before the thread-local one).
 ACTIVE = [0]
 _lock = threading.Lock()
-_dtype: contextvars.ContextVar[np.dtype | None] = contextvars.ContextVar(
+#: The autocast dtype in force in this thread (``None``: none).
+DTYPE: contextvars.ContextVar[np.dtype | None] = contextvars.ContextVar(
     "nnarray_autocast", default=None)
 _F32 = np.dtype(np.float32)
 #: The ``cast`` op (``ops/elementwise.py`` sets it: that module imports this one).
 cast_op: list[Any] = [None]
 
 
-class autocast:  # noqa: N801  (torch's and the API's name)
-    """``with nna.autocast(dtype=nna.bfloat16, enabled=True):`` products in ``dtype``,
-    precision-sensitive ops in float32 (``POLICY``); ``enabled=False`` turns it off inside
-    an enclosing block. Also a decorator."""
-
-    def __init__(self, dtype: Any = bfloat16, enabled: bool = True) -> None:
-        d = normalize(dtype, "autocast")
-        if d not in _LOW16:
-            raise DTypeError(f"autocast: argument 'dtype' must be bfloat16 or float16, got {d}")
-        self.dtype = d
-        self.enabled = bool(enabled)
-        self._tokens: list = []
-
-    def __enter__(self) -> autocast:
-        self._tokens.append(_dtype.set(self.dtype if self.enabled else None))
-        _count(1 if self.enabled else 0)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        _dtype.reset(self._tokens.pop())
-        _count(-1 if self.enabled else 0)
-
-    def __call__(self, fn: Callable) -> Callable:
-        import functools
-
-        @functools.wraps(fn)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            with autocast(self.dtype, self.enabled):
-                return fn(*args, **kwargs)
-        return run
-
-    @staticmethod
-    def policy() -> str:
-        """The op table as text (``print(nna.autocast.policy())``)."""
-        rows = [f"{'op':<24} runs in", f"{'-' * 24} -------"]
-        rows += [f"{op:<24} {'the autocast dtype' if r == LOW else 'float32'}"
-                 for op, r in POLICY.items()]
-        rows.append(f"{'(any other op)':<24} its inputs' promoted dtype")
-        return "\n".join(rows)
-
-    @staticmethod
-    def current() -> np.dtype | None:
-        """The autocast dtype in force in this thread, or ``None``."""
-        return _dtype.get() if ACTIVE[0] else None
-
-
-def _count(n: int) -> None:
+def count(n: int) -> None:
+    """Add ``n`` to the threads inside an enabled block (``ACTIVE``)."""
     if n:
         with _lock:
             ACTIVE[0] += n
@@ -117,7 +72,7 @@ def _count(n: int) -> None:
 def cast_inputs(op: str, inputs: Sequence[Any]) -> tuple:
     """``inputs`` cast as ``POLICY`` says for ``op`` under the autocast in force (as
     they are when there is none, or ``op`` is not in the table)."""
-    d = _dtype.get()
+    d = DTYPE.get()
     rule = POLICY.get(op)
     if d is None or rule is None:
         return tuple(inputs)
@@ -138,7 +93,7 @@ def result_dtype(op: str, dtype: np.dtype) -> np.dtype:
     """The dtype ``op`` gives on inputs of ``dtype`` under the autocast in force: float32
     for a 16-bit ``dtype`` where ``POLICY`` runs ``op`` in float32, else ``dtype``
     (``xp.sum``/``xp.prod`` keep their input's dtype outside autocast)."""
-    if ACTIVE[0] and dtype in _LOW16 and POLICY.get(op) == FLOAT32 and _dtype.get():
+    if ACTIVE[0] and dtype in _LOW16 and POLICY.get(op) == FLOAT32 and DTYPE.get():
         return _F32
     return dtype
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import LOW
+from ..dtypes import LOW, DTypeSet
 from ..registry import backend_kernels, register_kernel
 
 _F32 = np.dtype(np.float32)
@@ -41,7 +41,7 @@ def count(op: str, backend: str, dtype: np.dtype) -> None:
 
 
 def wrap_kernels(backend: str, ops: Iterable[str], cast: Callable[[Any, np.dtype], Any],
-                 low: frozenset[np.dtype] = LOW) -> None:
+                 low: DTypeSet = LOW) -> None:
     """Re-register ``backend``'s kernels of ``ops`` (those it has) so that calls with an
     input of a dtype in ``low`` run through float32 copies (``cast(native, dtype)`` makes
     a copy on the device). A kernel's ``specialize`` hook (generated code on fixed
@@ -54,7 +54,7 @@ def wrap_kernels(backend: str, ops: Iterable[str], cast: Callable[[Any, np.dtype
 
 
 def widened(op: str, backend: str, fn: Callable, cast: Callable, args: tuple,
-            attrs: dict, low: frozenset = LOW) -> Any:
+            attrs: dict, low: DTypeSet = LOW) -> Any:
     """``fn(*args, **attrs)`` on float32 copies of the ``low`` arrays among ``args``, the
     float32 results rounded back (counted): for kernels that test their dtypes inline."""
     floats = [a.dtype for a in args if getattr(a, "dtype", None) is not None and
@@ -65,7 +65,7 @@ def widened(op: str, backend: str, fn: Callable, cast: Callable, args: tuple,
     return _round(fn(*wide, **attrs), back, cast)
 
 
-def _wrapped(fn: Callable, op: str, backend: str, cast: Callable, low: frozenset) -> Callable:
+def _wrapped(fn: Callable, op: str, backend: str, cast: Callable, low: DTypeSet) -> Callable:
     @functools.wraps(fn)  # its signature, which callers check attributes against
     def k(*args: Any, **attrs: Any) -> Any:
         for a in args:

@@ -14,6 +14,8 @@ reductions and scans, the searching chapter's ``argmax``/``argmin``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import late
 from ..context import creation_context  # noqa: F401  (see __all__)
 from ..views import c_strides  # noqa: F401  (see __all__)
@@ -55,5 +57,16 @@ CHAPTERS = (constants, creation, data_type, dtypes, elementwise, indexing, info,
 #: with two helpers xp_functions.py exported because its ``__all__`` listed its imports:
 #: public names since, so kept
 __all__ = sorted({n for c in CHAPTERS for n in c.__all__} | {"c_strides", "creation_context"})
+#: Public names left out of ``__all__`` (so ``import *`` does not import them): their
+#: values import on first use (``bfloat16``: ``ml_dtypes``).
+LAZY = dtypes.LAZY
+
+
+def __getattr__(name: str) -> Any:
+    """``bfloat16`` (``dtypes.LAZY``) on first use."""
+    if name in LAZY:
+        return getattr(dtypes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 late.provide(__name__)  # bind the lower layers' slots (nnarray.late)

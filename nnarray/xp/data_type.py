@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Container
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from ._common import _require
 from .dtypes import bool
 
 #: The standard's dtype kinds -> the dtypes of each.
-_KINDS: dict[str, frozenset] = {
+_KINDS: dict[str, Container[np.dtype]] = {
     "bool": frozenset({bool}),
     "signed integer": _dtypes.SIGNED,
     "unsigned integer": _dtypes.UNSIGNED,

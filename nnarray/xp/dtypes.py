@@ -5,6 +5,8 @@ the standard's table wherever the standard defines one.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import dtypes as _dtypes
@@ -15,9 +17,19 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
                                                        np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
-bfloat16 = _dtypes.bfloat16  # an extension (ml_dtypes' numpy dtype), like float16
+
+#: Names whose values import on first use (``__getattr__``): ``from . import *`` skips them.
+LAZY = ("bfloat16",)
 
 __all__ = [
-    "bfloat16", "bool", "complex128", "complex64", "float16", "float32", "float64", "int16",
+    "bool", "complex128", "complex64", "float16", "float32", "float64", "int16",
     "int32", "int64", "int8", "uint16", "uint32", "uint64", "uint8",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``bfloat16``, an extension (``ml_dtypes``' numpy dtype) like float16: imports
+    ``ml_dtypes`` on first use."""
+    if name in LAZY:
+        return getattr(_dtypes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

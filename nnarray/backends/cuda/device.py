@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...device import Device
-from ...dtypes import bfloat16
+from ...dtypes import is_bfloat16
 from ...errors import DTypeError, InvalidValueError
 from ...memory import out_of_memory, release_all
 from . import raw
@@ -87,7 +87,7 @@ class CudaDevice(Device):
         cache and retries once, then becomes nnarray's ``OutOfMemoryError``. bfloat16
         is refused (``DTypeError``): CuPy has no bfloat16 arrays, and no
         ``__nv_bfloat16`` kernel path exists yet."""
-        if dtype == bfloat16:
+        if is_bfloat16(dtype):
             raise DTypeError(f"{self.key}: dtype bfloat16 is not supported on CUDA yet (CuPy "
                              "has no bfloat16 arrays); use float16, or bfloat16 on numpy or "
                              "OpenCL")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import bfloat16
+from ...dtypes import is_bfloat16
 from ...ops.ufuncs import ROWS
 from ...ops.upcast import count, wrap_kernels
 from ...registry import backend_kernels, register_kernel
@@ -42,10 +42,10 @@ def _rounded_once(name: str) -> None:
     def wide(f: Any) -> Any:
         @functools.wraps(f)
         def g(x: Any, out: Any = None) -> Any:
-            if x.dtype != bfloat16:
+            if not is_bfloat16(x.dtype):
                 return f(x) if out is None else f(x, out)
             count(name, "numpy", x.dtype)
-            r = f(x.astype(np.float32)).astype(bfloat16)
+            r = f(x.astype(np.float32)).astype(x.dtype)
             if out is None:
                 return r
             out[...] = r

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import LOW
+from ...dtypes import LOW, LOW_CODES
 from ...ops.upcast import widened
 from ...registry import register_kernel
 
@@ -29,7 +29,6 @@ TRIALS = 3
 #: A split must be this much faster to be chosen (it adds one pass over the output).
 MARGIN = 0.9
 _MAX_SHAPES = 1024
-_LOW = "".join(d.char for d in LOW)  # the 16-bit floats' type codes ("e", "E")
 
 _choice: dict[tuple, bool] = {}  # (shape key) -> split?
 _trials: dict[tuple, tuple[list, list]] = {}  # (shape key) -> (plain times, split times)
@@ -39,7 +38,7 @@ _trials: dict[tuple, tuple[list, list]] = {}  # (shape key) -> (plain times, spl
 def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool = False,
            transpose_b: bool = False) -> np.ndarray:
     """``a @ b`` (either transposed: a view, which BLAS takes as a flag, not a copy)."""
-    if a.dtype.char in _LOW or b.dtype.char in _LOW:  # 16-bit: float32 BLAS, rounded once
+    if a.dtype.char in LOW_CODES or b.dtype.char in LOW_CODES:  # 16-bit: float32 BLAS, rounded once
         return widened("matmul", "numpy", matmul, _astype, (a, b, transpose_a, transpose_b),
                        {})
     if transpose_a:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...dtypes import bfloat16 as _BF16
+from ... import dtypes
 from ...errors import DTypeError
 
 
@@ -34,7 +34,7 @@ class CLType:
 
     @property
     def is_bf16(self) -> bool:
-        return self.dtype == _BF16
+        return dtypes.is_bfloat16(self.dtype)
 
     @property
     def is_complex(self) -> bool:
@@ -116,13 +116,17 @@ _TABLE = {np.dtype(d): CLType(np.dtype(d), s, c, t) for d, s, c, t in (
     (np.bool_, "uchar", "uchar", np.uint8),
     (np.complex64, "float2", "float2", np.complex64),
     (np.complex128, "double2", "double2", np.complex128),
-    (_BF16, "ushort", "float", np.float32),
 )}
+#: bfloat16's row, added on first use (``dtypes.is_bfloat16``: ``ml_dtypes`` loaded).
+_BF16_ROW = ("ushort", "float", np.float32)
 
 
 def cltype(dtype: np.dtype) -> CLType:
     """The ``CLType`` of a supported numpy dtype."""
-    t = _TABLE.get(np.dtype(dtype))
+    d = np.dtype(dtype)
+    t = _TABLE.get(d)
+    if t is None and dtypes.is_bfloat16(d):
+        t = _TABLE[d] = CLType(d, *_BF16_ROW)
     if t is None:
         raise DTypeError(f"opencl: dtype {dtype} is not supported")
     return t

@@ -27,7 +27,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ...dtypes import LOW, bfloat16, promote
+from ...dtypes import LOW, DTypeSet, is_bfloat16, promote
 from ...errors import DTypeError
 from ...ops.elementwise import BINARY as _RULES
 from ...ops.elementwise import UNARY as _URULES
@@ -60,9 +60,8 @@ _enqueue = cl.enqueue_nd_range_kernel
 _BOOL = np.dtype(np.bool_)
 _V = re.compile(r"\bv([01])\b")
 #: Dtypes a fused kernel loads, computes and stores (16-bit floats: computed in float).
-DTYPES = frozenset(np.dtype(d) for d in (np.bool_, np.int8, np.int16, np.int32, np.int64,
-                                         np.uint8, np.uint16, np.uint32, np.uint64,
-                                         np.float16, np.float32, np.float64, bfloat16))
+DTYPES = DTypeSet((np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                   np.uint32, np.uint64, np.float16, np.float32, np.float64), bf16=True)
 
 
 def _literal(v: Any, ct: CLType) -> str:
@@ -126,7 +125,7 @@ class _Gen:
         res = binary_dtype(op, d)
         if res != _BOOL:
             d = res  # computed in the result type, as the unfused kernel does
-        if op == "pow" and d.kind != "f" and d != bfloat16:  # unfused: exponent checked first
+        if op == "pow" and d.kind != "f" and not is_bfloat16(d):  # unfused: exponent checked first
             raise DTypeError(f"fused_elementwise: integer pow is not fused (program:\n{self.p})")
         ct = cltype(d)
         expr, helpers = expression(op, ct)

@@ -6,7 +6,7 @@ end (``ops/upcast.py``, counted in ``nna.upcast_stats()``)."""
 
 from __future__ import annotations
 
-from ...dtypes import bfloat16
+from ...dtypes import DTypeSet
 from ...ops.upcast import wrap_kernels
 from ...registry import backend_kernels
 from . import conv, elementwise, matmul, scatter_add  # noqa: F401  (wrapped here)
@@ -15,4 +15,4 @@ from . import conv, elementwise, matmul, scatter_add  # noqa: F401  (wrapped her
 WIDENED = ("matmul", "conv2d", "scatter_add")
 
 _cast = backend_kernels("opencl")["cast"]
-wrap_kernels("opencl", WIDENED, lambda x, dtype: _cast(x, dtype), frozenset({bfloat16}))
+wrap_kernels("opencl", WIDENED, lambda x, dtype: _cast(x, dtype), DTypeSet(bf16=True))
