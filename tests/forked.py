@@ -1,7 +1,8 @@
 """``run``: ``subprocess.run([sys.executable, "-c", code, *args], ...)`` for the tests'
-child Pythons, at a fraction of the cost. A child Python pays ~1.6 s of imports before it
-does anything (numpy, and ``ml_dtypes``' extension ~1.4 s; no bytecode cache in CI), so one
-server Python per pytest process imports those once and forks a child per call; the child
+child Pythons, at a fraction of the cost. A child Python pays its imports before it does
+anything (numpy; no bytecode cache in CI), so one server Python per pytest process imports
+numpy once and forks a child per call (not ``ml_dtypes``: nnarray imports it only when
+bfloat16 is asked for, and a child should see what a user's fresh process sees); the child
 then takes the caller's environment, working directory, argv and ``sys.path``, and runs
 ``code`` as ``__main__``: it imports nnarray itself, so environment variables nnarray reads
 at import are read as in a new process.
@@ -38,10 +39,6 @@ import numpy as np
 # Python >= 3.12 warns at a fork beside native threads; the server's are OpenBLAS's, which
 # it parks and restarts around a fork (pthread_atfork)
 warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
-try:
-    import ml_dtypes  # noqa: F401  (~1.4 s of every child's imports)
-except ImportError:
-    pass
 import gc
 gc.freeze()  # the children's collections skip (and so do not copy) the server's objects
 own = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
