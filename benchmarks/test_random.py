@@ -53,6 +53,9 @@ def test_random_reference(benchmark, ref, fn):
         import torch
         dev = "cuda" if ref.name == "torch-cuda" else "cpu"
         f = torch.rand if fn == "rand" else torch.randn
-        call = lambda: f(n, device=dev)  # noqa: E731
+        # seeded: the smoke run's 4096 unseeded draws missed the variance check's 0.05
+        # about once in 50 runs
+        gen = torch.Generator(device=dev).manual_seed(7)
+        call = lambda: f(n, device=dev, generator=gen)  # noqa: E731
     measure(benchmark, ref, call, baseline=ref.name == "numpy",
             check=_moments(0.5, 1 / 12) if fn == "rand" else _moments(0.0, 1.0))
