@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import numpy as np
-from conftest import tol
+import pytest
+from conftest import BACKENDS, tol
 
 import nnarray as nna
 from nnarray.ops.fused import Builder, Program
@@ -64,6 +66,16 @@ def sample(shape, dtype, lo=-3, hi=3, seed=0) -> np.ndarray:
     if dtype.kind == "u":
         return rng.integers(max(lo, 0), max(hi, 0) + 1, shape).astype(dtype)
     return (rng.integers(lo * 4, hi * 4 + 1, shape) / 4).astype(dtype)
+
+
+def device_params(cases: list, on_device: Callable[[tuple], bool],
+                  ident: Callable[[tuple], str]) -> list:
+    """``pytest.param(backend, *case)`` for a test taking the ``backend`` fixture
+    (``indirect=["backend"]``): every case on numpy, which compiles nothing, and the cases
+    ``on_device`` keeps on the compiling backends (a pocl program per case costs ~0.2 s
+    cold); ids ``backend-ident(case)``."""
+    return [pytest.param(b, *c, id=f"{b}-{ident(c)}") for b in BACKENDS for c in cases
+            if b == "numpy" or on_device(c)]
 
 
 def latin(backend: str, k: int, n: int, rows: list, cols: list) -> list[tuple]:

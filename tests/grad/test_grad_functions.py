@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, tol
-from helpers import fused_rows
+from conftest import tol
+from helpers import device_params, fused_rows
 
 import nnarray as nna
 import nnarray.functions as F
@@ -397,10 +397,10 @@ THROUGH_SIBLINGS = {
 
 
 def _on_backends(cases: list, numpy_only: set) -> list:
-    """``(case, backend)`` parameters (the ``backend`` fixture indirect): every case on
-    numpy, those not in ``numpy_only`` on the compiling backends too."""
-    return [pytest.param(c, b, id=f"{b}-{c.name}") for b in BACKENDS for c in cases
-            if b == "numpy" or c.name not in numpy_only]
+    """``(backend, case)`` parameters: every case on numpy, those not in ``numpy_only`` on
+    the compiling backends too (``helpers.device_params``)."""
+    return device_params([(c,) for c in cases], lambda c: c[0].name not in numpy_only,
+                         lambda c: c[0].name)
 
 
 def test_through_cases_left_to_numpy_are_fused_rows() -> None:
@@ -413,7 +413,7 @@ def test_through_cases_left_to_numpy_are_fused_rows() -> None:
     assert set(THROUGH_SIBLINGS.values()) <= kept
 
 
-@pytest.mark.parametrize(("case", "backend"),
+@pytest.mark.parametrize(("backend", "case"),
                          _on_backends(CASES, THROUGH_ON_NUMPY_ONLY | set(THROUGH_SIBLINGS)),
                          indirect=["backend"])
 def test_function_through_intermediates(case: Case, backend: str) -> None:

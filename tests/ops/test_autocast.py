@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 import torch
-from conftest import BACKENDS
+from helpers import device_params
 
 import nnarray as nna
 import nnarray.functions as F
@@ -81,18 +81,14 @@ def on_backends(rows: list, makers: tuple = ()) -> list:
     fusing its casts runs in ``test_static_graph_folds_the_casts_into_fused_kernels``.
     The full product compiled each op's float16 kernels and a fused cast-and-op program
     per op and dtype (cold compiles) for checks numpy makes."""
-    out = []
-    for b in BACKENDS:
-        for row in rows:
-            for name, low in LOWS.items():
-                for maker in makers or (None,):
-                    both = row[0] in BOTH_ON_DEVICE
-                    if b != "numpy" and not both and (name != "bfloat16" or maker == "static"):
-                        continue
-                    tail = (low,) if maker is None else (low, maker)
-                    ids = [b, *map(str, row), name] + ([maker] if maker else [])
-                    out.append(pytest.param(b, *row, *tail, id="-".join(ids)))
-    return out
+    width = len(rows[0])  # the case's low dtype follows the row, its maker that
+
+    def on_device(case: tuple) -> bool:
+        return case[0] in BOTH_ON_DEVICE or (case[width] == BF and case[-1] != "static")
+
+    cases = [(*row, low, *m) for row in rows for low in LOWS.values()
+             for m in ([(k,) for k in makers] or [()])]
+    return device_params(cases, on_device, lambda c: "-".join(map(str, c)))
 
 
 def test_the_device_subset_covers_each_op_dtype_and_maker():

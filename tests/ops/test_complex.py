@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import BACKENDS
+from helpers import device_params
 
 import nnarray as nna
 import nnarray.functions as F
@@ -116,15 +116,14 @@ ONE_DTYPE_ON_DEVICE = ("add", "subtract", "multiply", "equal", "not_equal", "neg
 def _elementwise_params() -> list:
     """``(backend, name, dtype)``: every pair on numpy; on a compiling backend the
     ``ONE_DTYPE_ON_DEVICE`` rows in dtype ``i % 2`` only."""
-    out = []
-    for b in BACKENDS:
-        for name in _BINARY + _UNARY:
-            for k, dtype in enumerate((np.complex64, np.complex128)):
-                if b == "numpy" or name not in ONE_DTYPE_ON_DEVICE or \
-                        ONE_DTYPE_ON_DEVICE.index(name) % 2 == k:
-                    out.append(pytest.param(b, name, dtype,
-                                            id=f"{b}-{name}-{np.dtype(dtype).name}"))
-    return out
+    def on_device(case: tuple) -> bool:
+        name, dtype = case
+        return name not in ONE_DTYPE_ON_DEVICE or \
+            ONE_DTYPE_ON_DEVICE.index(name) % 2 == (dtype == np.complex128)
+
+    return device_params([(name, d) for name in _BINARY + _UNARY
+                          for d in (np.complex64, np.complex128)],
+                         on_device, lambda c: f"{c[0]}-{np.dtype(c[1]).name}")
 
 
 def test_every_row_runs_on_a_compiling_backend_and_both_dtypes_do():

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, tol
-from helpers import A, check, ids, sample
+from conftest import tol
+from helpers import A, check, device_params, ids, sample
 
 import nnarray as nna
 import nnarray.functions as F
@@ -55,10 +55,9 @@ def greedy(cases: list, needs: Callable, keep: list = ()) -> list:
 
 
 def on_backends(cases: list, compiled: list, name: Callable) -> list:
-    """``(backend, *case)`` parameters (``backend`` indirect): every case on numpy, those of
-    ``compiled`` on the compiling backends; ids ``backend-name(case)``."""
-    return [pytest.param(b, *c, id=f"{b}-{name(c)}") for b in BACKENDS for c in cases
-            if b == "numpy" or c in compiled]
+    """``(backend, *case)`` parameters: every case on numpy, those of ``compiled`` on the
+    compiling backends (``helpers.device_params``)."""
+    return device_params(cases, compiled.__contains__, name)
 
 
 # -- binary ------------------------------------------------------------------------------
