@@ -2,15 +2,16 @@
 
 Nodes are visited by descending rank; each input gets ``propagate_down`` (``need``); an
 intermediate's gradient is written on first visit and summed after, a leaf's accumulates
-into its ``.grad`` across calls (``Variable._receive_grad``). A static graph's backward
-is traced once into a program (``program.py``) and replayed by the executor; a
-define-by-run graph runs its nodes' rules eagerly, or replays the program of an
-identical earlier graph (same ``signature``).
+into its ``.grad`` across calls (``Variable._receive_grad``). Every rule runs through
+``Node.trace_backward``. A static graph's backward is traced once into a program
+(``program.py``) and replayed by the executor. A define-by-run graph's runs now at the
+first sighting of its ``signature``, recording nothing (``program.run_untaped``); at the
+second it is traced while it runs (each rule's functions compute as they are recorded);
+from the third, later graphs of that signature replay the program.
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
 from typing import Any
 
@@ -22,11 +23,10 @@ from ..context import _current
 from ..errors import GraphError, ShapeError
 from ..ndarray import NdArray, full
 from . import executor
-from .program import trace
+from .program import finish, run_untaped, trace
 from .variable import Variable
 
 _FLOATS = dtypes.INEXACT
-_stamps = itertools.count(1)
 
 
 def backward(root: Variable, grad: Any = 1, clear_buffer: bool = False,
@@ -79,26 +79,67 @@ def _backward(root: Variable, grad: Any, clear_buffer: bool, ctx: Any,
 
 def _run(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool,
          ctx: Any) -> None:
-    """The backward pass proper: a traced program's replay, else the rules eagerly."""
+    """The backward pass proper: the rules run through ``program.trace``. A static
+    graph's are traced once (nothing runs) and the program replayed. A define-by-run
+    graph's run now: untaped at its signature's first sighting (a program costs more to
+    keep than a graph seen once takes to run), taped as they run at the second, and its
+    program replayed from the third (interpreted, then generated code)."""
     prog = plan.program
+    interpret = False
     if prog is None:
         if not root._parent.dynamic:
             prog = plan.program = trace(root, plan.backward_order(), plan.order)
         else:
-            prog = _cached_program(root, plan)
-    if prog is not None:
-        executor.replay(prog, plan.order, g, ctx, clear_buffer, (), plan.recompute)
-        root._grad = g
-        if clear_buffer:
-            for n in plan.order:
-                _after(n, root, True)
-        return
-    stamp = next(_stamps)
+            sig = signature(root, plan.order)
+            programs = _programs()
+            prog = programs.get(sig, _UNSEEN) if sig is not None else _NEVER
+            if prog is _UNSEEN or prog is _NEVER or prog is _ONCE:
+                _run_now(root, plan, g, clear_buffer, sig, prog)
+                return
+            prog.sightings += 1
+            interpret = prog.sightings == 2
+            if interpret:
+                finish(prog, plan.order)
+    executor.replay(prog, plan.order, g, ctx, clear_buffer, (), plan.recompute, interpret)
     root._grad = g
-    root._gstamp = stamp
-    for n, need in plan.backward_order():
-        n.run_backward(stamp, need)
-        _after(n, root, clear_buffer)
+    if clear_buffer:
+        for n in plan.order:
+            _after(n, root, True)
+
+
+def _run_now(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool,
+             sig: Any, seen: Any) -> None:
+    """Run the backward pass now. The second sighting of ``sig`` (``seen`` is ``_ONCE``)
+    tapes it as it runs (``trace(run=g)``), delivers its gradients as a replay does and
+    keeps the program for the next graph of that signature (where it is relocatable:
+    not a Python function's); other sightings record nothing (``run_untaped``)."""
+    nodes = plan.order
+    if seen is not _ONCE:
+        run_untaped(root, plan.backward_order(), g, clear_buffer)
+        root._grad = g
+        if seen is _UNSEEN:
+            _keep(sig, _ONCE)
+        return
+    prog = trace(root, plan.backward_order(), nodes, run=g)
+    try:
+        for k, i, gv, shared in prog.leaves:
+            nodes[k].inputs[i]._receive_grad(gv._data, shared)
+        for k, i, gv in prog.inter:
+            nodes[k].inputs[i]._grad = None if clear_buffer else gv._data
+    finally:
+        prog.clear()
+    root._grad = g
+    if clear_buffer:
+        for n in nodes:
+            _after(n, root, True)
+    _keep(sig, prog if prog.relocatable else _NEVER)
+
+
+def _keep(sig: Any, what: Any) -> None:
+    programs = _programs()
+    if sig not in programs and len(programs) >= _PROGRAMS_MAX:
+        programs.pop(next(iter(programs)))
+    programs[sig] = what
 
 
 #: What a freed define-by-run node has as inputs (``free_graph``).
@@ -130,32 +171,19 @@ def check_not_freed(order: list, what: str) -> None:
 
 
 #: Traced programs of define-by-run graphs, by graph signature (a training loop builds the
-#: same graph every iteration; from its second occurrence on, its backward is replayed).
+#: same graph every iteration: from its second occurrence on, its backward is replayed).
 _local = threading.local()  # per thread: a program's proxies are bound while it replays
 _PROGRAMS_MAX = 32
+#: What ``_programs`` holds for a signature before its program: seen once (the next
+#: sighting tapes), never to be taped (its program would not replay: a Python function's).
+_ONCE, _NEVER, _UNSEEN = object(), object(), object()
 
 
-def _cached_program(root: Variable, plan: executor.Plan) -> Any:
-    """The program for a define-by-run graph seen before, tracing it on its second
-    occurrence; ``None``: run the rules eagerly."""
-    sig = signature(root, plan.order)
-    if sig is None:
-        return None
-    _programs = getattr(_local, "programs", None)
-    if _programs is None:
-        _programs = _local.programs = {}
-    prog = _programs.get(sig)
-    if prog is None:
-        if sig not in _programs:
-            if len(_programs) >= _PROGRAMS_MAX:
-                _programs.pop(next(iter(_programs)))
-            _programs[sig] = None  # seen once
-            return None
-        prog = trace(root, plan.backward_order(), plan.order)
-        if not prog.relocatable:
-            return None
-        _programs[sig] = prog
-    return prog
+def _programs() -> dict:
+    got = getattr(_local, "programs", None)
+    if got is None:
+        got = _local.programs = {}
+    return got
 
 
 def signature(root: Variable, order: list) -> tuple | None:

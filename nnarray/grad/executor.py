@@ -213,11 +213,12 @@ def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedu
 
 
 def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
-           more_seeds: Any = (), recomputed: Any = None) -> None:
+           more_seeds: Any = (), recomputed: Any = None, interpret: bool = False) -> None:
     """Run a traced program, as its schedule for ``ctx``, on the graph whose forward
     order is ``nodes`` (``more_seeds``: the output gradients of a program traced from
     several roots, after the first; ``recomputed``: what the forward that ran left to
-    backward to recompute, its ``Schedule.recompute``)."""
+    backward to recompute, its ``Schedule.recompute``; ``interpret``: by the
+    interpreter, generating no code)."""
     if recomputed is not None:
         prog = recompute_pass.derive(prog, nodes, recomputed)
     s = prog.schedule
@@ -225,7 +226,7 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
         s = prog.schedule = schedule.backward(prog, ctx)
         s.fused = fusion_adapter.mode()
     try:
-        s.replay(nodes, seed, clear_buffer, more_seeds)
+        s.replay(nodes, seed, clear_buffer, more_seeds, interpret)
     except (IndexError, TypeError, AttributeError) as e:
         n = recompute_pass.unsaved(prog, nodes)
         if n is None:

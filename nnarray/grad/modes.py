@@ -10,6 +10,9 @@ import os
 from collections.abc import Iterator
 
 STATIC, AUTO, NO_GRAD = 0, 1, 2
+#: A backward pass traced while it runs (``program.trace(run=...)``): every function on
+#: Variables runs now and is appended to the ``recording.tape`` as a program step.
+TRACE = 3
 
 #: The mode in force; ``NO_GRAD`` wins over ``AUTO``.
 mode: contextvars.ContextVar[int] = contextvars.ContextVar("nnarray_grad_mode", default=STATIC)

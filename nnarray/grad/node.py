@@ -9,8 +9,9 @@ Built-in ops (``Node``) and Python functions (``PyNode``, in ``python_function.p
 implement one interface, which the executor and the backward pass use without asking
 which kind a node is: ``differentiable``, ``relocatable``, ``fusable`` (one plain kernel
 call: a schedule's step may call its kernel itself), ``run(ctx, save)``,
-``run_backward(stamp, need)`` (eager), ``trace_backward(index, need, gys, program)``,
-``check()`` and ``release()``.
+``trace_backward(index, need, gys, program)`` (the one way a rule runs: recorded into a
+program, recorded as it runs, run on the saved data recording nothing, or run on the
+graph's own Variables for ``grad.grad``: ``RuleValues``), ``check()`` and ``release()``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,22 @@ class RuleContext:
                  in_meta: tuple, grads: Any = None) -> None:
         self.inputs, self.outputs, self.args = inputs, outputs, args
         self.attrs, self.need, self.in_meta, self.grads = attrs, need, in_meta, grads
+
+
+class RuleValues:
+    """What a rule runs on (``Node.trace_backward``), besides a traced ``Program``'s
+    proxies: ``UNTAPED``, the saved NdArrays (the rule runs now and records nothing;
+    a Python function's step runs now: ``live``); ``ON_GRAPH``, the graph's own
+    Variables (its functions record the backward computation in the current mode:
+    ``grad.grad``)."""
+
+    __slots__ = ("taped", "live")
+
+    def __init__(self, taped: bool, live: Any) -> None:
+        self.taped, self.live = taped, live
+
+
+UNTAPED, ON_GRAPH = RuleValues(False, True), RuleValues(True, None)
 
 
 class Node:
@@ -175,12 +192,14 @@ class Node:
         """Drop the retained data (clear_buffer)."""
         self.saved_inputs = self.saved_outputs = self.versions = None
 
-    def checked_rule(self) -> Any:
-        """The op's backward rule, after checking the retained data is unmodified."""
+    def checked_rule(self, check: bool = True) -> Any:
+        """The op's backward rule, after checking (``check``) the retained data is
+        unmodified."""
         rule = self.function.backward
         if rule is None:
             raise GraphError(f"{self.name}: no backward rule is declared for this op")
-        self.check()
+        if check:
+            self.check()
         return rule
 
     # -- forward -----------------------------------------------------------------------
@@ -199,94 +218,40 @@ class Node:
             self.save(datas, outs)
 
     # -- backward ----------------------------------------------------------------------
-    def rule_context(self, need: tuple) -> RuleContext:
-        return RuleContext(self.saved_inputs, self.saved_outputs, self.inputs, self.attrs,
-                           need, self.in_meta)
-
-    def run_backward(self, stamp: int, need: tuple) -> None:
-        """Run the rule on the output gradient of this pass (``stamp``) and hand each
-        input its gradient."""
-        v = self.outputs[0]()
-        gy = v._grad if v is not None and v._gstamp == stamp else None
-        rule = self.function.backward
-        if rule is not None and rule.grads:
-            gys = [w._grad if w is not None and w._gstamp == stamp else None
-                   for w in (r() for r in self.outputs)]
-            if all(g is None for g in gys):
-                return
-            ctx = self.rule_context(need)
-            ctx.grads = gys
-            gxs = self.checked_rule().fn(ctx, gy)
-        elif gy is None:
-            return
-        else:
-            gxs = self.checked_rule().fn(self.rule_context(need), gy)
-        for i, gx in enumerate(gxs):
-            if gx is not None and need[i]:
-                self.inputs[i]._receive_grad(gx, stamp, self._shared(gx, i, gy, gxs))
-
     def trace_backward(self, index: int, need: tuple, gys: list, program: Any) -> Any:
-        """The rule run on graph values (``program`` records the steps): the input
-        gradients, or ``None`` when no output gradient flows here."""
+        """The rule run on ``program``'s values (see ``RuleValues``; a traced ``Program``'s
+        proxies record the steps): the input gradients, or ``None`` when no output
+        gradient flows here."""
         gy = gys[0]
         rule = self.function.backward
         if gy is None and not (rule is not None and rule.grads and
                                any(g is not None for g in gys)):
             return None
-        rule = self.checked_rule()
+        on_graph = program is ON_GRAPH
+        rule = self.checked_rule(not on_graph or self.dynamic)  # a static graph: unrun
+        grads = gys if rule.grads else None
+        if not program.taped:  # run now, recording nothing: on the saved data itself
+            return rule.fn(RuleContext(self.saved_inputs, self.saved_outputs, self.inputs,
+                                       self.attrs, need, self.in_meta, grads), gy)
         ri = rule.retained_inputs(self.attrs)
         retained = [None] * len(self.inputs) if ri else ()
         for i in ri:
             a = self.inputs[i]
-            retained[i] = program.proxy(index, i, a) if isinstance(a, (GraphValue, NdArray)) else a
+            retained[i] = a if on_graph or not isinstance(a, (GraphValue, NdArray)) else \
+                program.proxy(index, i, a)
         outs = [None] * len(self.out_metas) if rule.outputs else ()
-        for j in rule.outputs:  # (not saved where the forward left it to be recomputed)
-            outs[j] = program.proxy(index, -1 - j, _Meta(*self.out_metas[j]))
-        ctx = RuleContext(retained, outs, self.inputs, self.attrs, need, self.in_meta,
-                          gys if rule.grads else None)
-        return rule.fn(ctx, gy)
+        for j in rule.outputs:  # (a proxy: not saved where the forward left it to be
+            outs[j] = self.outputs[j]() if on_graph else \
+                program.proxy(index, -1 - j, _Meta(*self.out_metas[j]))  # recomputed)
+        return rule.fn(RuleContext(retained, outs, self.inputs, self.attrs, need,
+                                   self.in_meta, grads), gy)
 
     def differentiate(self, need: tuple, gys: list, graph: bool) -> Any:
         """The input gradients for the output gradients ``gys`` (``grad.grad``): with
         ``graph`` the rule runs on the graph's own Variables (its ``F`` calls record the
-        backward computation, in the current mode), else on the saved NdArrays."""
-        gy = gys[0]
-        rule = self.function.backward
-        if rule is None:
-            raise GraphError(f"{self.name}: no backward rule is declared for this op")
-        if gy is None and not (rule.grads and any(g is not None for g in gys)):
-            return None
-        if self.dynamic:
-            self.check()
-        if not graph:
-            ctx = self.rule_context(need)
-            ctx.grads = gys if rule.grads else None
-            return rule.fn(ctx, gy)
-        ri = rule.retained_inputs(self.attrs)
-        retained = [None] * len(self.inputs) if ri else ()
-        for i in ri:
-            retained[i] = self.inputs[i]
-        outs = [None] * len(self.out_metas) if rule.outputs else ()
-        for j in rule.outputs:  # (``gradient.revive`` made dead ones again)
-            outs[j] = self.outputs[j]()
-        ctx = RuleContext(retained, outs, self.inputs, self.attrs, need, self.in_meta,
-                          gys if rule.grads else None)
-        return rule.fn(ctx, gy)
-
-    def _shared(self, gx: NdArray, i: int, gy: Any, gxs: tuple) -> bool:
-        """Whether ``gx`` may be referenced elsewhere (then a leaf copies it)."""
-        if gx is gy:
-            return True
-        for j, o in enumerate(gxs):
-            if o is gx and j != i:
-                return True
-        for d in self.saved_inputs or ():
-            if d is gx:
-                return True
-        for d in self.saved_outputs or ():
-            if d is gx:
-                return True
-        return False
+        backward computation, in the current mode; ``gradient.revive`` made dead outputs
+        it reads again), else on the saved NdArrays."""
+        return self.trace_backward(-1, need, gys, ON_GRAPH if graph else UNTAPED)
 
     def __repr__(self) -> str:
         return f"<Node {self.name} rank={self.rank}>"

@@ -1,10 +1,14 @@
-"""The static backward program: a static graph's backward pass, traced once and replayed.
+"""The backward program: a graph's backward pass, traced and replayed.
 
-The first ``backward()`` of a static graph runs every backward rule on Variables instead
-of NdArrays: the rules' ``F`` calls record nodes on a tape (they are ordinary graph nodes,
-so the rules need nothing special). Retained forward data enter through proxy variables
-bound to each node's saved arrays at replay; the output gradient enters through a seed
-variable. Replaying the tape runs each step's kernel, resolved once, with no validation.
+Tracing runs every backward rule on Variables instead of NdArrays: the rules' ``F`` calls
+record nodes on a tape (they are ordinary graph nodes, so the rules need nothing
+special). Retained forward data enter through proxy variables bound to each node's saved
+arrays at replay; the output gradient enters through a seed variable. Replaying the tape
+runs each step's kernel, resolved once, with no validation. A static graph's first
+``backward()`` traces (nothing runs) and replays; a define-by-run graph's backward is
+traced while it runs (``trace(run=...)``: each step computed as it is recorded) at its
+signature's second sighting, and later graphs of that signature replay the program. A
+graph seen once runs the same rules untaped (``run_untaped``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from .. import functions as F
 from ..ndarray import NdArray
 from ..ops.elementwise import BinaryOp
 from . import modes
+from .node import UNTAPED
 from .recording import tape
 from .variable import Variable, _make
 
@@ -24,7 +29,9 @@ class Program:
 
     __slots__ = ("seed", "more_seeds", "binds", "checks", "steps", "leaves", "inter",
                  "inv_proxies", "inv_last", "inv_steps", "schedule", "relocatable",
-                 "derived", "held", "__weakref__")
+                 "derived", "held", "sightings", "live", "__weakref__")
+    #: Its rules record steps (``node.RuleValues``: how else they may run).
+    taped = True
 
     def __init__(self, root: Variable, more_roots: Any = ()) -> None:
         # Forward nodes are named by their index in the plan's order, variables by
@@ -46,26 +53,57 @@ class Program:
         #: program made.
         self.derived: dict = {}
         self.held: list = []
+        #: How often it ran (``backward``: a define-by-run graph's, traced as it ran
+        #: once): its first replay is interpreted, generated code from the second on.
+        self.sightings = 1
+        #: While traced as it runs: the forward order whose saved data proxies bind to.
+        self.live: Any = None
 
     def proxy(self, k: int, i: int, like: Any) -> Variable:
         """A variable bound at replay to node ``k``'s saved input ``i`` (output ``-1-i``)."""
         v = _make(like.shape, like.dtype, None, None, False)
         self.binds.append((v, k, i))
+        if self.live is not None:
+            n = self.live[k]
+            v._data = n.saved_inputs[i] if i >= 0 else n.saved_outputs[-1 - i]
         return v
 
+    def clear(self) -> None:
+        """Drop the values a run while tracing left on the program's variables (its
+        proxies, seeds and step results): it keeps no data of the graph it ran on."""
+        self.live = None
+        for v, _, _ in self.binds:
+            v._data = None
+        self.seed._data = None
+        for sv in self.more_seeds:
+            sv._data = None
+        for st in self.steps:
+            for r in st.outputs:
+                v = r()
+                if v is not None:
+                    v._data = None
 
-def trace(root: Variable, order: list, nodes: list, more_roots: Any = ()) -> Program:
+
+def trace(root: Variable, order: list, nodes: list, more_roots: Any = (),
+          run: NdArray | None = None) -> Program:
     """Run the rules of ``order`` (``[(node, need)]``, descending rank) on Variables;
     ``nodes`` is the plan's forward order (what node indices refer to); ``more_roots``:
-    further outputs seeded with their own gradients (a Group's backward)."""
+    further outputs seeded with their own gradients (a Group's backward). With ``run``
+    (the output gradient) the backward pass runs as it is traced (``modes.TRACE``: the
+    seed and proxies bound to the data, each step computed as it is recorded): the
+    gradients are on the program's results until ``Program.clear``."""
     prog = Program(root, more_roots)
+    if run is not None:
+        prog.live = nodes
+        prog.seed._data = run
     index = {id(n): k for k, n in enumerate(nodes)}
     grads: dict[int, Any] = {id(root): prog.seed}
     for r, sv in zip(more_roots, prog.more_seeds):
         prev = grads.get(id(r))
         grads[id(r)] = sv if prev is None else F.add(prev, sv)
     keep: dict[int, tuple[int, int, Variable]] = {}
-    tokens = (tape.set(prog.steps), modes.mode.set(modes.STATIC))
+    tokens = (tape.set(prog.steps),
+              modes.mode.set(modes.STATIC if run is None else modes.TRACE))
     try:
         for n, need in order:
             gys = [grads.get(id(v)) if v is not None else None
@@ -97,10 +135,77 @@ def trace(root: Variable, order: list, nodes: list, more_roots: Any = ()) -> Pro
             prog.leaves.append((k, i, gv, shared))
         else:
             prog.inter.append((k, i, gv))
-    results = {id(o[3]) for o in outs}
-    _elide_broadcasts(prog, results)
-    _plan_invariants(prog, nodes)
+    if run is None:
+        finish(prog, nodes)
     return prog
+
+
+def run_untaped(root: Variable, order: list, g: NdArray, clear_buffer: bool) -> None:
+    """The rules of ``order`` run as ``trace`` runs them, recording nothing: on the saved
+    NdArrays, each leaf's gradient added into its ``.grad`` as it comes, each
+    intermediate's summed and left on its ``.grad`` (unless ``clear_buffer``, which
+    frees each node's data once its rule ran). For a graph whose program is not kept: a
+    program costs more to keep than a graph seen once takes to run."""
+    grads: dict[int, Any] = {id(root): g}
+    prog = UNTAPED
+    for n, need in order:  # (on NdArrays: the rules' functions run now in any mode)
+        if len(n.outputs) == 1:  # (most nodes: no list comprehensions, a call each)
+            v = n.outputs[0]()
+            gys = [None if v is None else grads.get(id(v))]
+        else:
+            gys = [None if v is None else grads.get(id(v)) for v in
+                   [r() for r in n.outputs]]
+        gxs = n.trace_backward(-1, need, gys, prog)
+        if gxs is not None:
+            for i, gx in enumerate(gxs):
+                if gx is None or not need[i]:
+                    continue
+                x = n.inputs[i]
+                if type(gx) is Variable:  # a Python function's step
+                    gx = gx._data
+                if x._parent is None:
+                    x._receive_grad(gx, _aliased(n, i, gx, gys, gxs))
+                    continue
+                prev = grads.get(id(x))
+                x._grad = grads[id(x)] = gx if prev is None else F.add(prev, gx)
+        if clear_buffer:
+            _release(n, root, grads)
+
+
+def _aliased(n: Any, i: int, gx: NdArray, gys: list, gxs: Any) -> bool:
+    """Whether input ``i``'s gradient ``gx`` is an output gradient, another input's or
+    saved data of ``n`` (then a leaf's ``.grad`` copies it rather than adopt it)."""
+    for g in gys:
+        if g is gx:
+            return True
+    for j, g in enumerate(gxs):
+        if g is gx and j != i:
+            return True
+    for d in (n.saved_inputs or ()):
+        if d is gx:
+            return True
+    for d in (n.saved_outputs or ()):
+        if d is gx:
+            return True
+    return False
+
+
+def _release(n: Any, root: Variable, grads: dict) -> None:
+    """``clear_buffer`` as the pass goes: ``n``'s saved data, its outputs' values and
+    their gradients (its rule consumed them) are dropped."""
+    n.release()
+    for v in [r() for r in n.outputs]:
+        if v is not None and v is not root:
+            v._grad = None
+            v._data = None
+            grads.pop(id(v), None)
+
+
+def finish(prog: Program, nodes: list) -> None:
+    """What a replay gains from (broadcasts elided, loop-invariant steps marked), done
+    when the program is first to replay: a program traced while it ran may never be."""
+    _elide_broadcasts(prog, {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter})
+    _plan_invariants(prog, nodes)
 
 
 def _elide_broadcasts(prog: Program, results: set) -> None:

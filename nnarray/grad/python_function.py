@@ -163,28 +163,6 @@ class PyNode(Node):
             self.function.backward_impl(ins, outs, list(need), accum)
         return ins
 
-    def run_backward(self, stamp: int, need: tuple) -> None:
-        """Eager backward: ``propagate_down`` per input; ``accum`` where a gradient of
-        this pass (a leaf's ``.grad``, or an intermediate's earlier share) is added to."""
-        from .. import functions as F
-        self.check()
-        gys = [v._grad if v is not None and v._gstamp == stamp else None
-               for v in (r() for r in self.outputs)]
-        if all(g is None for g in gys):
-            return
-        accum = []
-        for x, pd in zip(self.inputs, need):
-            if not pd or x._parent is None:
-                accum.append(bool(pd))
-            elif x._gstamp != stamp:
-                x._grad = NdArray(x.shape, x.dtype)
-                x._gstamp = stamp
-                accum.append(False)
-            else:
-                x._grad = F.cast(x._grad, x.dtype)
-                accum.append(True)
-        self.call_backward(gys, need, accum)
-
     def differentiate(self, need: tuple, gys: list, graph: bool) -> Any:
         """The input gradients for ``gys`` (``grad.grad``; see ``differentiate``)."""
         return differentiate(self, need, gys, graph)
@@ -194,26 +172,35 @@ class PyNode(Node):
         if all(g is None for g in gys):
             return None
         self.check()
-        step = PyGradStep(self, gys, need)
-        program.steps.append(step)
-        program.relocatable = False
+        live = program.live is not None  # traced as it runs: run now
+        step = PyGradStep(self, gys, need, live and self.dynamic)
+        if program.taped:
+            program.steps.append(step)
+            program.relocatable = False
+        if live:
+            step.run()
         return step.grads
 
 
 class PyGradStep:
     """A PythonFunction's ``backward_impl`` as one step of a traced program: fresh
-    gradients (``accum`` False) for each distinct input, delivered as ``grads``."""
+    gradients (``accum`` False) for each distinct input, delivered as ``grads``. With
+    ``direct`` (a define-by-run node, whose program never replays: nnabla's contract) a
+    leaf's gradient is added into its own ``.grad`` (``accum`` True) instead."""
 
-    __slots__ = ("node", "gys", "need", "grads", "inputs", "outputs", "__weakref__")
+    __slots__ = ("node", "gys", "need", "grads", "inputs", "outputs", "direct",
+                 "__weakref__")
     fusable = False
 
-    def __init__(self, n: PyNode, gys: list, need: tuple) -> None:
+    def __init__(self, n: PyNode, gys: list, need: tuple, direct: bool = False) -> None:
         self.node, self.gys, self.need = n, gys, need
         self.inputs = [g for g in gys if g is not None]  # what the step reads
+        self.direct = tuple(direct and pd and a._parent is None
+                            for a, pd in zip(n.inputs, need))
         seen: set = set()
         self.grads = []  # one per distinct input (a repeated input's share is accumulated)
-        for a, pd in zip(n.inputs, need):
-            first = pd and id(a) not in seen
+        for a, pd, d in zip(n.inputs, need, self.direct):
+            first = pd and not d and id(a) not in seen
             seen.add(id(a))
             self.grads.append(_make(a.shape, a.dtype, None, None, False) if first else None)
         self.outputs = tuple(weakref.ref(g) for g in self.grads if g is not None)
@@ -221,10 +208,12 @@ class PyGradStep:
     def run(self, ctx: Any = None, save: bool = False) -> None:
         n = self.node
         ins = n.inputs
-        old = [a._grad for a in ins]
+        old = [None if d else a._grad for a, d in zip(ins, self.direct)]
         accum, seen = [], set()
-        for a, pd in zip(ins, self.need):
-            if pd and id(a) not in seen:
+        for a, pd, d in zip(ins, self.need, self.direct):
+            if d:
+                accum.append(True)
+            elif pd and id(a) not in seen:
                 seen.add(id(a))
                 a._grad = NdArray(a.shape, a.dtype)
                 a._grad.zero()
@@ -232,14 +221,15 @@ class PyGradStep:
             else:
                 accum.append(bool(pd))
         try:
-            n.call_backward([g._data if g is not None else None for g in self.gys],
+            n.call_backward([g._data if type(g) is Variable else g for g in self.gys],
                             self.need, accum)
             for a, gv in zip(ins, self.grads):
                 if gv is not None:
                     gv._data = a._grad
         finally:
-            for a, g in zip(ins, old):
-                a._grad = g
+            for a, g, d in zip(ins, old, self.direct):
+                if not d:
+                    a._grad = g
 
 
 def differentiate(n: PyNode, need: tuple, gys: list, graph: bool) -> Any:

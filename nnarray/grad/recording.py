@@ -3,7 +3,8 @@
 Static mode (the default) adds a node whose outputs have the inferred shapes and runs
 nothing; ``auto_forward`` runs the op now and adds a node only where a gradient can
 flow; ``no_grad`` runs it and records nothing. While a backward pass is traced into a
-program, static nodes are also appended to the ``tape``.
+program, static nodes are also appended to the ``tape``; traced while it runs
+(``modes.TRACE``), each function runs now and its node goes to the ``tape``.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
         else:
             datas.append(x)
     res = op.kernel(datas).run(datas, attrs, metas)
+    if m == _TRACE:
+        return _taped(op, _args(inputs, datas) if np_seen else tuple(inputs), attrs, metas,
+                      res)
     if len(metas) != 1:
         if m == modes.NO_GRAD or not need or not op.differentiable:
             return tuple([_make(o.shape, o.dtype, o, None, False) for o in res])
@@ -92,6 +96,21 @@ def record(op: Any, inputs: tuple, attrs: dict, metas: tuple) -> Any:
     v = _make(res.shape, res.dtype, res, None, True, node)
     node.outputs = (_wref(v),)
     return v
+
+
+def _taped(op: Any, inputs: tuple, attrs: dict, metas: tuple, res: Any) -> Any:
+    """A program step run now (``modes.TRACE``): its node on the tape, the outputs with
+    their values (what the traced backward computes; ``Program.clear`` drops them)."""
+    node = Node(op, inputs, attrs, metas, 0)
+    if len(metas) == 1:
+        v = _make(res.shape, res.dtype, res, None, False, node)
+        node.outputs = (_wref(v),)
+        tape.get().append(node)
+        return v
+    vs = tuple([_make(o.shape, o.dtype, o, None, False, node) for o in res])
+    node.outputs = tuple([_wref(v) for v in vs])
+    tape.get().append(node)
+    return vs
 
 
 def _args(inputs: tuple, datas: list) -> tuple:
@@ -121,6 +140,7 @@ def _dynamic_node(op: Any, inputs: tuple, attrs: dict, metas: tuple, rank: int, 
 
 
 _AUTO = modes.AUTO
+_TRACE = modes.TRACE
 
 #: What a node of a two-operand elementwise op has as attributes (none; shared, read-only).
 NO_ATTRS: dict = {}
@@ -129,7 +149,8 @@ NO_ATTRS: dict = {}
 def binary(op: Any) -> Any:
     """``record`` for two-operand elementwise ``op``, as ``record(a, b)``: the
     Variable's Python operator (``v + w``) and ``F.add(v, w)`` on Variables
-    (``record_binary``). Under ``auto_forward``, where the result has ``a``'s shape and
+    (``record_binary``). Under ``auto_forward`` (or traced as it runs), where the result
+    has ``a``'s shape and
     its dtype is in the op's meta cache under the short key (``elementwise._short_key``:
     two Variables of one shape, or a Variable and a Python float or int) and the
     context's Kernel is plain, the kernel runs through ``Kernel.fast`` and the node is
@@ -137,7 +158,8 @@ def binary(op: Any) -> Any:
     metas, name = op.metas, op.name
 
     def record_op(a: Any, b: Any) -> Any:
-        if _mode.get() == _AUTO:
+        m = _mode.get()
+        if m == _AUTO or m == _TRACE:
             ta, tb = type(a), type(b)
             if ta is Variable:
                 da = a._data
@@ -156,6 +178,8 @@ def binary(op: Any) -> Any:
                     if k.plain:
                         meta = (a._shape, d)
                         out = k.fast(da, db, meta)
+                        if m == _TRACE:
+                            return _taped(op, (a, b), NO_ATTRS, (meta,), out)
                         if not op.differentiable or not (
                                 a._need_grad or (tb is Variable and b._need_grad)):
                             return _make(meta[0], d, out, None, False)

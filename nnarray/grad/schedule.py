@@ -163,12 +163,13 @@ class Schedule:
             _free(st.free, nodes, clear_buffer)
 
     def replay(self, nodes: list, seed: NdArray, clear_buffer: bool,
-               more_seeds: Any = ()) -> None:
+               more_seeds: Any = (), interpret: bool = False) -> None:
         """A backward schedule's run on the graph whose forward order is ``nodes``: check
         its saved data, run the steps, deliver the gradients (``more_seeds``: the output
-        gradients of a program traced from several roots, after the first)."""
+        gradients of a program traced from several roots, after the first; ``interpret``:
+        one closure per step, generating no code)."""
         prog = self.prog
-        gen = self.program
+        gen = None if interpret else self.program
         if gen is not None and not prog.inv_steps:
             gen.fn(None, nodes, seed, more_seeds, clear_buffer)  # checks, reads saved data
         else:

@@ -68,7 +68,7 @@ class Variable(GraphValue, ArrayOperators):
     """
 
     __slots__ = ("_shape", "_dtype", "_data", "_grad", "_need_grad", "_explicit", "_parent",
-                 "_gstamp", "_plan", "_name", "_held", "__weakref__")
+                 "_plan", "_name", "_held", "__weakref__")
     # ``_held`` (unset until then): the user read this intermediate's values once, so
     # fused forward schedules write it (``grad/fusion_adapter.py``: ``recover``).
 
@@ -83,7 +83,6 @@ class Variable(GraphValue, ArrayOperators):
         self._need_grad = bool(need_grad)
         self._explicit = False
         self._parent: Any = None
-        self._gstamp = 0
         self._plan: Any = None
         self._name = name
 
@@ -334,23 +333,18 @@ class Variable(GraphValue, ArrayOperators):
         return _recording.record_binary(op, a, b)
 
     # -- receiving gradients (the backward pass) ---------------------------------------
-    def _receive_grad(self, gx: NdArray, stamp: int, shared: bool) -> None:
-        """Take ``gx``, this pass's (``stamp``) gradient contribution: an intermediate's
-        is written on first visit and summed after; a leaf's accumulates into ``.grad``."""
-        if self._parent is None:
-            d = self._data
-            h = None if d is None else d._head
-            gh = gx._head
-            if h is None or h is gh or gh is None or d.current_copy(gh) is not None:
-                self._accumulate(gx, shared)  # where the data is current (the solver's rule)
-            else:  # the gradient lands on the parameter's device (a counted transfer)
-                with context_scope(_context.context_of(h, _context.get_current_context())):
-                    self._accumulate(gx, shared)
-        elif self._gstamp != stamp:
-            self._grad = gx
-            self._gstamp = stamp
+    def _receive_grad(self, gx: NdArray, shared: bool) -> None:
+        """Take ``gx``, a gradient for this leaf from a backward pass run now (``shared``:
+        referenced elsewhere): accumulated into ``.grad`` where the data is current (the
+        solver's rule), or landing on the parameter's device (a counted transfer)."""
+        d = self._data
+        h = None if d is None else d._head
+        gh = gx._head
+        if h is None or h is gh or gh is None or d.current_copy(gh) is not None:
+            self._accumulate(gx, shared)
         else:
-            self._grad = F.add(self._grad, gx)
+            with context_scope(_context.context_of(h, _context.get_current_context())):
+                self._accumulate(gx, shared)
 
     def _accumulate(self, gx: NdArray, shared: bool) -> None:
         """``grad += gx``; a lazily zero (or absent) gradient adopts ``gx`` (or copies it
@@ -388,7 +382,6 @@ def _make(shape: tuple, dtype: np.dtype, data: NdArray | None, grad: NdArray | N
     v._need_grad = need_grad
     v._explicit = False
     v._parent = parent
-    v._gstamp = 0
     v._plan = None
     v._name = None
     return v
