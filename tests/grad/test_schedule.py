@@ -84,6 +84,46 @@ def test_define_by_run_replay_is_a_schedule(backend: str, built: list, monkeypat
         assert [k for k, _ in built] == ([] if it < 2 else ["backward"])
 
 
+@pytest.mark.parametrize("clear_buffer", [False, True])
+def test_every_sighting_of_a_define_by_run_graph_computes_the_same(
+        backend: str, clear_buffer: bool, monkeypatch) -> None:
+    """Untaped (1st), traced as it runs (2nd), interpreted (3rd) and generated (4th):
+    the same leaf and intermediate gradients, where an intermediate feeds three uses
+    and a leaf two."""
+    monkeypatch.setattr(grad.backward._local, "programs", {}, raising=False)
+    rng = np.random.default_rng(5)
+    xn, wn = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
+    x = Variable.from_numpy_array(xn)
+    w = Variable.from_numpy_array(wn, need_grad=True)
+    hn = xn @ wn
+    dh = (1 - np.tanh(hn) ** 2) * hn + np.tanh(hn) + 1
+    for _ in range(4):
+        with grad.auto_forward():
+            h = x @ w
+            y = F.sum(F.tanh(h) * h + h) + F.sum(w * w)
+        w.grad.zero()
+        y.backward(clear_buffer=clear_buffer)
+        np.testing.assert_allclose(w.g, xn.T @ dh + 2 * wn, **tol(np.float64))
+        if not clear_buffer:
+            np.testing.assert_allclose(h.g, dh, **tol(np.float64))
+
+
+def test_a_leaf_never_adopts_a_gradient_another_value_holds(backend: str,
+                                                             monkeypatch) -> None:
+    """``sum(2w + w)``: add hands its output gradient to both operands; the leaf copies
+    it before the intermediate's share is added in, at every sighting."""
+    monkeypatch.setattr(grad.backward._local, "programs", {}, raising=False)
+    w = Variable.from_numpy_array(np.arange(3.0), need_grad=True)
+    for _ in range(4):
+        with grad.auto_forward():
+            z = w * 2.0
+            y = F.sum(z + w)
+        w.grad.zero()
+        y.backward()
+        np.testing.assert_array_equal(w.g, [3.0, 3.0, 3.0])
+        np.testing.assert_array_equal(z.g, [1.0, 1.0, 1.0])
+
+
 def test_interpreter_and_generated_code_agree(backend: str) -> None:
     rng = np.random.default_rng(3)
     x, w = _mlp(rng)
