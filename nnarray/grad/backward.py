@@ -79,28 +79,22 @@ def _backward(root: Variable, grad: Any, clear_buffer: bool, ctx: Any,
 
 def _run(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool,
          ctx: Any) -> None:
-    """The backward pass proper: the rules run through ``program.trace``. A static
+    """The backward pass proper (every rule through ``Node.trace_backward``). A static
     graph's are traced once (nothing runs) and the program replayed. A define-by-run
     graph's run now: untaped at its signature's first sighting (a program costs more to
     keep than a graph seen once takes to run), taped as they run at the second, and its
-    program replayed from the third (interpreted, then generated code)."""
+    program replayed from the third."""
     prog = plan.program
-    interpret = False
     if prog is None:
         if not root._parent.dynamic:
             prog = plan.program = trace(root, plan.backward_order(), plan.order)
         else:
             sig = signature(root, plan.order)
-            programs = _programs()
-            prog = programs.get(sig, _UNSEEN) if sig is not None else _NEVER
+            prog = _programs().get(sig, _UNSEEN) if sig is not None else _NEVER
             if prog is _UNSEEN or prog is _NEVER or prog is _ONCE:
                 _run_now(root, plan, g, clear_buffer, sig, prog)
                 return
-            prog.sightings += 1
-            interpret = prog.sightings == 2
-            if interpret:
-                finish(prog, plan.order)
-    executor.replay(prog, plan.order, g, ctx, clear_buffer, (), plan.recompute, interpret)
+    executor.replay(prog, plan.order, g, ctx, clear_buffer, (), plan.recompute)
     root._grad = g
     if clear_buffer:
         for n in plan.order:
@@ -132,7 +126,11 @@ def _run_now(root: Variable, plan: executor.Plan, g: NdArray, clear_buffer: bool
     if clear_buffer:
         for n in nodes:
             _after(n, root, True)
-    _keep(sig, prog if prog.relocatable else _NEVER)
+    if prog.relocatable:
+        finish(prog, nodes)
+        _keep(sig, prog)
+    else:
+        _keep(sig, _NEVER)
 
 
 def _keep(sig: Any, what: Any) -> None:

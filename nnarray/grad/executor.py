@@ -213,12 +213,11 @@ def forward_schedule(plan: Plan, ctx: Any, clear_buffer: bool = False) -> schedu
 
 
 def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
-           more_seeds: Any = (), recomputed: Any = None, interpret: bool = False) -> None:
+           more_seeds: Any = (), recomputed: Any = None) -> None:
     """Run a traced program, as its schedule for ``ctx``, on the graph whose forward
     order is ``nodes`` (``more_seeds``: the output gradients of a program traced from
     several roots, after the first; ``recomputed``: what the forward that ran left to
-    backward to recompute, its ``Schedule.recompute``; ``interpret``: by the
-    interpreter, generating no code)."""
+    backward to recompute, its ``Schedule.recompute``)."""
     if recomputed is not None:
         prog = recompute_pass.derive(prog, nodes, recomputed)
     s = prog.schedule
@@ -226,7 +225,7 @@ def replay(prog: Any, nodes: list, seed: NdArray, ctx: Any, clear_buffer: bool,
         s = prog.schedule = schedule.backward(prog, ctx)
         s.fused = fusion_adapter.mode()
     try:
-        s.replay(nodes, seed, clear_buffer, more_seeds, interpret)
+        s.replay(nodes, seed, clear_buffer, more_seeds)
     except (IndexError, TypeError, AttributeError) as e:
         n = recompute_pass.unsaved(prog, nodes)
         if n is None:

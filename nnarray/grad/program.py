@@ -29,7 +29,7 @@ class Program:
 
     __slots__ = ("seed", "more_seeds", "binds", "checks", "steps", "leaves", "inter",
                  "inv_proxies", "inv_last", "inv_steps", "schedule", "relocatable",
-                 "derived", "held", "sightings", "live", "__weakref__")
+                 "derived", "held", "live", "__weakref__")
     #: Its rules record steps (``node.RuleValues``: how else they may run).
     taped = True
 
@@ -53,9 +53,6 @@ class Program:
         #: program made.
         self.derived: dict = {}
         self.held: list = []
-        #: How often it ran (``backward``: a define-by-run graph's, traced as it ran
-        #: once): its first replay is interpreted, generated code from the second on.
-        self.sightings = 1
         #: While traced as it runs: the forward order whose saved data proxies bind to.
         self.live: Any = None
 
@@ -203,7 +200,7 @@ def _release(n: Any, root: Variable, grads: dict) -> None:
 
 def finish(prog: Program, nodes: list) -> None:
     """What a replay gains from (broadcasts elided, loop-invariant steps marked), done
-    when the program is first to replay: a program traced while it ran may never be."""
+    once tracing is over: after a run while tracing, which needed every step."""
     _elide_broadcasts(prog, {id(o[2]) for o in prog.leaves} | {id(o[2]) for o in prog.inter})
     _plan_invariants(prog, nodes)
 

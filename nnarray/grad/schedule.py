@@ -163,13 +163,12 @@ class Schedule:
             _free(st.free, nodes, clear_buffer)
 
     def replay(self, nodes: list, seed: NdArray, clear_buffer: bool,
-               more_seeds: Any = (), interpret: bool = False) -> None:
+               more_seeds: Any = ()) -> None:
         """A backward schedule's run on the graph whose forward order is ``nodes``: check
         its saved data, run the steps, deliver the gradients (``more_seeds``: the output
-        gradients of a program traced from several roots, after the first; ``interpret``:
-        one closure per step, generating no code)."""
+        gradients of a program traced from several roots, after the first)."""
         prog = self.prog
-        gen = None if interpret else self.program
+        gen = self.program
         if gen is not None and not prog.inv_steps:
             gen.fn(None, nodes, seed, more_seeds, clear_buffer)  # checks, reads saved data
         else:

@@ -160,8 +160,8 @@ def test_scope_entered_per_step_compiles_nothing_new(backend, static, monkeypatc
     monkeypatch.setattr(builtins, "compile", lambda *a, **k: compiled.append(1) or real(*a, **k))
     want = w0.copy()
     for i, xb in enumerate(batches):
-        if i == (2 if static else 4):  # the first steps compile: define-by-run's backward
-            compiled.clear()  # replays interpreted on the 3rd step, generated on the 4th
+        if i == (2 if static else 3):  # the first steps compile (define-by-run: its
+            compiled.clear()  # backward is traced on the 2nd step, generated on the 3rd)
         with nna.context_scope(backend):
             w.grad.zero()
             if static:
