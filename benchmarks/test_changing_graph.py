@@ -1,10 +1,11 @@
 """Define-by-run steps whose graph is new at (almost) every call: what a backward pass
 costs before any program of it can be replayed (issue 37 item 0).
 
-A define-by-run graph's backward runs its rules eagerly the first time its signature
-(ops, shapes, wiring) is seen and replays a traced program from the second sighting on
-(``grad/backward.py``); these rows time the workloads where that never happens, so a
-change to how backward runs a graph seen once shows here:
+A define-by-run graph's backward runs its rules untaped the first time its signature
+(ops, shapes, wiring) is seen, traces them as they run at the second sighting and
+replays that program from the third (``grad/backward.py``); these rows time the
+workloads where no program is ever replayed, so a change to how backward runs a graph
+seen once shows here:
 
 - *changing graph*: matmul-relu-matmul-tanh over 40 batch sizes in turn (more
   signatures than the 32 programs kept, so each call is a first sighting);

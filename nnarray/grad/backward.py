@@ -169,7 +169,7 @@ def check_not_freed(order: list, what: str) -> None:
 
 
 #: Traced programs of define-by-run graphs, by graph signature (a training loop builds the
-#: same graph every iteration: from its second occurrence on, its backward is replayed).
+#: same graph every iteration: traced at its second occurrence, replayed from the third).
 _local = threading.local()  # per thread: a program's proxies are bound while it replays
 _PROGRAMS_MAX = 32
 #: What ``_programs`` holds for a signature before its program: seen once (the next
