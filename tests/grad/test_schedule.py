@@ -87,9 +87,9 @@ def test_define_by_run_replay_is_a_schedule(backend: str, built: list, monkeypat
 @pytest.mark.parametrize("clear_buffer", [False, True])
 def test_every_sighting_of_a_define_by_run_graph_computes_the_same(
         backend: str, clear_buffer: bool, monkeypatch) -> None:
-    """Untaped (1st), traced as it runs (2nd), interpreted (3rd) and generated (4th):
-    the same leaf and intermediate gradients, where an intermediate feeds three uses
-    and a leaf two."""
+    """Untaped (1st), traced as it runs (2nd), replayed by new generated code (3rd) and
+    again (4th): the same leaf and intermediate gradients, where an intermediate feeds
+    three uses and a leaf two."""
     monkeypatch.setattr(grad.backward._local, "programs", {}, raising=False)
     rng = np.random.default_rng(5)
     xn, wn = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
