@@ -52,8 +52,7 @@ def _infer_matmul(inputs, attrs):
     a, b = inputs
     require_array("matmul", "a", a)
     require_array("matmul", "b", b)
-    ta = attrs["transpose_a"] = bool(attrs.get("transpose_a", False))
-    tb = attrs["transpose_b"] = bool(attrs.get("transpose_b", False))
+    ta, tb = attrs.get("transpose_a", False), attrs.get("transpose_b", False)
     d = dtypes.promote("matmul", a, b)
     if d == np.bool_:
         d = np.dtype(np.bool_)
@@ -61,7 +60,8 @@ def _infer_matmul(inputs, attrs):
                           _swapped("matmul", "b", b.shape, tb)), d),)
 
 
-matmul = Op("matmul", _infer_matmul)
+#: ``pure``: its metas are cached by value (the kernels default the transpose flags).
+matmul = Op("matmul", _infer_matmul, pure=True)
 
 
 def affine(x: Any, W: Any, b: Any = None) -> Any:

@@ -109,6 +109,23 @@ def test_pow_infers_every_call_with_a_scalar_exponent():
     assert not F.pow.op.pure and F.add.op.pure
 
 
+def test_matmul_metas_are_cached_by_value_with_its_transpose_flags(backend):
+    """matmul is ``pure``: an equal call reuses its metas, each transpose flag is its own
+    entry, and a bad pair still raises after good ones were cached."""
+    from nnarray.ops.linalg import matmul
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    with nna.context_scope(backend):
+        x, w, wt = _nd(a), _nd(b), _nd(np.ascontiguousarray(b.T))
+        assert matmul.pure
+        matmul.metas.clear()
+        np.testing.assert_allclose(F.matmul(x, w).numpy(), a @ b)
+        np.testing.assert_allclose(F.matmul(x, wt, transpose_b=True).numpy(), a @ b)
+        np.testing.assert_allclose(F.matmul(x, w).numpy(), a @ b)
+        assert len(matmul.metas) == 2
+        with pytest.raises(nna.ShapeError, match="inner dimensions"):
+            F.matmul(x, wt)
+
+
 def test_setitem_and_sgd_update_dispatch_through_the_one_function(backend):
     """``x[key] = v`` and ``sgd_update`` run the Kernel ``registry.dispatch`` memoizes."""
     with nna.context_scope(backend) as ctx:
