@@ -74,7 +74,8 @@ class Op(Entry):
     ``out_metas`` is ``infer`` through the op's meta cache where ``pure`` says it may be.
     """
 
-    __slots__ = ("infer", "backward", "differentiable", "metas", "pure", "__weakref__")
+    __slots__ = ("infer", "backward", "differentiable", "metas", "pure", "norms",
+                 "__weakref__")
 
     #: Each output element depends only on the operands' elements at its position (after
     #: broadcasting), and the kernels take ``out=``: an operand of the output's shape and
@@ -82,7 +83,7 @@ class Op(Entry):
     elementwise = False
 
     def __init__(self, name: str, infer: Callable, differentiable: bool = True,
-                 pure: bool = False) -> None:
+                 pure: bool = False, normalizes: bool = False) -> None:
         Entry.__init__(self, name)
         self.infer = infer
         self.backward: Any = None
@@ -95,7 +96,12 @@ class Op(Entry):
         #: results may be cached (``out_metas``). Ops whose inference reads anything else
         #: (a scalar's value, attrs normalized in place) are not ``pure``: they infer on
         #: every call.
-        self.pure = pure
+        self.pure = pure or normalizes
+        #: With ``normalizes``: ``infer`` is such a pure function that also writes the
+        #: attrs it normalizes (an axis made a sorted tuple, a shape a tuple) into
+        #: ``attrs``; the cache keeps them by the same key (input key -> normalized attrs)
+        #: and a hit writes them as ``infer`` would have. ``None``: it writes none.
+        self.norms: dict | None = {} if normalizes else None
 
     def __call__(self, *inputs: Any, **attrs: Any) -> Any:
         if "name" in attrs:  # a graph node's name: NdArray calls ignore it
@@ -120,10 +126,15 @@ class Op(Entry):
         if key is None:
             return self.infer(inputs, attrs)
         metas = self.metas.get(key)
+        norms = self.norms
         if metas is None:
             metas = self.infer(inputs, attrs)
             if len(self.metas) < CACHE_LIMIT:
+                if norms is not None:
+                    norms[key] = dict(attrs)
                 self.metas[key] = metas
+        elif norms is not None:
+            attrs.update(norms[key])
         return metas
 
     def kernel(self, inputs: Any) -> Any:

@@ -106,7 +106,7 @@ def cumulative_prod(x: Any, axis: Any = None) -> Any:
     """Running product along ``axis`` (optional for 1-D input); integers multiply in
     int64."""
     return _cumulative_prod(x, axis=axis)
-sum_op, prod_op, mean_op, max_op, min_op = (Op(n, _infer_reduce(n))
+sum_op, prod_op, mean_op, max_op, min_op = (Op(n, _infer_reduce(n), normalizes=True)
                                             for n in ("sum", "prod", "mean", "max", "min"))
 argmax_op = Op("argmax", _infer_arg("argmax"), differentiable=False)
 argmin_op = Op("argmin", _infer_arg("argmin"), differentiable=False)

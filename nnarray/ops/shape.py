@@ -175,8 +175,8 @@ _valid_slices: set = set()
 
 
 reshape_op = Op("reshape", _infer_reshape)
-transpose_op = Op("transpose", _infer_transpose)
-broadcast_to_op = Op("broadcast_to", _infer_broadcast_to)
+transpose_op = Op("transpose", _infer_transpose, normalizes=True)
+broadcast_to_op = Op("broadcast_to", _infer_broadcast_to, normalizes=True)
 concatenate_op = Op("concatenate", _infer_concatenate)
 slice_op = Op("slice", _infer_slice)
 

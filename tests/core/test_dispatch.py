@@ -126,6 +126,35 @@ def test_matmul_metas_are_cached_by_value_with_its_transpose_flags(backend):
             F.matmul(x, wt)
 
 
+def test_a_normalizing_op_caches_its_metas_and_normalized_attrs():
+    """sum, transpose and broadcast_to normalize their attrs in ``infer``: a cache hit
+    writes the same normalized attrs (what the kernels and saved graphs read), and a bad
+    axis still raises after good calls were cached."""
+    from nnarray.ops.reduction import sum_op
+    from nnarray.ops.shape import broadcast_to_op, transpose_op
+    assert all(op.pure and op.norms is not None for op in (sum_op, broadcast_to_op, transpose_op))
+    sum_op.metas.clear()
+    sum_op.norms.clear()
+    v = Variable((2, 3, 4), dtype=np.float32)
+    nodes = [F.sum(v, axis=[-1, 0]).parent for _ in range(2)]  # a miss, then a hit
+    assert len(sum_op.metas) == 0  # a list axis is not hashable: inferred each time
+    nodes += [F.sum(v, axis=(-1, 0)).parent for _ in range(2)]
+    assert len(sum_op.metas) == 1
+    for n in nodes:
+        assert n.attrs == {"axis": (0, 2), "keepdims": False} and n.out_metas[0][0] == (3,)
+    with pytest.raises(nna.ShapeError, match="axis"):
+        F.sum(v, axis=(3,))
+    for _ in range(2):
+        t = F.transpose(v, (2, -3, 1)).parent
+        assert t.attrs["axes"] == (2, 0, 1) and t.out_metas[0][0] == (4, 2, 3)
+        b = F.broadcast_to(Variable((3, 1)), [2, 3, 5]).parent
+        assert b.attrs["shape"] == (2, 3, 5)
+    x = _nd(np.arange(24.0, dtype=np.float32).reshape(2, 3, 4))
+    for _ in range(2):
+        np.testing.assert_allclose(F.sum(x, axis=(-1, 0)).numpy(),
+                                   np.arange(24.0).reshape(2, 3, 4).sum(axis=(2, 0)))
+
+
 def test_setitem_and_sgd_update_dispatch_through_the_one_function(backend):
     """``x[key] = v`` and ``sgd_update`` run the Kernel ``registry.dispatch`` memoizes."""
     with nna.context_scope(backend) as ctx:
