@@ -102,15 +102,11 @@ def _taped(op: Any, inputs: tuple, attrs: dict, metas: tuple, res: Any) -> Any:
     """A program step run now (``modes.TRACE``): its node on the tape, the outputs with
     their values (what the traced backward computes; ``Program.clear`` drops them)."""
     node = Node(op, inputs, attrs, metas, 0)
-    if len(metas) == 1:
-        v = _make(res.shape, res.dtype, res, None, False, node)
-        node.outputs = (_wref(v),)
-        tape.get().append(node)
-        return v
-    vs = tuple([_make(o.shape, o.dtype, o, None, False, node) for o in res])
-    node.outputs = tuple([_wref(v) for v in vs])
+    outs = [_make(o.shape, o.dtype, o, None, False, node)
+            for o in ((res,) if len(metas) == 1 else res)]
+    node.outputs = tuple([_wref(v) for v in outs])
     tape.get().append(node)
-    return vs
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _args(inputs: tuple, datas: list) -> tuple:
